@@ -1,0 +1,1 @@
+"""Lantern: a WebGPU sample framework whose frames explain themselves."""

@@ -1,0 +1,233 @@
+"""The sample runner: one command line, one frame loop, window or headless capture.
+
+A sample subclasses ``Sample``, adds passes to the render graph in ``build`` and moves its
+scene in ``update``; ``main(MySample)`` does everything else (GPU setup, window or capture,
+profiling, HUD, shutdown reports).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from typing import ClassVar
+
+import wgpu
+
+from .cli import OVERLAY_MODES, build_parser, check_output_path, fail
+from .gpu import GpuError, create_gpu
+from .graph import FrameContext, RenderGraph
+from .surfaces import OffscreenTarget, SurfaceError, WindowSurface
+
+log = logging.getLogger("lantern")
+
+KEY_ESCAPE, KEY_F1, KEY_F2 = 256, 290, 291  # glfw key codes (glfw is not imported headless)
+CAPTURE_FRAMES = 60
+CAPTURE_DT = 1.0 / 60.0  # simulated seconds per frame in captures: deterministic by index
+
+
+class Sample:
+    """Base class of every sample.
+
+    Class attributes:
+        name: the module's short name, e.g. ``"s01"``.
+        description: one line, listed by ``python -m samples``.
+    """
+
+    name: ClassVar[str] = "sample"
+    description: ClassVar[str] = ""
+
+    @classmethod
+    def add_arguments(cls, parser) -> None:
+        """Add sample-specific options to the shared ``argparse`` parser."""
+
+    def __init__(self, app: App):
+        self.app = app
+
+    def build(self, graph: RenderGraph) -> None:
+        """Add this sample's passes to ``graph`` (called once)."""
+        raise NotImplementedError
+
+    def update(self, ctx: FrameContext) -> None:
+        """Advance the scene to ``ctx.time`` before the frame is recorded."""
+
+    def on_key(self, key: int) -> None:
+        """A key (glfw key code) was pressed in the window."""
+
+    def report(self) -> str | None:
+        """Extra lines for the shutdown report (e.g. the cull counters), or None."""
+        return None
+
+    def close(self) -> None:
+        """Release resources at shutdown."""
+
+
+class App:
+    """What a running sample can reach: ``gpu``, ``args``, ``graph``, ``profiler``, ``hud``."""
+
+    def __init__(self, gpu, args, graph: RenderGraph, prog: str):
+        self.gpu = gpu
+        self.args = args
+        self.graph = graph
+        self.prog = prog
+        self.profiler = None
+        self.hud = None
+        self.overlay_mode = args.overlay
+
+    def cycle_overlay(self) -> str:
+        i = OVERLAY_MODES.index(self.overlay_mode)
+        self.overlay_mode = OVERLAY_MODES[(i + 1) % len(OVERLAY_MODES)]
+        if self.hud is not None:
+            self.hud.set_mode(self.overlay_mode)
+        log.info("overlay: %s", self.overlay_mode)
+        return self.overlay_mode
+
+
+def main(sample_cls: type[Sample], argv: list[str] | None = None) -> None:
+    """Entry point of ``python -m samples.sNN``: run and exit with its status."""
+    sys.exit(run(sample_cls, argv))
+
+
+def run(sample_cls: type[Sample], argv: list[str] | None = None) -> int:
+    """Parse the command line, run the sample, print the shutdown reports; return a status."""
+    prog = f"python -m samples.{sample_cls.name}"
+    parser = build_parser(prog, sample_cls.description)
+    sample_cls.add_arguments(parser)
+    args = parser.parse_args(argv)
+    if args.capture:
+        check_output_path(parser, "--capture", args.capture, ".png")
+    if args.trace:
+        check_output_path(parser, "--trace", args.trace, ".json")
+        args.profile = True
+    if args.overlay is None:
+        args.overlay = "perf" if (args.gpu_profile or args.profile) else "off"
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+
+    try:
+        gpu = create_gpu(args.adapter)
+    except GpuError as e:
+        return fail(prog, str(e), 2 if args.adapter else 1)
+    print(gpu.describe(), flush=True)
+
+    target = window = None
+    try:
+        if args.capture:
+            target = OffscreenTarget(gpu.device, args.size)
+            fmt, size = target.format, args.size
+        else:
+            window = WindowSurface(
+                gpu, args.size, f"Lantern {sample_cls.name}", vsync=not args.no_vsync
+            )
+            fmt, size = window.format, window.framebuffer_size()
+    except SurfaceError as e:
+        return fail(prog, str(e), 1)
+
+    graph = RenderGraph(gpu.device, output_format=fmt, size=size)
+    app = App(gpu, args, graph, prog)
+    sample = sample_cls(app)
+    sample.build(graph)
+    _attach_tools(app)
+    status = 0
+    try:
+        if target is not None:
+            _run_capture(app, sample, target)
+            print(
+                f"wrote {args.capture} ({args.size[0]}x{args.size[1]}, "
+                f"{args.frames or CAPTURE_FRAMES} frames)"
+            )
+        else:
+            _run_window(app, sample, window)
+    except KeyboardInterrupt:
+        status = 130
+    finally:
+        if window is not None:
+            window.close()
+        _shutdown(app, sample)
+        sample.close()
+    return status
+
+
+def _attach_tools(app: App) -> None:
+    """Profiler and HUD, created only when asked for (the shipping path creates neither)."""
+    args = app.args
+    if args.gpu_profile or args.profile:
+        from .profiling import FrameProfiler
+
+        app.profiler = FrameProfiler(app.gpu, gpu=args.gpu_profile, cpu=args.profile)
+        app.graph.profiler = app.profiler
+    try:
+        from .debug.hud import install_hud
+    except ImportError:  # HUD not built yet
+        return
+    app.hud = install_hud(app)
+
+
+def _render(app: App, sample: Sample, output, index: int, t: float) -> None:
+    graph, prof = app.graph, app.profiler
+    ctx = FrameContext(app.gpu.device, graph, index, t, graph.size, output)
+    if prof is not None:
+        prof.cpu_begin("Update")
+    sample.update(ctx)
+    if app.hud is not None:
+        app.hud.update(ctx)
+    if prof is not None:
+        prof.cpu_end()
+    encoder = app.gpu.device.create_command_encoder(label=f"frame {index}")
+    graph.execute(encoder, ctx)
+    if prof is not None:
+        prof.cpu_begin("Submit")
+    app.gpu.queue.submit([encoder.finish()])
+    if prof is not None:
+        prof.cpu_end()
+        prof.after_submit()
+
+
+def _run_capture(app: App, sample: Sample, target: OffscreenTarget) -> None:
+    frames = app.args.frames or CAPTURE_FRAMES
+    for i in range(frames):
+        _render(app, sample, target.view, i, i * CAPTURE_DT)
+    target.save_png(app.args.capture)
+
+
+def _run_window(app: App, sample: Sample, window: WindowSurface) -> None:
+    frames, prof = app.args.frames, app.profiler
+    start, index = time.perf_counter(), 0
+    while not window.should_close() and (frames is None or index < frames):
+        for key in window.poll():
+            if key == KEY_ESCAPE:
+                window.request_close()
+            elif key == KEY_F1:
+                app.cycle_overlay()
+            else:
+                sample.on_key(key)
+        size = window.framebuffer_size()
+        if size[0] == 0 or size[1] == 0:  # minimised: nothing to draw into
+            window.wait(0.05)
+            continue
+        if size != window.size:
+            window.configure(size)
+            app.graph.resize(size)
+        try:
+            output = window.acquire()
+        except wgpu.DrawCancelled:
+            continue
+        _render(app, sample, output, index, time.perf_counter() - start)
+        if prof is not None:
+            prof.cpu_begin("Present")
+        window.present()
+        if prof is not None:
+            prof.cpu_end()
+        index += 1
+
+
+def _shutdown(app: App, sample: Sample) -> None:
+    """Drain pending timings and print the timeline(s) and the sample's report; write the trace."""
+    if app.profiler is None:
+        return
+    app.profiler.drain()
+    for report in (app.profiler.report(), sample.report()):
+        if report:
+            print(report)
+    if app.args.trace:
+        app.profiler.write_trace(app.args.trace)
+        print(f"wrote {app.args.trace}")

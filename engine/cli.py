@@ -1,0 +1,141 @@
+"""The command line every sample shares (argparse), with one-line errors for bad values."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+
+OVERLAY_MODES = ("off", "perf", "cull", "timeline", "all")
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse with a single-line error (no usage block) and exit status 2."""
+
+    def error(self, message: str):  # noqa: D401 - argparse API
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def size_type(text: str) -> tuple[int, int]:
+    """``WxH`` in pixels, each 1..16384."""
+    m = re.fullmatch(r"\s*(\d+)\s*[xX]\s*(\d+)\s*", text)
+    if not m:
+        raise argparse.ArgumentTypeError(f"expected WxH in pixels (e.g. 1280x720), got {text!r}")
+    w, h = int(m.group(1)), int(m.group(2))
+    if not (1 <= w <= 16384 and 1 <= h <= 16384):
+        raise argparse.ArgumentTypeError(f"width and height must be 1..16384 pixels, got {text!r}")
+    return w, h
+
+
+def positive_int(text: str) -> int:
+    """An integer >= 1."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return v
+
+
+def non_negative_int(text: str) -> int:
+    """An integer >= 0."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return v
+
+
+def build_parser(prog: str, description: str) -> ArgumentParser:
+    p = ArgumentParser(prog=prog, description=description)
+    g = p.add_argument_group("Lantern options (every sample)")
+    g.add_argument(
+        "--capture",
+        metavar="PATH",
+        help="render headless (no window) and write the last frame to this PNG file",
+    )
+    g.add_argument(
+        "--frames",
+        type=positive_int,
+        metavar="N",
+        help="frames to render (default: 60 with --capture, unlimited in a window)",
+    )
+    g.add_argument(
+        "--size",
+        type=size_type,
+        default=(1280, 720),
+        metavar="WxH",
+        help="output size in pixels (default 1280x720)",
+    )
+    g.add_argument(
+        "--gpu-profile",
+        action="store_true",
+        help="time every pass on the GPU with timestamp queries",
+    )
+    g.add_argument(
+        "--profile",
+        action="store_true",
+        help="time every pass's recording, update, submit and present on the CPU",
+    )
+    g.add_argument(
+        "--trace",
+        metavar="PATH",
+        help="write a Chrome trace (Perfetto) JSON file at shutdown; implies --profile",
+    )
+    g.add_argument(
+        "--overlay",
+        choices=OVERLAY_MODES,
+        metavar="MODE",
+        default=None,
+        help="HUD mode: "
+        + ", ".join(OVERLAY_MODES)
+        + " (default: perf when profiling, else off; F1 cycles)",
+    )
+    g.add_argument(
+        "--hud-scale",
+        type=positive_int,
+        metavar="N",
+        default=None,
+        help="integer HUD scale (default: chosen from the output size)",
+    )
+    g.add_argument(
+        "--adapter",
+        metavar="NAME",
+        default=None,
+        help="pick the GPU adapter whose name contains NAME "
+        "(default: $WGPUPY_WGPU_ADAPTER_NAME, else high-performance)",
+    )
+    g.add_argument("--no-vsync", action="store_true", help="present without waiting for vsync")
+    g.add_argument(
+        "--seed",
+        type=non_negative_int,
+        default=0,
+        metavar="N",
+        help="random seed for procedural content (default 0)",
+    )
+    return p
+
+
+def check_output_path(parser: ArgumentParser, option: str, path: str, suffix: str) -> None:
+    """Fail with a one-line error unless ``path`` can be written, before any rendering."""
+    if not path.lower().endswith(suffix):
+        parser.error(f"argument {option}: {path!r} must end in {suffix}")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        parser.error(f"argument {option}: folder {folder!r} does not exist; create it first")
+    if (
+        os.path.isdir(path)
+        or not os.access(folder, os.W_OK)
+        or (os.path.exists(path) and not os.access(path, os.W_OK))
+    ):
+        parser.error(f"argument {option}: cannot write {path!r}; choose a writable path")
+
+
+def fail(prog: str, message: str, status: int = 2) -> int:
+    """Print the one-line error for a problem found after parsing; return the exit status."""
+    print(f"{prog}: error: {message}", file=sys.stderr)
+    return status

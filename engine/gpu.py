@@ -1,0 +1,123 @@
+"""GPU setup: the one place that chooses the adapter and creates the device.
+
+Adapter choice, in order: ``--adapter SUBSTRING`` (case-insensitive match on the adapter
+summary), then the ``WGPUPY_WGPU_ADAPTER_NAME`` environment variable, then wgpu's
+high-performance default. ``WGPU_BACKEND_TYPE`` (``Vulkan``, ``OpenGL``, ...) restricts the
+backend; wgpu-py reads it itself. Optional features are requested only where the adapter
+has them, and wgpu-native's automatic timestamp normalisation is switched on so that
+resolved timestamp queries are nanoseconds on every adapter.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+
+import wgpu
+
+log = logging.getLogger("lantern")
+
+#: Features Lantern uses when the adapter offers them; none is required.
+OPTIONAL_FEATURES = (
+    "timestamp-query",
+    "timestamp-query-inside-encoders",
+    "indirect-first-instance",
+)
+
+_instance_configured = False
+
+
+class GpuError(RuntimeError):
+    """No usable adapter or device; the message says what to do."""
+
+
+def _configure_instance() -> None:
+    """Enable ``AutomaticTimestampNormalization`` once, before the first adapter request."""
+    global _instance_configured
+    if _instance_configured:
+        return
+    from wgpu.backends.wgpu_native.extras import set_instance_extras
+
+    set_instance_extras(flags=["Default", "AutomaticTimestampNormalization"])
+    _instance_configured = True
+
+
+@dataclass
+class Gpu:
+    """The adapter and device every part of Lantern shares.
+
+    Attributes:
+        adapter: the chosen ``wgpu.GPUAdapter``.
+        device: the ``wgpu.GPUDevice`` created with ``features``.
+        features: the optional features that were enabled (subset of ``OPTIONAL_FEATURES``).
+    """
+
+    adapter: wgpu.GPUAdapter
+    device: wgpu.GPUDevice
+    features: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def queue(self) -> wgpu.GPUQueue:
+        return self.device.queue
+
+    @property
+    def summary(self) -> str:
+        """``"<device> (<type>) via <backend>"``, as wgpu reports it."""
+        return self.adapter.summary
+
+    @property
+    def has_timestamps(self) -> bool:
+        return "timestamp-query" in self.features
+
+    @property
+    def has_encoder_timestamps(self) -> bool:
+        return "timestamp-query-inside-encoders" in self.features
+
+    def describe(self) -> str:
+        """The one start-up line: adapter, backend, and which optional features are on."""
+        flags = " ".join(f"{f}={'on' if f in self.features else 'off'}" for f in OPTIONAL_FEATURES)
+        return f"GPU: {self.summary} | {flags}"
+
+
+def _pick_adapter(name: str | None) -> wgpu.GPUAdapter:
+    wanted = name or os.environ.get("WGPUPY_WGPU_ADAPTER_NAME") or None
+    adapters = wgpu.gpu.enumerate_adapters_sync()
+    if not adapters:
+        raise GpuError(
+            "no GPU adapter found: install a Vulkan driver "
+            "(on a machine without a GPU: apt-get install mesa-vulkan-drivers libvulkan1)"
+        )
+    if wanted:
+        matches = [a for a in adapters if wanted.lower() in a.summary.lower()]
+        if not matches:
+            names = "; ".join(a.summary for a in adapters)
+            raise GpuError(f"--adapter {wanted!r} matches no adapter; available: {names}")
+        return matches[0]
+    return wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+
+
+def create_gpu(adapter_name: str | None = None, *, disable: tuple[str, ...] = ()) -> Gpu:
+    """Choose an adapter and create the device.
+
+    Args:
+        adapter_name: case-insensitive substring of the adapter summary, or None.
+        disable: optional features not to request even if present (tests use this to
+            emulate an adapter without timestamp queries).
+
+    Raises:
+        GpuError: no adapter, or none matching ``adapter_name``.
+    """
+    _configure_instance()
+    adapter = _pick_adapter(adapter_name)
+    features = frozenset(f for f in OPTIONAL_FEATURES if f in adapter.features and f not in disable)
+    # Large scenes need big storage buffers: ask for what the adapter allows.
+    limits = {
+        k: adapter.limits[k]
+        for k in ("max-storage-buffer-binding-size", "max-buffer-size")
+        if k in adapter.limits
+    }
+    device = adapter.request_device_sync(
+        label="lantern", required_features=sorted(features), required_limits=limits
+    )
+    return Gpu(adapter=adapter, device=device, features=features)

@@ -1,0 +1,1 @@
+"""Scenes: meshes and instances as numpy structure-of-arrays."""
