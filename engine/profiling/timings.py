@@ -1,0 +1,41 @@
+"""Plain data of one frame's timings, shared by the profiler, the reports and the HUD."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Scope:
+    """One named span. ``begin_ns``/``end_ns`` are nanoseconds on the scope's own clock
+    (GPU timestamps for GPU scopes, ``time.perf_counter_ns`` for CPU scopes)."""
+
+    name: str
+    begin_ns: int
+    end_ns: int
+
+    @property
+    def duration_ms(self) -> float:
+        return (self.end_ns - self.begin_ns) / 1e6
+
+
+@dataclass
+class FrameTimings:
+    """Everything measured for one frame.
+
+    Attributes:
+        frame_index: the index of the frame that produced these readings.
+        gpu: GPU scopes in declaration order; ``None`` when GPU timing is unavailable
+            (no ``timestamp-query``, or GPU profiling off) — shown as ``n/a``, never 0.
+        cpu: CPU scopes (pass recording, Update, Submit, Present) in start order; ``None``
+            when CPU profiling is off.
+        dropped: scopes not recorded because the query pool was full.
+        invalid: GPU readings that were zero or ended before they began (left out of ``gpu``).
+    """
+
+    frame_index: int
+    gpu: list[Scope] | None = None
+    cpu: list[Scope] | None = None
+    dropped: int = 0
+    invalid: int = 0
+    extra: dict = field(default_factory=dict)
