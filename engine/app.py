@@ -63,15 +63,17 @@ class Sample:
 
 
 class App:
-    """What a running sample can reach: ``gpu``, ``args``, ``graph``, ``profiler``, ``hud``."""
+    """What a running sample can reach: ``gpu``, ``args``, ``graph``, ``profiler``, ``hud``,
+    ``cull_stats``."""
 
     def __init__(self, gpu, args, graph: RenderGraph, prog: str):
         self.gpu = gpu
         self.args = args
         self.graph = graph
         self.prog = prog
-        self.profiler = None
-        self.hud = None
+        self.profiler = None  # engine.profiling.FrameProfiler when --gpu-profile/--profile
+        self.hud = None  # engine.debug.hud.Hud
+        self.cull_stats = None  # set by culling samples: .latest -> CullCounts | None
         self.overlay_mode = args.overlay
 
     def cycle_overlay(self) -> str:
