@@ -74,6 +74,7 @@ class App:
         self.profiler = None  # engine.profiling.FrameProfiler when --gpu-profile/--profile
         self.hud = None  # engine.debug.hud.Hud
         self.cull_stats = None  # set by culling samples: .latest -> CullCounts | None
+        self.window = None  # engine.surfaces.WindowSurface in window mode
         self.overlay_mode = args.overlay
 
     def cycle_overlay(self) -> str:
@@ -126,6 +127,7 @@ def run(sample_cls: type[Sample], argv: list[str] | None = None) -> int:
 
     graph = RenderGraph(gpu.device, output_format=fmt, size=size)
     app = App(gpu, args, graph, prog)
+    app.window = window
     sample = sample_cls(app)
     sample.build(graph)
     _attach_tools(app)
@@ -202,6 +204,8 @@ def _run_window(app: App, sample: Sample, window: WindowSurface) -> None:
                 app.cycle_overlay()
             else:
                 sample.on_key(key)
+        if window.should_close():
+            break
         size = window.framebuffer_size()
         if size[0] == 0 or size[1] == 0:  # minimised: nothing to draw into
             window.wait(0.05)

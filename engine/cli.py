@@ -127,12 +127,17 @@ def check_output_path(parser: ArgumentParser, option: str, path: str, suffix: st
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         parser.error(f"argument {option}: folder {folder!r} does not exist; create it first")
-    if (
-        os.path.isdir(path)
-        or not os.access(folder, os.W_OK)
-        or (os.path.exists(path) and not os.access(path, os.W_OK))
-    ):
-        parser.error(f"argument {option}: cannot write {path!r}; choose a writable path")
+    # Try it for real: permission bits say nothing for root or for special file systems.
+    existed = os.path.exists(path)
+    try:
+        with open(path, "ab"):
+            pass
+        if not existed:
+            os.remove(path)
+    except OSError as e:
+        parser.error(
+            f"argument {option}: cannot write {path!r} ({e.strerror}); choose a writable path"
+        )
 
 
 def fail(prog: str, message: str, status: int = 2) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import tempfile
 from dataclasses import dataclass, field
 
 import wgpu
@@ -37,6 +38,9 @@ def _configure_instance() -> None:
     global _instance_configured
     if _instance_configured:
         return
+    # Mesa's EGL probe complains on every adapter enumeration without it (headless machines).
+    if not os.environ.get("XDG_RUNTIME_DIR"):
+        os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="lantern-xdg-")
     from wgpu.backends.wgpu_native.extras import set_instance_extras
 
     set_instance_extras(flags=["Default", "AutomaticTimestampNormalization"])
