@@ -105,6 +105,7 @@ class DebugOverlay:
         self.prims = np.zeros((64, PRIM_FLOATS), np.float32)
         self.prim_boxes: list[tuple[int, int, int, int]] = []  # cell box of each primitive
         self.data: list[np.ndarray] = []  # chart payloads (float32 / packed colours)
+        self.chart_shapes: list[tuple[int, int]] = []
         self.data_len = 0
         self.version = 0  # bumped by every change; the pass uploads when it differs
         self.resize(cols, rows)
@@ -126,6 +127,7 @@ class DebugOverlay:
         self.cells[:] = 0
         self.prim_boxes.clear()
         self.data.clear()
+        self.chart_shapes.clear()
         self.data_len = 0
         self.dirty_rows = (0, self.rows)  # half-open range of rows written since the upload
         self.version += 1
@@ -295,10 +297,11 @@ class DebugOverlay:
         values: np.ndarray,
         colors: Sequence[Color],
         vmax: float,
-    ) -> None:
+    ) -> int:
         """A stacked column chart filling ``width x height`` cells: ``values`` is float, shape
         ``(columns, series)`` (e.g. frames x passes, in ms), drawn left (oldest) to right with
-        series stacked bottom-up in ``colors``; ``vmax`` maps to the full height. NaN = 0."""
+        series stacked bottom-up in ``colors``; ``vmax`` maps to the full height. NaN = 0.
+        Returns a handle for ``update_chart``."""
         v = np.nan_to_num(np.asarray(values, np.float32), nan=0.0)
         if v.ndim != 2 or v.shape[1] != len(colors):
             raise ValueError(f"chart values {v.shape} must be (columns, {len(colors)} series)")
@@ -309,10 +312,22 @@ class DebugOverlay:
         pal = np.array([pack_color(c) for c in colors], np.uint32).view(np.float32)
         payload = np.concatenate([pal, np.clip(v, 0, None).ravel()])
         self.data.append(payload)
+        self.chart_shapes.append(v.shape)
         self.data_len += len(payload)
         rect = (col * CELL_PX, row * CELL_PX, (col + width) * CELL_PX, (row + height) * CELL_PX)
         box = (col, row, col + width, row + height)
         self._add_prim(PRIM_CHART, 0, 0, offset, rect, (cols, series, vmax, 0), box)
+        return len(self.data) - 1
+
+    def update_chart(self, handle: int, values: np.ndarray) -> None:
+        """Replace the values of the chart ``handle`` (returned by ``stacked_chart``) in place;
+        ``values`` must have the chart's shape. Cheaper than rebuilding the HUD."""
+        payload, shape = self.data[handle], self.chart_shapes[handle]
+        v = np.nan_to_num(np.asarray(values, np.float32), nan=0.0)
+        if v.shape != shape:
+            raise ValueError(f"chart values {v.shape} do not match the chart's shape {shape}")
+        np.clip(v.ravel(), 0, None, out=payload[shape[1] :])
+        self.version += 1
 
     def prim_bytes(self) -> bytes:
         return self.prims[: self.prim_count].tobytes()
