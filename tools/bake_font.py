@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -94,15 +95,16 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     ttf, meta = _font_package()
     text = module_text(bake(ttf), meta)
+    shown = os.path.relpath(OUT, ROOT)
     if args.check:
         current = OUT.read_text() if OUT.exists() else ""
         if current != text:
-            print(f"bake_font: {OUT.relative_to(ROOT)} differs from a fresh bake; run {COMMAND}")
+            print(f"bake_font: {shown} differs from a fresh bake; run {COMMAND}")
             return 1
-        print(f"bake_font: {OUT.relative_to(ROOT)} is up to date")
+        print(f"bake_font: {shown} is up to date")
         return 0
     OUT.write_text(text)
-    print(f"wrote {OUT.relative_to(ROOT)}")
+    print(f"wrote {shown}")
     return 0
 
 

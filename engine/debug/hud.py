@@ -128,10 +128,10 @@ class TimelinePanel:
 
 
 def _nice_ceiling(v: float) -> float:
-    """Smallest of 1, 2, 5 x 10^k that is >= v (at least 0.01)."""
+    """Smallest of 1, 1.5, 2, 3, 5, 7.5 x 10^k that is >= v (at least 0.01)."""
     v = max(v, 0.01)
     k = math.floor(math.log10(v))
-    for m in (1, 2, 5, 10):
+    for m in (1, 1.5, 2, 3, 5, 7.5, 10):
         if m * 10.0**k >= v * (1 - 1e-9):
             return m * 10.0**k
     return 10.0 ** (k + 1)
