@@ -176,6 +176,16 @@ class DebugOverlay:
             raise ValueError(f"text scale {k!r} must be an integer 1..{MAX_GLYPH_SCALE}")
         codes = encode_text(s)
         n = len(codes) * k
+        if k == 1 and 0 <= row < self.rows:  # fast path: one row of 1x1 glyphs
+            c0, c1 = max(col, 0), min(col + n, self.cols)
+            if c0 < c1:
+                cells = self.cells[row, c0:c1]
+                cells[:, 0] = codes[c0 - col : c1 - col] | 0x100
+                cells[:, 1] = pack_color(fg)
+                if bg is not None:
+                    cells[:, 2] = pack_color(bg)
+                self._touch(row, row + 1)
+            return n
         box = self._clip(col, row, n, k)
         if box is None:
             return n
@@ -199,9 +209,8 @@ class DebugOverlay:
         if i >= len(self.prims):
             self.prims = np.concatenate([self.prims, np.zeros_like(self.prims)])
         row = self.prims[i]
-        row[:4] = np.array([kind, pack_color(color), pack_color(color2), data], np.uint32).view(
-            np.float32
-        )
+        words = row[:4].view(np.uint32)
+        words[0], words[1], words[2], words[3] = kind, pack_color(color), pack_color(color2), data
         row[4:8] = rect
         row[8:12] = params
         self.prim_boxes.append(box)

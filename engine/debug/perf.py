@@ -99,6 +99,14 @@ class TimingHistory:
         idx = (np.arange(self.count - n, self.count) % self.capacity).astype(np.intp)
         return arr[idx, : len(self.names)]
 
+    def means(self, n: int, ring: str = "gpu") -> dict[str, float]:
+        """``{name: mean ms}`` over the last ``n`` frames, for names with any reading."""
+        arr = self.recent(n, ring)
+        ok = np.isfinite(arr)
+        count = ok.sum(axis=0)
+        total = np.where(ok, arr, 0.0).sum(axis=0)
+        return {name: float(total[i] / count[i]) for i, name in enumerate(self.names) if count[i]}
+
     def mean(self, name: str, n: int, ring: str = "gpu") -> float | None:
         """Mean ms of ``name`` over the last ``n`` frames that have a reading, or None."""
         i = self._col.get(name)
@@ -154,7 +162,8 @@ class PerfOverlay:
         if profiler is not None:
             self.history.ingest(profiler.history)
             self.gpu_available = bool(profiler.gpu_available)
-        if self.rows and 0 <= now - self._last_refresh < self.refresh_s:
+        fresh = self.rows and self.frame_ms is not None
+        if fresh and 0 <= now - self._last_refresh < self.refresh_s:
             return False
         self._last_refresh = now
         self.refresh(pass_names)
@@ -163,16 +172,10 @@ class PerfOverlay:
     def refresh(self, pass_names: list[str]) -> None:
         """Recompute the smoothed figures now."""
         h, n = self.history, self.window
-        gpu = self.gpu_available
-        self.rows = [
-            PerfRow(name, h.mean(name, n, "cpu"), h.mean(name, n, "gpu") if gpu else None)
-            for name in pass_names
-        ]
-        self.rows += [
-            PerfRow(name, h.mean(name, n, "cpu"), None)
-            for name in CPU_ONLY_SCOPES
-            if name in h._col
-        ]
+        cpu = h.means(n, "cpu")
+        gpu = h.means(n, "gpu") if self.gpu_available else {}
+        self.rows = [PerfRow(name, cpu.get(name), gpu.get(name)) for name in pass_names]
+        self.rows += [PerfRow(name, cpu[name], None) for name in CPU_ONLY_SCOPES if name in cpu]
         self.totals = PerfRow("Total", _sum(r.cpu_ms for r in self.rows), None)
         self.totals.gpu_ms = _sum(r.gpu_ms for r in self.rows)
         t = self.times
