@@ -1,0 +1,215 @@
+"""DebugOverlayPass: draws a ``DebugOverlay`` with one fullscreen triangle.
+
+GPU resources: the 128x64 font atlas (``r8unorm``), a cell storage buffer sized for the largest
+grid (280x90 cells x 16 bytes = 403 200 bytes, allocated once), a primitive storage buffer and a
+chart-data storage buffer (both grow by doubling), and a 32-byte uniform block. ``upload()``
+writes only what changed since the last upload: the rows of cells that differ from the last
+uploaded copy (contiguous row ranges), and the primitive / chart bytes when they differ.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import wgpu
+
+from ..shaders import shader_module
+from .overlay import CELL_PX, MAX_COLS, MAX_ROWS, DebugOverlay, font_atlas
+
+log = logging.getLogger("lantern")
+
+PASS_NAME = "DebugOverlay"
+REFERENCE_HEIGHT = 540  # auto HUD scale: one step per 540 framebuffer rows (1080p -> 2)
+
+
+def auto_hud_scale(size: tuple[int, int]) -> int:
+    """Integer HUD scale for a framebuffer ``(width, height)`` in pixels: ``max(1, h // 540)``
+    (720p -> 1, 1080p -> 2, 2160p -> 4)."""
+    return max(1, int(size[1]) // REFERENCE_HEIGHT)
+
+
+def grid_for(size: tuple[int, int], scale: int) -> tuple[int, int]:
+    """Cells ``(cols, rows)`` that cover a framebuffer of ``size`` pixels at ``scale``, capped
+    at 280x90 (at least 1x1)."""
+    px = CELL_PX * scale
+    return (
+        max(1, min(MAX_COLS, int(size[0]) // px)),
+        max(1, min(MAX_ROWS, int(size[1]) // px)),
+    )
+
+
+class DebugOverlayPass:
+    """Owns the pipeline and buffers that draw ``overlay`` into a target of ``output_format``.
+
+    Args:
+        device: the wgpu device.
+        overlay: the cell grid to draw.
+        output_format: colour format of the target; on ``*-srgb`` formats the shader outputs
+            linear colour so the stored bytes equal the requested sRGB bytes.
+        scale: integer HUD scale (framebuffer pixels per HUD pixel), >= 1.
+
+    Raises:
+        ValueError: ``scale`` is not an integer >= 1.
+    """
+
+    def __init__(
+        self, device: wgpu.GPUDevice, overlay: DebugOverlay, output_format: str, scale: int = 1
+    ):
+        self.device = device
+        self.overlay = overlay
+        self.output_format = output_format
+        self.scale = 1
+        self.set_scale(scale)
+        usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST
+        self.uniform = device.create_buffer(
+            label="hud params", size=32, usage=wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST
+        )
+        self.cell_buffer = device.create_buffer(
+            label="hud cells", size=MAX_COLS * MAX_ROWS * 16, usage=usage
+        )
+        self.prim_buffer = device.create_buffer(label="hud prims", size=48 * 64, usage=usage)
+        self.data_buffer = device.create_buffer(label="hud chart data", size=4 * 4096, usage=usage)
+        self.atlas = self._make_atlas()
+        self.pipeline = self._make_pipeline()
+        self._bind()
+        self._shadow = np.zeros((0, 0, 4), np.uint32)
+        self._prims = self._data = self._params = None
+        self._version = -1
+
+    # -- setup ----------------------------------------------------------------------------
+    def set_scale(self, scale: int) -> None:
+        if not isinstance(scale, int | np.integer) or scale < 1:
+            raise ValueError(f"HUD scale must be an integer >= 1, got {scale!r}")
+        self.scale = int(scale)
+
+    def _make_atlas(self) -> wgpu.GPUTexture:
+        bits = font_atlas() * np.uint8(255)
+        h, w = bits.shape
+        tex = self.device.create_texture(
+            label="hud font atlas",
+            size=(w, h, 1),
+            format="r8unorm",
+            usage=wgpu.TextureUsage.TEXTURE_BINDING | wgpu.TextureUsage.COPY_DST,
+        )
+        self.device.queue.write_texture(
+            {"texture": tex}, bits.tobytes(), {"bytes_per_row": w, "rows_per_image": h}, (w, h, 1)
+        )
+        return tex
+
+    def _make_pipeline(self) -> wgpu.GPURenderPipeline:
+        module = shader_module(self.device, "debug_overlay.wgsl")
+        blend = {
+            "color": {"src_factor": "src-alpha", "dst_factor": "one-minus-src-alpha"},
+            "alpha": {"src_factor": "one", "dst_factor": "one-minus-src-alpha"},
+        }
+        return self.device.create_render_pipeline(
+            label=PASS_NAME,
+            layout="auto",
+            vertex={"module": module, "entry_point": "vs_main"},
+            primitive={"topology": "triangle-list"},
+            fragment={
+                "module": module,
+                "entry_point": "fs_main",
+                "targets": [{"format": self.output_format, "blend": blend}],
+            },
+        )
+
+    def _bind(self) -> None:
+        self.bind_group = self.device.create_bind_group(
+            label="hud",
+            layout=self.pipeline.get_bind_group_layout(0),
+            entries=[
+                {"binding": 0, "resource": {"buffer": self.uniform}},
+                {"binding": 1, "resource": {"buffer": self.cell_buffer}},
+                {"binding": 2, "resource": {"buffer": self.prim_buffer}},
+                {"binding": 3, "resource": {"buffer": self.data_buffer}},
+                {"binding": 4, "resource": self.atlas.create_view()},
+            ],
+        )
+
+    def _ensure(self, name: str, nbytes: int) -> None:
+        buf = getattr(self, name)
+        if nbytes <= buf.size:
+            return
+        size = buf.size
+        while size < nbytes:
+            size *= 2
+        buf.destroy()
+        setattr(
+            self,
+            name,
+            self.device.create_buffer(
+                label=buf.label,
+                size=size,
+                usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST,
+            ),
+        )
+        self._bind()
+
+    # -- per frame ------------------------------------------------------------------------
+    def upload(self) -> int:
+        """Write what changed since the last upload to the GPU; return the bytes written."""
+        ov = self.overlay
+        params = np.array(
+            [ov.cols, ov.rows, self.scale, self.output_format.endswith("-srgb"), ov.prim_count],
+            np.uint32,
+        ).tobytes() + bytes(12)
+        written = 0
+        if params != self._params:
+            self.device.queue.write_buffer(self.uniform, 0, params)
+            self._params = params
+            written += len(params)
+        if ov.version == self._version:
+            return written
+        written += self._upload_cells()
+        prims = ov.prim_bytes()
+        if prims != self._prims:
+            self._ensure("prim_buffer", len(prims))
+            if prims:
+                self.device.queue.write_buffer(self.prim_buffer, 0, prims)
+            self._prims = prims
+            written += len(prims)
+        data = ov.data_bytes()
+        if data != self._data:
+            self._ensure("data_buffer", len(data))
+            if data:
+                self.device.queue.write_buffer(self.data_buffer, 0, data)
+            self._data = data
+            written += len(data)
+        self._version = ov.version
+        return written
+
+    def _upload_cells(self) -> int:
+        ov = self.overlay
+        cells = ov.cells
+        if self._shadow.shape != cells.shape:
+            self._shadow = np.full_like(cells, 0xFFFFFFFF)
+        r0, r1 = ov.dirty_rows
+        ov.dirty_rows = (0, 0)
+        if r0 >= r1:
+            return 0
+        changed = (cells[r0:r1] != self._shadow[r0:r1]).any(axis=(1, 2))
+        rows = np.flatnonzero(changed) + r0
+        if len(rows) == 0:
+            return 0
+        # contiguous runs of changed rows -> one write each
+        breaks = np.flatnonzero(np.diff(rows) > 1)
+        starts = np.concatenate([[rows[0]], rows[breaks + 1]])
+        ends = np.concatenate([rows[breaks], [rows[-1]]]) + 1
+        row_bytes = ov.cols * 16
+        for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
+            self.device.queue.write_buffer(self.cell_buffer, a * row_bytes, cells[a:b].tobytes())
+            self._shadow[a:b] = cells[a:b]
+        return int((ends - starts).sum()) * row_bytes
+
+    def targets(self, ctx) -> dict:
+        """Render pass descriptor: load the finished frame in ``ctx.output`` and draw over it."""
+        return {"color_attachments": [{"view": ctx.output, "load_op": "load", "store_op": "store"}]}
+
+    def record(self, ctx, rpass: wgpu.GPURenderPassEncoder) -> None:
+        """Upload changes and draw the fullscreen triangle (3 vertices, no vertex buffer)."""
+        self.upload()
+        rpass.set_pipeline(self.pipeline)
+        rpass.set_bind_group(0, self.bind_group)
+        rpass.draw(3)

@@ -1,0 +1,152 @@
+// The debug HUD: one fullscreen triangle. Each pixel finds its HUD pixel (integer scale),
+// its 8x8 cell, composites the cell background, the primitives that touch the cell and the
+// glyph from the 1-bit font atlas. Colours are RGBA8 sRGB; on -srgb targets the output is
+// converted to linear so the stored bytes equal the requested ones.
+
+struct Params {
+    cols: u32,
+    rows: u32,
+    scale: u32,       // framebuffer pixels per HUD pixel
+    srgb_target: u32, // 1: output linear colour (the target encodes sRGB)
+    prim_count: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+};  // 32 bytes
+
+struct Prim {
+    kind: u32,
+    color: u32,
+    color2: u32,
+    data: u32,         // offset into chart data (f32 words)
+    rect: vec4<f32>,   // HUD pixels; meaning per kind
+    params: vec4<f32>,
+};  // 48 bytes
+
+const PRIM_BAR: u32 = 1u;
+const PRIM_PIE: u32 = 2u;
+const PRIM_LINE: u32 = 3u;
+const PRIM_CHART: u32 = 4u;
+const TAU: f32 = 6.283185307179586;
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> cells: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read> prims: array<Prim>;
+@group(0) @binding(3) var<storage, read> chart_data: array<f32>;
+@group(0) @binding(4) var atlas: texture_2d<f32>;
+
+@vertex
+fn vs_main(@builtin(vertex_index) i: u32) -> @builtin(position) vec4<f32> {
+    let uv = vec2<f32>(f32((i << 1u) & 2u), f32(i & 2u));
+    return vec4<f32>(uv * 2.0 - 1.0, 0.0, 1.0);
+}
+
+fn srgb_to_linear(c: vec3<f32>) -> vec3<f32> {
+    let lo = c / 12.92;
+    let hi = pow((c + 0.055) / 1.055, vec3<f32>(2.4));
+    return select(hi, lo, c <= vec3<f32>(0.04045));
+}
+
+// Porter-Duff "over" with straight (non-premultiplied) alpha.
+fn over(src: vec4<f32>, dst: vec4<f32>) -> vec4<f32> {
+    let a = src.a + dst.a * (1.0 - src.a);
+    if (a <= 0.0) {
+        return vec4<f32>(0.0);
+    }
+    let rgb = (src.rgb * src.a + dst.rgb * dst.a * (1.0 - src.a)) / a;
+    return vec4<f32>(rgb, a);
+}
+
+fn color(v: u32) -> vec4<f32> {
+    return unpack4x8unorm(v);
+}
+
+// Colour of primitive `p` at HUD-pixel centre `h`; alpha 0 where it does not cover.
+fn shade_prim(p: Prim, h: vec2<f32>) -> vec4<f32> {
+    let none = vec4<f32>(0.0);
+    if (p.kind == PRIM_BAR) {
+        if (any(h < p.rect.xy) || any(h >= p.rect.zw)) {
+            return none;
+        }
+        let split = p.rect.x + round(p.params.x * (p.rect.z - p.rect.x));
+        return select(color(p.color2), color(p.color), h.x < split);
+    }
+    if (p.kind == PRIM_PIE) {
+        let d = h - p.rect.xy;
+        if (dot(d, d) > p.rect.z * p.rect.z) {
+            return none;
+        }
+        // angle clockwise from 12 o'clock (y grows downwards)
+        var a = atan2(d.x, -d.y);
+        a = select(a, a + TAU, a < 0.0);
+        return select(none, color(p.color), a >= p.params.x && a < p.params.y);
+    }
+    if (p.kind == PRIM_LINE) {
+        let a = p.rect.xy;
+        let ab = p.rect.zw - a;
+        let t = clamp(dot(h - a, ab) / max(dot(ab, ab), 1e-6), 0.0, 1.0);
+        // distance along the minor axis: a 1-px line covers exactly one pixel per step
+        let major = max(max(abs(ab.x), abs(ab.y)), 1e-6);
+        let d = length(h - (a + t * ab)) * length(ab) / major;
+        return select(none, color(p.color), d <= p.params.x);
+    }
+    if (p.kind == PRIM_CHART) {
+        if (any(h < p.rect.xy) || any(h >= p.rect.zw)) {
+            return none;
+        }
+        let n = u32(p.params.x);
+        let series = u32(p.params.y);
+        let col = min(u32((h.x - p.rect.x) / (p.rect.z - p.rect.x) * f32(n)), n - 1u);
+        let px_per_unit = (p.rect.w - p.rect.y) / p.params.z;
+        let y = p.rect.w - h.y;  // HUD pixels above the chart's bottom
+        var top = 0.0;
+        for (var s = 0u; s < series; s++) {
+            top += round(chart_data[p.data + series + col * series + s] * px_per_unit);
+            if (y < top) {
+                return color(bitcast<u32>(chart_data[p.data + s]));
+            }
+        }
+        return none;
+    }
+    return none;
+}
+
+fn glyph_bit(word: u32, local: vec2<u32>) -> bool {
+    let code = word & 0xffu;
+    if (code < 32u || code > 126u) {
+        return false;
+    }
+    let k = max((word >> 8u) & 0xfu, 1u);
+    let offset = vec2<u32>((word >> 12u) & 0xfu, (word >> 16u) & 0xfu);
+    let g = (offset * 8u + local) / k;  // pixel inside the 8x8 glyph
+    let i = code - 32u;
+    let texel = vec2<u32>((i % 16u) * 8u + g.x, (i / 16u) * 8u + g.y);
+    return textureLoad(atlas, vec2<i32>(texel), 0).r > 0.5;
+}
+
+@fragment
+fn fs_main(@builtin(position) frag: vec4<f32>) -> @location(0) vec4<f32> {
+    let hud = vec2<u32>(frag.xy) / params.scale;
+    let cell = hud / 8u;
+    if (cell.x >= params.cols || cell.y >= params.rows) {
+        discard;
+    }
+    let c = cells[cell.y * params.cols + cell.x];
+    var out = color(c.z);
+    let first = c.w >> 16u;
+    let last = min(c.w & 0xffffu, params.prim_count);
+    let h = vec2<f32>(hud) + 0.5;
+    for (var i = first; i < last; i++) {
+        out = over(shade_prim(prims[i], h), out);
+    }
+    if (glyph_bit(c.x, hud % 8u)) {
+        out = over(color(c.y), out);
+    }
+    if (out.a <= 0.0) {
+        discard;
+    }
+    if (params.srgb_target == 1u) {
+        return vec4<f32>(srgb_to_linear(out.rgb), out.a);
+    }
+    return out;
+}

@@ -1,0 +1,390 @@
+"""The debug HUD: font atlas, cell grid, overlay pass, perf table, modes (lavapipe)."""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import wgpu
+
+from engine.debug.overlay import DebugOverlay, font_atlas
+from engine.debug.overlay_pass import DebugOverlayPass, auto_hud_scale, grid_for
+from tests.helpers import run_sample
+from tests.hud_fakes import FAKE_COUNTS, FAKE_PASSES, FakeProfiler, fake_cull_stats, fake_frame
+
+ROOT = Path(__file__).resolve().parents[1]
+FG, BG = (255, 200, 40), (20, 40, 90)
+
+
+# -- helpers ----------------------------------------------------------------------------------
+def render(device, overlay, fmt, size, *, scale=1, clear=(0.0, 0.0, 0.0, 1.0)):
+    """Draw ``overlay`` over a cleared target; return ``(H, W, 4) uint8``."""
+    w, h = size
+    tex = device.create_texture(
+        size=(w, h, 1),
+        format=fmt,
+        usage=wgpu.TextureUsage.RENDER_ATTACHMENT | wgpu.TextureUsage.COPY_SRC,
+    )
+    opass = DebugOverlayPass(device, overlay, fmt, scale)
+    enc = device.create_command_encoder()
+    rp = enc.begin_render_pass(
+        color_attachments=[
+            {
+                "view": tex.create_view(),
+                "load_op": "clear",
+                "clear_value": clear,
+                "store_op": "store",
+            }
+        ]
+    )
+    opass.record(None, rp)
+    rp.end()
+    device.queue.submit([enc.finish()])
+    data = device.queue.read_texture(
+        {"texture": tex}, {"bytes_per_row": w * 4, "rows_per_image": h}, (w, h, 1)
+    )
+    return np.frombuffer(data, np.uint8).reshape(h, w, 4)
+
+
+def glyph(ch: str) -> np.ndarray:
+    """The 8x8 bits of ``ch``, cut from the atlas independently of the shader."""
+    i = ord(ch) - 32
+    return font_atlas()[(i // 16) * 8 : (i // 16) * 8 + 8, (i % 16) * 8 : (i % 16) * 8 + 8]
+
+
+def expected_text(s: str, k: int) -> np.ndarray:
+    """``(8k, 8k*len(s), 3)`` image of ``s`` in FG on BG, each glyph pixel k x k."""
+    bits = np.concatenate([glyph(c) for c in s], axis=1)
+    bits = bits.repeat(k, axis=0).repeat(k, axis=1)
+    return np.where(bits[..., None] == 1, np.array(FG, np.uint8), np.array(BG, np.uint8))
+
+
+def load_bake_font():
+    spec = importlib.util.spec_from_file_location("bake_font", ROOT / "tools" / "bake_font.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+# -- font --------------------------------------------------------------------------------------
+def test_bake_font_check_passes_on_committed_atlas():
+    r = subprocess.run(
+        [sys.executable, "tools/bake_font.py", "--check"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "up to date" in r.stdout
+
+
+def test_bake_font_check_fails_on_stale_atlas(tmp_path, capsys):
+    mod = load_bake_font()
+    stale = tmp_path / "font8x8.py"
+    stale.write_text(mod.OUT.read_text().replace('"', "'", 1))
+    mod.OUT = stale
+    assert mod.main(["--check"]) == 1
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1 and "differs from a fresh bake" in out[0]
+
+
+def test_atlas_has_95_glyphs_inside_their_cells():
+    a = font_atlas()
+    assert a.shape == (64, 128) and set(np.unique(a)) <= {0, 1}
+    assert glyph(" ").sum() == 0
+    assert all(glyph(chr(c)).sum() > 0 for c in range(33, 127))
+    # cells 95 (last of row 5) is unused and empty; the baker refuses glyphs leaving the cell
+    assert a[40:48, 120:128].sum() == 0
+    # 'A' of Press Start 2P: symmetric top row "..###.." and an empty bottom row
+    assert glyph("A")[7].sum() == 0 and glyph("A")[0].tolist() == [0, 0, 1, 1, 1, 0, 0, 0]
+
+
+# -- grid ---------------------------------------------------------------------------------------
+def test_grid_limit_280x90():
+    DebugOverlay(280, 90)
+    with pytest.raises(ValueError, match=r"281x10.*280x90"):
+        DebugOverlay(281, 10)
+    with pytest.raises(ValueError, match=r"10x91"):
+        DebugOverlay(10, 91)
+
+
+def test_text_clipping_and_question_mark():
+    ov = DebugOverlay(10, 4)
+    assert ov.text(-2, 0, "abcdef") == 6  # first two clipped on the left
+    assert [ov.glyph_at(c, 0) for c in range(5)] == ["c", "d", "e", "f", ""]
+    ov.text(7, 1, "xyz12")  # clipped on the right
+    assert [ov.glyph_at(c, 1) for c in range(7, 10)] == ["x", "y", "z"]
+    ov.text(0, 2, "\u00e9\n\x7f~")  # non-ASCII, control and DEL -> '?'
+    assert [ov.glyph_at(c, 2) for c in range(4)] == ["?", "?", "?", "~"]
+    ov.text(0, 3, "Q", large=True)  # 2x2 glyph: bottom half outside the grid
+    assert ov.glyph_at(0, 3) == "Q" and ov.glyph_at(1, 3) == "Q"
+    ov.text(0, 99, "off grid")
+    ov.text(99, 0, "off grid")
+    ov.bar(-50, -50, 3, 0.5, (1, 2, 3))  # clipped primitive: no cell references it
+    assert int(ov.cells[..., 3].max()) == 0
+
+
+def test_bad_colour_and_scale_are_value_errors():
+    ov = DebugOverlay(10, 2)
+    with pytest.raises(ValueError, match="colour"):
+        ov.text(0, 0, "x", (300, 0, 0))
+    with pytest.raises(ValueError, match="scale"):
+        ov.text(0, 0, "x", scale=9)
+    with pytest.raises(ValueError, match="pie"):
+        ov.pie(2, 1, 1, [1, 2], [(1, 2, 3)])
+
+
+def test_rendered_text_matches_atlas_pixels(device):
+    ov = DebugOverlay(30, 4)
+    small, big = "Hi, HUD! {0.25 ms}", "Aq~"
+    ov.text(1, 0, small, FG, BG)
+    ov.text(2, 1, big, FG, BG, large=True)
+    img = render(device, ov, "rgba8unorm", (30 * 8 * 2, 4 * 8 * 2), scale=2)[..., :3]
+    got_small = img[0:16, 16 : 16 + 16 * len(small)]
+    assert np.array_equal(got_small, expected_text(small, 2))
+    got_big = img[16:48, 32 : 32 + 32 * len(big)]
+    assert np.array_equal(got_big, expected_text(big, 4))
+    # every pixel is exactly FG, BG or the clear colour: no filtering, no blending
+    colours = {tuple(c) for c in img.reshape(-1, 3)}
+    assert colours == {FG, BG, (0, 0, 0)}
+
+
+@pytest.mark.parametrize("fmt", ["rgba8unorm", "rgba8unorm-srgb"])
+def test_colours_are_the_requested_bytes_on_unorm_and_srgb(device, fmt):
+    colours = [(255, 0, 0), (0, 128, 255), (12, 34, 56), (200, 199, 198), (1, 254, 127)]
+    ov = DebugOverlay(len(colours), 2)
+    for i, c in enumerate(colours):
+        ov.fill(i, 0, 1, 1, c)
+        ov.text(i, 1, "#", c, (255 - c[0], 255 - c[1], 255 - c[2]))
+    img = render(device, ov, fmt, (len(colours) * 8, 16))
+    for i, c in enumerate(colours):
+        assert (img[0:8, i * 8 : i * 8 + 8, :3] == c).all(), (fmt, c)
+        cell = img[8:16, i * 8 : i * 8 + 8, :3]
+        bits = glyph("#").astype(bool)
+        assert (cell[bits] == c).all() and (cell[~bits] == [255 - v for v in c]).all()
+
+
+def test_translucent_background_blends_over_scene(device):
+    ov = DebugOverlay(2, 1)
+    ov.fill(0, 0, 1, 1, (255, 255, 255, 128))
+    img = render(device, ov, "rgba8unorm", (16, 8), clear=(0.0, 0.0, 0.0, 1.0))
+    assert abs(int(img[0, 0, 0]) - 128) <= 1  # 50 % white over black
+    assert img[0, 8, :3].tolist() == [0, 0, 0]  # empty cell: scene untouched
+
+
+def test_empty_grid_draws_without_validation_error(device, caplog):
+    ov = DebugOverlay(80, 30)
+    with caplog.at_level(logging.WARNING, logger="wgpu"):
+        img = render(device, ov, "rgba8unorm-srgb", (64, 32), clear=(0.0, 1.0, 0.0, 1.0))
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert (img[..., :3] == [0, 255, 0]).all()
+
+
+def test_primitives_bar_pie_line(device):
+    ov = DebugOverlay(8, 8)
+    ov.bar(0, 0, 4, 0.25, (255, 0, 0), (0, 0, 255), inset=0)  # 32 HUD px, 8 filled
+    ov.pie(4, 4, 2, [1, 1], [(0, 255, 0), (255, 0, 255)])  # right half green, left magenta
+    ov.line(0, 7.5, 8, 7.5, (255, 255, 0))
+    img = render(device, ov, "rgba8unorm", (64, 64))[..., :3]
+    assert (img[0:8, 0:8] == [255, 0, 0]).all() and (img[0:8, 8:32] == [0, 0, 255]).all()
+    assert img[32, 36].tolist() == [0, 255, 0] and img[32, 27].tolist() == [255, 0, 255]
+    assert img[32, 52].tolist() == [0, 0, 0]  # outside the radius (16 HUD px)
+    assert (img[60, :] == [255, 255, 0]).all() and (img[58, :] == [0, 0, 0]).all()
+
+
+def test_only_changed_rows_are_uploaded(device):
+    ov = DebugOverlay(40, 10)
+    opass = DebugOverlayPass(device, ov, "rgba8unorm")
+    opass.upload()
+    ov.text(0, 3, "hello")
+    assert opass.upload() == 40 * 16  # one row of 40 cells x 16 bytes
+    ov.clear()
+    ov.text(0, 3, "hello")  # everything rewritten, nothing different
+    assert opass.upload() == 0
+    assert opass.upload() == 0
+
+
+def test_hud_scale_and_grid_from_size():
+    assert [auto_hud_scale((w, h)) for w, h in ((640, 360), (1280, 720), (1920, 1080))] == [
+        1,
+        1,
+        2,
+    ]
+    assert grid_for((1920, 1080), 2) == (120, 67)
+    assert grid_for((4000, 4000), 1) == (280, 90)
+
+
+# -- perf table ----------------------------------------------------------------------------------
+def test_perf_table_means_and_na():
+    from engine.debug.perf import PerfOverlay
+
+    prof = FakeProfiler()
+    prof.advance(40)
+    perf = PerfOverlay(window=30)
+    names = [p[0] for p in FAKE_PASSES]
+    perf.tick(prof, names, 0.0)
+    frames = [fake_frame(i) for i in range(10, 40)]
+    for r, (name, _, cpu) in zip(perf.rows, FAKE_PASSES, strict=False):
+        gpu = np.mean([next(s for s in f.gpu if s.name == name).duration_ms for f in frames])
+        assert r.gpu_ms == pytest.approx(gpu) and r.cpu_ms == pytest.approx(cpu)
+    ov = DebugOverlay(60, 20)
+    perf.draw(ov, 0, 0)
+    post = "".join(ov.glyph_at(c, 6) or " " for c in range(60))
+    gpu_post = np.mean([f.gpu[5].duration_ms for f in frames])
+    assert post.split() == ["Post", "0.045", f"{gpu_post:.3f}"]
+    # right-aligned fixed width: the decimal points line up in every row
+    dots = {"".join(ov.glyph_at(c, r) or " " for c in range(60)).rfind(".") for r in range(1, 7)}
+    assert len(dots) == 1
+    # colours: Post (> 5 ms) red, Cull.Reset (< 0.1 ms) dimmed
+    from engine.debug.overlay import unpack_color
+    from engine.debug.perf import DIM, HOT
+
+    assert unpack_color(int(ov.cells[6, 1, 1])) == HOT
+    assert unpack_color(int(ov.cells[1, 1, 1])) == DIM
+    # GPU unavailable: n/a, never 0.000
+    prof2 = FakeProfiler(gpu_available=False)
+    prof2.advance(5)
+    perf2 = PerfOverlay()
+    perf2.tick(prof2, names, 0.0)
+    ov2 = DebugOverlay(60, 20)
+    perf2.draw(ov2, 0, 0)
+    row = "".join(ov2.glyph_at(c, 2) or " " for c in range(60))
+    assert row.split()[:3] == ["Shadow", "0.112", "n/a"]
+    assert "0.000" not in "".join(ov2.glyph_at(c, r) or " " for r in range(20) for c in range(60))
+
+
+def test_perf_refreshes_at_readable_rate():
+    from engine.debug.perf import PerfOverlay
+
+    prof, perf = FakeProfiler(), PerfOverlay(refresh_hz=4.0)
+    refreshes = []
+    for i in range(120):  # two seconds at 60 FPS
+        prof.advance()
+        refreshes.append(perf.tick(prof, ["Shadow"], i / 60))
+    assert sum(refreshes[60:]) == 4  # steady state: 4 Hz
+    assert perf.frame_ms == pytest.approx(1000 / 60)
+
+
+# -- the HUD in a render graph -------------------------------------------------------------------
+HUD_SIZE = (640, 360)
+
+
+def _scene_graph(device, fmt, size):
+    from engine.graph import RenderGraph, RenderPass
+
+    graph = RenderGraph(device, output_format=fmt, size=size)
+
+    def clear(ctx):
+        return {
+            "color_attachments": [
+                {
+                    "view": ctx.output,
+                    "load_op": "clear",
+                    "clear_value": (0.2, 0.3, 0.45, 1.0),
+                    "store_op": "store",
+                }
+            ]
+        }
+
+    def load(ctx):
+        return {"color_attachments": [{"view": ctx.output, "load_op": "load", "store_op": "store"}]}
+
+    graph.add(RenderPass("Scene", record=lambda ctx, rp: None, targets=clear))
+    for name, _, _ in FAKE_PASSES[1:]:  # empty passes: the names the fake profiler times
+        graph.add(RenderPass(name, record=lambda ctx, rp: None, targets=load))
+    return graph
+
+
+def run_hud(gpu, mode, *, frames=130, size=HUD_SIZE, hud_scale=None, cull=FAKE_COUNTS):
+    from engine.debug.hud import install_hud
+    from engine.graph import FrameContext
+
+    fmt = "rgba8unorm-srgb"
+    graph = _scene_graph(gpu.device, fmt, size)
+    tex = gpu.device.create_texture(
+        size=(*size, 1),
+        format=fmt,
+        usage=wgpu.TextureUsage.RENDER_ATTACHMENT | wgpu.TextureUsage.COPY_SRC,
+    )
+    prof = FakeProfiler(
+        passes=(("Scene", 0.12, 0.02), *FAKE_PASSES[1:], ("DebugOverlay", 0.031, 0.015))
+    )
+    app = SimpleNamespace(
+        gpu=gpu,
+        args=SimpleNamespace(overlay=mode, hud_scale=hud_scale),
+        graph=graph,
+        profiler=prof,
+        cull_stats=fake_cull_stats(cull),
+        overlay_mode=mode,
+        hud=None,
+    )
+    hud = install_hud(app)
+    assert graph.passes[-1].name == "DebugOverlay"
+    view = tex.create_view()
+    for i in range(frames):
+        prof.advance()
+        ctx = FrameContext(gpu.device, graph, i, i / 60, size, view)
+        hud.update(ctx)
+        enc = gpu.device.create_command_encoder()
+        graph.execute(enc, ctx)
+        gpu.queue.submit([enc.finish()])
+    w, h = size
+    data = gpu.queue.read_texture(
+        {"texture": tex}, {"bytes_per_row": w * 4, "rows_per_image": h}, (w, h, 1)
+    )
+    return hud, np.frombuffer(data, np.uint8).reshape(h, w, 4)[..., :3].copy()
+
+
+@pytest.mark.parametrize("mode", ["off", "perf", "cull", "timeline", "all"])
+def test_hud_mode_reference(gpu, compare_reference, mode):
+    hud, img = run_hud(gpu, mode)
+    assert hud.render_pass.enabled == (mode != "off")
+    if mode == "off":
+        assert (img == img[0, 0]).all()  # only the scene
+    else:
+        label = f"HUD {mode} [F1]"
+        row0 = "".join(hud.overlay.glyph_at(c, 0) or " " for c in range(hud.overlay.cols))
+        assert row0.rstrip().endswith(label)
+    compare_reference(f"hud_{mode}", img)
+
+
+def test_cull_panel_without_data_says_so(gpu):
+    hud, _ = run_hud(gpu, "cull", frames=2, cull=None)
+    text = ["".join(hud.overlay.glyph_at(c, r) or " " for c in range(80)) for r in range(4)]
+    assert any("no cull data" in t for t in text)
+
+
+def test_cull_panel_percentages(gpu):
+    hud, _ = run_hud(gpu, "cull", frames=2)
+    rows = ["".join(hud.overlay.glyph_at(c, r) or " " for c in range(80)) for r in range(12)]
+    occluded = next(r for r in rows if "occluded" in r)
+    assert occluded.split()[1:3] == ["30125", f"{100 * 30125 / 100000:.1f}%"]
+    assert hud.overlay.prim_count == 4  # one pie slice per classification
+
+
+def test_hud_resize_and_scale_override(gpu):
+    hud, _ = run_hud(gpu, "perf", frames=1, size=(320, 200), hud_scale=2)
+    assert (hud.overlay.cols, hud.overlay.rows, hud.overlay_pass.scale) == (20, 12, 2)
+    hud.app.graph.resize((480, 240))
+    assert (hud.overlay.cols, hud.overlay.rows) == (30, 15)
+
+
+def test_set_mode_rejects_unknown(gpu):
+    hud, _ = run_hud(gpu, "perf", frames=1, size=(64, 64))
+    with pytest.raises(ValueError, match="overlay mode 'fancy'"):
+        hud.set_mode("fancy")
+    hud.set_mode("off")
+    assert not hud.render_pass.enabled
+
+
+def test_s03_gallery_capture(tmp_path):
+    out = tmp_path / "gallery.png"
+    r = run_sample("s03", "--capture", str(out), "--frames", "2", "--size", "640x360")
+    assert r.returncode == 0, r.stderr
+    from PIL import Image
+
+    img = np.asarray(Image.open(out))
+    assert img.shape == (360, 640, 3) and len(np.unique(img.reshape(-1, 3), axis=0)) > 10
