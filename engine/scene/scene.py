@@ -127,9 +127,10 @@ class Scene:
     def bounds(self) -> np.ndarray:
         """World bounding spheres ``(N, 4)`` float32: centre xyz, radius.
 
-        Centre is ``M @ mesh.center``; radius is ``mesh.radius`` × the largest column norm of
-        ``M[:3, :3]`` (max axis scale), so the sphere stays conservative under non-uniform scale
-        and shear. Cached and updated by :meth:`set_transforms`: O(1) per call; do not modify.
+        Centre is ``M @ mesh.center``; radius is ``mesh.radius`` × :func:`max_scale` of
+        ``M[:3, :3]`` (the max axis scale), so the sphere stays conservative under non-uniform
+        scale, and under shear too. Cached and updated by :meth:`set_transforms`: O(1) per
+        call; do not modify the returned array.
         """
         return self._bounds
 
@@ -200,8 +201,7 @@ class Scene:
         ids = self.mesh_ids[idx]
         c = self._mesh_center[ids]
         self._bounds[idx, :3] = np.einsum("nij,nj->ni", m[:, :3, :3], c) + m[:, :3, 3]
-        scale = np.linalg.norm(m[:, :3, :3], axis=1).max(axis=1)  # column norms
-        self._bounds[idx, 3] = self._mesh_radius[ids] * scale
+        self._bounds[idx, 3] = self._mesh_radius[ids] * max_scale(m[:, :3, :3])
 
     def _compute_extent(self) -> tuple[np.ndarray, np.ndarray]:
         if self.count == 0:
@@ -216,6 +216,26 @@ class Scene:
             lo = np.minimum(lo, (c - h).min(axis=0))
             hi = np.maximum(hi, (c + h).max(axis=0))
         return lo, hi
+
+
+def max_scale(linear: np.ndarray) -> np.ndarray:
+    """Largest stretch ``(K,)`` of each ``(K, 3, 3)`` linear part: its spectral norm.
+
+    For rotation·scale matrices (orthogonal columns) that is the largest column norm, the
+    max axis scale, computed directly; sheared rows (e.g. a glTF child rotated under a
+    non-uniformly scaled parent) get the exact largest singular value, for which the max
+    column norm would be too small and the bounding sphere not conservative.
+    """
+    cols = np.linalg.norm(linear, axis=1)  # (K, 3) column norms
+    scale = cols.max(axis=1)
+    gram = np.einsum("kji,kjl->kil", linear, linear)  # M^T M
+    off = np.abs(gram[:, [0, 0, 1], [1, 2, 2]])
+    tol = 1e-5 * (cols[:, [0, 0, 1]] * cols[:, [1, 2, 2]]) + 1e-30
+    sheared = (off > tol).any(axis=1)
+    if sheared.any():
+        eig = np.linalg.eigvalsh(gram[sheared].astype(np.float64))
+        scale[sheared] = np.sqrt(np.maximum(eig[:, -1], 0.0))
+    return scale
 
 
 def _as_transforms(transforms: np.ndarray, what: str) -> np.ndarray:
