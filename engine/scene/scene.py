@@ -114,7 +114,7 @@ class Scene:
         self._mesh_aabb_c = np.array([(lo + hi) / 2 for lo, hi in aabbs], np.float32).reshape(-1, 3)
         self._mesh_aabb_h = np.array([(hi - lo) / 2 for lo, hi in aabbs], np.float32).reshape(-1, 3)
         self._bounds = np.empty((n, 4), np.float32)
-        self._update_bounds(np.arange(n))
+        self._update_bounds(slice(None))
         self._extent: tuple[np.ndarray, np.ndarray] | None = None
         self._dirty: list[np.ndarray] = []
         self._all_dirty = True
@@ -196,12 +196,13 @@ class Scene:
 
     # -- internals -------------------------------------------------------------------------
 
-    def _update_bounds(self, idx: np.ndarray) -> None:
+    def _update_bounds(self, idx: np.ndarray | slice) -> None:
         m = self.transforms[idx]
         ids = self.mesh_ids[idx]
         c = self._mesh_center[ids]
-        self._bounds[idx, :3] = np.einsum("nij,nj->ni", m[:, :3, :3], c) + m[:, :3, 3]
-        self._bounds[idx, 3] = self._mesh_radius[ids] * max_scale(m[:, :3, :3])
+        linear = m[:, :3, :3]
+        self._bounds[idx, :3] = (linear @ c[:, :, None])[:, :, 0] + m[:, :3, 3]
+        self._bounds[idx, 3] = self._mesh_radius[ids] * max_scale(linear)
 
     def _compute_extent(self) -> tuple[np.ndarray, np.ndarray]:
         if self.count == 0:
@@ -226,14 +227,16 @@ def max_scale(linear: np.ndarray) -> np.ndarray:
     non-uniformly scaled parent) get the exact largest singular value, for which the max
     column norm would be too small and the bounding sphere not conservative.
     """
-    cols = np.linalg.norm(linear, axis=1)  # (K, 3) column norms
-    scale = cols.max(axis=1)
-    gram = np.einsum("kji,kjl->kil", linear, linear)  # M^T M
-    off = np.abs(gram[:, [0, 0, 1], [1, 2, 2]])
-    tol = 1e-5 * (cols[:, [0, 0, 1]] * cols[:, [1, 2, 2]]) + 1e-30
-    sheared = (off > tol).any(axis=1)
+    c0, c1, c2 = linear[:, :, 0], linear[:, :, 1], linear[:, :, 2]
+    d01, d02, d12 = (c0 * c1).sum(1), (c0 * c2).sum(1), (c1 * c2).sum(1)
+    n0, n1, n2 = (c0 * c0).sum(1), (c1 * c1).sum(1), (c2 * c2).sum(1)  # squared norms
+    scale = np.sqrt(np.maximum(np.maximum(n0, n1), n2))
+    tol = 1e-10  # |cos| <= 1e-5 between columns counts as orthogonal
+    sheared = (d01 * d01 > tol * n0 * n1) | (d02 * d02 > tol * n0 * n2)
+    sheared |= d12 * d12 > tol * n1 * n2
     if sheared.any():
-        eig = np.linalg.eigvalsh(gram[sheared].astype(np.float64))
+        lin = linear[sheared].astype(np.float64)
+        eig = np.linalg.eigvalsh(np.swapaxes(lin, 1, 2) @ lin)  # of M^T M, ascending
         scale[sheared] = np.sqrt(np.maximum(eig[:, -1], 0.0))
     return scale
 
