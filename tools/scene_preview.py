@@ -40,14 +40,15 @@ fn vs_main(@location(0) p: vec3f, @location(1) n: vec3f,
            @builtin(instance_index) i: u32) -> VOut {
     let m = models[i];
     let world = m * vec4f(p, 1.0);
-    // Cofactor matrix = det * inverse-transpose: right for non-uniform scale.
+    // Cofactor matrix = det * inverse-transpose: right for non-uniform scale; the sign of
+    // det keeps normals outward under mirroring transforms.
     let c0 = cross(m[1].xyz, m[2].xyz);
     let c1 = cross(m[2].xyz, m[0].xyz);
     let c2 = cross(m[0].xyz, m[1].xyz);
     var out: VOut;
     out.pos = frame.view_proj * world;
     out.world = world.xyz;
-    out.normal = mat3x3f(c0, c1, c2) * n;
+    out.normal = mat3x3f(c0, c1, c2) * n * sign(dot(m[0].xyz, c0));
     out.color = colors[i];
     return out;
 }
