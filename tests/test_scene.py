@@ -214,7 +214,12 @@ def test_set_transforms_updates_bounds_and_extent():
     scene.set_transforms([3], moved[None])
     r = scene.meshes[scene.mesh_ids[3]].radius
     assert np.allclose(scene.bounds()[3], [1000, 0, 0, r], atol=1e-4)
-    assert scene.extent[1][0] >= 1000.0
+    assert scene.extent[1][0] == pytest.approx(1000.0 + 0.5, abs=1e-3)  # grown by row 3 only
+    scene.set_transforms([3], np.identity(4)[None])
+    assert scene.extent[1][0] > 1000.0  # never shrinks by itself (O(rows) per update) ...
+    exact = _small_scene(5)
+    exact.set_transforms([3], np.identity(4)[None])
+    assert np.allclose(scene.recompute_extent()[1], exact.extent[1])  # ... until recomputed
 
 
 def test_nan_transform_is_rejected_naming_the_row():

@@ -136,9 +136,27 @@ class Scene:
 
     @property
     def extent(self) -> tuple[np.ndarray, np.ndarray]:
-        """World AABB ``(min xyz, max xyz)`` of all instances; zeros for an empty scene."""
+        """World AABB ``(min xyz, max xyz)`` of all instances; zeros for an empty scene.
+
+        Exact when first read. :meth:`set_transforms` then grows it by the moved rows only
+        (O(rows), so reading it every frame stays cheap); it never shrinks until
+        :meth:`recompute_extent` (O(N)) is called.
+        """
         if self._extent is None:
-            self._extent = self._compute_extent()
+            self.recompute_extent()
+        return self._extent
+
+    def recompute_extent(self) -> tuple[np.ndarray, np.ndarray]:
+        """Recompute the exact :attr:`extent` over all N instances and return it."""
+        if self.count == 0:
+            self._extent = (np.zeros(3, np.float32), np.zeros(3, np.float32))
+            return self._extent
+        lo = np.full(3, np.inf, np.float32)
+        hi = np.full(3, -np.inf, np.float32)
+        for start in range(0, self.count, 1 << 18):  # bounded temporaries for 1M+ rows
+            a, b = self._aabb(slice(start, start + (1 << 18)))
+            lo, hi = np.minimum(lo, a), np.maximum(hi, b)
+        self._extent = (lo, hi)
         return self._extent
 
     def set_transforms(self, rows, matrices: np.ndarray) -> None:
@@ -170,7 +188,9 @@ class Scene:
             raise ValueError(f"matrices: transform for row {bad} is not finite (NaN or inf)")
         self.transforms[idx] = m
         self._update_bounds(idx)
-        self._extent = None
+        if self._extent is not None and len(idx):  # grow, O(K): per-frame safe
+            lo, hi = self._aabb(idx)
+            self._extent = (np.minimum(self._extent[0], lo), np.maximum(self._extent[1], hi))
         if not self._all_dirty:
             self._dirty.append(idx.copy())
 
@@ -204,19 +224,14 @@ class Scene:
         self._bounds[idx, :3] = (linear @ c[:, :, None])[:, :, 0] + m[:, :3, 3]
         self._bounds[idx, 3] = self._mesh_radius[ids] * max_scale(linear)
 
-    def _compute_extent(self) -> tuple[np.ndarray, np.ndarray]:
-        if self.count == 0:
-            return np.zeros(3, np.float32), np.zeros(3, np.float32)
-        lo = np.full(3, np.inf, np.float32)
-        hi = np.full(3, -np.inf, np.float32)
-        for start in range(0, self.count, 1 << 18):  # bounded temporaries for 1M+ rows
-            m = self.transforms[start : start + (1 << 18)]
-            ids = self.mesh_ids[start : start + (1 << 18)]
-            c = np.einsum("nij,nj->ni", m[:, :3, :3], self._mesh_aabb_c[ids]) + m[:, :3, 3]
-            h = np.einsum("nij,nj->ni", np.abs(m[:, :3, :3]), self._mesh_aabb_h[ids])
-            lo = np.minimum(lo, (c - h).min(axis=0))
-            hi = np.maximum(hi, (c + h).max(axis=0))
-        return lo, hi
+    def _aabb(self, idx: np.ndarray | slice) -> tuple[np.ndarray, np.ndarray]:
+        """World AABB of rows ``idx``: each mesh's local AABB transformed exactly."""
+        m = self.transforms[idx]
+        ids = self.mesh_ids[idx]
+        lin = m[:, :3, :3]
+        c = (lin @ self._mesh_aabb_c[ids][:, :, None])[:, :, 0] + m[:, :3, 3]
+        h = (np.abs(lin) @ self._mesh_aabb_h[ids][:, :, None])[:, :, 0]
+        return (c - h).min(axis=0), (c + h).max(axis=0)
 
 
 def max_scale(linear: np.ndarray) -> np.ndarray:
