@@ -152,9 +152,15 @@ def test_no_profiler_means_no_query_set_and_no_timestamp(device, monkeypatch):
     from engine.profiling import FrameProfiler
 
     gpu = Gpu(adapter=device.adapter, device=device, features=frozenset(device.features))
-    graph.profiler = FrameProfiler(gpu, gpu=True, cpu=False)
+    graph.profiler = FrameProfiler(gpu, gpu=True, cpu=False, timestamps="pass")
     calls = _execute(device, graph, 3).calls
     graph.profiler.drain()
     assert counts["query_sets"] == 3  # one pool per frame in flight
     assert counts["write_timestamp"] == 2  # the transfer pass, begin and end
     assert all(tw is not None for kind, _, tw in calls if kind in ("render", "compute"))
+
+    graph.profiler = FrameProfiler(gpu, gpu=True, cpu=False, timestamps="encoder")
+    calls = _execute(device, graph, 4).calls
+    graph.profiler.drain()
+    assert counts["write_timestamp"] == 2 + 2 * 4  # every enabled pass, between passes
+    assert all(tw is None for kind, _, tw in calls if kind in ("render", "compute"))

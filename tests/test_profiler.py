@@ -4,7 +4,6 @@ readings, non-blocking collect, devices without timestamps, and the timeline tex
 from __future__ import annotations
 
 import re
-import statistics
 import time
 
 import numpy as np
@@ -17,9 +16,19 @@ from engine.profiling.gpu import _Recording
 from engine.profiling.report import timeline
 from tests.profiling_support import compute_graph, run_frame, wait_idle, work_pass
 
-# lavapipe timing is noisy (2 cores shared with Python): the median over 8 frames of a
-# 4x / 1x loop, each frame run on an otherwise idle machine, must land within +-20 % of 4.
+# lavapipe timing is noisy (2 cores shared with Python and whatever else runs): contention
+# only ever adds time, so the ratio of each pass's fastest reading over 8 frames (each frame
+# run on an otherwise idle queue) must land within +-20 % of 4.
 RATIO_TOLERANCE = 0.20
+
+
+@pytest.fixture(scope="module")
+def timing_gpu():
+    """A device on which no render pass ever runs: lavapipe's timestamps stop bracketing
+    compute dispatches once a render pass has executed on a device (engine.profiling.gpu)."""
+    from engine.gpu import create_gpu
+
+    return create_gpu()
 
 
 def _attach(gpu, graph, **kw):
@@ -28,8 +37,8 @@ def _attach(gpu, graph, **kw):
     return prof
 
 
-def test_four_times_the_work_measures_four_times_the_time(gpu):
-    dev = gpu.device
+def test_four_times_the_work_measures_four_times_the_time(timing_gpu):
+    gpu, dev = timing_gpu, timing_gpu.device
     graph = compute_graph(
         dev, [work_pass(dev, "Work1x", 200, 256), work_pass(dev, "Work4x", 800, 256)]
     )
@@ -38,19 +47,21 @@ def test_four_times_the_work_measures_four_times_the_time(gpu):
         run_frame(gpu, graph, prof, f)
         wait_idle(dev)  # lavapipe shares 2 cores with Python: keep recording off them
     prof.drain()
-    frames = [t for t in prof.history if t.frame_index > 0]  # frame 0 pays for shader JIT
-    assert len(frames) >= 6
-    ratios = []
+    # frame 0 pays for shader JIT; a frame finding every pool in flight is not GPU-timed
+    frames = [t for t in prof.history if t.frame_index > 0 and t.gpu is not None]
+    assert len(frames) >= 5
+    ones, fours = [], []
     for t in frames:
         one, four = t.gpu
         assert (one.name, four.name) == ("Work1x", "Work4x")
-        ratios.append(four.duration_ms / one.duration_ms)
+        ones.append(one.duration_ms)
+        fours.append(four.duration_ms)
         # readings ascend in declaration order; attributed <= across
         assert one.begin_ns <= one.end_ns <= four.begin_ns <= four.end_ns
         across = four.end_ns - one.begin_ns
         assert (one.end_ns - one.begin_ns) + (four.end_ns - four.begin_ns) <= across
-    ratio = statistics.median(ratios)
-    assert abs(ratio - 4.0) <= 4.0 * RATIO_TOLERANCE, f"ratio {ratio:.2f} from {ratios}"
+    ratio = min(fours) / min(ones)
+    assert abs(ratio - 4.0) <= 4.0 * RATIO_TOLERANCE, f"ratio {ratio:.2f}: {ones} {fours}"
     # CPU scopes: Update, both passes' recording, Submit, in start order
     names = [s.name for s in frames[-1].cpu]
     assert names == ["Update", "Work1x", "Work4x", "Submit"]
@@ -73,9 +84,10 @@ def test_result_is_tagged_with_the_frame_that_produced_it(gpu):
     while (t := prof.collect()) is not None:
         got.append(t)
     assert [t.frame_index for t in got] == list(range(10))
+    assert sum(t.gpu is None for t in got) == prof.gpu.skipped_frames  # pools all in flight
     for t in got:
         expected = ["A", "B", "C"][: t.frame_index % 3 + 1]
-        assert [s.name for s in t.gpu] == expected, t
+        assert t.gpu is None or [s.name for s in t.gpu] == expected, t
         assert [s.name for s in t.cpu] == ["Update", *expected, "Submit"]
 
 
@@ -114,8 +126,8 @@ def test_transfer_pass_uses_encoder_timestamps(gpu):
     assert t.gpu[0].end_ns <= t.gpu[1].begin_ns
 
 
-def test_collect_returns_none_until_ready_and_never_blocks(gpu):
-    dev = gpu.device
+def test_collect_returns_none_until_ready_and_never_blocks(timing_gpu):
+    gpu, dev = timing_gpu, timing_gpu.device
     # ~0.3 s of lavapipe compute: 256x256 cells x 3000 iterations
     graph = compute_graph(dev, [work_pass(dev, "Heavy", 3000, grid=256)])
     prof = _attach(gpu, graph, cpu=False)

@@ -32,12 +32,15 @@ class FrameProfiler:
         frames_in_flight: GPU query pools / readback slots.
         capacity: GPU scopes per frame; more are counted as dropped.
         history: finished frames kept in ``history`` (and in the trace).
+        timestamps: where GPU timestamps go: ``"auto"``, ``"pass"`` (pass descriptors) or
+            ``"encoder"`` (between passes); see ``engine.profiling.gpu``.
 
     Attributes:
         history: ``deque[FrameTimings]`` of the most recent finished frames, oldest first,
             GPU and CPU merged by frame index. ``gpu`` is None when GPU timing is
-            unavailable; scope names equal the graph's pass names (plus Update, Submit,
-            Present on the CPU).
+            unavailable, or for a frame that found every query pool in flight
+            (``extra["gpu_skipped"]``); scope names equal the graph's pass names (plus
+            Update, Submit, Present on the CPU).
         gpu_available: False -> GPU columns show ``n/a`` (``gpu_unavailable_reason`` says why).
     """
 
@@ -50,10 +53,13 @@ class FrameProfiler:
         frames_in_flight: int = 3,
         capacity: int = 64,
         history: int = HISTORY_FRAMES,
+        timestamps: str = "auto",
     ):
         self.gpu_ctx = gpu_ctx
         self.gpu = (
-            GpuProfiler(gpu_ctx, frames_in_flight=frames_in_flight, capacity=capacity)
+            GpuProfiler(
+                gpu_ctx, mode=timestamps, frames_in_flight=frames_in_flight, capacity=capacity
+            )
             if gpu
             else None
         )
@@ -143,6 +149,8 @@ class FrameProfiler:
             del self._pending[f]
             if t.gpu is None and t.cpu is None:
                 continue
+            if self.gpu_available and t.gpu is None:
+                t.extra["gpu_skipped"] = True  # every query pool was in flight
             self.history.append(t)
             self._ready.append(t)
 
@@ -198,6 +206,8 @@ class FrameProfiler:
             "adapter": self.gpu_ctx.summary,
             "frames": len(self.history),
         }
+        if self.gpu_available:
+            meta["gpu_timestamp_mode"] = self.gpu.mode
         if cal is not None:
             meta.update(
                 gpu_clock_offset_ns=cal[0],

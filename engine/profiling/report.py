@@ -43,5 +43,5 @@ def timeline(clock: str, frame_index: int, scopes: Sequence[Scope], unit: str = 
     ranked = sorted(scopes, key=lambda s: s.end_ns - s.begin_ns, reverse=True)
     for rank, s in enumerate(ranked, 1):
         pct = 100.0 * s.duration_ms / attributed if attributed > 0 else 0.0
-        lines.append(f"{rank:4d}. {s.name:<29} {s.duration_ms:8.3f} ms {pct:6.1f}%")
+        lines.append(f"{rank:4d}. {s.name:<28} {s.duration_ms:8.3f} ms {pct:6.1f}%")
     return "\n".join(lines)
