@@ -92,6 +92,8 @@ def test_s02_end_to_end_tables_trace_and_picture(tmp_path):
         "160x90",
         "--grid",
         "64",
+        "--overlay",
+        "off",  # s02's own passes only: the HUD would add a timed DebugOverlay pass
     )
     assert r.returncode == 0, r.stderr
     out = r.stdout
