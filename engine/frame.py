@@ -228,7 +228,8 @@ class StandardFrame:
         self.pyramid = DepthPyramid(d, graph.size)
         tex = wgpu.TextureUsage
         graph.create_texture(
-            "frame.depth", TextureDesc(DEPTH_FORMAT, tex.RENDER_ATTACHMENT | tex.TEXTURE_BINDING)
+            "frame.depth",
+            TextureDesc(DEPTH_FORMAT, tex.RENDER_ATTACHMENT | tex.TEXTURE_BINDING | tex.COPY_SRC),
         )
         graph.create_texture(
             "frame.hdr", TextureDesc(HDR_FORMAT, tex.RENDER_ATTACHMENT | tex.TEXTURE_BINDING)

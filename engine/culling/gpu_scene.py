@@ -140,7 +140,9 @@ class GpuScene:
     def _instances(self) -> None:
         n, d = self.count, self.device
         self.transforms = d.create_buffer(label="transforms", size=n * 64, usage=_STORAGE)
-        self.bounds = d.create_buffer(label="bounds", size=n * 16, usage=_STORAGE)
+        self.bounds = d.create_buffer(
+            label="bounds", size=n * 16, usage=_STORAGE | wgpu.BufferUsage.COPY_SRC
+        )
         self.mesh_ids = d.create_buffer_with_data(
             label="mesh ids", data=self.scene.mesh_ids.astype(np.uint32).tobytes(), usage="STORAGE"
         )
@@ -153,18 +155,20 @@ class GpuScene:
         self.state = d.create_buffer(
             label="cull state", size=n * 4, usage=_STORAGE | wgpu.BufferUsage.COPY_SRC
         )
-        self.upload_dirty()
+        self.scene.take_dirty()  # everything is uploaded now, whoever consumed the dirt before
+        self._write_rows(0, n)
+
+    def _write_rows(self, start: int, stop: int) -> None:
+        q, s = self.device.queue, self.scene
+        t = np.ascontiguousarray(s.transforms[start:stop].transpose(0, 2, 1), np.float32)
+        q.write_buffer(self.transforms, start * 64, t)
+        q.write_buffer(self.bounds, start * 16, np.ascontiguousarray(s.bounds()[start:stop]))
 
     def upload_dirty(self) -> int:
-        """Write the rows changed since the last call (all rows the first time); return how
-        many rows were written."""
-        q, s = self.device.queue, self.scene
+        """Write the rows changed since the last call; return how many rows were written."""
         rows = 0
-        bounds = s.bounds()
-        for start, stop in s.take_dirty():
-            t = np.ascontiguousarray(s.transforms[start:stop].transpose(0, 2, 1), np.float32)
-            q.write_buffer(self.transforms, start * 64, t.tobytes())
-            q.write_buffer(self.bounds, start * 16, np.ascontiguousarray(bounds[start:stop]))
+        for start, stop in self.scene.take_dirty():
+            self._write_rows(start, stop)
             rows += stop - start
         return rows
 

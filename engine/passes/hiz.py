@@ -68,7 +68,9 @@ class DepthPyramid:
             size=(*self.base, 1),
             format=FORMAT,
             mip_level_count=self.levels,
-            usage=wgpu.TextureUsage.STORAGE_BINDING | wgpu.TextureUsage.TEXTURE_BINDING,
+            usage=wgpu.TextureUsage.STORAGE_BINDING
+            | wgpu.TextureUsage.TEXTURE_BINDING
+            | wgpu.TextureUsage.COPY_SRC,  # tests read it back
         )
         self.view = self.texture.create_view(label="HiZ pyramid")
         self.mips = [
