@@ -1,7 +1,7 @@
 """Lantern benchmarks: print figures (never pass/fail). Run on lavapipe here, on the H200
 through the device tool for the real numbers.
 
-    python tools/bench.py [profiler|cull|hud|all] [--quick]
+    python tools/bench.py [profiler|cull|hud|scene|all] [--quick]
 """
 
 from __future__ import annotations
@@ -16,7 +16,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
 
-SECTIONS = ("profiler", "cull", "hud")  # each is tools/benchmarks/<name>.py with run(gpu, args)
+SECTIONS = (
+    "profiler",
+    "cull",
+    "hud",
+    "scene",
+)  # each is tools/benchmarks/<name>.py with run(gpu, args)
 
 
 def main() -> None:

@@ -114,7 +114,7 @@ class Scene:
         self._mesh_aabb_c = np.array([(lo + hi) / 2 for lo, hi in aabbs], np.float32).reshape(-1, 3)
         self._mesh_aabb_h = np.array([(hi - lo) / 2 for lo, hi in aabbs], np.float32).reshape(-1, 3)
         self._bounds = np.empty((n, 4), np.float32)
-        self._update_bounds(np.arange(n))
+        self._update_bounds(slice(None))
         self._extent: tuple[np.ndarray, np.ndarray] | None = None
         self._dirty: list[np.ndarray] = []
         self._all_dirty = True
@@ -127,9 +127,10 @@ class Scene:
     def bounds(self) -> np.ndarray:
         """World bounding spheres ``(N, 4)`` float32: centre xyz, radius.
 
-        Centre is ``M @ mesh.center``; radius is ``mesh.radius`` × the largest column norm of
-        ``M[:3, :3]`` (max axis scale), so the sphere stays conservative under non-uniform scale
-        and shear. Cached and updated by :meth:`set_transforms`: O(1) per call; do not modify.
+        Centre is ``M @ mesh.center``; radius is ``mesh.radius`` × :func:`max_scale` of
+        ``M[:3, :3]`` (the max axis scale), so the sphere stays conservative under non-uniform
+        scale, and under shear too. Cached and updated by :meth:`set_transforms`: O(1) per
+        call; do not modify the returned array.
         """
         return self._bounds
 
@@ -195,13 +196,13 @@ class Scene:
 
     # -- internals -------------------------------------------------------------------------
 
-    def _update_bounds(self, idx: np.ndarray) -> None:
+    def _update_bounds(self, idx: np.ndarray | slice) -> None:
         m = self.transforms[idx]
         ids = self.mesh_ids[idx]
         c = self._mesh_center[ids]
-        self._bounds[idx, :3] = np.einsum("nij,nj->ni", m[:, :3, :3], c) + m[:, :3, 3]
-        scale = np.linalg.norm(m[:, :3, :3], axis=1).max(axis=1)  # column norms
-        self._bounds[idx, 3] = self._mesh_radius[ids] * scale
+        linear = m[:, :3, :3]
+        self._bounds[idx, :3] = (linear @ c[:, :, None])[:, :, 0] + m[:, :3, 3]
+        self._bounds[idx, 3] = self._mesh_radius[ids] * max_scale(linear)
 
     def _compute_extent(self) -> tuple[np.ndarray, np.ndarray]:
         if self.count == 0:
@@ -216,6 +217,28 @@ class Scene:
             lo = np.minimum(lo, (c - h).min(axis=0))
             hi = np.maximum(hi, (c + h).max(axis=0))
         return lo, hi
+
+
+def max_scale(linear: np.ndarray) -> np.ndarray:
+    """Largest stretch ``(K,)`` of each ``(K, 3, 3)`` linear part: its spectral norm.
+
+    For rotation·scale matrices (orthogonal columns) that is the largest column norm, the
+    max axis scale, computed directly; sheared rows (e.g. a glTF child rotated under a
+    non-uniformly scaled parent) get the exact largest singular value, for which the max
+    column norm would be too small and the bounding sphere not conservative.
+    """
+    c0, c1, c2 = linear[:, :, 0], linear[:, :, 1], linear[:, :, 2]
+    d01, d02, d12 = (c0 * c1).sum(1), (c0 * c2).sum(1), (c1 * c2).sum(1)
+    n0, n1, n2 = (c0 * c0).sum(1), (c1 * c1).sum(1), (c2 * c2).sum(1)  # squared norms
+    scale = np.sqrt(np.maximum(np.maximum(n0, n1), n2))
+    tol = 1e-10  # |cos| <= 1e-5 between columns counts as orthogonal
+    sheared = (d01 * d01 > tol * n0 * n1) | (d02 * d02 > tol * n0 * n2)
+    sheared |= d12 * d12 > tol * n1 * n2
+    if sheared.any():
+        lin = linear[sheared].astype(np.float64)
+        eig = np.linalg.eigvalsh(np.swapaxes(lin, 1, 2) @ lin)  # of M^T M, ascending
+        scale[sheared] = np.sqrt(np.maximum(eig[:, -1], 0.0))
+    return scale
 
 
 def _as_transforms(transforms: np.ndarray, what: str) -> np.ndarray:

@@ -1,0 +1,211 @@
+"""glTF 2.0 loading: hierarchy, materials, buffer layouts, errors; repeat_grid; default camera."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.scene.gltf import SceneError, default_camera, load_gltf, repeat_grid
+from engine.scene.meshes import MeshData, box, face_normals, signed_volume
+from tools.make_gltf_sample import Node, Prim, build, save, two_nodes
+
+ASSETS = Path(__file__).resolve().parents[1] / "assets" / "meshes"
+
+
+def _world(scene, row: int, local) -> np.ndarray:
+    return (scene.transforms[row].astype(np.float64) @ np.append(local, 1.0))[:3]
+
+
+def test_two_node_hierarchy_matches_hand_derived_positions():
+    scene = load_gltf(str(ASSETS / "two_nodes.gltf"))
+    assert scene.count == 2
+    # Parent: T(1,2,3) R_y(90°): (x, y, z) -> (z, y, -x) + (1, 2, 3).
+    assert np.allclose(_world(scene, 0, [0.5, -0.5, 0.5]), [1.5, 1.5, 2.5], atol=1e-6)
+    # Child: parent · T(1,0,0) · S(2): (0.5,0.5,0.5) -> (2,1,1) -> (1,1,-2) -> (2,3,1).
+    assert np.allclose(_world(scene, 1, [0.5, 0.5, 0.5]), [2.0, 3.0, 1.0], atol=1e-6)
+    assert np.allclose(scene.colors, [[1, 0, 0, 1], [0, 0, 1, 1]])
+    # The child box (scale 2, unit box) has a world sphere of radius 2 * sqrt(0.75).
+    assert scene.bounds()[1, 3] == pytest.approx(2 * math.sqrt(0.75), rel=1e-5)
+    # Its centre: origin -> (1,0,0) -> R: (0,0,-1) -> + (1,2,3) = (1,2,2).
+    assert np.allclose(scene.bounds()[1, :3], [1.0, 2.0, 2.0], atol=1e-6)
+
+
+def test_interleaved_attributes_are_read_with_their_stride():
+    scene = load_gltf(str(ASSETS / "two_nodes.gltf"))
+    lod = scene.meshes[0].lods[0]
+    ref = box()
+    assert np.array_equal(lod.vertices, ref.vertices) and np.array_equal(lod.indices, ref.indices)
+
+
+@pytest.mark.parametrize("layout", ["embedded", "external", "glb"])
+def test_gltf_and_glb_load_the_same_scene(tmp_path, layout):
+    doc, blob = two_nodes()
+    path = tmp_path / ("x.glb" if layout == "glb" else "x.gltf")
+    save(doc, blob, path, external_bin=layout == "external")
+    if layout == "external":
+        assert (tmp_path / "x.bin").is_file()
+    ref = load_gltf(str(ASSETS / "two_nodes.gltf"))
+    scene = load_gltf(str(path))
+    assert np.array_equal(scene.transforms, ref.transforms)
+    assert np.array_equal(scene.colors, ref.colors)
+    for a, b in zip(scene.meshes, ref.meshes, strict=True):
+        assert np.array_equal(a.lods[0].vertices, b.lods[0].vertices)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.uint32])
+def test_index_component_types(tmp_path, dtype):
+    doc, blob = build([[Prim(box(), index_dtype=dtype)]], [Node(mesh=0)], [0])
+    save(doc, blob, tmp_path / "i.gltf")
+    assert doc.accessors[-1].componentType == {np.uint8: 5121, np.uint16: 5123}.get(dtype, 5125)
+    lod = load_gltf(str(tmp_path / "i.gltf")).meshes[0].lods[0]
+    assert np.array_equal(lod.indices, box().indices)
+
+
+def test_missing_normals_and_indices_give_flat_generated_ones(tmp_path):
+    doc, blob = build([[Prim(box(), index_dtype=None, normals=False)]], [Node(mesh=0)], [0])
+    save(doc, blob, tmp_path / "soup.glb")
+    lod = load_gltf(str(tmp_path / "soup.glb")).meshes[0].lods[0]
+    assert list(lod.indices) == list(range(36))
+    assert signed_volume(lod) == pytest.approx(1.0)
+    fn = np.repeat(face_normals(lod), 3, axis=0)
+    assert np.allclose(lod.vertices[:, 3:], fn, atol=1e-6)  # flat: corner normal = face normal
+
+
+def test_matrix_nodes_and_mirroring_keep_triangles_outward(tmp_path):
+    mirror = np.diag([-1.0, 2.0, 1.0, 1.0])
+    mirror[:3, 3] = (5.0, 0.0, 0.0)
+    nodes = [Node(mesh=0, matrix=mirror.T.reshape(-1).tolist())]  # glTF is column-major
+    doc, blob = build([[Prim(box())]], nodes, [0])
+    save(doc, blob, tmp_path / "m.gltf")
+    scene = load_gltf(str(tmp_path / "m.gltf"))
+    assert np.allclose(scene.transforms[0], mirror)
+    lod = scene.meshes[0].lods[0]
+    world = lod.vertices[:, :3] @ mirror[:3, :3].T + mirror[:3, 3]
+    assert signed_volume(MeshData(world.astype(np.float32), lod.indices)) == pytest.approx(2.0)
+
+
+def test_non_triangle_primitives_are_skipped_with_a_warning(tmp_path, caplog):
+    doc, blob = build([[Prim(box())], [Prim(box())]], [Node(mesh=0), Node(mesh=1)], [0, 1])
+    doc.meshes[1].primitives[0].mode = 1  # LINES
+    save(doc, blob, tmp_path / "lines.gltf")
+    with caplog.at_level(logging.WARNING, logger="lantern"):
+        scene = load_gltf(str(tmp_path / "lines.gltf"))
+    assert scene.count == 1
+    assert "mesh 1 primitive 0 has mode 1" in caplog.text
+
+
+def test_shared_mesh_is_loaded_once():
+    scene = load_gltf(str(ASSETS / "house.glb"))
+    assert scene.count == 12  # lawn, walls, roof, chimney, door, 3 windows, 2 trunks, 2 crowns
+    assert len(scene.meshes) == 8  # trunk box and window box reused by several nodes
+    lo, hi = scene.extent
+    assert np.allclose(lo, [-7, -0.1, -6], atol=1e-5) and hi[0] == pytest.approx(7)
+
+
+def test_repeat_grid():
+    scene = load_gltf(str(ASSETS / "house.glb"))
+    grid = repeat_grid(scene, 7)
+    assert grid.count == 7 * scene.count
+    assert grid.meshes is not scene.meshes and grid.meshes == scene.meshes
+    assert np.array_equal(grid.mesh_ids, np.tile(scene.mesh_ids, 7))
+    offsets = grid.transforms[:: scene.count, :3, 3] - scene.transforms[0, :3, 3]
+    assert np.allclose(offsets[:, 1], 0)
+    spacing = 1.25 * 14.0  # the lawn is 14 x 12 m
+    pairwise = np.linalg.norm(offsets[:, None] - offsets[None], axis=2)
+    assert pairwise[~np.eye(7, dtype=bool)].min() == pytest.approx(spacing, rel=1e-5)
+    # Every copy is a rigid translation of the original.
+    per_copy = grid.transforms.reshape(7, scene.count, 4, 4)
+    assert np.allclose(per_copy[..., :3, :3], scene.transforms[None, :, :3, :3])
+    with pytest.raises(ValueError, match="copies must be an integer >= 1"):
+        repeat_grid(scene, 0)
+
+
+def test_default_camera_sees_the_whole_extent():
+    scene = repeat_grid(load_gltf(str(ASSETS / "house.glb")), 5)
+    path = default_camera(scene)
+    lo, hi = scene.extent
+    corners = np.array([[x, y, z, 1] for x in (lo[0], hi[0]) for y in (lo[1], hi[1])
+                        for z in (lo[2], hi[2])])  # fmt: skip
+    for t in (0.0, 1.0, 7.5):
+        cam = path.at(t)
+        clip = corners @ (cam.proj(16 / 9) @ cam.view()).T.astype(np.float64)
+        ndc = clip[:, :3] / clip[:, 3:]
+        assert np.all(clip[:, 3] > 0) and np.all(np.abs(ndc[:, :2]) <= 1.0)
+
+
+# -- errors: one line naming the file and the problem -----------------------------------------
+
+
+def _raises(path: Path, *fragments: str) -> None:
+    with pytest.raises(SceneError) as e:
+        load_gltf(str(path))
+    msg = str(e.value)
+    assert "\n" not in msg and str(path) in msg
+    for f in fragments:
+        assert f in msg, msg
+
+
+def test_missing_file(tmp_path):
+    _raises(tmp_path / "nope.gltf", "file not found")
+
+
+def test_malformed_json(tmp_path):
+    (tmp_path / "bad.gltf").write_text('{"asset": {"version": "2.0"}, "nodes": [')
+    _raises(tmp_path / "bad.gltf", "cannot parse glTF")
+
+
+def test_malformed_glb(tmp_path):
+    (tmp_path / "bad.glb").write_bytes(b"not a glb file at all")
+    _raises(tmp_path / "bad.glb", "cannot parse glTF")
+
+
+def test_wrong_version(tmp_path):
+    (tmp_path / "v1.gltf").write_text(json.dumps({"asset": {"version": "1.0"}}))
+    _raises(tmp_path / "v1.gltf", "version '1.0' is not 2.x")
+
+
+def test_missing_bin(tmp_path):
+    doc, blob = two_nodes()
+    save(doc, blob, tmp_path / "ext.gltf", external_bin=True)
+    (tmp_path / "ext.bin").unlink()
+    _raises(tmp_path / "ext.gltf", "buffer 0 file 'ext.bin' not found")
+
+
+def test_index_out_of_range(tmp_path):
+    bad = MeshData(box().vertices, np.append(box().indices[:-3], [0, 1, 99]).astype(np.uint32))
+    doc, blob = build([[Prim(bad)]], [Node(mesh=0)], [0])
+    save(doc, blob, tmp_path / "idx.gltf")
+    _raises(tmp_path / "idx.gltf", "mesh 0 primitive 0 index 99 is out of range (24 vertices)")
+
+
+def test_nan_position(tmp_path):
+    v = box().vertices.copy()
+    v[5, 1] = np.nan
+    doc, blob = build([[Prim(MeshData(v, box().indices))]], [Node(mesh=0)], [0])
+    doc.accessors[0].min = doc.accessors[0].max = None  # NaN is not valid JSON
+    save(doc, blob, tmp_path / "nan.glb")
+    _raises(tmp_path / "nan.glb", "mesh 0 primitive 0 POSITION 5 is not finite")
+
+
+def test_accessor_beyond_its_buffer(tmp_path):
+    doc, blob = two_nodes()
+    doc.accessors[0].count = 1000
+    save(doc, blob, tmp_path / "long.gltf")
+    _raises(tmp_path / "long.gltf", "accessor 0 reads bytes", "beyond its bufferView")
+
+
+def test_node_cycle(tmp_path):
+    doc, blob = two_nodes()
+    doc.nodes[1].children = [0]
+    save(doc, blob, tmp_path / "cycle.gltf")
+    _raises(tmp_path / "cycle.gltf", "node 0 is its own ancestor")
+
+
+def test_no_triangles(tmp_path):
+    (tmp_path / "empty.gltf").write_text(json.dumps({"asset": {"version": "2.0"}}))
+    _raises(tmp_path / "empty.gltf", "no triangle primitives")
