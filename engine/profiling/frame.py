@@ -1,0 +1,216 @@
+"""FrameProfiler: the render graph's profiler sink, merging GPU and CPU timings per frame."""
+
+from __future__ import annotations
+
+import collections
+import logging
+
+from .cpu import CpuProfiler
+from .gpu import GpuFrame, GpuProfiler
+from .report import timeline
+from .timings import FrameTimings
+from .trace import build_trace, write_trace_file
+
+log = logging.getLogger("lantern")
+
+HISTORY_FRAMES = 300
+
+
+class FrameProfiler:
+    """Optional GPU (timestamp queries) and CPU (``perf_counter_ns``) timing of every pass.
+
+    Attach with ``graph.profiler = FrameProfiler(gpu)``; the graph calls ``begin_frame``,
+    ``begin_pass``/``end_pass`` per pass and ``end_frame``; the app calls ``cpu_begin``/
+    ``cpu_end`` around Update, Submit and Present and ``after_submit`` after
+    ``queue.submit``. Nothing here waits for the GPU except ``drain`` and ``write_trace``
+    (shutdown).
+
+    Args:
+        gpu_ctx: an ``engine.gpu.Gpu``.
+        gpu: time passes on the GPU (needs ``timestamp-query``; else ``n/a``).
+        cpu: time pass recording, Update, Submit and Present on the CPU.
+        frames_in_flight: GPU query pools / readback slots.
+        capacity: GPU scopes per frame; more are counted as dropped.
+        history: finished frames kept in ``history`` (and in the trace).
+
+    Attributes:
+        history: ``deque[FrameTimings]`` of the most recent finished frames, oldest first,
+            GPU and CPU merged by frame index. ``gpu`` is None when GPU timing is
+            unavailable; scope names equal the graph's pass names (plus Update, Submit,
+            Present on the CPU).
+        gpu_available: False -> GPU columns show ``n/a`` (``gpu_unavailable_reason`` says why).
+    """
+
+    def __init__(
+        self,
+        gpu_ctx,
+        *,
+        gpu: bool = True,
+        cpu: bool = True,
+        frames_in_flight: int = 3,
+        capacity: int = 64,
+        history: int = HISTORY_FRAMES,
+    ):
+        self.gpu_ctx = gpu_ctx
+        self.gpu = (
+            GpuProfiler(gpu_ctx, frames_in_flight=frames_in_flight, capacity=capacity)
+            if gpu
+            else None
+        )
+        self.cpu = CpuProfiler() if cpu else None
+        self.gpu_available = self.gpu is not None and self.gpu.available
+        if self.gpu is None:
+            self.gpu_unavailable_reason = "GPU profiling is off (run with --gpu-profile)"
+        else:
+            self.gpu_unavailable_reason = self.gpu.reason
+        self.history: collections.deque[FrameTimings] = collections.deque(maxlen=history)
+        self._ready: collections.deque[FrameTimings] = collections.deque(maxlen=history)
+        self._pending: dict[int, FrameTimings] = {}
+        self._frame = -1
+
+    # -- graph protocol ---------------------------------------------------------------------------
+    def begin_frame(self, frame_index: int, encoder) -> None:
+        self._frame = frame_index
+        if self.cpu is not None:
+            self.cpu.begin_frame(frame_index)
+        if self.gpu_available:
+            self.gpu.begin_frame(frame_index, encoder)
+
+    def begin_pass(self, name: str, kind: str, encoder) -> dict | None:
+        if self.cpu is not None:
+            self.cpu.begin(name)
+        return self.gpu.begin_pass(name, kind, encoder) if self.gpu_available else None
+
+    def end_pass(self, name: str, kind: str, encoder) -> None:
+        if self.gpu_available:
+            self.gpu.end_pass(name, kind, encoder)
+        if self.cpu is not None:
+            self.cpu.end()
+
+    def end_frame(self, encoder) -> None:
+        if self.gpu_available:
+            self.gpu.end_frame(encoder)
+
+    # -- app protocol -----------------------------------------------------------------------------
+    def cpu_begin(self, name: str) -> None:
+        if self.cpu is not None:
+            self.cpu.begin(name)
+
+    def cpu_end(self) -> None:
+        if self.cpu is not None:
+            self.cpu.end()
+
+    def after_submit(self) -> None:
+        """Start this frame's GPU readback; move finished frames into ``history``."""
+        if self.gpu_available:
+            self.gpu.after_submit()
+        if self.cpu is not None:
+            self.cpu.submitted()
+        self._pump(self.gpu.poll() if self.gpu_available else [])
+
+    def collect(self) -> FrameTimings | None:
+        """The oldest finished frame not collected yet, or None. Never blocks."""
+        self._pump(self.gpu.poll() if self.gpu_available else [])
+        return self._ready.popleft() if self._ready else None
+
+    def drain(self) -> None:
+        """Shutdown: gather what is still in flight (bounded wait) into ``history``."""
+        if self.cpu is not None:
+            self.cpu.flush()
+        gpu = self.gpu.drain() if self.gpu_available else []
+        self._pump(gpu, final=True)
+
+    # -- merging ----------------------------------------------------------------------------------
+    def _pump(self, gpu_frames: list[GpuFrame], final: bool = False) -> None:
+        for g in gpu_frames:
+            t = self._entry(g.frame_index)
+            t.gpu, t.dropped, t.invalid = g.scopes, g.dropped, g.invalid
+            t.extra["gpu_done"] = True
+        if self.cpu is not None:
+            while self.cpu.frames:
+                f, scopes = self.cpu.frames.popleft()
+                self._entry(f).cpu = scopes
+        for f in sorted(self._pending):
+            t = self._pending[f]
+            gpu_waiting = self.gpu_available and "gpu_done" not in t.extra
+            gpu_waiting = gpu_waiting and self.gpu.is_pending(f) and not final
+            cpu_waiting = self.cpu is not None and t.cpu is None and not final
+            if gpu_waiting or cpu_waiting:
+                if len(self._pending) < 64:
+                    break  # keep frames in order; older frames finish first
+                log.debug("profiler: frame %d given up incomplete", f)
+            t.extra.pop("gpu_done", None)
+            del self._pending[f]
+            if t.gpu is None and t.cpu is None:
+                continue
+            self.history.append(t)
+            self._ready.append(t)
+
+    def _entry(self, frame_index: int) -> FrameTimings:
+        t = self._pending.get(frame_index)
+        if t is None:
+            t = self._pending[frame_index] = FrameTimings(frame_index)
+        return t
+
+    # -- output -----------------------------------------------------------------------------------
+    def report(self) -> str:
+        """The shutdown timeline of the last finished frame (GPU table, then CPU table)."""
+        lines = []
+        last_gpu = next((t for t in reversed(self.history) if t.gpu is not None), None)
+        if not self.gpu_available:
+            lines.append(f"GPU timings n/a: {self.gpu_unavailable_reason}.")
+        elif last_gpu is None:
+            lines.append("GPU timings n/a: no frame's timestamps came back before shutdown.")
+        else:
+            lines.append(timeline("GPU", last_gpu.frame_index, last_gpu.gpu))
+            g = self.gpu
+            if last_gpu.dropped or g.dropped:
+                lines.append(
+                    f"   dropped: {last_gpu.dropped} scope(s) over capacity {g.capacity} in "
+                    f"this frame, {g.dropped} in the run"
+                )
+            if last_gpu.invalid or g.invalid:
+                lines.append(
+                    f"   invalid: {last_gpu.invalid} reading(s) zero or ending before they "
+                    f"begin in this frame, {g.invalid} in the run (left out, not clamped)"
+                )
+            if g.untimed:
+                lines.append(
+                    "   transfer passes not GPU-timed: no 'timestamp-query-inside-encoders'"
+                )
+            if g.skipped_frames:
+                lines.append(
+                    f"   {g.skipped_frames} frame(s) not GPU-timed: every query pool was "
+                    "still in flight"
+                )
+        if self.cpu is not None:
+            last_cpu = next((t for t in reversed(self.history) if t.cpu), None)
+            if last_cpu is not None:
+                lines.append(timeline("CPU", last_cpu.frame_index, last_cpu.cpu, "scope(s)"))
+        return "\n".join(lines)
+
+    def write_trace(self, path: str) -> None:
+        """Write the ``history`` as Chrome Trace Event JSON to ``path`` (shutdown only: the
+        GPU clock calibration waits for the GPU)."""
+        cal = self.gpu.calibrate() if self.gpu_available else None
+        meta = {
+            "producer": "Lantern engine.profiling",
+            "adapter": self.gpu_ctx.summary,
+            "frames": len(self.history),
+        }
+        if cal is not None:
+            meta.update(
+                gpu_clock_offset_ns=cal[0],
+                gpu_clock_offset_uncertainty_ns=cal[1],
+                gpu_clock_offset_estimated=True,
+                gpu_clock_offset_method=(
+                    "estimated: best of 5 calibrations on an idle queue; an empty compute "
+                    "pass's beginning timestamp is placed at the moment queue.submit "
+                    "returned (true time lies between the submit call and the readback, "
+                    "uncertainty = that window)"
+                ),
+            )
+        else:
+            meta["gpu"] = f"n/a: {self.gpu_unavailable_reason}"
+        trace = build_trace(self.history, gpu_offset_ns=cal[0] if cal else None, metadata=meta)
+        write_trace_file(path, trace)

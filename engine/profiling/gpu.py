@@ -1,0 +1,242 @@
+"""GPU pass timing with timestamp queries, read back a few frames late without stalling.
+
+Render and compute passes get ``timestamp_writes`` on their pass descriptor (needs only the
+``timestamp-query`` feature). Transfer passes have no descriptor, so they are bracketed with
+encoder timestamps (``extras.write_timestamp``) only where ``timestamp-query-inside-encoders``
+was enabled; elsewhere they are simply not GPU-timed (counted in ``untimed``).
+
+One pool per frame in flight: a query set of ``2 * capacity`` timestamps and a
+``QUERY_RESOLVE|COPY_SRC`` resolve buffer; ``end_frame`` resolves the used queries and copies
+them into a ``COPY_DST|MAP_READ`` slot of an ``engine.readback.ReadbackRing``, which hands the
+bytes back once the GPU is done (see that module for how this is learned without blocking).
+Values are nanoseconds because ``engine.gpu`` enables wgpu-native's
+``AutomaticTimestampNormalization`` instance flag.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import wgpu
+
+from ..graph import TRANSFER
+from ..readback import ReadbackRing
+from .timings import Scope
+
+log = logging.getLogger("lantern")
+
+
+@dataclass
+class GpuFrame:
+    """One frame's GPU readings: ``scopes`` in declaration order (valid readings only)."""
+
+    frame_index: int
+    scopes: list[Scope]
+    dropped: int = 0
+    invalid: int = 0
+
+
+@dataclass
+class _Recording:
+    frame_index: int
+    pool: int
+    names: list[str] = field(default_factory=list)
+    dropped: int = 0
+    end_query: int | None = None  # transfer pass: encoder timestamp still to write
+    resolved: bool = False
+
+
+class GpuProfiler:
+    """Timestamp-query pools for the passes of each frame.
+
+    Args:
+        gpu: an ``engine.gpu.Gpu``.
+        frames_in_flight: pools (and readback slots); a frame finding none free is not timed
+            (counted in ``skipped_frames``), never waited for.
+        capacity: scopes per frame; more are counted as dropped, not recorded.
+
+    Attributes:
+        available: False when the device lacks ``timestamp-query`` (``reason`` says so);
+            then every method is a cheap no-op.
+        dropped, invalid, skipped_frames, untimed: running totals.
+
+    Raises:
+        ValueError: ``frames_in_flight`` or ``capacity`` < 1.
+    """
+
+    def __init__(self, gpu, *, frames_in_flight: int = 3, capacity: int = 64):
+        if frames_in_flight < 1 or capacity < 1:
+            raise ValueError(
+                f"GpuProfiler needs frames_in_flight >= 1 and capacity >= 1, "
+                f"got {frames_in_flight} and {capacity}"
+            )
+        self.gpu = gpu
+        self.capacity = capacity
+        self.available = gpu.has_timestamps
+        self.reason = (
+            None
+            if self.available
+            else f"the device has no 'timestamp-query' feature ({gpu.summary})"
+        )
+        self.encoder_timestamps = gpu.has_encoder_timestamps
+        self.dropped = self.invalid = self.skipped_frames = self.untimed = 0
+        self._rec: _Recording | None = None
+        self._waiting: dict[int, _Recording] = {}  # frame index -> recording being read back
+        self._pools: list[tuple[wgpu.GPUQuerySet, wgpu.GPUBuffer]] = []
+        self._ring: ReadbackRing | None = None
+        if not self.available:
+            return
+        dev = gpu.device
+        usage = wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC
+        for i in range(frames_in_flight):
+            qs = dev.create_query_set(label=f"timestamps {i}", type="timestamp", count=2 * capacity)
+            buf = dev.create_buffer(
+                label=f"timestamps resolve {i}", size=16 * capacity, usage=usage
+            )
+            self._pools.append((qs, buf))
+        self._ring = ReadbackRing(dev, 16 * capacity, slots=frames_in_flight, label="timestamps")
+
+    # -- recording (graph protocol) -----------------------------------------------------------
+    def begin_frame(self, frame_index: int, encoder) -> None:
+        if self._rec is not None and not self._rec.resolved:
+            pass  # previous frame never reached end_frame: forget it
+        elif self._rec is not None:  # resolved but never submitted
+            self._waiting.pop(self._rec.frame_index, None)
+            self._ring.discard_recorded()
+        self._rec = None
+        if not self.available:
+            return
+        if not self._ring.has_free_slot():
+            self.skipped_frames += 1
+            return
+        self._rec = _Recording(frame_index, frame_index % len(self._pools))
+
+    def begin_pass(self, name: str, kind: str, encoder) -> dict | None:
+        rec = self._rec
+        if rec is None:
+            return None
+        if kind == TRANSFER and not self.encoder_timestamps:
+            self.untimed += 1
+            return None
+        i = len(rec.names)
+        if i >= self.capacity:
+            rec.dropped += 1
+            return None
+        rec.names.append(name)
+        qs = self._pools[rec.pool][0]
+        if kind == TRANSFER:
+            from wgpu.backends.wgpu_native.extras import write_timestamp
+
+            write_timestamp(encoder, qs, 2 * i)
+            rec.end_query = 2 * i + 1
+            return None
+        return {
+            "query_set": qs,
+            "beginning_of_pass_write_index": 2 * i,
+            "end_of_pass_write_index": 2 * i + 1,
+        }
+
+    def end_pass(self, name: str, kind: str, encoder) -> None:
+        rec = self._rec
+        if rec is not None and rec.end_query is not None:
+            from wgpu.backends.wgpu_native.extras import write_timestamp
+
+            write_timestamp(encoder, self._pools[rec.pool][0], rec.end_query)
+            rec.end_query = None
+
+    def end_frame(self, encoder) -> None:
+        rec = self._rec
+        if rec is None or not rec.names:
+            if rec is not None and rec.dropped:  # everything dropped: still report it
+                self.dropped += rec.dropped
+            self._rec = None
+            return
+        qs, resolve = self._pools[rec.pool]
+        n = 2 * len(rec.names)
+        encoder.resolve_query_set(qs, 0, n, resolve, 0)
+        self._ring.copy(encoder, resolve, 0, 8 * n)
+        rec.resolved = True
+        self._waiting[rec.frame_index] = rec
+
+    def after_submit(self) -> None:
+        """Start reading back the frame just submitted (non-blocking)."""
+        rec, self._rec = self._rec, None
+        if rec is not None and rec.resolved:
+            self._ring.submitted(rec.frame_index)
+
+    def is_pending(self, frame_index: int) -> bool:
+        """Whether GPU readings of ``frame_index`` are still to come."""
+        return frame_index in self._waiting or (
+            self._rec is not None and self._rec.frame_index == frame_index
+        )
+
+    # -- results -------------------------------------------------------------------------------
+    def poll(self) -> list[GpuFrame]:
+        """Frames whose readings are back, oldest first. Never blocks."""
+        return [self._decode(f, data) for f, data in self._ring.poll()] if self._ring else []
+
+    def drain(self, timeout_s: float = 2.0) -> list[GpuFrame]:
+        """Shutdown only: wait (bounded) for the readings still in flight."""
+        if self._ring is None:
+            return []
+        if self._rec is not None and self._rec.resolved:
+            self._waiting.pop(self._rec.frame_index, None)
+        self._rec = None
+        return [self._decode(f, data) for f, data in self._ring.drain(timeout_s)]
+
+    def _decode(self, frame_index: int, data: bytes) -> GpuFrame:
+        rec = self._waiting.pop(frame_index)
+        ticks = np.frombuffer(data, np.uint64).reshape(-1, 2)
+        scopes, invalid = [], 0
+        for name, (b, e) in zip(rec.names, ticks.tolist(), strict=True):
+            if b == 0 or e == 0 or e < b:  # never clamped: counted and left out
+                invalid += 1
+            else:
+                scopes.append(Scope(name, b, e))
+        self.dropped += rec.dropped
+        self.invalid += invalid
+        # Frames whose readback never came back (map failure) must not pile up.
+        for stale in [f for f in self._waiting if f < frame_index]:
+            del self._waiting[stale]
+        return GpuFrame(frame_index, scopes, rec.dropped, invalid)
+
+    # -- clock calibration (shutdown only) -------------------------------------------------------
+    def calibrate(self, attempts: int = 5) -> tuple[int, int] | None:
+        """Estimate ``cpu_ns - gpu_ns`` (GPU timestamps onto ``time.perf_counter_ns``).
+
+        Blocks (shutdown/trace only). Method: on an idle queue, submit an empty compute pass
+        with a beginning-of-pass timestamp; the GPU cannot start it before ``submit`` was
+        called (t0) and has finished it when a readback returns (t2). We place the GPU begin
+        at the moment ``submit`` returned (t1); best of ``attempts`` = the narrowest
+        [t0, t2] window. Returns ``(offset_ns, uncertainty_ns)`` or None without timestamps.
+        """
+        if not self.available:
+            return None
+        dev = self.gpu.device
+        qs = dev.create_query_set(label="calibration", type="timestamp", count=2)
+        usage = wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC
+        buf = dev.create_buffer(label="calibration", size=16, usage=usage)
+        best = None
+        for _ in range(attempts):
+            dev.queue.read_buffer(buf)  # waits until the queue is idle
+            enc = dev.create_command_encoder(label="clock calibration")
+            cpass = enc.begin_compute_pass(
+                label="clock calibration",
+                timestamp_writes={"query_set": qs, "beginning_of_pass_write_index": 0},
+            )
+            cpass.end()
+            enc.resolve_query_set(qs, 0, 1, buf, 0)
+            cmd = enc.finish()
+            t0 = time.perf_counter_ns()
+            dev.queue.submit([cmd])
+            t1 = time.perf_counter_ns()
+            gpu_begin = int(np.frombuffer(dev.queue.read_buffer(buf, 0, 8), np.uint64)[0])
+            t2 = time.perf_counter_ns()
+            if gpu_begin and (best is None or t2 - t0 < best[1]):
+                best = (t1 - gpu_begin, t2 - t0)
+        qs.destroy()
+        buf.destroy()
+        return best

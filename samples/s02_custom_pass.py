@@ -1,0 +1,135 @@
+"""s02: your own compute and render passes, timed with no profiling code (try --work N).
+
+The sample only adds a compute pass ("Work": a Julia set iterated ``--work`` times per cell
+of a ``--grid`` x ``--grid`` storage buffer) and a render pass ("Show": paints that buffer
+full-screen). Run with ``--gpu-profile --profile`` and both appear in the shutdown timeline,
+the HUD and ``--trace``, because the render graph times every pass it begins.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+import wgpu
+
+from engine.app import Sample, main
+from engine.cli import positive_int
+from engine.graph import ComputePass, RenderPass
+from engine.shaders import shader_module
+
+WORKGROUP = 8  # cs_work's @workgroup_size(8, 8)
+
+
+def create_work_pipelines(device: wgpu.GPUDevice, output_format: str):
+    """``(compute, render)`` pipelines of ``shaders/s02_work.wgsl`` (also used by tests and
+    the profiler benchmark)."""
+    module = shader_module(device, "s02_work.wgsl")
+    compute = device.create_compute_pipeline(
+        label="s02 work", layout="auto", compute={"module": module, "entry_point": "cs_work"}
+    )
+    render = device.create_render_pipeline(
+        label="s02 show",
+        layout="auto",
+        vertex={"module": module, "entry_point": "vs_show"},
+        primitive={"topology": "triangle-list"},
+        fragment={
+            "module": module,
+            "entry_point": "fs_show",
+            "targets": [{"format": output_format}],
+        },
+    )
+    return compute, render
+
+
+def work_params(iterations: int, grid: int, time: float) -> bytes:
+    """The 16-byte ``Params`` uniform: iterations (u32), grid (u32), time (f32), pad."""
+    return (
+        np.array([iterations, grid], np.uint32).tobytes()
+        + np.array([time, 0.0], np.float32).tobytes()
+    )
+
+
+def _grid_size(text: str) -> int:
+    n = positive_int(text)
+    if n > 4096:
+        raise argparse.ArgumentTypeError(f"expected 1..4096 cells per side, got {text!r}")
+    return n
+
+
+class CustomPass(Sample):
+    name = "s02"
+    description = "Your own compute + render pass, timed with no profiling code (--work N)."
+
+    @classmethod
+    def add_arguments(cls, parser) -> None:
+        g = parser.add_argument_group("s02 options")
+        g.add_argument(
+            "--work",
+            type=positive_int,
+            default=64,
+            metavar="N",
+            help="iterations per grid cell in the Work compute pass (default 64); "
+            "its GPU time grows linearly with N",
+        )
+        g.add_argument(
+            "--grid",
+            type=_grid_size,
+            default=256,
+            metavar="N",
+            help="cells per side of the computed grid, 1..4096 (default 256)",
+        )
+
+    def build(self, graph):
+        args = self.app.args
+        device = self.app.gpu.device
+        self.grid = args.grid
+        self.compute, self.render = create_work_pipelines(device, graph.output_format)
+        self.params = device.create_buffer(
+            label="s02 params", size=16, usage=wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST
+        )
+        cells = graph.create_buffer(
+            "s02 cells", size=4 * self.grid * self.grid, usage=wgpu.BufferUsage.STORAGE
+        )
+        self.work_group = device.create_bind_group(
+            layout=self.compute.get_bind_group_layout(0),
+            entries=[
+                {"binding": 0, "resource": {"buffer": self.params}},
+                {"binding": 1, "resource": {"buffer": cells}},
+            ],
+        )
+        self.show_group = device.create_bind_group(
+            layout=self.render.get_bind_group_layout(0),
+            entries=[
+                {"binding": 0, "resource": {"buffer": self.params}},
+                {"binding": 2, "resource": {"buffer": cells}},
+            ],
+        )
+        graph.add(ComputePass("Work", record=self.record_work))
+        graph.add(RenderPass("Show", record=self.record_show, targets=self.targets))
+
+    def update(self, ctx):
+        data = work_params(self.app.args.work, self.grid, ctx.time)
+        ctx.device.queue.write_buffer(self.params, 0, data)
+
+    def record_work(self, ctx, cpass):
+        groups = -(-self.grid // WORKGROUP)
+        cpass.set_pipeline(self.compute)
+        cpass.set_bind_group(0, self.work_group)
+        cpass.dispatch_workgroups(groups, groups)
+
+    def targets(self, ctx):
+        return {
+            "color_attachments": [
+                {"view": ctx.output, "load_op": "clear", "store_op": "store"},
+            ]
+        }
+
+    def record_show(self, ctx, rpass):
+        rpass.set_pipeline(self.render)
+        rpass.set_bind_group(0, self.show_group)
+        rpass.draw(3)
+
+
+if __name__ == "__main__":
+    main(CustomPass)

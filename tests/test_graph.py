@@ -1,0 +1,160 @@
+"""RenderGraph: declaration order, names, labels, debug groups, owned resources, and the
+promise that no profiler means no query set and no timestamp."""
+
+from __future__ import annotations
+
+import pytest
+import wgpu
+
+from engine.graph import (
+    ComputePass,
+    FrameContext,
+    RenderGraph,
+    RenderPass,
+    TextureDesc,
+    TransferPass,
+)
+
+
+class RecordingEncoder:
+    """Forwards to a real command encoder and remembers what the graph asked of it."""
+
+    def __init__(self, encoder):
+        self._enc = encoder
+        self.calls: list[tuple] = []
+
+    def begin_render_pass(self, **kw):
+        self.calls.append(("render", kw.get("label"), kw.get("timestamp_writes")))
+        return self._enc.begin_render_pass(**kw)
+
+    def begin_compute_pass(self, **kw):
+        self.calls.append(("compute", kw.get("label"), kw.get("timestamp_writes")))
+        return self._enc.begin_compute_pass(**kw)
+
+    def push_debug_group(self, label):
+        self.calls.append(("push", label, None))
+        self._enc.push_debug_group(label)
+
+    def pop_debug_group(self):
+        self.calls.append(("pop", None, None))
+        self._enc.pop_debug_group()
+
+    def __getattr__(self, name):
+        return getattr(self._enc, name)
+
+
+def _graph(device, order: list, size=(32, 16)):
+    g = RenderGraph(device, output_format="rgba8unorm", size=size)
+    g.create_texture(
+        "color", TextureDesc("rgba8unorm", wgpu.TextureUsage.RENDER_ATTACHMENT, scale=0.5)
+    )
+    g.create_buffer("buf", size=64, usage=wgpu.BufferUsage.COPY_DST)
+
+    def targets(ctx):
+        view = ctx.graph.view("color")
+        return {"color_attachments": [{"view": view, "load_op": "clear", "store_op": "store"}]}
+
+    def rec(name):
+        def record(ctx, enc):
+            order.append((name, getattr(enc, "label", None)))
+
+        return record
+
+    def clear(ctx, enc):
+        order.append(("Clear", None))
+        enc.clear_buffer(ctx.graph.buffer("buf"))
+
+    g.add(TransferPass("Clear", record=clear))
+    g.add(ComputePass("Sim", record=rec("Sim")))
+    g.add(RenderPass("Draw", record=rec("Draw"), targets=targets))
+    g.add(ComputePass("Off", record=rec("Off"), enabled=False))
+    g.add(ComputePass("Post", record=rec("Post")))
+    return g
+
+
+def _execute(device, graph, index=0):
+    enc = RecordingEncoder(device.create_command_encoder())
+    graph.execute(enc, FrameContext(device, graph, index, 0.0, graph.size, None))
+    device.queue.submit([enc.finish()])
+    return enc
+
+
+def test_passes_run_in_declaration_order_with_their_names_as_labels(device):
+    order = []
+    graph = _graph(device, order)
+    enc = _execute(device, graph)
+    assert [n for n, _ in order] == ["Clear", "Sim", "Draw", "Post"]  # "Off" is disabled
+    assert dict(order)["Sim"] == "Sim" and dict(order)["Draw"] == "Draw"  # pass encoder labels
+    assert [(k, label) for k, label, _ in enc.calls] == [
+        ("push", "Clear"),  # transfer pass wrapped in a debug group of its name
+        ("pop", None),
+        ("compute", "Sim"),
+        ("render", "Draw"),
+        ("compute", "Post"),
+    ]
+    assert graph.pass_names() == ["Clear", "Sim", "Draw", "Post"]
+
+
+@pytest.mark.parametrize("bad", ["", "   ", None])
+def test_empty_pass_name_is_a_value_error_naming_it(device, bad):
+    graph = RenderGraph(device, output_format="rgba8unorm", size=(8, 8))
+    with pytest.raises(ValueError, match=f"non-empty string, got {bad!r}"):
+        graph.add(ComputePass(bad, record=lambda ctx, p: None))
+
+
+def test_duplicate_pass_name_is_a_value_error_naming_it(device):
+    graph = RenderGraph(device, output_format="rgba8unorm", size=(8, 8))
+    graph.add(ComputePass("Cull", record=lambda ctx, p: None))
+    with pytest.raises(ValueError, match="already has a pass named 'Cull'"):
+        graph.add(RenderPass("Cull", record=lambda ctx, p: None))
+    assert graph.pass_names() == ["Cull"]
+
+
+def test_graph_owned_textures_follow_resize(device):
+    graph = _graph(device, [], size=(32, 16))
+    seen = []
+    graph.on_resize(seen.append)
+    assert graph.texture("color").size == (16, 8, 1)  # scale 0.5 of 32x16
+    buf = graph.buffer("buf")
+    graph.resize((50, 30))
+    assert graph.texture("color").size == (25, 15, 1)
+    assert graph.generation == 1 and seen == [(50, 30)]
+    assert graph.buffer("buf") is buf  # buffers are not size-relative
+    graph.resize((50, 30))  # same size: nothing recreated
+    assert graph.generation == 1
+
+
+def test_no_profiler_means_no_query_set_and_no_timestamp(device, monkeypatch):
+    """Counts query-set creation, pass-descriptor timestamp_writes and encoder timestamps."""
+    from wgpu.backends.wgpu_native import extras
+
+    counts = {"query_sets": 0, "write_timestamp": 0}
+    real_qs, real_wt = type(device).create_query_set, extras.write_timestamp
+
+    def counting_qs(self, **kw):
+        counts["query_sets"] += 1
+        return real_qs(self, **kw)
+
+    def counting_wt(encoder, *a):
+        counts["write_timestamp"] += 1
+        return real_wt(getattr(encoder, "_enc", encoder), *a)  # unwrap RecordingEncoder
+
+    monkeypatch.setattr(type(device), "create_query_set", counting_qs)
+    monkeypatch.setattr(extras, "write_timestamp", counting_wt)
+    graph = _graph(device, [])
+    assert graph.profiler is None
+    calls = [c for i in range(3) for c in _execute(device, graph, i).calls]
+    assert counts == {"query_sets": 0, "write_timestamp": 0}
+    assert all(tw is None for kind, _, tw in calls if kind in ("render", "compute"))
+
+    # The same counters see a profiler's queries: the test above can fail.
+    from engine.gpu import Gpu
+    from engine.profiling import FrameProfiler
+
+    gpu = Gpu(adapter=device.adapter, device=device, features=frozenset(device.features))
+    graph.profiler = FrameProfiler(gpu, gpu=True, cpu=False)
+    calls = _execute(device, graph, 3).calls
+    graph.profiler.drain()
+    assert counts["query_sets"] == 3  # one pool per frame in flight
+    assert counts["write_timestamp"] == 2  # the transfer pass, begin and end
+    assert all(tw is not None for kind, _, tw in calls if kind in ("render", "compute"))
