@@ -236,3 +236,19 @@ def test_cull_stats_ring_matches_counters(gpu, scene):
     assert latest is not None and latest.frame_index == h.index - 2
     assert latest.values == direct
     assert latest.report().startswith(f"Cull frame {latest.frame_index}: tested {scene.count},")
+
+
+def test_frozen_culling_camera_keeps_culling_from_frozen_view(gpu, scene):
+    h = Harness(gpu, scene)
+    h.render(CAM, 3)
+    h.frame.freeze_culling(True)
+    h.render(CAM)
+    frozen_set = set(h.drawn("early")) | set(h.drawn("late"))
+    elsewhere = Camera(np.array([0.0, 14.0, 0.0]), np.array([0.0, 0.0, 20.0]))
+    h.render(elsewhere, 2)  # render from elsewhere; culling still uses CAM's frustum
+    c = check_invariants(h)
+    assert c["occluded"] == 0  # Hi-Z paused: the pyramid comes from the moving camera
+    assert set(h.drawn("early")) | set(h.drawn("late")) == frozen_set
+    assert not h.frame.freeze_culling(False)
+    h.render(elsewhere, 2)
+    assert set(h.drawn("early")) | set(h.drawn("late")) != frozen_set
