@@ -1,0 +1,193 @@
+"""The scene on the GPU: instance arrays in storage buffers, one shared vertex/index buffer,
+and the batch tables that turn cull results into indexed indirect draws.
+
+Buffers (N instances, B batches = one per (mesh, LOD), T remap slots per region):
+
+* ``transforms`` ``(N, 4, 4)`` float32, column-major per WGSL ``mat4x4f`` (64 B/row)
+* ``bounds`` ``(N, 4)`` float32 world spheres (centre, radius) from ``Scene.bounds()``
+* ``mesh_ids`` ``(N,)`` uint32, ``colors`` ``(N, 4)`` float32 linear RGBA
+* ``meshes``: per mesh ``(first_batch, lod_count, remap_base, capacity)`` uint32
+* ``args``: 3 regions (early, late, shadow) x B indexed indirect draws of 20 bytes
+  ``(index_count, instance_count, first_index, base_vertex, first_instance)``; ``args_template``
+  is the same with ``instance_count = 0``, copied over ``args`` by ``Cull.Reset``
+* ``remap``: 3 regions of T uint32 scene rows; LOD batch ``l`` of mesh ``m`` owns ``capacity[m]``
+  slots (every instance of the mesh fits in any one of its LODs), so T <= 4 N.
+
+Only row ranges from ``scene.take_dirty()`` are re-uploaded (``upload_dirty``): per-frame CPU
+cost follows the number of changed rows, not N.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import wgpu
+
+REGIONS = ("early", "late", "shadow")
+ARGS_STRIDE = 20  # bytes of one indexed indirect draw
+DRAW_UNIFORM_STRIDE = 256  # dynamic-offset alignment of the per-batch Draw uniform
+
+_STORAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One (mesh, LOD) indexed draw: counts in indices, offsets in elements."""
+
+    mesh: int
+    lod: int
+    index_count: int
+    first_index: int
+    base_vertex: int
+
+
+class GpuScene:
+    """Upload a ``Scene`` (engine.scene.scene.Scene API) and keep it current.
+
+    Args:
+        device: the ``wgpu.GPUDevice``.
+        scene: the scene; its meshes and mesh ids are fixed, transforms may change.
+        first_instance: True when the device has ``indirect-first-instance``; False selects
+            the fallback where ``first_instance`` is 0 and a dynamic-offset uniform carries
+            each batch's remap base.
+
+    Raises:
+        ValueError: a scene without meshes or instances.
+    """
+
+    def __init__(self, device: wgpu.GPUDevice, scene, *, first_instance: bool):
+        if not scene.meshes:
+            raise ValueError("scene has no meshes: add at least one mesh")
+        if scene.count < 1:
+            raise ValueError("scene has no instances: add at least one instance")
+        self.device = device
+        self.scene = scene
+        self.count = scene.count
+        self.first_instance = first_instance
+        self._geometry()
+        self._tables()
+        self._instances()
+
+    # -- geometry: every LOD of every mesh in one vertex and one index buffer ---------------
+    def _geometry(self) -> None:
+        verts, idx, self.batches = [], [], []
+        self.first_batch = []
+        nv = ni = 0
+        for m, mesh in enumerate(self.scene.meshes):
+            self.first_batch.append(len(self.batches))
+            for lod_i, lod in enumerate(mesh.lods):
+                self.batches.append(Batch(m, lod_i, len(lod.indices), ni, nv))
+                verts.append(np.asarray(lod.vertices, np.float32))
+                idx.append(np.asarray(lod.indices, np.uint32))
+                nv += len(lod.vertices)
+                ni += len(lod.indices)
+        d = self.device
+        self.vertices = d.create_buffer_with_data(
+            label="scene vertices", data=np.concatenate(verts).tobytes(), usage="VERTEX"
+        )
+        self.indices = d.create_buffer_with_data(
+            label="scene indices", data=np.concatenate(idx).tobytes(), usage="INDEX"
+        )
+
+    # -- batch tables, indirect args template, remap regions --------------------------------
+    def _tables(self) -> None:
+        meshes = self.scene.meshes
+        lods = np.array([len(m.lods) for m in meshes], np.int64)
+        cap = np.bincount(self.scene.mesh_ids, minlength=len(meshes)).astype(np.int64)
+        base = np.concatenate(([0], np.cumsum(cap * lods)[:-1]))
+        self.region_slots = int(max(1, (cap * lods).sum()))  # T
+        info = np.stack([np.array(self.first_batch), lods, base, cap], axis=1).astype(np.uint32)
+        self.mesh_table = self.device.create_buffer_with_data(
+            label="cull meshes", data=info.tobytes(), usage="STORAGE"
+        )
+        nb = len(self.batches)
+        bases = np.zeros((len(REGIONS), nb), np.uint32)  # remap index of each batch's slot 0
+        template = np.zeros((len(REGIONS), nb, 5), np.uint32)
+        for r in range(len(REGIONS)):
+            for b, bt in enumerate(self.batches):
+                bases[r, b] = r * self.region_slots + base[bt.mesh] + bt.lod * cap[bt.mesh]
+                template[r, b] = (bt.index_count, 0, bt.first_index, bt.base_vertex, 0)
+        if self.first_instance:
+            template[:, :, 4] = bases
+        self.batch_bases = bases
+        self.args_template = self.device.create_buffer_with_data(
+            label="cull args template", data=template.tobytes(), usage="COPY_SRC"
+        )
+        self.args = self.device.create_buffer(
+            label="cull args",
+            size=template.nbytes,
+            usage=wgpu.BufferUsage.INDIRECT | _STORAGE | wgpu.BufferUsage.COPY_SRC,
+        )
+        self.remap = self.device.create_buffer(
+            label="cull remap",
+            size=len(REGIONS) * self.region_slots * 4,
+            usage=_STORAGE | wgpu.BufferUsage.COPY_SRC,
+        )
+        # Draw uniform: fallback has one 256-byte entry per (region, batch); else one of 0.
+        entries = bases.reshape(-1) if not self.first_instance else np.zeros(1, np.uint32)
+        draw = np.zeros((len(entries), DRAW_UNIFORM_STRIDE // 4), np.uint32)
+        draw[:, 0] = entries
+        self.draw_uniform = self.device.create_buffer_with_data(
+            label="draw bases", data=draw.tobytes(), usage="UNIFORM"
+        )
+
+    @property
+    def batch_count(self) -> int:
+        return len(self.batches)
+
+    # -- instance arrays --------------------------------------------------------------------
+    def _instances(self) -> None:
+        n, d = self.count, self.device
+        self.transforms = d.create_buffer(label="transforms", size=n * 64, usage=_STORAGE)
+        self.bounds = d.create_buffer(
+            label="bounds", size=n * 16, usage=_STORAGE | wgpu.BufferUsage.COPY_SRC
+        )
+        self.mesh_ids = d.create_buffer_with_data(
+            label="mesh ids", data=self.scene.mesh_ids.astype(np.uint32).tobytes(), usage="STORAGE"
+        )
+        self.colors = d.create_buffer_with_data(
+            label="colors",
+            data=np.ascontiguousarray(self.scene.colors, np.float32).tobytes(),
+            usage="STORAGE",
+        )
+        # Per instance: cull class | lod << 2 (last frame's visibility lives here).
+        self.state = d.create_buffer(
+            label="cull state", size=n * 4, usage=_STORAGE | wgpu.BufferUsage.COPY_SRC
+        )
+        self.scene.take_dirty()  # everything is uploaded now, whoever consumed the dirt before
+        self._write_rows(0, n)
+
+    def _write_rows(self, start: int, stop: int) -> None:
+        q, s = self.device.queue, self.scene
+        t = np.ascontiguousarray(s.transforms[start:stop].transpose(0, 2, 1), np.float32)
+        q.write_buffer(self.transforms, start * 64, t)
+        q.write_buffer(self.bounds, start * 16, np.ascontiguousarray(s.bounds()[start:stop]))
+
+    def upload_dirty(self) -> int:
+        """Write the rows changed since the last call; return how many rows were written."""
+        rows = 0
+        for start, stop in self.scene.take_dirty():
+            self._write_rows(start, stop)
+            rows += stop - start
+        return rows
+
+    def reset_args(self, encoder: wgpu.GPUCommandEncoder) -> None:
+        """Record the copy of the args template (instance counts 0) over ``args``."""
+        encoder.copy_buffer_to_buffer(self.args_template, 0, self.args, 0, self.args.size)
+
+    def draw(self, rpass, region: int, draw_group: int, bind_group) -> None:
+        """Record the B indexed indirect draws of ``region`` (0 early, 1 late, 2 shadow)."""
+        nb = self.batch_count
+        if self.first_instance:
+            from wgpu.backends.wgpu_native.extras import multi_draw_indexed_indirect
+
+            rpass.set_bind_group(draw_group, bind_group, [0])
+            multi_draw_indexed_indirect(
+                rpass, self.args, offset=region * nb * ARGS_STRIDE, count=nb
+            )
+            return
+        for b in range(nb):
+            k = region * nb + b
+            rpass.set_bind_group(draw_group, bind_group, [k * DRAW_UNIFORM_STRIDE])
+            rpass.draw_indexed_indirect(self.args, k * ARGS_STRIDE)

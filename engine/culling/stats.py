@@ -1,0 +1,68 @@
+"""Non-blocking readback of the eight cull counters (``engine.readback.ReadbackRing``)."""
+
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+import wgpu
+
+from engine.readback import ReadbackRing
+
+from .counters import NUM_COUNTERS, CullCounts
+
+COUNTERS_SIZE = NUM_COUNTERS * 4
+
+
+class CullStats:
+    """Collects ``CullCounts`` a few frames late, never waiting for the GPU.
+
+    The counters of frame ``f`` are copied to a staging slot at the start of frame ``f + 1``
+    (in ``Cull.Reset``, just before they are cleared), so no extra pass is needed.
+
+    Args:
+        device: the ``wgpu.GPUDevice``.
+        history: how many collected frames ``history`` keeps.
+
+    Attributes:
+        latest: the newest ``CullCounts`` or None; ``history``: deque of recent ones, oldest
+        first.
+    """
+
+    def __init__(self, device: wgpu.GPUDevice, *, history: int = 120, slots: int = 4):
+        self.device = device
+        self.ring = ReadbackRing(device, COUNTERS_SIZE, slots=slots, label="cull counters")
+        self.latest: CullCounts | None = None
+        self.history: collections.deque[CullCounts] = collections.deque(maxlen=history)
+        self._pending: int | None = None  # frame whose copy was recorded but not yet submitted
+
+    def record_copy(self, encoder: wgpu.GPUCommandEncoder, counters, frame_index: int) -> None:
+        """Record the copy of ``frame_index``'s counters (call before they are cleared)."""
+        self.mark_submitted()
+        if self.ring.copy(encoder, counters):
+            self._pending = frame_index
+
+    def mark_submitted(self) -> None:
+        """The encoder holding the last recorded copy was submitted: start its map."""
+        if self._pending is not None:
+            self.ring.submitted(self._pending)
+            self._pending = None
+
+    def collect(self) -> CullCounts | None:
+        """Take every finished readback (never blocks); return the newest or None."""
+        self.mark_submitted()
+        self._take(self.ring.poll())
+        return self.latest
+
+    def drain(self, timeout_s: float = 1.0) -> CullCounts | None:
+        """Shutdown only: wait for readbacks in flight and return the newest."""
+        self.mark_submitted()
+        self._take(self.ring.drain(timeout_s))
+        return self.latest
+
+    def _take(self, results) -> None:
+        for frame_index, data in results:
+            values = tuple(int(v) for v in np.frombuffer(data, np.uint32, NUM_COUNTERS))
+            counts = CullCounts(frame_index, values)
+            self.history.append(counts)
+            self.latest = counts

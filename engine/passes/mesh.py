@@ -1,0 +1,160 @@
+"""Pipelines that draw the scene's instances through the cull's indirect args and remap list.
+
+Bind groups: 0 = view uniform + transforms + colours + remap (vertex/fragment), 1 = the
+per-batch ``Draw`` uniform (dynamic offset; the remap base when ``indirect-first-instance`` is
+missing), 2 = shadow map + comparison sampler (main colour pipeline only, so the Shadow pass
+can render into the map without also binding it).
+"""
+
+from __future__ import annotations
+
+import wgpu
+
+from engine.shaders import shader_module
+
+DEPTH_FORMAT = "depth32float"
+SHADOW_FORMAT = "depth32float"
+VIEW_UNIFORM_SIZE = 288  # bytes of WGSL struct View (frame_common.wgsl)
+
+_VERTEX_LAYOUT = {
+    "array_stride": 24,
+    "attributes": [
+        {"format": "float32x3", "offset": 0, "shader_location": 0},
+        {"format": "float32x3", "offset": 12, "shader_location": 1},
+    ],
+}
+_V, _F = wgpu.ShaderStage.VERTEX, wgpu.ShaderStage.FRAGMENT
+
+
+class MeshPipelines:
+    """Main (any colour format), shadow (depth only) and ID (``r32uint``) pipelines.
+
+    Args:
+        device: the ``wgpu.GPUDevice``.
+    """
+
+    def __init__(self, device: wgpu.GPUDevice):
+        self.device = device
+        self.module = shader_module(device, "mesh.wgsl")
+        ro = {"type": "read-only-storage"}
+        self.layout_view = device.create_bind_group_layout(
+            label="mesh view",
+            entries=[
+                {"binding": 0, "visibility": _V | _F, "buffer": {"type": "uniform"}},
+                {"binding": 1, "visibility": _V, "buffer": ro},
+                {"binding": 2, "visibility": _V, "buffer": ro},
+                {"binding": 3, "visibility": _V, "buffer": ro},
+            ],
+        )
+        self.layout_draw = device.create_bind_group_layout(
+            label="mesh draw",
+            entries=[
+                {
+                    "binding": 0,
+                    "visibility": _V,
+                    "buffer": {
+                        "type": "uniform",
+                        "has_dynamic_offset": True,
+                        "min_binding_size": 16,
+                    },
+                }
+            ],
+        )
+        self.layout_shadow = device.create_bind_group_layout(
+            label="mesh shadow map",
+            entries=[
+                {"binding": 0, "visibility": _F, "texture": {"sample_type": "depth"}},
+                {"binding": 1, "visibility": _F, "sampler": {"type": "comparison"}},
+            ],
+        )
+        self._main: dict[str, wgpu.GPURenderPipeline] = {}
+        self._id: wgpu.GPURenderPipeline | None = None
+        self._shadow: wgpu.GPURenderPipeline | None = None
+        self.sampler = device.create_sampler(
+            label="shadow pcf",
+            compare="greater-equal",  # reverse-Z: lit when the receiver is nearer the sun
+            mag_filter="linear",
+            min_filter="linear",
+        )
+
+    def _pipeline(self, label, layouts, vs, fs, fmt, depth_format, cull_mode="back"):
+        layout = self.device.create_pipeline_layout(bind_group_layouts=layouts)
+        desc = {
+            "label": label,
+            "layout": layout,
+            "vertex": {"module": self.module, "entry_point": vs, "buffers": [_VERTEX_LAYOUT]},
+            "primitive": {"topology": "triangle-list", "cull_mode": cull_mode},
+            "depth_stencil": {
+                "format": depth_format,
+                "depth_write_enabled": True,
+                "depth_compare": "greater",  # reverse-Z
+            },
+        }
+        if fs is not None:
+            desc["fragment"] = {
+                "module": self.module,
+                "entry_point": fs,
+                "targets": [{"format": fmt}],
+            }
+        return self.device.create_render_pipeline(**desc)
+
+    def main(self, color_format: str) -> wgpu.GPURenderPipeline:
+        """Lit colour pipeline writing linear colour to ``color_format``, depth32float."""
+        if color_format not in self._main:
+            layouts = [self.layout_view, self.layout_draw, self.layout_shadow]
+            self._main[color_format] = self._pipeline(
+                f"mesh main {color_format}",
+                layouts,
+                "vs_main",
+                "fs_main",
+                color_format,
+                DEPTH_FORMAT,
+            )
+        return self._main[color_format]
+
+    def shadow(self) -> wgpu.GPURenderPipeline:
+        """Depth-only pipeline for the sun's shadow map (no face culling: thin casters)."""
+        if self._shadow is None:
+            layouts = [self.layout_view, self.layout_draw]
+            self._shadow = self._pipeline(
+                "mesh shadow", layouts, "vs_shadow", None, None, SHADOW_FORMAT, cull_mode="none"
+            )
+        return self._shadow
+
+    def ids(self) -> wgpu.GPURenderPipeline:
+        """Writes the scene row of each instance to an ``r32uint`` target (debug, tests)."""
+        if self._id is None:
+            layouts = [self.layout_view, self.layout_draw]
+            self._id = self._pipeline(
+                "mesh ids", layouts, "vs_main", "fs_id", "r32uint", DEPTH_FORMAT
+            )
+        return self._id
+
+    def view_group(self, view_uniform, gs) -> wgpu.GPUBindGroup:
+        return self.device.create_bind_group(
+            label="mesh view",
+            layout=self.layout_view,
+            entries=[
+                {"binding": 0, "resource": {"buffer": view_uniform}},
+                {"binding": 1, "resource": {"buffer": gs.transforms}},
+                {"binding": 2, "resource": {"buffer": gs.colors}},
+                {"binding": 3, "resource": {"buffer": gs.remap}},
+            ],
+        )
+
+    def draw_group(self, gs) -> wgpu.GPUBindGroup:
+        return self.device.create_bind_group(
+            label="mesh draw",
+            layout=self.layout_draw,
+            entries=[{"binding": 0, "resource": {"buffer": gs.draw_uniform, "size": 16}}],
+        )
+
+    def shadow_group(self, shadow_view) -> wgpu.GPUBindGroup:
+        return self.device.create_bind_group(
+            label="mesh shadow map",
+            layout=self.layout_shadow,
+            entries=[
+                {"binding": 0, "resource": shadow_view},
+                {"binding": 1, "resource": self.sampler},
+            ],
+        )

@@ -1,0 +1,43 @@
+"""Post: sky behind the scene, exposure and ACES-fitted tone mapping to the output format.
+
+Tone curve: Krzysztof Narkowicz, "ACES Filmic Tone Mapping Curve" (2016), a fit of the ACES
+reference rendering transform. Output is linear; the graph's ``-srgb`` output encodes it.
+"""
+
+from __future__ import annotations
+
+import wgpu
+
+from engine.shaders import shader_module
+
+HDR_FORMAT = "rgba16float"
+
+
+class PostPipeline:
+    """Fullscreen-triangle pipeline reading the HDR colour and the depth (sky mask)."""
+
+    def __init__(self, device: wgpu.GPUDevice, output_format: str):
+        self.device = device
+        m = shader_module(device, "post.wgsl")
+        self.pipeline = device.create_render_pipeline(
+            label="post",
+            layout="auto",
+            vertex={"module": m, "entry_point": "vs_fullscreen"},
+            primitive={"topology": "triangle-list"},
+            fragment={
+                "module": m,
+                "entry_point": "fs_post",
+                "targets": [{"format": output_format}],
+            },
+        )
+
+    def bind(self, view_uniform, hdr_view, depth_view) -> wgpu.GPUBindGroup:
+        return self.device.create_bind_group(
+            label="post",
+            layout=self.pipeline.get_bind_group_layout(0),
+            entries=[
+                {"binding": 0, "resource": {"buffer": view_uniform}},
+                {"binding": 1, "resource": hdr_view},
+                {"binding": 2, "resource": depth_view},
+            ],
+        )

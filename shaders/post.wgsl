@@ -1,0 +1,31 @@
+// Post: sky where nothing was drawn (depth 0 in reverse-Z), exposure, ACES filmic tone
+// mapping (Narkowicz 2015 fit), written linear to an -srgb target (the target encodes).
+// #include "frame_common.wgsl"
+
+@group(0) @binding(0) var<uniform> view: View;
+@group(0) @binding(1) var hdr: texture_2d<f32>;
+@group(0) @binding(2) var depth: texture_depth_2d;
+
+@vertex
+fn vs_fullscreen(@builtin(vertex_index) i: u32) -> @builtin(position) vec4f {
+    let uv = vec2f(f32((i << 1u) & 2u), f32(i & 2u));
+    return vec4f(uv * 2.0 - 1.0, 0.0, 1.0);
+}
+
+fn aces_fitted(x: vec3f) -> vec3f {
+    return clamp((x * (2.51 * x + 0.03)) / (x * (2.43 * x + 0.59) + 0.14), vec3f(0.0), vec3f(1.0));
+}
+
+@fragment
+fn fs_post(@builtin(position) frag: vec4f) -> @location(0) vec4f {
+    let px = vec2i(frag.xy);
+    let size = vec2f(textureDimensions(hdr));
+    var color = textureLoad(hdr, px, 0).rgb;
+    if (textureLoad(depth, px, 0) == 0.0) {
+        let ndc = vec2f(frag.x / size.x * 2.0 - 1.0, 1.0 - frag.y / size.y * 2.0);
+        let a = view.inv_view_proj * vec4f(ndc, 1.0, 1.0);
+        let b = view.inv_view_proj * vec4f(ndc, 0.5, 1.0);
+        color = sky_color(view, normalize(b.xyz / b.w - a.xyz / a.w));
+    }
+    return vec4f(aces_fitted(color * view.sky_horizon.w), 1.0);
+}

@@ -1,0 +1,150 @@
+"""Test harness: a StandardFrame on an offscreen target, with blocking readbacks (tests only)."""
+
+from __future__ import annotations
+
+import numpy as np
+import wgpu
+
+from engine.culling.gpu_scene import REGIONS
+from engine.culling.reference import CullView
+from engine.frame import FrameSettings, StandardFrame
+from engine.graph import FrameContext, RenderGraph
+from engine.math3d import translation
+from engine.passes.shadow import frustum_planes
+from engine.scene.camera import Camera
+from engine.scene.meshes import box, plane
+from engine.scene.scene import Mesh, Scene
+from engine.surfaces import OffscreenTarget
+
+
+def random_scene(n: int, seed: int, *, spread: float = 20.0, walls: int = 3) -> Scene:
+    """Ground plane, ``walls`` big occluding walls and ``n`` random boxes (two LODs)."""
+    rng = np.random.default_rng(seed)
+    meshes = [
+        Mesh.from_lods("ground", [plane(1.0)]),
+        Mesh.from_lods("box", [box(), box(0.45, 0.45, 0.45)]),
+    ]
+    rows, ids = [np.diag([spread * 2, 1, spread * 2, 1]).astype(np.float32)], [0]
+    for _ in range(walls):
+        m = translation(*rng.uniform([-spread / 2, 3, -spread / 2], [spread / 2, 3, spread / 2]))
+        rows.append(m @ np.diag([rng.uniform(8, 16), 6, 0.5, 1]).astype(np.float32))
+        ids.append(1)
+    for _ in range(n):
+        s = rng.uniform(0.2, 1.5)
+        m = translation(*rng.uniform([-spread, s / 2, -spread], [spread, 3, spread]))
+        rows.append(m @ np.diag([s, s, s, 1]).astype(np.float32))
+        ids.append(1)
+    colors = np.concatenate([rng.uniform(0.2, 0.9, (len(rows), 3)), np.ones((len(rows), 1))], 1)
+    return Scene(meshes, np.array(rows), np.array(ids, np.uint32), colors.astype(np.float32))
+
+
+class Harness:
+    def __init__(self, gpu, scene, size=(96, 64), settings: FrameSettings | None = None):
+        self.gpu, self.device, self.scene = gpu, gpu.device, scene
+        self.target = OffscreenTarget(gpu.device, size)
+        self.graph = RenderGraph(gpu.device, output_format=self.target.format, size=size)
+        self.frame = StandardFrame(gpu, self.graph, scene, settings)
+        self.index = 0
+
+    def resize(self, size):
+        self.target = OffscreenTarget(self.device, size)
+        self.graph.resize(size)
+
+    def render(self, camera: Camera, frames: int = 1) -> None:
+        for _ in range(frames):
+            ctx = FrameContext(
+                self.device, self.graph, self.index, 0.0, self.graph.size, self.target.view
+            )
+            self.frame.update(ctx, camera)
+            enc = self.device.create_command_encoder()
+            self.graph.execute(enc, ctx)
+            self.device.queue.submit([enc.finish()])
+            self.index += 1
+
+    # -- blocking readbacks --------------------------------------------------------------------
+    def read(self, buf, dtype=np.uint32) -> np.ndarray:
+        return np.frombuffer(self.device.queue.read_buffer(buf), dtype).copy()
+
+    def counters(self) -> dict[str, int]:
+        from engine.culling.counters import COUNTER_NAMES
+
+        return dict(zip(COUNTER_NAMES, self.read(self.frame.counters).tolist(), strict=True))
+
+    def drawn(self, region: str) -> np.ndarray:
+        """Scene rows drawn by a region in the last frame (sorted)."""
+        gs = self.frame.gs
+        r = REGIONS.index(region)
+        args = self.read(gs.args).reshape(len(REGIONS), gs.batch_count, 5)
+        remap = self.read(gs.remap)
+        out = []
+        for b in range(gs.batch_count):
+            start = int(gs.batch_bases[r, b])
+            out.append(remap[start : start + args[r, b, 1]])
+        return np.sort(np.concatenate(out))
+
+    def state(self) -> tuple[np.ndarray, np.ndarray]:
+        s = self.read(self.frame.gs.state)
+        return s & 3, s >> 2
+
+    def pyramid(self) -> list[np.ndarray]:
+        p = self.frame.pyramid
+        out = []
+        for lvl in range(p.levels):
+            w, h = max(1, p.base[0] >> lvl), max(1, p.base[1] >> lvl)
+            bpr = (w * 4 + 255) // 256 * 256
+            data = self.device.queue.read_texture(
+                {"texture": p.texture, "mip_level": lvl},
+                {"bytes_per_row": bpr, "rows_per_image": h},
+                (w, h, 1),
+            )
+            out.append(np.frombuffer(data, np.float32).reshape(h, bpr // 4)[:, :w].copy())
+        return out
+
+    def depth(self) -> np.ndarray:
+        tex = self.graph.texture("frame.depth")
+        w, h = self.graph.size
+        bpr = (w * 4 + 255) // 256 * 256
+        data = self.device.queue.read_texture(
+            {"texture": tex, "aspect": "depth-only"},
+            {"bytes_per_row": bpr, "rows_per_image": h},
+            (w, h, 1),
+        )
+        return np.frombuffer(data, np.float32).reshape(h, bpr // 4)[:, :w].copy()
+
+    def ids(self, regions=(0, 1)) -> np.ndarray:
+        """Scene rows + 1 per pixel drawing ``regions`` of the last cull; 0 = nothing."""
+        w, h = self.graph.size
+        usage = wgpu.TextureUsage.RENDER_ATTACHMENT | wgpu.TextureUsage.COPY_SRC
+        idt = self.device.create_texture(size=(w, h, 1), format="r32uint", usage=usage)
+        dt = self.device.create_texture(size=(w, h, 1), format="depth32float", usage=usage)
+        enc = self.device.create_command_encoder()
+        self.frame.record_ids(enc, idt.create_view(), dt.create_view(), regions)
+        self.device.queue.submit([enc.finish()])
+        bpr = (w * 4 + 255) // 256 * 256
+        data = self.device.queue.read_texture(
+            {"texture": idt}, {"bytes_per_row": bpr, "rows_per_image": h}, (w, h, 1)
+        )
+        return np.frombuffer(data, np.uint32).reshape(h, bpr // 4)[:, :w].copy()
+
+    def visible_ids_unculled(self, camera: Camera) -> set[int]:
+        """Rows covering at least one pixel when every instance is drawn (culling off)."""
+        settings = self.frame.settings
+        self.frame.set_settings(cull=False, occlusion=False)
+        self.render(camera)
+        ids = self.ids()
+        self.frame.configure(settings)
+        return {int(i) - 1 for i in np.unique(ids) if i}
+
+    def cull_view(self, camera: Camera) -> CullView:
+        w, h = self.graph.size
+        view, proj = camera.view(), camera.proj(w / h)
+        return CullView(
+            view=view,
+            planes=frustum_planes(proj @ view),
+            eye=camera.eye,
+            p00=float(proj[0, 0]),
+            p11=float(proj[1, 1]),
+            near=camera.near,
+            screen=(w, h),
+            lod_base_px=self.frame.settings.lod_base_px * h / 720.0,
+        )

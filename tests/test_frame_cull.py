@@ -1,0 +1,254 @@
+"""StandardFrame + GPU culling on lavapipe: invariants, reference equality, no false culling."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine.culling import reference as ref
+from engine.frame import PASS_NAMES, FrameSettings
+from engine.scene.camera import Camera
+from tests.frame_harness import Harness, random_scene
+
+CAM = Camera(np.array([0.0, 4.0, 28.0]), np.array([0.0, 1.0, 0.0]), 60.0, 0.1)
+
+
+def check_invariants(h: Harness) -> dict:
+    c = h.counters()
+    n = h.scene.count
+    assert c["tested"] == n
+    assert c["frustum_culled"] + c["small_culled"] + c["occluded"] + c["visible"] == n
+    assert c["drawn_late"] <= c["visible"] <= c["drawn_early"] + c["drawn_late"]
+    early, late = h.drawn("early"), h.drawn("late")
+    assert len(early) == c["drawn_early"] and len(late) == c["drawn_late"]
+    assert len(np.unique(np.concatenate([early, late]))) == len(early) + len(late)  # disjoint
+    cls, _ = h.state()
+    assert (cls == ref.VISIBLE).sum() == c["visible"]
+    assert set(np.flatnonzero(cls == ref.VISIBLE)) <= set(early) | set(late)
+    return c
+
+
+def check_no_false_culling(h: Harness, camera: Camera) -> None:
+    drawn = set(h.drawn("early")) | set(h.drawn("late"))
+    seen = h.visible_ids_unculled(camera)
+    assert seen, "the unculled ID render shows nothing: the test would prove nothing"
+    missing = seen - drawn
+    assert not missing, f"instances covering pixels were culled: {sorted(missing)[:10]}"
+
+
+@pytest.fixture(scope="module")
+def scene():
+    return random_scene(300, seed=1)
+
+
+def test_passes_and_pipelines(gpu, scene):
+    h = Harness(gpu, scene)
+    assert h.graph.pass_names() == list(PASS_NAMES)
+    fr = h.frame
+    for fmt in ("rgba16float", h.graph.output_format):
+        assert fr.mesh.main(fmt) is not None
+    assert fr.mesh.shadow() and fr.mesh.ids() and fr.post.pipeline
+    assert fr.cull.early and fr.cull.late and fr.cull.shadow
+    assert fr.pyramid.pipe0 and fr.pyramid.pipe_reduce
+    fr.set_settings(occlusion=False, shadows=False, post=False)
+    assert h.graph.pass_names() == ["Cull.Reset", "Cull.Late", "Main.Late"]
+
+
+def test_invariants_and_convergence(gpu, scene):
+    h = Harness(gpu, scene)
+    h.render(CAM)
+    c = check_invariants(h)
+    assert c["drawn_early"] == 0 and c["drawn_late"] == c["visible"]  # first frame: no history
+    lates = []
+    for _ in range(4):
+        h.render(CAM)
+        lates.append(check_invariants(h)["drawn_late"])
+    c = h.counters()
+    assert c["occluded"] > 20, "the walls must occlude something for this test to mean anything"
+    assert c["frustum_culled"] > 0 and lates[-1] == 0 and lates[-2] == 0
+    assert c["shadow_casters"] > 0
+    check_no_false_culling(h, CAM)
+
+
+@pytest.mark.parametrize("seed", [2, 3])
+def test_gpu_classification_equals_reference(gpu, seed):
+    scene = random_scene(400, seed=seed, spread=30.0)
+    cam = Camera(np.array([3.0, 3.0, 35.0]), np.array([-2.0, 1.0, 0.0]), 55.0, 0.1)
+    h = Harness(gpu, scene, size=(80, 48))  # small output: plenty of sub-pixel instances
+    h.render(cam, 3)
+    pyr = h.pyramid()
+    cv = h.cull_view(cam)
+    bounds = scene.bounds()
+    want = ref.classify(bounds, cv, pyr)
+    lods = ref.select_lod(bounds, np.array([len(scene.meshes[m].lods) for m in scene.mesh_ids]), cv)
+    got, got_lod = h.state()
+    # Instances within float rounding of a decision boundary may differ: none expected here.
+    assert (got != want).sum() == 0, np.flatnonzero(got != want)
+    assert (got_lod != lods).sum() == 0
+    for k in (ref.FRUSTUM, ref.SMALL, ref.OCCLUDED, ref.VISIBLE):
+        assert (want == k).sum() > 0, f"class {k} absent: the scene does not test it"
+    assert len(np.unique(lods)) == 2
+
+
+@pytest.mark.parametrize("size", [(1, 1), (3, 7), (37, 19), (64, 64)])
+def test_pyramid_npot_conservative(gpu, scene, size):
+    h = Harness(gpu, scene, size=size)
+    h.render(CAM, 2)
+    # Rebuild from the final depth so GPU and reference read the same image.
+    enc = gpu.device.create_command_encoder()
+    cp = enc.begin_compute_pass()
+    h.frame.pyramid.record(cp, h.graph.view("frame.depth"))
+    cp.end()
+    gpu.queue.submit([enc.finish()])
+    depth, pyr = h.depth(), h.pyramid()
+    want = ref.build_pyramid(depth)
+    assert len(pyr) == len(want)
+    for a, b in zip(pyr, want, strict=True):
+        np.testing.assert_array_equal(a, b)
+    # Independent check: every texel of every level <= the depth at each pixel centre inside it.
+    w, hh = size
+    pw, ph = pyr[0].shape[1], pyr[0].shape[0]
+    assert pw < w or w == 1 and ph < hh or hh == 1
+    for lvl, img in enumerate(pyr):
+        ys = np.minimum(((np.arange(hh) + 0.5) / hh * img.shape[0]).astype(int), img.shape[0] - 1)
+        xs = np.minimum(((np.arange(w) + 0.5) / w * img.shape[1]).astype(int), img.shape[1] - 1)
+        assert (img[np.ix_(ys, xs)] <= depth).all(), f"level {lvl} not conservative"
+
+
+def test_pyramid_full_hd_npot(gpu):
+    scene = random_scene(60, seed=4)
+    h = Harness(gpu, scene, size=(1919, 1079))
+    h.render(CAM, 2)
+    pyr = h.pyramid()
+    assert pyr[0].shape == (1024, 1024) and len(pyr) == 11  # 1919 -> 1024, 1079 -> 1024
+    check_invariants(h)
+
+
+def test_near_plane_and_camera_inside(gpu, scene):
+    h = Harness(gpu, scene)
+    # Eye inside box row 1 (a wall) and right next to row 2's sphere: both reach the near plane.
+    wall = scene.bounds()[1]
+    cam = Camera(wall[:3] + np.array([0, 0, 0.1]), wall[:3] + np.array([0.0, 0.0, -5.0]))
+    h.render(cam, 3)
+    cls, _ = h.state()
+    assert cls[1] == ref.VISIBLE
+    check_invariants(h)
+    check_no_false_culling(h, cam)
+
+
+def test_camera_cut_180_draws_everything_visible_same_frame(gpu, scene):
+    h = Harness(gpu, scene)
+    fwd = Camera(np.array([0.0, 14.0, 0.0]), np.array([0.0, 0.0, -20.0]))
+    h.render(fwd, 4)
+    back = Camera(fwd.eye, np.array([0.0, 0.0, 20.0]))  # looking the other way
+    h.render(back)
+    c = check_invariants(h)
+    assert c["drawn_late"] > 20  # the newly visible set arrives in the same frame
+    check_no_false_culling(h, back)
+    h.render(fwd)  # and back again
+    check_no_false_culling(h, fwd)
+
+
+def test_resize_midrun_uses_no_stale_pyramid(gpu, scene):
+    h = Harness(gpu, scene, size=(96, 64))
+    h.render(CAM, 3)
+    h.resize((41, 77))
+    h.render(CAM)
+    assert h.frame.pyramid.base == (32, 64)
+    c = check_invariants(h)
+    assert c["drawn_early"] == 0  # visibility from another size is not trusted
+    check_no_false_culling(h, CAM)
+
+
+def test_shadow_caster_behind_camera(gpu):
+    scene = random_scene(0, seed=5, walls=0)
+    # A tall pillar behind the camera; the sun (from +x+z, high) throws its shadow forward.
+    from engine.math3d import translation
+    from engine.scene.scene import Scene
+
+    pillar = translation(0.0, 12.0, 60.0) @ np.diag([1.0, 24.0, 1.0, 1.0]).astype(np.float32)
+    t = np.concatenate([scene.transforms, pillar[None]])
+    ids = np.array([0, 1], np.uint32)
+    colors = np.ones((2, 4), np.float32)
+    sc = Scene(scene.meshes, t, ids, colors, sun_direction=(0.0, 0.5, 0.866))
+    cam = Camera(np.array([0.0, 3.0, 30.0]), np.array([0.0, 0.0, 0.0]))
+    h = Harness(gpu, sc, size=(64, 48), settings=FrameSettings(shadow_radius=25.0))
+    h.render(cam, 2)
+    cls, _ = h.state()
+    assert cls[1] == ref.FRUSTUM  # behind the camera
+    assert 1 in set(h.drawn("shadow")) and h.counters()["shadow_casters"] == 2
+    with_shadow = h.target.read_rgba()[:, :, :3].astype(int).sum(axis=2)
+    h.frame.set_settings(shadows=False)
+    h.render(cam, 2)
+    without = h.target.read_rgba()[:, :, :3].astype(int).sum(axis=2)
+    darker = without - with_shadow > 60  # the pillar's shadow on the ground in view
+    assert darker.sum() >= 20, darker.sum()
+
+
+def test_no_occlusion_and_no_cull_modes(gpu, scene):
+    h = Harness(gpu, scene, settings=FrameSettings(occlusion=False))
+    h.render(CAM, 2)
+    c = check_invariants(h)
+    assert c["occluded"] == 0 and c["drawn_early"] == 0 and c["drawn_late"] == c["visible"]
+    h.frame.set_settings(cull=False)
+    h.render(CAM)
+    c = check_invariants(h)
+    assert c["visible"] == scene.count == c["drawn_late"] == c["shadow_casters"]
+
+
+def test_first_instance_fallback_same_picture(gpu, scene):
+    from engine.gpu import create_gpu
+
+    plain = create_gpu(disable=("indirect-first-instance",))
+    assert "indirect-first-instance" not in plain.features
+    images = []
+    for g in (gpu, plain):
+        h = Harness(g, scene, size=(64, 48))
+        assert h.frame.gs.first_instance == (g is gpu)
+        h.render(CAM, 3)
+        check_invariants(h)
+        images.append(h.target.read_rgba())
+    assert images[0].std() > 5  # not blank
+    np.testing.assert_array_equal(images[0], images[1])
+
+
+def test_dirty_rows_only(gpu, scene):
+    h = Harness(gpu, scene)
+    h.render(CAM)
+    moved = scene.transforms[5].copy()
+    moved[:3, 3] += (0.0, 50.0, 0.0)  # far above the view
+    scene.set_transforms(np.array([5]), moved[None])
+    assert h.frame.gs.upload_dirty() == 1
+    scene.set_transforms(np.array([5]), moved[None])
+    h.render(CAM)
+    b = h.read(h.frame.gs.bounds, np.float32).reshape(-1, 4)
+    np.testing.assert_allclose(b[5], scene.bounds()[5])
+    assert h.state()[0][5] == ref.FRUSTUM
+
+
+def test_cull_stats_ring_matches_counters(gpu, scene):
+    h = Harness(gpu, scene)
+    for _ in range(3):
+        h.render(CAM)
+        direct = tuple(h.counters().values())
+    h.render(CAM)  # Cull.Reset of this frame copies the previous frame's counters
+    latest = h.frame.stats.drain()
+    assert latest is not None and latest.frame_index == h.index - 2
+    assert latest.values == direct
+    assert latest.report().startswith(f"Cull frame {latest.frame_index}: tested {scene.count},")
+
+
+def test_frozen_culling_camera_keeps_culling_from_frozen_view(gpu, scene):
+    h = Harness(gpu, scene)
+    h.render(CAM, 3)
+    h.frame.freeze_culling(True)
+    h.render(CAM)
+    frozen_set = set(h.drawn("early")) | set(h.drawn("late"))
+    elsewhere = Camera(np.array([0.0, 14.0, 0.0]), np.array([0.0, 0.0, 20.0]))
+    h.render(elsewhere, 2)  # render from elsewhere; culling still uses CAM's frustum
+    c = check_invariants(h)
+    assert c["occluded"] == 0  # Hi-Z paused: the pyramid comes from the moving camera
+    assert set(h.drawn("early")) | set(h.drawn("late")) == frozen_set
+    assert not h.frame.freeze_culling(False)
+    h.render(elsewhere, 2)
+    assert set(h.drawn("early")) | set(h.drawn("late")) != frozen_set

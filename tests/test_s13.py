@@ -1,0 +1,67 @@
+"""s13 end to end: capture vs reference, shutdown reports, one-line errors for bad options."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from tests.helpers import ROOT, run_sample
+
+ERRORS = [
+    (["--shadow-size", "1000"], "argument --shadow-size: expected a power of two"),
+    (["--shadow-size", "128"], "argument --shadow-size: expected a power of two"),
+    (["--instances", "0"], "argument --instances: expected an instance count from 1"),
+    (["--instances", "5000001"], "argument --instances: expected an instance count from 1"),
+    (["--camera", "1,2:3,4,5"], "argument --camera: invalid camera"),
+    (
+        ["--scene", "/nonexistent/city.glb"],
+        "argument --scene: /nonexistent/city.glb: file not found",
+    ),
+]
+
+
+@pytest.mark.parametrize("argv,message", ERRORS)
+def test_bad_options_one_line_exit_2(argv, message, capsys):
+    from engine.app import run
+    from samples.s13_city import City
+
+    with pytest.raises(SystemExit) as e:
+        run(City, argv + ["--capture", "/tmp/x.png"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err, err
+
+
+def test_s13_capture_matches_reference(tmp_path, compare_reference):
+    from PIL import Image
+
+    out = tmp_path / "s13.png"
+    r = run_sample(
+        "s13", "--capture", str(out), "--size", "320x180", "--frames", "8", "--instances",
+        "20000", "--overlay", "off", "--gpu-profile", "--shadow-size", "1024",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    m = re.search(
+        r"Cull frame (\d+): tested (\d+), frustum (\d+), small (\d+), occluded (\d+), "
+        r"visible (\d+) \(early (\d+), late (\d+)\), shadow casters (\d+)",
+        r.stdout,
+    )
+    assert m, r.stdout
+    f, tested, fr, sm, occ, vis, early, late, shadow = map(int, m.groups())
+    assert tested == 20000 == fr + sm + occ + vis and late <= vis <= early + late
+    assert occ > 0 and shadow > 0 and f >= 5
+    assert "Cull.Late" in r.stdout and "HiZ" in r.stdout  # the GPU timeline names our passes
+    rgb = np.asarray(Image.open(out).convert("RGB"))
+    compare_reference("s13_city_320x180", rgb, tolerance=2)
+
+
+def test_s13_no_post_no_cull_runs(tmp_path):
+    out = tmp_path / "plain.png"
+    r = run_sample(
+        "s13", "--capture", str(out), "--size", "64x36", "--frames", "2", "--instances", "500",
+        "--no-post", "--no-cull", "--no-shadows", "--overlay", "off",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert out.exists() and (ROOT / "samples" / "s13_city.py").exists()
