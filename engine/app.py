@@ -7,7 +7,9 @@ profiling, HUD, shutdown reports).
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import signal
 import sys
 import time
 from typing import ClassVar
@@ -75,6 +77,7 @@ class App:
         self.hud = None  # engine.debug.hud.Hud
         self.cull_stats = None  # set by culling samples: .latest -> CullCounts | None
         self.window = None  # engine.surfaces.WindowSurface in window mode
+        self.stop_requested = False  # set by Ctrl-C: the frame loop ends after this frame
         self.overlay_mode = args.overlay
 
     def cycle_overlay(self) -> str:
@@ -88,7 +91,11 @@ class App:
 
 def main(sample_cls: type[Sample], argv: list[str] | None = None) -> None:
     """Entry point of ``python -m samples.sNN``: run and exit with its status."""
-    sys.exit(run(sample_cls, argv))
+    try:
+        status = run(sample_cls, argv)
+    except KeyboardInterrupt:  # Ctrl-C during start-up: nothing rendered, nothing to report
+        status = 130
+    sys.exit(status)
 
 
 def run(sample_cls: type[Sample], argv: list[str] | None = None) -> int:
@@ -131,24 +138,38 @@ def run(sample_cls: type[Sample], argv: list[str] | None = None) -> int:
     sample = sample_cls(app)
     sample.build(graph)
     _attach_tools(app)
-    status = 0
     try:
-        if target is not None:
-            _run_capture(app, sample, target)
-            print(
-                f"wrote {args.capture} ({args.size[0]}x{args.size[1]}, "
-                f"{args.frames or CAPTURE_FRAMES} frames)"
-            )
-        else:
-            _run_window(app, sample, window)
-    except KeyboardInterrupt:
-        status = 130
+        with _sigint_stops(app):
+            if target is not None:
+                _run_capture(app, sample, target)
+            else:
+                _run_window(app, sample, window)
     finally:
         if window is not None:
             window.close()
         _shutdown(app, sample)
         sample.close()
-    return status
+    return 130 if app.stop_requested else 0
+
+
+@contextlib.contextmanager
+def _sigint_stops(app: App):
+    """While frames run, Ctrl-C asks the loop to stop after the current frame.
+
+    A flag rather than KeyboardInterrupt: the exception can land inside a glfw or wgpu
+    callback, where it is swallowed and the loop would run on. A second Ctrl-C raises.
+    """
+
+    def handler(signum, frame):
+        if app.stop_requested:
+            raise KeyboardInterrupt
+        app.stop_requested = True
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _attach_tools(app: App) -> None:
@@ -189,14 +210,19 @@ def _render(app: App, sample: Sample, output, index: int, t: float) -> None:
 def _run_capture(app: App, sample: Sample, target: OffscreenTarget) -> None:
     frames = app.args.frames or CAPTURE_FRAMES
     for i in range(frames):
+        if app.stop_requested:
+            print(f"interrupted after {i} frame(s): {app.args.capture} not written")
+            return
         _render(app, sample, target.view, i, i * CAPTURE_DT)
     target.save_png(app.args.capture)
+    w, h = app.args.size
+    print(f"wrote {app.args.capture} ({w}x{h}, {frames} frames)")
 
 
 def _run_window(app: App, sample: Sample, window: WindowSurface) -> None:
     frames, prof = app.args.frames, app.profiler
     start, index = time.perf_counter(), 0
-    while not window.should_close() and (frames is None or index < frames):
+    while not (window.should_close() or app.stop_requested) and (frames is None or index < frames):
         for key in window.poll():
             if key == KEY_ESCAPE:
                 window.request_close()

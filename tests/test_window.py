@@ -115,7 +115,8 @@ def test_window_renders_resizes_minimises_and_closes(display):
     assert log["polls_while_minimised"] == 5  # minimised: no frame drawn, then resumed
 
 
-def test_ctrl_c_shuts_down_cleanly_with_report(display):
+@pytest.mark.parametrize("delay", [0.4, 6.0], ids=["during-start-up", "while-rendering"])
+def test_ctrl_c_shuts_down_cleanly(display, delay):
     p = subprocess.Popen(
         [sys.executable, "-m", "samples.s01", "--size", "160x120", "--profile"],
         cwd=ROOT,
@@ -124,9 +125,28 @@ def test_ctrl_c_shuts_down_cleanly_with_report(display):
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(6)  # start-up and some frames
+    time.sleep(delay)
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=60)
     assert p.returncode == 130, err
     assert "Traceback" not in err
-    assert "CPU frame" in out  # the shutdown timeline still printed
+    if delay > 5:
+        assert "CPU frame" in out  # the shutdown timeline still printed
+
+
+def test_ctrl_c_during_capture_writes_nothing(tmp_path):
+    png = tmp_path / "never.png"
+    p = subprocess.Popen(
+        [sys.executable, "-m", "samples.s01", "--capture", str(png), "--frames", "100000"],
+        cwd=ROOT,
+        env=dict(os.environ, XDG_RUNTIME_DIR="/tmp"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(4)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    assert "Traceback" not in err
+    assert "not written" in out and not png.exists()
