@@ -135,8 +135,12 @@ def instances_type(text: str) -> int:
 
 
 def add_frame_arguments(parser: argparse.ArgumentParser, *, default_instances: int) -> None:
-    """Add the standard frame's switches (any sample can reuse them)."""
+    """Add the standard frame's switches (any sample can reuse them).
+
+    ``--instances`` is None unless given, so a sample can tell "the procedural default"
+    from "repeat the --scene file this many times"."""
     from engine.scene.camera import CAMERA_FORMAT, parse_camera
+    from engine.scene.gltf import scene_file_type
 
     g = parser.add_argument_group("standard frame")
     g.add_argument("--no-cull", action="store_true", help="draw every instance (no GPU culling)")
@@ -153,10 +157,10 @@ def add_frame_arguments(parser: argparse.ArgumentParser, *, default_instances: i
     g.add_argument(
         "--instances",
         type=instances_type,
-        default=default_instances,
+        default=None,
         metavar="N",
-        help=f"instances in the procedural scene, 1..{MAX_INSTANCES:,} "
-        f"(default {default_instances:,})",
+        help=f"instances, 1..{MAX_INSTANCES:,}: the procedural city's size (default "
+        f"{default_instances:,}), or with --scene the file repeated on a grid up to N",
     )
     g.add_argument(
         "--camera",
@@ -165,7 +169,13 @@ def add_frame_arguments(parser: argparse.ArgumentParser, *, default_instances: i
         metavar=CAMERA_FORMAT,
         help="fixed camera instead of the fly-through (world units, degrees)",
     )
-    g.add_argument("--scene", metavar="FILE", default=None, help="load a glTF scene (.gltf/.glb)")
+    g.add_argument(
+        "--scene",
+        type=scene_file_type,
+        metavar="FILE",
+        default=None,
+        help="render a glTF 2.0 scene (.gltf/.glb) instead of the procedural city",
+    )
 
 
 def settings_from_args(args: argparse.Namespace) -> FrameSettings:
@@ -353,12 +363,16 @@ class StandardFrame:
         lo, hi = (np.asarray(v, np.float64) for v in self.scene.extent)
         diag = float(np.linalg.norm(hi - lo))
         radius = self.settings.shadow_radius or float(np.clip(0.35 * diag, 1.0, 90.0))
-        eye = np.asarray(camera.eye, np.float64)
-        fwd = np.asarray(camera.target, np.float64) - eye
-        fwd /= max(np.linalg.norm(fwd), 1e-9)
+        if radius >= 0.5 * diag:  # the whole scene fits: shadow all of it, wherever we look
+            center = (lo + hi) / 2.0
+        else:  # shadow the region in front of the camera
+            eye = np.asarray(camera.eye, np.float64)
+            fwd = np.asarray(camera.target, np.float64) - eye
+            fwd /= max(np.linalg.norm(fwd), 1e-9)
+            center = eye + fwd * radius * 0.7
         return fit_sun(
             self.scene.sun_direction,
-            eye + fwd * radius * 0.7,
+            center,
             radius,
             (lo, hi),
             self.settings.shadow_size,

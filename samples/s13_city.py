@@ -6,8 +6,10 @@ Esc quits. With --gpu-profile the shutdown report adds the frame's cull counters
 
 from __future__ import annotations
 
-import argparse
 import logging
+from dataclasses import replace
+
+import numpy as np
 
 from engine.app import KEY_F2, Sample, main
 from engine.frame import StandardFrame, add_frame_arguments, settings_from_args
@@ -17,16 +19,6 @@ log = logging.getLogger("lantern")
 DEFAULT_INSTANCES = 100_000
 
 
-def scene_type(path: str):
-    """argparse type: load a glTF file; SceneError becomes a one-line argparse error."""
-    from engine.scene.gltf import SceneError, load_gltf
-
-    try:
-        return load_gltf(path)
-    except SceneError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-
-
 class City(Sample):
     name = "s13"
     description = __doc__.splitlines()[0].split(": ", 1)[1]
@@ -34,26 +26,31 @@ class City(Sample):
     @classmethod
     def add_arguments(cls, parser) -> None:
         add_frame_arguments(parser, default_instances=DEFAULT_INSTANCES)
-        for action in parser._actions:  # --scene loads (and validates) the file at parse time
-            if action.dest == "scene":
-                action.type = scene_type
 
     def build(self, graph) -> None:
         args = self.app.args
         if args.scene is not None:
-            from engine.scene.gltf import default_camera
+            from engine.scene.gltf import default_camera, repeat_grid
 
-            scene, path = args.scene, default_camera(args.scene)
+            scene = args.scene
+            if args.instances is not None and args.instances > scene.count:
+                scene = repeat_grid(scene, args.instances // scene.count)
+            path = default_camera(scene)
         else:
             from engine.scene.procedural import city
 
-            scene, path = city(args.instances, seed=args.seed)
+            scene, path = city(args.instances or DEFAULT_INSTANCES, seed=args.seed)
         if args.camera is not None:
             from engine.scene.camera import FixedPath
 
             path = FixedPath(args.camera)
         self.scene, self.path = scene, path
-        self.frame = StandardFrame(self.app.gpu, graph, scene, settings_from_args(args))
+        settings = settings_from_args(args)
+        if args.scene is not None:  # fog and shadows sized to the model, not to a city street
+            lo, hi = scene.extent
+            diag = max(float(np.linalg.norm(hi - lo)), 1e-3)
+            settings = replace(settings, fog_density=0.1 / diag, shadow_radius=0.5 * diag)
+        self.frame = StandardFrame(self.app.gpu, graph, scene, settings)
         self.app.cull_stats = self.frame.stats
         log.info(
             "s13: %s instances, %d draw batches", f"{scene.count:,}", self.frame.gs.batch_count

@@ -65,3 +65,32 @@ def test_s13_no_post_no_cull_runs(tmp_path):
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert out.exists() and (ROOT / "samples" / "s13_city.py").exists()
+
+
+def test_scene_file_repeated_to_instances(tmp_path):
+    """--scene with --instances N repeats the file on a grid: floor(N / per-file) copies."""
+    from engine.scene.gltf import load_gltf
+
+    per_file = load_gltf(str(ROOT / "assets/meshes/house.glb")).count
+    n = per_file * 4 + per_file // 2  # not a multiple: rounds down to 4 whole copies
+    out = tmp_path / "houses.png"
+    r = run_sample(
+        "s13",
+        "--scene",
+        "assets/meshes/house.glb",
+        "--instances",
+        str(n),
+        "--capture",
+        str(out),
+        "--size",
+        "96x64",
+        "--frames",
+        "3",
+        "--gpu-profile",
+        "--overlay",
+        "off",
+    )
+    assert r.returncode == 0, r.stderr
+    assert f"s13: {4 * per_file} instances" in r.stderr
+    tested = re.search(r"Cull frame \d+: tested (\d+),", r.stdout)
+    assert tested and int(tested.group(1)) == 4 * per_file

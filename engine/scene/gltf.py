@@ -13,6 +13,7 @@ the problem.
 
 from __future__ import annotations
 
+import argparse
 import base64
 import logging
 import math
@@ -66,6 +67,15 @@ def load_gltf(path: str) -> Scene:
         raise
     except (TypeError, AttributeError, IndexError, KeyError, ValueError) as e:
         raise SceneError(f"{path}: malformed glTF ({type(e).__name__}: {e})") from None
+
+
+def scene_file_type(path: str) -> Scene:
+    """argparse ``type=`` for ``--scene``: the loaded scene; a ``SceneError`` becomes the
+    option's one-line error (the file is checked before any GPU work)."""
+    try:
+        return load_gltf(path)
+    except SceneError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def repeat_grid(scene: Scene, copies: int) -> Scene:
