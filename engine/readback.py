@@ -62,6 +62,7 @@ class _Slot:
     state: str = _FREE
     frames: list = field(default_factory=list)  # (frame_index, offset, size), submitted
     promise: object = None
+    first_ns: int = 0  # perf_counter_ns when its first frame was submitted
 
     @property
     def mapped_size(self) -> int:
@@ -74,7 +75,9 @@ class ReadbackRing:
 
     Per frame: ``copy(encoder, src)`` while recording, ``submitted(frame_index)`` right after
     ``queue.submit``, ``poll()`` whenever convenient (e.g. once per frame). A slot is mapped
-    once its ``batch`` frames are submitted (or at ``flush``), so the cost of a map
+    once its ``batch`` frames are submitted, at ``flush``, or by ``poll`` when its first
+    frame was submitted more than ``flush_after_s`` ago (so a slow or stopped frame loop
+    still gets its results), so the cost of a map
     (``map_async``, the poll thread's wake-up, ``read_mapped`` and ``unmap``: ~0.1 ms per map
     through wgpu-py on lavapipe) is paid once per ``batch`` frames. Results come back
     ``batch * slots - 1`` or fewer frames late on a GPU that keeps up, each still tagged with
@@ -85,6 +88,7 @@ class ReadbackRing:
         size: bytes per frame (a multiple of 4, >= 4).
         slots: staging buffers that may be in flight at once (>= 1).
         batch: frames per staging buffer, i.e. per map (>= 1).
+        flush_after_s: seconds after which ``poll`` maps a partly filled slot (None: never).
         label: wgpu label prefix of the staging buffers.
 
     Attributes:
@@ -101,6 +105,7 @@ class ReadbackRing:
         *,
         slots: int = 4,
         batch: int = 1,
+        flush_after_s: float | None = 0.1,
         label: str = "readback",
     ):
         if not isinstance(size, int) or size < 4 or size % 4:
@@ -114,6 +119,7 @@ class ReadbackRing:
         self.device = device
         self.size = size
         self.batch = batch
+        self._flush_after_ns = None if flush_after_s is None else int(flush_after_s * 1e9)
         self._stride = -(-size // 8) * 8  # map offsets must be multiples of 8
         usage = wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.MAP_READ
         self._slots = [
@@ -200,6 +206,8 @@ class ReadbackRing:
         if self._recorded is None:
             return
         slot = self._filling
+        if not slot.frames:
+            slot.first_ns = time.perf_counter_ns()
         slot.frames.append((frame_index, *self._recorded))
         self._recorded = None
         if len(slot.frames) == self.batch:
@@ -221,6 +229,10 @@ class ReadbackRing:
     def poll(self) -> list[tuple[int, bytes]]:
         """Finished ``(frame_index, data)`` pairs, oldest first. Never blocks (except the
         documented fallback when the installed wgpu hides map completion)."""
+        slot, after = self._filling, self._flush_after_ns
+        if slot is not None and after is not None and slot.frames:
+            if time.perf_counter_ns() - slot.first_ns > after:
+                self.flush()
         out = []
         while self._mapping:
             done = map_finished(self._mapping[0].promise)

@@ -92,7 +92,8 @@ def map_calls(monkeypatch):
 
 
 def test_batched_ring_maps_once_per_batch_and_tags_every_frame(device, map_calls):
-    src, ring = _source(device), ReadbackRing(device, 12, slots=2, batch=3)
+    src = _source(device)
+    ring = ReadbackRing(device, 12, slots=2, batch=3, flush_after_s=None)
     got = []
     for f in range(9):
         assert _frame(device, ring, src, f) is True
@@ -143,3 +144,16 @@ def test_unsubmitted_copy_is_discarded_and_its_region_reused(device):
     assert ring.next_region() == 1
     [(f, data)] = ring.drain(timeout_s=30.0)
     assert f == 5 and np.frombuffer(data, np.uint32).tolist() == [5, 10, 15, 7]
+
+
+def test_batched_ring_maps_a_partial_batch_after_flush_after_s(device, map_calls):
+    src, ring = _source(device), ReadbackRing(device, 16, slots=2, batch=4, flush_after_s=0.2)
+    t0 = time.perf_counter()
+    _frame(device, ring, src, 9)  # a frame loop that stops after one frame
+    _wait_idle(device)
+    assert ring.poll() == [] and map_calls == []  # batch not full, not yet 0.2 s old
+    deadline = t0 + 10.0
+    while not (got := ring.poll()) and time.perf_counter() < deadline:
+        time.sleep(0.005)  # polling alone (never blocking) brings it back
+    assert [f for f, _ in got] == [9] and len(map_calls) == 1
+    assert time.perf_counter() - t0 >= 0.2
