@@ -105,7 +105,7 @@ class ReadbackRing:
         *,
         slots: int = 4,
         batch: int = 1,
-        flush_after_s: float | None = 0.1,
+        flush_after_s: float | None = 0.25,
         label: str = "readback",
     ):
         if not isinstance(size, int) or size < 4 or size % 4:

@@ -31,7 +31,8 @@ class FrameProfiler:
         cpu: time pass recording, Update, Submit and Present on the CPU.
         frames_in_flight: GPU readback slots.
         batch: frames read back per map (``engine.profiling.gpu``): GPU readings arrive up
-            to ``frames_in_flight * batch`` frames late (or 0.1 s after a frame loop stops).
+            to ``frames_in_flight * batch`` frames late; a batch is read back early once its
+            first frame is 0.25 s old (slow frame loops).
         capacity: GPU scopes per frame; more are counted as dropped.
         history: finished frames kept in ``history`` (and in the trace).
         timestamps: where GPU timestamps go: ``"auto"``, ``"pass"`` (pass descriptors) or
