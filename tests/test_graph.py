@@ -155,7 +155,7 @@ def test_no_profiler_means_no_query_set_and_no_timestamp(device, monkeypatch):
     graph.profiler = FrameProfiler(gpu, gpu=True, cpu=False, timestamps="pass")
     calls = _execute(device, graph, 3).calls
     graph.profiler.drain()
-    assert counts["query_sets"] == 3  # one pool per frame in flight
+    assert counts["query_sets"] == 3 * 8  # a pool per frame in flight: 3 slots x batch 8
     assert counts["write_timestamp"] == 2  # the transfer pass, begin and end
     assert all(tw is not None for kind, _, tw in calls if kind in ("render", "compute"))
 

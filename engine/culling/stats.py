@@ -23,15 +23,21 @@ class CullStats:
     Args:
         device: the ``wgpu.GPUDevice``.
         history: how many collected frames ``history`` keeps.
+        slots: readback slots in flight; ``batch``: frames per slot, read back with one map
+            (``engine.readback``), so counters arrive up to ``slots * batch`` frames late.
 
     Attributes:
         latest: the newest ``CullCounts`` or None; ``history``: deque of recent ones, oldest
         first.
     """
 
-    def __init__(self, device: wgpu.GPUDevice, *, history: int = 120, slots: int = 4):
+    def __init__(
+        self, device: wgpu.GPUDevice, *, history: int = 120, slots: int = 3, batch: int = 8
+    ):
         self.device = device
-        self.ring = ReadbackRing(device, COUNTERS_SIZE, slots=slots, label="cull counters")
+        self.ring = ReadbackRing(
+            device, COUNTERS_SIZE, slots=slots, batch=batch, label="cull counters"
+        )
         self.latest: CullCounts | None = None
         self.history: collections.deque[CullCounts] = collections.deque(maxlen=history)
         self._pending: int | None = None  # frame whose copy was recorded but not yet submitted

@@ -1,4 +1,7 @@
-"""CPU scopes: ``time.perf_counter_ns`` around pass recording, Update, Submit and Present."""
+"""CPU scopes: ``time.perf_counter_ns`` around pass recording, Update, Submit and Present.
+
+The hot path (``begin``/``end``, once per pass) only appends plain tuples; ``Scope`` objects
+(a frozen dataclass, ~1 us each to build) are made once per frame when the frame closes."""
 
 from __future__ import annotations
 
@@ -24,7 +27,7 @@ class CpuProfiler:
     def __init__(self):
         self.frames: deque[tuple[int, list[Scope]]] = deque(maxlen=1024)
         self._stack: list[tuple[str, int]] = []
-        self._scopes: list[Scope] = []
+        self._scopes: list[tuple[str, int, int]] = []  # (name, begin_ns, end_ns)
         self._names: set[str] = set()
         self._frame: int | None = None
         self._submitted = False
@@ -39,7 +42,7 @@ class CpuProfiler:
         """Close the innermost open scope (a stray ``end`` is ignored)."""
         if self._stack:
             name, begin = self._stack.pop()
-            self._scopes.append(Scope(name, begin, time.perf_counter_ns()))
+            self._scopes.append((name, begin, time.perf_counter_ns()))
 
     def begin_frame(self, frame_index: int) -> None:
         if self._submitted:
@@ -56,6 +59,7 @@ class CpuProfiler:
 
     def _close(self) -> None:
         if self._frame is not None and self._scopes:
-            self.frames.append((self._frame, sorted(self._scopes, key=lambda s: s.begin_ns)))
+            scopes = sorted(self._scopes, key=lambda s: s[1])
+            self.frames.append((self._frame, [Scope(*s) for s in scopes]))
         self._scopes, self._names, self._submitted = [], set(), False
         self._frame = None

@@ -29,7 +29,10 @@ class FrameProfiler:
         gpu_ctx: an ``engine.gpu.Gpu``.
         gpu: time passes on the GPU (needs ``timestamp-query``; else ``n/a``).
         cpu: time pass recording, Update, Submit and Present on the CPU.
-        frames_in_flight: GPU query pools / readback slots.
+        frames_in_flight: GPU readback slots.
+        batch: frames read back per map (``engine.profiling.gpu``): GPU readings arrive up
+            to ``frames_in_flight * batch`` frames late; a batch is read back early once its
+            first frame is 0.25 s old (slow frame loops).
         capacity: GPU scopes per frame; more are counted as dropped.
         history: finished frames kept in ``history`` (and in the trace).
         timestamps: where GPU timestamps go: ``"auto"``, ``"pass"`` (pass descriptors) or
@@ -51,6 +54,7 @@ class FrameProfiler:
         gpu: bool = True,
         cpu: bool = True,
         frames_in_flight: int = 3,
+        batch: int = 8,
         capacity: int = 64,
         history: int = HISTORY_FRAMES,
         timestamps: str = "auto",
@@ -58,7 +62,11 @@ class FrameProfiler:
         self.gpu_ctx = gpu_ctx
         self.gpu = (
             GpuProfiler(
-                gpu_ctx, mode=timestamps, frames_in_flight=frames_in_flight, capacity=capacity
+                gpu_ctx,
+                mode=timestamps,
+                frames_in_flight=frames_in_flight,
+                batch=batch,
+                capacity=capacity,
             )
             if gpu
             else None

@@ -19,8 +19,16 @@ are right. Lavapipe timing tests therefore use a device of their own.
 
 One pool per frame in flight: a query set of ``2 * capacity`` timestamps and a
 ``QUERY_RESOLVE|COPY_SRC`` resolve buffer; ``end_frame`` resolves the used queries and copies
-them into a ``COPY_DST|MAP_READ`` slot of an ``engine.readback.ReadbackRing``, which hands the
-bytes back once the GPU is done (see that module for how this is learned without blocking).
+them into this frame's region of a ``COPY_DST|MAP_READ`` slot of an
+``engine.readback.ReadbackRing``, which hands the bytes back once the GPU is done (see that
+module for how this is learned without blocking). The ring maps ``batch`` frames at once:
+the map is the costly step through wgpu-py (~0.1 ms on lavapipe), so its cost is shared by
+``batch`` frames, each still tagged with its own index; readings arrive up to ``batch - 1``
+frames later. There is one pool per ring region (``frames_in_flight * batch``), so a pool is
+reused only after its frame was read back.
+
+Per-pass cost is kept to wgpu-py's own work: the ``timestamp_writes`` dicts are built once per
+(pool, pass slot) and reused, and nothing is allocated per pass but the pass's name entry.
 Values are nanoseconds because ``engine.gpu`` enables wgpu-native's
 ``AutomaticTimestampNormalization`` instance flag.
 """
@@ -33,6 +41,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import wgpu
+from wgpu.backends.wgpu_native import extras  # extras.write_timestamp: looked up per call
 
 from ..graph import TRANSFER
 from ..readback import ReadbackRing
@@ -61,6 +70,15 @@ class _Recording:
     resolved: bool = False
 
 
+def _writes(query_set: wgpu.GPUQuerySet, i: int) -> dict:
+    """``timestamp_writes`` of the ``i``-th pass slot (built once, reused every frame)."""
+    return {
+        "query_set": query_set,
+        "beginning_of_pass_write_index": 2 * i,
+        "end_of_pass_write_index": 2 * i + 1,
+    }
+
+
 def _choose_mode(gpu, mode: str) -> str:
     if mode not in ("auto", "pass", "encoder"):
         raise ValueError(f"timestamp mode must be 'auto', 'pass' or 'encoder', got {mode!r}")
@@ -78,8 +96,9 @@ class GpuProfiler:
     Args:
         gpu: an ``engine.gpu.Gpu``.
         mode: ``"auto"``, ``"pass"`` or ``"encoder"`` (module docstring).
-        frames_in_flight: pools (and readback slots); a frame finding none free is not timed
-            (counted in ``skipped_frames``), never waited for.
+        frames_in_flight: readback slots; a frame finding none free is not timed (counted in
+            ``skipped_frames``), never waited for.
+        batch: frames per readback slot, read back with one map (module docstring).
         capacity: scopes per frame; more are counted as dropped, not recorded.
 
     Attributes:
@@ -88,15 +107,23 @@ class GpuProfiler:
         dropped, invalid, skipped_frames, untimed: running totals.
 
     Raises:
-        ValueError: ``frames_in_flight`` or ``capacity`` < 1, an unknown ``mode``, or
+        ValueError: ``frames_in_flight``, ``batch`` or ``capacity`` < 1, an unknown ``mode``, or
             ``"encoder"`` on a device without ``timestamp-query-inside-encoders``.
     """
 
-    def __init__(self, gpu, *, mode: str = "auto", frames_in_flight: int = 3, capacity: int = 64):
-        if frames_in_flight < 1 or capacity < 1:
+    def __init__(
+        self,
+        gpu,
+        *,
+        mode: str = "auto",
+        frames_in_flight: int = 3,
+        batch: int = 8,
+        capacity: int = 64,
+    ):
+        if frames_in_flight < 1 or capacity < 1 or batch < 1:
             raise ValueError(
-                f"GpuProfiler needs frames_in_flight >= 1 and capacity >= 1, "
-                f"got {frames_in_flight} and {capacity}"
+                f"GpuProfiler needs frames_in_flight, batch and capacity >= 1, "
+                f"got {frames_in_flight}, {batch} and {capacity}"
             )
         self.mode = _choose_mode(gpu, mode)
         self.gpu = gpu
@@ -112,18 +139,22 @@ class GpuProfiler:
         self._rec: _Recording | None = None
         self._waiting: dict[int, _Recording] = {}  # frame index -> recording being read back
         self._pools: list[tuple[wgpu.GPUQuerySet, wgpu.GPUBuffer]] = []
+        self._writes: list[list[dict]] = []  # per pool, per pass slot: timestamp_writes
         self._ring: ReadbackRing | None = None
         if not self.available:
             return
         dev = gpu.device
         usage = wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC
-        for i in range(frames_in_flight):
+        for i in range(frames_in_flight * batch):
             qs = dev.create_query_set(label=f"timestamps {i}", type="timestamp", count=2 * capacity)
             buf = dev.create_buffer(
                 label=f"timestamps resolve {i}", size=16 * capacity, usage=usage
             )
             self._pools.append((qs, buf))
-        self._ring = ReadbackRing(dev, 16 * capacity, slots=frames_in_flight, label="timestamps")
+            self._writes.append([_writes(qs, j) for j in range(capacity)])
+        self._ring = ReadbackRing(
+            dev, 16 * capacity, slots=frames_in_flight, batch=batch, label="timestamps"
+        )
 
     # -- recording (graph protocol) -----------------------------------------------------------
     def begin_frame(self, frame_index: int, encoder) -> None:
@@ -135,10 +166,11 @@ class GpuProfiler:
         self._rec = None
         if not self.available:
             return
-        if not self._ring.has_free_slot():
+        pool = self._ring.next_region()
+        if pool is None:
             self.skipped_frames += 1
             return
-        self._rec = _Recording(frame_index, frame_index % len(self._pools))
+        self._rec = _Recording(frame_index, pool)
 
     def begin_pass(self, name: str, kind: str, encoder) -> dict | None:
         rec = self._rec
@@ -153,25 +185,16 @@ class GpuProfiler:
             rec.dropped += 1
             return None
         rec.names.append(name)
-        qs = self._pools[rec.pool][0]
         if by_encoder:
-            from wgpu.backends.wgpu_native.extras import write_timestamp
-
-            write_timestamp(encoder, qs, 2 * i)
+            extras.write_timestamp(encoder, self._pools[rec.pool][0], 2 * i)
             rec.end_query = 2 * i + 1
             return None
-        return {
-            "query_set": qs,
-            "beginning_of_pass_write_index": 2 * i,
-            "end_of_pass_write_index": 2 * i + 1,
-        }
+        return self._writes[rec.pool][i]
 
     def end_pass(self, name: str, kind: str, encoder) -> None:
         rec = self._rec
         if rec is not None and rec.end_query is not None:
-            from wgpu.backends.wgpu_native.extras import write_timestamp
-
-            write_timestamp(encoder, self._pools[rec.pool][0], rec.end_query)
+            extras.write_timestamp(encoder, self._pools[rec.pool][0], rec.end_query)
             rec.end_query = None
 
     def end_frame(self, encoder) -> None:

@@ -1,12 +1,29 @@
 """Profiler overhead, measured in one run: CPU and GPU frame time with profiling on vs off.
 
-Arms alternate in blocks (off, on, off, on, ...) to cancel drift. Each frame is submitted as
-three command buffers in one ``queue.submit``: a stopwatch begin (an empty compute pass with a
-beginning-of-pass timestamp), the graph's frame, a stopwatch end. The stopwatch is identical
-in both arms and independent of the per-pass profiler, so "GPU frame time" means the same
-thing with profiling off. CPU frame time = recording + submit (+ ``after_submit`` when on),
-measured with ``perf_counter_ns``. The queue is drained between frames (bench side) so frames
-do not overlap. Figures are medians; ratios are on / off. Goals: CPU <= 1.05x, GPU <= 1.01x.
+Cases: the standard frame (``engine.frame.StandardFrame`` on the procedural city, as s13
+builds it: 100,000 instances at 1920x1080, 2,000 at 320x180 with ``--quick``) is the
+realistic case; s02-like graphs (2 passes, and 2 + 10 tiny passes) are the small-frame case
+where a fixed cost shows most.
+
+Arms, interleaved in blocks (off, on, gpu, cpu, enc, off, on, ...) to cancel drift:
+
+* ``off``: ``graph.profiler`` is None (no query set, no timestamp, no CPU scope).
+* ``on``: ``--gpu-profile --profile``: pass-descriptor timestamps and CPU scopes, with
+  ``after_submit`` and a ``collect`` per frame (what the HUD does).
+* ``gpu``: ``--gpu-profile`` only; ``cpu``: ``--profile`` only (splits the CPU cost).
+* ``enc``: GPU timestamps written on the encoder between passes instead of on the pass
+  descriptors (``timestamps="encoder"``; needs ``timestamp-query-inside-encoders``): if
+  descriptor timestamps serialised passes, ``gpu`` would cost more GPU time than ``enc``.
+
+Each frame is submitted as three command buffers in one ``queue.submit``: a stopwatch begin
+(an empty compute pass with a beginning-of-pass timestamp), the frame, a stopwatch end. The
+stopwatch is identical in every arm and independent of the per-pass profiler, so "GPU frame"
+means the same thing with profiling off. CPU frame = update + record + finish + submit (+
+``after_submit`` + ``collect`` when on), ``perf_counter_ns``; the stopwatch's own command
+buffers are built outside it. The queue is drained between frames (bench side, untimed) so
+frames do not overlap. Medians are the headline; means are printed too because readbacks are
+batched (one map every ``batch`` frames), which a median alone would hide. Overheads are
+printed per frame and per pass in microseconds. Goals: CPU <= 1.05x, GPU <= 1.01x.
 """
 
 from __future__ import annotations
@@ -23,6 +40,7 @@ from engine.readback import ReadbackRing
 from samples.s02_custom_pass import WORKGROUP, create_work_pipelines, work_params
 
 FORMAT = "rgba8unorm"
+ARMS = ("off", "on", "gpu", "cpu", "enc")
 
 
 class Stopwatch:
@@ -96,87 +114,173 @@ def _work_graph(device, size, *, iterations, grid, extra_passes):
     return graph
 
 
-def _measure(gpu, graph, output, *, frames_per_block, blocks):
-    dev, q = gpu.device, gpu.queue
+class _Case:
+    """A graph to time: ``update(ctx)`` runs before recording (the sample's Update)."""
+
+    def __init__(self, name, graph, output, update=None):
+        self.name, self.graph, self.output = name, graph, output
+        self.update = update or (lambda ctx: None)
+
+
+def _standard_case(gpu, n, size):
+    from engine.frame import StandardFrame
+    from engine.scene.procedural import city
+    from engine.surfaces import OffscreenTarget
+
+    scene, path = city(n, seed=0)
+    target = OffscreenTarget(gpu.device, size)
+    graph = RenderGraph(gpu.device, output_format=target.format, size=size)
+    frame = StandardFrame(gpu, graph, scene)
+    update = lambda ctx: frame.update(ctx, path.at(4.0 + ctx.time))  # noqa: E731
+    name = f"standard frame, {n:,} instances, {size[0]}x{size[1]}"
+    return _Case(name, graph, target.view, update)
+
+
+def _sinks(gpu):
+    sinks = {
+        "off": None,
+        "on": FrameProfiler(gpu, gpu=True, cpu=True),
+        "gpu": FrameProfiler(gpu, gpu=True, cpu=False),
+        "cpu": FrameProfiler(gpu, gpu=False, cpu=True),
+    }
+    if gpu.has_encoder_timestamps:
+        sinks["enc"] = FrameProfiler(gpu, gpu=True, cpu=False, timestamps="encoder")
+    return sinks
+
+
+def _frame(gpu, case, sink, watch, index):
+    """One frame the way engine.app renders it; returns its CPU ns."""
+    dev, q, graph = gpu.device, gpu.queue, case.graph
+    begin, end = watch.begin(), watch.end()  # stopwatch: same in every arm, untimed
+    t0 = time.perf_counter_ns()
+    ctx = FrameContext(dev, graph, index, index / 60, graph.size, case.output)
+    if sink is not None:
+        sink.cpu_begin("Update")
+    case.update(ctx)
+    if sink is not None:
+        sink.cpu_end()
+    enc = dev.create_command_encoder()
+    graph.execute(enc, ctx)
+    cmd = enc.finish()
+    if sink is not None:
+        sink.cpu_begin("Submit")
+    q.submit([begin, cmd, end])
+    if sink is not None:
+        sink.cpu_end()
+        sink.after_submit()
+        sink.collect()
+    t1 = time.perf_counter_ns()
+    watch.ring.submitted(index)
+    return t1 - t0
+
+
+def _measure(gpu, case, *, frames_per_block, blocks):
+    dev = gpu.device
     watch = Stopwatch(dev)
-    sink = FrameProfiler(gpu, gpu=True, cpu=True)
+    sinks = _sinks(gpu)
     idle = dev.create_buffer(size=4, usage=wgpu.BufferUsage.COPY_SRC)
-    cpu = {False: [], True: []}
-    gpu_ms = {False: [], True: []}
-    arm_of: dict[int, bool] = {}
+    cpu = {a: [] for a in sinks}
+    gpu_ms = {a: [] for a in sinks}
+    arm_of: dict[int, str] = {}
     index = 0
-    for block in range(2 * blocks + 1):
-        on = block % 2 == 1
-        graph.profiler = sink if on else None
+
+    def take(results):
+        for f, data in results:
+            if f in arm_of:
+                b, e = np.frombuffer(data, np.uint64).tolist()
+                gpu_ms[arm_of[f]].append((e - b) / 1e6)
+
+    order = list(sinks)
+    for block in range(len(order) * (blocks + 1)):
+        arm = order[block % len(order)]
+        case.graph.profiler = sinks[arm]
         for _ in range(frames_per_block):
-            t0 = time.perf_counter_ns()
-            if on:
-                sink.cpu_begin("Update")
-                sink.cpu_end()
-            enc = dev.create_command_encoder()
-            graph.execute(enc, FrameContext(dev, graph, index, 0.0, graph.size, output))
-            cmd = enc.finish()
-            if on:
-                sink.cpu_begin("Submit")
-            q.submit([watch.begin(), cmd, watch.end()])
-            watch.ring.submitted(index)
-            if on:
-                sink.cpu_end()
-                sink.after_submit()
-                sink.collect()
-            t1 = time.perf_counter_ns()
-            if block > 0:  # block 0 warms up (shader JIT, first maps)
-                cpu[on].append((t1 - t0) / 1e6)
-                arm_of[index] = on
-            q.read_buffer(idle)  # bench side: drain the queue so frames do not overlap
-            for f, data in watch.ring.poll():
-                if f in arm_of:
-                    b, e = np.frombuffer(data, np.uint64).tolist()
-                    gpu_ms[arm_of[f]].append((e - b) / 1e6)
+            ns = _frame(gpu, case, sinks[arm], watch, index)
+            if block >= len(order):  # the first round warms up (shader JIT, first maps)
+                cpu[arm].append(ns / 1e6)
+                arm_of[index] = arm
+            dev.queue.read_buffer(idle)  # bench side: drain the queue so frames do not overlap
+            take(watch.ring.poll())
             index += 1
-    for f, data in watch.ring.drain(5.0):
-        if f in arm_of:
-            b, e = np.frombuffer(data, np.uint64).tolist()
-            gpu_ms[arm_of[f]].append((e - b) / 1e6)
-    graph.profiler = None
-    sink.drain()
+    take(watch.ring.drain(5.0))
+    case.graph.profiler = None
+    for sink in sinks.values():
+        if sink is not None:
+            sink.drain()
     return cpu, gpu_ms
 
 
-def _line(label, off, on):
+def _row(label, off, on, passes, frame_pct=False):
     mo, mn = statistics.median(off), statistics.median(on)
-    return f"  {label:<22} off {mo:9.3f} ms   on {mn:9.3f} ms   ratio {mn / mo:6.3f}x"
+    us = (mn - mo) * 1e3
+    text = (
+        f"  {label:<16} off {mo:8.3f} ms  on {mn:8.3f} ms  ratio {mn / mo:6.3f}x  "
+        f"{us:+8.1f} us/frame {us / passes:+7.2f} us/pass"
+    )
+    return text + (f"  ({100 * us / 1e3 / mo:+.2f}% of the frame)" if frame_pct else "")
+
+
+def _report(case, cpu, gms):
+    graph = case.graph
+    passes = len(graph.pass_names())
+    print(f"[{case.name}] {passes} passes: {', '.join(graph.pass_names())}", flush=True)
+    print(f"  {len(cpu['on'])} frames per arm")
+    print(_row("CPU median", cpu["off"], cpu["on"], passes))
+    mo, mn = statistics.mean(cpu["off"]), statistics.mean(cpu["on"])
+    us = (mn - mo) * 1e3
+    print(
+        f"  {'CPU mean':<16} off {mo:8.3f} ms  on {mn:8.3f} ms  ratio {mn / mo:6.3f}x  "
+        f"{us:+8.1f} us/frame {us / passes:+7.2f} us/pass"
+    )
+    print(_row("GPU median", gms["off"], gms["on"], passes, frame_pct=True))
+    print("  split (vs off, medians):")
+    for arm, what in (
+        ("cpu", "--profile only (CPU scopes)"),
+        ("gpu", "--gpu-profile only (pass timestamps)"),
+        ("enc", "--gpu-profile, encoder timestamps"),
+    ):
+        if arm not in cpu:
+            continue
+        c = (statistics.median(cpu[arm]) - statistics.median(cpu["off"])) * 1e3
+        g = (statistics.median(gms[arm]) - statistics.median(gms["off"])) * 1e3
+        print(f"    {what:<38} CPU {c:+8.1f} us/frame   GPU {g:+8.1f} us/frame")
 
 
 def run(gpu, args) -> None:
-    """Print the overhead table for a few graph shapes on ``gpu``."""
+    """Print the overhead tables for the standard frame and the s02 graphs on ``gpu``."""
     print(f"adapter: {gpu.summary}")
     if not gpu.has_timestamps:
         print("  GPU timings n/a: no 'timestamp-query' feature; nothing to measure")
         return
     quick = getattr(args, "quick", False)
     dev = gpu.device
+    fpb, blocks = (4, 3) if quick else (20, 5)
+    std_n, std_size = (2_000, (320, 180)) if quick else (100_000, (1920, 1080))
     size = (320, 180) if quick else (1280, 720)
     tex = dev.create_texture(
         size=(*size, 1), format=FORMAT, usage=wgpu.TextureUsage.RENDER_ATTACHMENT
     )
     output = tex.create_view()
-    fpb, blocks = (5, 3) if quick else (20, 5)
-    shapes = [
-        ("s02 (2 passes)", dict(iterations=64, grid=256, extra_passes=0)),
-        ("s02 + 10 passes", dict(iterations=64, grid=256, extra_passes=10)),
+    print(
+        f"  arms {', '.join(a for a in ARMS if a != 'enc' or gpu.has_encoder_timestamps)}; "
+        f"{fpb} frames per block, {blocks} blocks per arm, interleaved; queue drained "
+        "between frames"
+    )
+    cases = [
+        lambda: _standard_case(gpu, std_n, std_size),
+        lambda: _Case(
+            f"s02, {size[0]}x{size[1]}",
+            _work_graph(dev, size, iterations=64, grid=256, extra_passes=0),
+            output,
+        ),
+        lambda: _Case(
+            f"s02 + 10 tiny passes, {size[0]}x{size[1]}",
+            _work_graph(dev, size, iterations=64, grid=256, extra_passes=10),
+            output,
+        ),
     ]
-    try:
-        from engine.frame import StandardFrame  # noqa: F401  (the standard frame, when merged)
-
-        print("  standard frame: present but not wired into this benchmark yet")
-    except ImportError:
-        print("  standard frame: not available yet")
-    print(f"  {fpb} frames per block, {blocks} blocks per arm, interleaved; medians")
-    for name, kw in shapes:
-        graph = _work_graph(dev, size, **kw)
-        cpu, gms = _measure(gpu, graph, output, frames_per_block=fpb, blocks=blocks)
-        print(f"[{name}] {len(graph.passes)} passes, {size[0]}x{size[1]}")
-        print(_line("CPU frame (record+submit)", cpu[False], cpu[True]))
-        print(_line("GPU frame (stopwatch)", gms[False], gms[True]))
-    print("  goals: CPU <= 1.05x, GPU <= 1.01x")
+    for make in cases:
+        case = make()
+        cpu, gms = _measure(gpu, case, frames_per_block=fpb, blocks=blocks)
+        _report(case, cpu, gms)
+    print("  goals: CPU <= 1.05x, GPU <= 1.01x (on vs off)")
