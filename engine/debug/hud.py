@@ -174,6 +174,7 @@ class Hud:
         scale = forced or auto_hud_scale(size)
         cols, rows = grid_for(size, scale)
         self.overlay_pass.set_scale(scale)
+        self.overlay_pass.target_size = tuple(size)
         self.overlay.resize(cols, rows)
         self.size = tuple(size)
         self._layout_due = True
