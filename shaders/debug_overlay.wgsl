@@ -1,7 +1,9 @@
-// The debug HUD: one fullscreen triangle. Each pixel finds its HUD pixel (integer scale),
-// its 8x8 cell, composites the cell background, the primitives that touch the cell and the
-// glyph from the 1-bit font atlas. Colours are RGBA8 sRGB; on -srgb targets the output is
-// converted to linear so the stored bytes equal the requested ones.
+// The debug HUD: one instanced draw of quads, one per rectangle of occupied cells (6 vertices
+// per instance, the rectangle in cells as a per-instance vertex attribute), so only pixels the
+// HUD covers are rasterised and blended. Each pixel finds its HUD pixel (integer scale), its
+// 8x8 cell, composites the cell background, the primitives that touch the cell and the glyph
+// from the 1-bit font atlas. Colours are RGBA8 sRGB; on -srgb targets the output is converted
+// to linear (256-entry table) so the stored bytes equal the requested ones.
 
 struct Params {
     cols: u32,
@@ -9,9 +11,9 @@ struct Params {
     scale: u32,       // framebuffer pixels per HUD pixel
     srgb_target: u32, // 1: output linear colour (the target encodes sRGB)
     prim_count: u32,
+    target_w: u32,    // framebuffer size in pixels: quad corners -> NDC
+    target_h: u32,
     _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
 };  // 32 bytes
 
 struct Prim {
@@ -34,17 +36,29 @@ const TAU: f32 = 6.283185307179586;
 @group(0) @binding(2) var<storage, read> prims: array<Prim>;
 @group(0) @binding(3) var<storage, read> chart_data: array<f32>;
 @group(0) @binding(4) var atlas: texture_2d<f32>;
+// linear value of each 8-bit sRGB code (IEC 61966-2-1), computed in float64 on the CPU
+@group(0) @binding(5) var<storage, read> srgb_lut: array<f32, 256>;
 
+// Quad corner `i` (0..5, two triangles) of the cell rectangle `rect` = (col0, row0, col1, row1).
+// Corners sit on pixel edges, so adjacent rectangles share edges and no pixel is drawn twice.
 @vertex
-fn vs_main(@builtin(vertex_index) i: u32) -> @builtin(position) vec4<f32> {
-    let uv = vec2<f32>(f32((i << 1u) & 2u), f32(i & 2u));
-    return vec4<f32>(uv * 2.0 - 1.0, 0.0, 1.0);
+fn vs_main(
+    @builtin(vertex_index) i: u32,
+    @location(0) rect: vec4<u32>,
+) -> @builtin(position) vec4<f32> {
+    // corners (0,0) (1,0) (0,1) | (0,1) (1,0) (1,1): x = 1 for i in {1,4,5}, y for {2,3,5}
+    let corner = vec2<bool>(((0x32u >> i) & 1u) == 1u, ((0x2cu >> i) & 1u) == 1u);
+    let cell = select(rect.xy, rect.zw, corner);
+    let px = vec2<f32>(cell * (8u * params.scale));
+    let ndc = px / vec2<f32>(f32(params.target_w), f32(params.target_h)) * 2.0 - 1.0;
+    return vec4<f32>(ndc.x, -ndc.y, 0.0, 1.0);
 }
 
+// Exact for the 256 representable sRGB bytes: round to the byte, then look it up (cheaper than
+// pow, and the stored byte equals what a unorm target stores for the same colour).
 fn srgb_to_linear(c: vec3<f32>) -> vec3<f32> {
-    let lo = c / 12.92;
-    let hi = pow((c + 0.055) / 1.055, vec3<f32>(2.4));
-    return select(hi, lo, c <= vec3<f32>(0.04045));
+    let i = vec3<u32>(round(clamp(c, vec3<f32>(0.0), vec3<f32>(1.0)) * 255.0));
+    return vec3<f32>(srgb_lut[i.x], srgb_lut[i.y], srgb_lut[i.z]);
 }
 
 // Porter-Duff "over" with straight (non-premultiplied) alpha.

@@ -95,10 +95,10 @@ class TimelinePanel:
         h = perf.history
         out = np.zeros((TIMELINE_FRAMES, max(1, len(names))), np.float32)
         recent = h.recent(TIMELINE_FRAMES, "gpu")
-        cols = [h._col.get(n) for n in names]
-        for j, c in enumerate(cols):
-            if c is not None and len(recent):
-                out[TIMELINE_FRAMES - len(recent) :, j] = np.nan_to_num(recent[:, c])
+        known = [(j, h._col[n]) for j, n in enumerate(names) if n in h._col]
+        if known and len(recent):  # one gather for all passes: this runs every frame
+            js, cs = zip(*known, strict=True)
+            out[TIMELINE_FRAMES - len(recent) :, list(js)] = np.nan_to_num(recent[:, list(cs)])
         return out
 
     def draw(self, ov: DebugOverlay, col: int, row: int, perf: PerfOverlay, names: list[str]):
@@ -174,6 +174,7 @@ class Hud:
         scale = forced or auto_hud_scale(size)
         cols, rows = grid_for(size, scale)
         self.overlay_pass.set_scale(scale)
+        self.overlay_pass.target_size = tuple(size)
         self.overlay.resize(cols, rows)
         self.size = tuple(size)
         self._layout_due = True

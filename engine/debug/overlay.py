@@ -14,6 +14,10 @@ rows that changed. Every cell is four ``uint32`` words:
 
 Primitives (bar, pie slice, line, stacked chart) are resolved per HUD pixel in the fragment
 shader. Layering inside a cell: background, then primitives in the order drawn, then the glyph.
+
+A cell is *occupied* when it can change a pixel: background alpha > 0, a glyph code, or a
+primitive range. ``occupied_rects`` covers exactly the occupied cells with a few rectangles,
+which the pass draws as instanced quads instead of a fullscreen triangle.
 """
 
 from __future__ import annotations
@@ -76,8 +80,42 @@ def font_atlas() -> np.ndarray:
 def encode_text(s: str) -> np.ndarray:
     """ASCII codes (``uint32``) of ``s``; characters outside printable ASCII become ``'?'``."""
     codes = np.frombuffer(s.encode("ascii", errors="replace"), np.uint8).astype(np.uint32)
-    codes[(codes < 32) | (codes > 126)] = ord("?")
+    if not (s.isascii() and s.isprintable()):  # the common case needs no clean-up
+        codes[(codes < 32) | (codes > 126)] = ord("?")
     return codes
+
+
+def occupied_rects(cells: np.ndarray) -> np.ndarray:
+    """Rectangles that cover exactly the occupied cells of a grid.
+
+    Args:
+        cells: ``uint32`` array ``(rows, cols, 4)`` in the cell layout above.
+
+    Returns:
+        ``uint32`` array ``(n, 4)`` of half-open cell rectangles ``(col0, row0, col1, row1)``,
+        disjoint, ordered by ``(col0, col1, row0)``; ``n = 0`` for an empty grid. Each row's
+        maximal runs of occupied cells are merged with identical runs on the rows directly
+        below, so a rectangular panel is one rectangle. Vectorised: ~0.05 ms at 120x67 cells.
+    """
+    rows, cols, _ = cells.shape
+    words = np.ascontiguousarray(cells).view(np.uint64).reshape(rows, cols, 2)
+    # glyph code | (bg alpha, prims) -- one 64-bit word holds bg (low) and prims (high)
+    occ = ((words[..., 0] & 0xFF) | (words[..., 1] >> 24)) != 0
+    # rows of [0, occ...] end to end, plus a final 0: every run is a 0->1 and a 1->0 flip
+    padded = np.zeros(rows * (cols + 1) + 1, np.int8)
+    padded[:-1].reshape(rows, cols + 1)[:, 1:] = occ
+    flips = np.flatnonzero(padded[1:] != padded[:-1])  # pairs: run start, run end
+    if len(flips) == 0:
+        return np.zeros((0, 4), np.uint32)
+    row, c0 = np.divmod(flips[0::2], cols + 1)
+    c1 = flips[1::2] - row * (cols + 1)
+    order = np.lexsort((row, c1, c0))
+    row, c0, c1 = row[order], c0[order], c1[order]
+    new = np.ones(len(row), bool)  # a run starts a rectangle unless it continues the one above
+    new[1:] = (c0[1:] != c0[:-1]) | (c1[1:] != c1[:-1]) | (row[1:] != row[:-1] + 1)
+    first = np.flatnonzero(new)
+    last = np.append(first[1:], len(row)) - 1
+    return np.stack([c0[first], row[first], c1[first], row[last] + 1], axis=1).astype(np.uint32)
 
 
 def check_grid_size(cols: int, rows: int) -> None:
@@ -343,6 +381,10 @@ class DebugOverlay:
 
     def data_bytes(self) -> bytes:
         return np.concatenate(self.data).tobytes() if self.data else b""
+
+    def occupied_rects(self) -> np.ndarray:
+        """``occupied_rects(self.cells)``: ``uint32 (n, 4)`` cell rectangles, see there."""
+        return occupied_rects(self.cells)
 
     # -- inspection (tests, tools) --------------------------------------------------------
     def glyph_at(self, col: int, row: int) -> str:
