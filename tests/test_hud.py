@@ -322,7 +322,7 @@ def run_hud(gpu, mode, *, frames=130, size=HUD_SIZE, hud_scale=None, cull=FAKE_C
         overlay_mode=mode,
         hud=None,
     )
-    hud = install_hud(app)
+    hud = install_hud(app, clock=None)  # simulated time: fixed refreshes and FPS
     assert graph.passes[-1].name == "DebugOverlay"
     view = tex.create_view()
     for i in range(frames):

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import logging
 import math
+import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -145,10 +147,22 @@ class Hud:
         overlay, overlay_pass: the grid and the pass that draws it.
         render_pass: the graph's ``DebugOverlay`` pass (enabled unless the mode is ``off``).
         mode: one of ``OVERLAY_MODES``.
+        clock: seconds for the frame time, FPS and the refresh rate; wall clock by default
+            (a capture's simulated ``ctx.time`` would claim 60 FPS whatever the real rate).
+            ``None`` uses ``ctx.time`` (deterministic: tests and reference images).
     """
 
-    def __init__(self, app, overlay, overlay_pass, render_pass, mode: str = "off"):
+    def __init__(
+        self,
+        app,
+        overlay,
+        overlay_pass,
+        render_pass,
+        mode: str = "off",
+        clock: Callable[[], float] | None = time.perf_counter,
+    ):
         self.app = app
+        self.clock = clock
         self.overlay = overlay
         self.overlay_pass = overlay_pass
         self.render_pass = render_pass
@@ -184,7 +198,8 @@ class Hud:
         if self.size != tuple(ctx.size):
             self.resize(ctx.size)
         names = self.app.graph.pass_names()
-        refreshed = self.perf.tick(self.app.profiler, names, ctx.time)
+        now = ctx.time if self.clock is None else self.clock()
+        refreshed = self.perf.tick(self.app.profiler, names, now)
         if self.mode == "off":
             return
         if refreshed or self._layout_due:  # cull counters also refresh at the readable rate
@@ -221,7 +236,7 @@ class Hud:
         ov.text(ov.cols - len(label) - 1, 0, label, HEADER, PANEL_BG)
 
 
-def install_hud(app) -> Hud:
+def install_hud(app, *, clock: Callable[[], float] | None = time.perf_counter) -> Hud:
     """Create the overlay, its pass and the ``Hud``; add the ``DebugOverlay`` render pass LAST
     to ``app.graph`` (load the output, draw over it). Mode from ``app.overlay_mode`` /
     ``app.args.overlay``; grid and scale from the graph size (``--hud-scale`` overrides)."""
@@ -230,7 +245,7 @@ def install_hud(app) -> Hud:
     opass = DebugOverlayPass(graph.device, overlay, graph.output_format)
     rpass = graph.add(RenderPass(PASS_NAME, record=opass.record, targets=opass.targets))
     mode = getattr(app, "overlay_mode", None) or getattr(app.args, "overlay", None) or "off"
-    hud = Hud(app, overlay, opass, rpass, mode)
+    hud = Hud(app, overlay, opass, rpass, mode, clock)
     hud.resize(graph.size)
     graph.on_resize(hud.resize)
     return hud
