@@ -33,36 +33,82 @@ def pyramid_levels(width: int, height: int) -> int:
     return max(width, height).bit_length()
 
 
+#: Levels one single-pass dispatch writes (its first level plus five reduced in workgroup memory).
+LEVELS_PER_DISPATCH = 6
+#: First-level texels per workgroup side in the single-pass kernels (16x16 threads, 2x2 each).
+TILE = 32
+
+
+def dispatch_count(levels: int, levels_per_dispatch: int = LEVELS_PER_DISPATCH) -> int:
+    """Dispatches that build a ``levels``-mip pyramid writing ``levels_per_dispatch`` each."""
+    return -(-levels // levels_per_dispatch)
+
+
 class DepthPyramid:
     """Owns the pyramid texture for one output size and records its build.
+
+    The build is single-pass downsampling after AMD FidelityFX SPD ("Single Pass Downsampler",
+    GPUOpen, 2020): each 16x16 workgroup writes a 32x32 tile of a level and reduces it through
+    workgroup memory into the next five, so a pyramid of ``levels`` mips takes
+    ``ceil(levels / 6)`` dispatches (2 at 1920x1080: levels 0-5 from the depth buffer, then
+    6-10 in one workgroup) instead of one per level. A device with fewer than 6 storage
+    textures per shader stage (or ``per_level=True``) gets the one-dispatch-per-level build;
+    both are bit-identical to ``engine.culling.reference.build_pyramid``.
 
     Args:
         device: the ``wgpu.GPUDevice``.
         size: output size ``(width, height)`` in pixels.
+        per_level: force one dispatch per level (comparison and fallback); None = automatic.
 
     Attributes:
         base: level-0 size ``(pw, ph)`` in texels; ``levels``: mip count; ``view``: all mips
-        (``texture_2d<f32>``, unfilterable) for the cull.
+        (``texture_2d<f32>``, unfilterable) for the cull; ``dispatches``: compute dispatches
+        ``record`` issues per build; ``pipe0`` / ``pipe_reduce``: the pipelines that build
+        from the depth buffer and from a previous level.
+
+    Raises:
+        ValueError: a size below 1 pixel.
     """
 
-    def __init__(self, device: wgpu.GPUDevice, size: tuple[int, int]):
+    def __init__(
+        self, device: wgpu.GPUDevice, size: tuple[int, int], *, per_level: bool | None = None
+    ):
         self.device = device
+        if per_level is None:
+            per_level = device.limits["max-storage-textures-per-shader-stage"] < LEVELS_PER_DISPATCH
+        self.per_level = per_level
+        self.levels_per_dispatch = 1 if per_level else LEVELS_PER_DISPATCH
         m = shader_module(device, "hiz.wgsl")
+        e0, er = ("level0", "reduce") if per_level else ("spd_depth", "spd_level")
         self.pipe0 = device.create_compute_pipeline(
-            label="hiz level0", layout="auto", compute={"module": m, "entry_point": "level0"}
+            label=f"hiz {e0}", layout="auto", compute={"module": m, "entry_point": e0}
         )
         self.pipe_reduce = device.create_compute_pipeline(
-            label="hiz reduce", layout="auto", compute={"module": m, "entry_point": "reduce"}
+            label=f"hiz {er}", layout="auto", compute={"module": m, "entry_point": er}
         )
+        # Unused level slots of the last dispatch still need a view each: 1x1 layers, never
+        # written (the shader stores only into levels the pyramid has).
+        self._spare = device.create_texture(
+            label="HiZ spare levels",
+            size=(1, 1, LEVELS_PER_DISPATCH - 1),
+            format=FORMAT,
+            usage=wgpu.TextureUsage.STORAGE_BINDING,
+        )
+        self._spare_views = [
+            self._spare.create_view(dimension="2d", base_array_layer=i, array_layer_count=1)
+            for i in range(LEVELS_PER_DISPATCH - 1)
+        ]
         self.texture = None
         self.resize(size)
 
     def resize(self, size: tuple[int, int]) -> None:
+        """Recreate the pyramid for output ``size`` ``(width, height)`` in pixels."""
         if self.texture is not None:
             self.texture.destroy()
         self.size = tuple(size)
         self.base = (pyramid_base(size[0]), pyramid_base(size[1]))
         self.levels = pyramid_levels(*self.base)
+        self.dispatches = dispatch_count(self.levels, self.levels_per_dispatch)
         self.texture = self.device.create_texture(
             label="HiZ pyramid",
             size=(*self.base, 1),
@@ -80,39 +126,32 @@ class DepthPyramid:
         self._groups = None
 
     def _bind(self, depth_view) -> None:
-        d = self.device
-        g = [
-            d.create_bind_group(
-                layout=self.pipe0.get_bind_group_layout(0),
-                entries=[
-                    {"binding": 0, "resource": depth_view},
-                    {"binding": 1, "resource": self.mips[0]},
-                ],
+        """One bind group per dispatch: its source, then its levels (spares past the last)."""
+        d, n = self.device, self.levels_per_dispatch
+        groups = []
+        for first in range(0, self.levels, n):
+            pipe = self.pipe0 if first == 0 else self.pipe_reduce
+            src = depth_view if first == 0 else self.mips[first - 1]
+            dst = self.mips[first : first + n]
+            dst += self._spare_views[: n - len(dst)]
+            entries = [{"binding": 0, "resource": src}]
+            entries += [{"binding": 1 + i, "resource": v} for i, v in enumerate(dst)]
+            groups.append(
+                d.create_bind_group(layout=pipe.get_bind_group_layout(0), entries=entries)
             )
-        ]
-        for i in range(1, self.levels):
-            g.append(
-                d.create_bind_group(
-                    layout=self.pipe_reduce.get_bind_group_layout(0),
-                    entries=[
-                        {"binding": 0, "resource": self.mips[i - 1]},
-                        {"binding": 1, "resource": self.mips[i]},
-                    ],
-                )
-            )
-        self._groups = (depth_view, g)
+        self._groups = (depth_view, groups)
 
     def record(self, cpass, depth_view) -> None:
-        """Record one dispatch per level into the compute pass; ``depth_view`` is this
-        frame's depth32float view at the output size."""
+        """Record the build (``dispatches`` dispatches) into the compute pass; ``depth_view``
+        is this frame's depth32float view at the output size."""
         if self._groups is None or self._groups[0] is not depth_view:
             self._bind(depth_view)
-        groups = self._groups[1]
         w, h = self.base
-        cpass.set_pipeline(self.pipe0)
-        for i, g in enumerate(groups):
-            if i == 1:
-                cpass.set_pipeline(self.pipe_reduce)
-            lw, lh = max(1, w >> i), max(1, h >> i)
+        n = self.levels_per_dispatch
+        per = 8 if self.per_level else TILE  # first-level texels per workgroup side
+        for i, g in enumerate(self._groups[1]):
+            if i < 2:
+                cpass.set_pipeline(self.pipe0 if i == 0 else self.pipe_reduce)
+            lw, lh = max(1, w >> (i * n)), max(1, h >> (i * n))
             cpass.set_bind_group(0, g)
-            cpass.dispatch_workgroups((lw + 7) // 8, (lh + 7) // 8, 1)
+            cpass.dispatch_workgroups((lw + per - 1) // per, (lh + per - 1) // per, 1)

@@ -2,6 +2,8 @@
 passes, the depth pyramid and the whole frame at 1920x1080 (printed figures, no pass/fail).
 
 Goals (H200): record(1M) <= 1.2 x record(1k); Cull.Early + Cull.Late <= 0.1 ms; HiZ <= 0.05 ms.
+The pyramid is also timed alone (its own compute pass, same depth), single-pass vs one dispatch
+per level, interleaved, so one run shows what the dispatch count costs.
 """
 
 from __future__ import annotations
@@ -83,8 +85,50 @@ def run(gpu, args) -> None:
         if name in med:
             print(f"  {name:<12} {med[name]:8.3f} ms")
     print(f"  cull phases  {both:8.3f} ms (goal <= 0.1 on H200)")
-    print(f"  pyramid      {med.get('HiZ', 0.0):8.3f} ms (goal <= 0.05 on H200)")
+    p = frame.pyramid
+    shape = f"{p.dispatches} dispatches for {p.levels} levels, level 0 {p.base[0]}x{p.base[1]}"
+    print(f"  pyramid      {med.get('HiZ', 0.0):8.3f} ms (goal <= 0.05 on H200); {shape}")
     print(f"  frame        {med['frame']:8.3f} ms (first pass begin to last pass end)")
     c = frame.stats.drain()
     if c is not None:
         print(f"  {c.report()}")
+    _pyramid_alone(gpu, graph, 12 if quick else 60)
+
+
+def _pyramid_alone(gpu, graph, reps: int) -> None:
+    """GPU ms of the pyramid build alone from the last frame's depth: single-pass vs per-level
+    (each build in its own timestamped compute pass, the two interleaved; medians)."""
+    import numpy as np
+    import wgpu
+
+    from engine.passes.hiz import DepthPyramid
+
+    d = gpu.device
+    builds = [DepthPyramid(d, SIZE, per_level=True), DepthPyramid(d, SIZE, per_level=False)]
+    n = 2 * len(builds) * reps
+    qs = d.create_query_set(type="timestamp", count=n)
+    res = d.create_buffer(
+        size=8 * n, usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC
+    )
+    depth = graph.view("frame.depth")
+    enc = d.create_command_encoder()
+    q = 0
+    for _ in range(reps):
+        for b in builds:
+            tw = {
+                "query_set": qs,
+                "beginning_of_pass_write_index": q,
+                "end_of_pass_write_index": q + 1,
+            }
+            cp = enc.begin_compute_pass(timestamp_writes=tw)
+            b.record(cp, depth)
+            cp.end()
+            q += 2
+    enc.resolve_query_set(qs, 0, n, res, 0)
+    d.queue.submit([enc.finish()])
+    t = np.frombuffer(d.queue.read_buffer(res), np.uint64).reshape(reps, len(builds), 2)
+    ms = np.median((t[..., 1] - t[..., 0]).astype(np.float64), axis=0) / 1e6
+    print(f"  pyramid alone ({SIZE[0]}x{SIZE[1]}, median of {reps}, interleaved):")
+    for b, m in zip(builds, ms, strict=True):
+        kind = "per-level  " if b.per_level else "single-pass"
+        print(f"    {kind} {m:8.3f} ms  {b.dispatches:2d} dispatches")
