@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import wgpu
 
 from engine.graph import ComputePass, FrameContext, RenderGraph
@@ -63,3 +64,39 @@ def run_frame(gpu, graph: RenderGraph, prof, index: int) -> None:
     if prof is not None:
         prof.cpu_end()
         prof.after_submit()
+
+
+def measure_work_ms(gpu, iterations: int, grid: int = 256) -> float:
+    """GPU milliseconds of one work pass, measured with a blocking read (test-side only)."""
+    dev = gpu.device
+    qs = dev.create_query_set(type="timestamp", count=2)
+    resolved = dev.create_buffer(
+        size=16, usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC
+    )
+    p = work_pass(dev, "Calibrate", iterations, grid)
+    encoder = dev.create_command_encoder()
+    cpass = encoder.begin_compute_pass(
+        timestamp_writes={
+            "query_set": qs,
+            "beginning_of_pass_write_index": 0,
+            "end_of_pass_write_index": 1,
+        }
+    )
+    p.record(None, cpass)
+    cpass.end()
+    encoder.resolve_query_set(qs, 0, 2, resolved, 0)
+    dev.queue.submit([encoder.finish()])
+    t = np.frombuffer(dev.queue.read_buffer(resolved), np.uint64).astype(np.int64)
+    return (t[1] - t[0]) / 1e6
+
+
+def iterations_for(gpu, target_ms: float, grid: int = 256, start: int = 200) -> int:
+    """Iterations of the work loop that take at least about ``target_ms`` on this GPU, so
+    timing tests mean the same on lavapipe and on a GPU a thousand times faster."""
+    iterations = start
+    for _ in range(4):
+        ms = measure_work_ms(gpu, iterations, grid)
+        if ms >= target_ms:
+            break
+        iterations = min(int(iterations * min(2 * target_ms / max(ms, 1e-3), 1000)), 10**7)
+    return iterations

@@ -14,7 +14,13 @@ from engine.graph import ComputePass, TransferPass
 from engine.profiling import FrameProfiler, GpuProfiler, Scope
 from engine.profiling.gpu import _Recording
 from engine.profiling.report import timeline
-from tests.profiling_support import compute_graph, run_frame, wait_idle, work_pass
+from tests.profiling_support import (
+    compute_graph,
+    iterations_for,
+    run_frame,
+    wait_idle,
+    work_pass,
+)
 
 # lavapipe timing is noisy (2 cores shared with Python and whatever else runs): contention
 # only ever adds time, so the ratio of each pass's fastest reading over 8 frames (each frame
@@ -39,8 +45,9 @@ def _attach(gpu, graph, **kw):
 
 def test_four_times_the_work_measures_four_times_the_time(timing_gpu):
     gpu, dev = timing_gpu, timing_gpu.device
+    n = iterations_for(gpu, 5.0)  # >= 5 ms per 1x pass, so fixed costs do not skew the ratio
     graph = compute_graph(
-        dev, [work_pass(dev, "Work1x", 200, 256), work_pass(dev, "Work4x", 800, 256)]
+        dev, [work_pass(dev, "Work1x", n, 256), work_pass(dev, "Work4x", 4 * n, 256)]
     )
     prof = _attach(gpu, graph)
     for f in range(9):
@@ -128,8 +135,9 @@ def test_transfer_pass_uses_encoder_timestamps(gpu):
 
 def test_collect_returns_none_until_ready_and_never_blocks(timing_gpu):
     gpu, dev = timing_gpu, timing_gpu.device
-    # ~0.3 s of lavapipe compute: 256x256 cells x 3000 iterations
-    graph = compute_graph(dev, [work_pass(dev, "Heavy", 3000, grid=256)])
+    # >= 50 ms of GPU work (~0.3 s on lavapipe at the starting 3000 iterations)
+    heavy = iterations_for(gpu, 50.0, start=3000)
+    graph = compute_graph(dev, [work_pass(dev, "Heavy", heavy, grid=256)])
     prof = _attach(gpu, graph, cpu=False)
     run_frame(gpu, graph, prof, 0)  # includes after_submit, which polls too
     t0 = time.perf_counter()
