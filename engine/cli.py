@@ -28,26 +28,26 @@ def size_type(text: str) -> tuple[int, int]:
     return w, h
 
 
-def positive_int(text: str) -> int:
-    """An integer >= 1."""
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return v
+def int_type(minimum: int, maximum: int | None = None, what: str = "an integer"):
+    """An argparse ``type=``: an integer in ``minimum..maximum`` (inclusive; ``1_000`` is
+    accepted), else a one-line error such as ``expected an integer from 1 to 16, got 'x'``."""
+    bounds = f"from {minimum:,} to {maximum:,}" if maximum is not None else f">= {minimum:,}"
+
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            v = None
+        if v is None or v < minimum or (maximum is not None and v > maximum):
+            raise argparse.ArgumentTypeError(f"expected {what} {bounds}, got {text!r}")
+        return v
+
+    return parse
 
 
-def non_negative_int(text: str) -> int:
-    """An integer >= 0."""
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
-    return v
+positive_int = int_type(1, what="a positive integer")
+non_negative_int = int_type(0)
+hud_scale_type = int_type(1, 16, "an integer HUD scale")
 
 
 def build_parser(prog: str, description: str) -> ArgumentParser:
@@ -97,7 +97,7 @@ def build_parser(prog: str, description: str) -> ArgumentParser:
     )
     g.add_argument(
         "--hud-scale",
-        type=positive_int,
+        type=hud_scale_type,
         metavar="N",
         default=None,
         help="integer HUD scale (default: chosen from the output size)",

@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import wgpu
 
+from engine.cli import int_type
 from engine.culling.counters import NUM_COUNTERS
 from engine.culling.cull import (
     CULL_UNIFORM_SIZE,
@@ -108,30 +109,18 @@ class FrameSettings:
 
 
 # -- command line ---------------------------------------------------------------------------
+_shadow_range = int_type(256, 8192, "a power of two")
+
+
 def shadow_size_type(text: str) -> int:
     """argparse type: a power of two in 256..8192 (texels)."""
-    try:
-        v = int(text)
-    except ValueError:
-        v = -1
-    if v < 256 or v > 8192 or v & (v - 1):
-        raise argparse.ArgumentTypeError(
-            f"expected a power of two from 256 to 8192 (e.g. 2048), got {text!r}"
-        )
+    v = _shadow_range(text)
+    if v & (v - 1):
+        raise argparse.ArgumentTypeError(f"expected a power of two from 256 to 8,192, got {text!r}")
     return v
 
 
-def instances_type(text: str) -> int:
-    """argparse type: an instance count in 1..MAX_INSTANCES."""
-    try:
-        v = int(text.replace("_", ""))
-    except ValueError:
-        v = 0
-    if not 1 <= v <= MAX_INSTANCES:
-        raise argparse.ArgumentTypeError(
-            f"expected an instance count from 1 to {MAX_INSTANCES:,}, got {text!r}"
-        )
-    return v
+instances_type = int_type(1, MAX_INSTANCES, "an instance count")
 
 
 def add_frame_arguments(parser: argparse.ArgumentParser, *, default_instances: int) -> None:

@@ -8,13 +8,11 @@ the HUD and ``--trace``, because the render graph times every pass it begins.
 
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
 import wgpu
 
 from engine.app import Sample, main
-from engine.cli import positive_int
+from engine.cli import int_type
 from engine.graph import ComputePass, RenderPass
 from engine.shaders import shader_module
 
@@ -50,11 +48,8 @@ def work_params(iterations: int, grid: int, time: float) -> bytes:
     )
 
 
-def _grid_size(text: str) -> int:
-    n = positive_int(text)
-    if n > 4096:
-        raise argparse.ArgumentTypeError(f"expected 1..4096 cells per side, got {text!r}")
-    return n
+_grid_size = int_type(1, 4096, "cells per side")
+_work = int_type(1, 1_000_000, "iterations")
 
 
 class CustomPass(Sample):
@@ -66,7 +61,7 @@ class CustomPass(Sample):
         g = parser.add_argument_group("s02 options")
         g.add_argument(
             "--work",
-            type=positive_int,
+            type=_work,
             default=64,
             metavar="N",
             help="iterations per grid cell in the Work compute pass (default 64); "

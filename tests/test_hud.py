@@ -23,8 +23,9 @@ FG, BG = (255, 200, 40), (20, 40, 90)
 
 
 # -- helpers ----------------------------------------------------------------------------------
-def render(device, overlay, fmt, size, *, scale=1, clear=(0.0, 0.0, 0.0, 1.0)):
-    """Draw ``overlay`` over a cleared target; return ``(H, W, 4) uint8``."""
+def render(device, overlay, fmt, size, *, scale=1, clear=(0.0, 0.0, 0.0, 1.0), target_size=None):
+    """Draw ``overlay`` over a cleared target of ``size`` pixels; return ``(H, W, 4) uint8``.
+    ``target_size``: pass it to the overlay pass (a target larger than the grid)."""
     w, h = size
     tex = device.create_texture(
         size=(w, h, 1),
@@ -32,6 +33,8 @@ def render(device, overlay, fmt, size, *, scale=1, clear=(0.0, 0.0, 0.0, 1.0)):
         usage=wgpu.TextureUsage.RENDER_ATTACHMENT | wgpu.TextureUsage.COPY_SRC,
     )
     opass = DebugOverlayPass(device, overlay, fmt, scale)
+    if target_size is not None:
+        opass.target_size = target_size
     enc = device.create_command_encoder()
     rp = enc.begin_render_pass(
         color_attachments=[

@@ -82,40 +82,12 @@ def test_quads_land_on_the_right_pixels_of_a_larger_target(device):
     ov.fill(0, 0, 12, 6, (255, 0, 0))
     ov.fill(11, 5, 1, 1, (0, 0, 255))  # last cell: bottom-right corner of the grid
     opass_size = (200, 101)
-    img = render_sized(device, ov, "rgba8unorm", opass_size, scale=2)[..., :3]
+    img = render(
+        device, ov, "rgba8unorm", opass_size, scale=2, clear=CLEAR, target_size=opass_size
+    )[..., :3]
     assert (img[:80, :176] == [255, 0, 0]).all()
     assert (img[80:96, 176:192] == [0, 0, 255]).all()
     assert (img[96:, :] == [0, 255, 0]).all() and (img[:, 192:] == [0, 255, 0]).all()
-
-
-def render_sized(device, overlay, fmt, size, *, scale):
-    """Like ``render`` but through ``target_size`` on a target larger than the grid."""
-    w, h = size
-    tex = device.create_texture(
-        size=(w, h, 1),
-        format=fmt,
-        usage=wgpu.TextureUsage.RENDER_ATTACHMENT | wgpu.TextureUsage.COPY_SRC,
-    )
-    opass = DebugOverlayPass(device, overlay, fmt, scale)
-    opass.target_size = size
-    enc = device.create_command_encoder()
-    rp = enc.begin_render_pass(
-        color_attachments=[
-            {
-                "view": tex.create_view(),
-                "load_op": "clear",
-                "clear_value": CLEAR,
-                "store_op": "store",
-            }
-        ]
-    )
-    opass.record(None, rp)
-    rp.end()
-    device.queue.submit([enc.finish()])
-    data = device.queue.read_texture(
-        {"texture": tex}, {"bytes_per_row": w * 4, "rows_per_image": h}, (w, h, 1)
-    )
-    return np.frombuffer(data, np.uint8).reshape(h, w, 4)
 
 
 @pytest.mark.parametrize("fmt", ["rgba8unorm", "rgba8unorm-srgb"])
