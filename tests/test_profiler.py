@@ -22,9 +22,10 @@ from tests.profiling_support import (
     work_pass,
 )
 
-# lavapipe timing is noisy (2 cores shared with Python and whatever else runs): contention
-# only ever adds time, so the ratio of each pass's fastest reading over 8 frames (each frame
-# run on an otherwise idle queue) must land within +-20 % of 4.
+# lavapipe timing is noisy both ways: contention adds time, and now and then an end-of-pass
+# timestamp lands before the dispatch has finished (seen: one 4x reading at half its value).
+# The ratio of the medians over 8 frames (each run on an otherwise idle queue) must land
+# within +-20 % of 4.
 RATIO_TOLERANCE = 0.20
 
 
@@ -67,7 +68,7 @@ def test_four_times_the_work_measures_four_times_the_time(timing_gpu):
         assert one.begin_ns <= one.end_ns <= four.begin_ns <= four.end_ns
         across = four.end_ns - one.begin_ns
         assert (one.end_ns - one.begin_ns) + (four.end_ns - four.begin_ns) <= across
-    ratio = min(fours) / min(ones)
+    ratio = float(np.median(fours) / np.median(ones))
     assert abs(ratio - 4.0) <= 4.0 * RATIO_TOLERANCE, f"ratio {ratio:.2f}: {ones} {fours}"
     # CPU scopes: Update, both passes' recording, Submit, in start order
     names = [s.name for s in frames[-1].cpu]
