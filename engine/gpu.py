@@ -84,21 +84,47 @@ class Gpu:
         return f"GPU: {self.summary} | {flags}"
 
 
+BACKENDS = ("Vulkan", "Metal", "D3D12", "OpenGL", "OpenGLES")
+NO_ADAPTER = (
+    "no GPU adapter found: install a Vulkan driver "
+    "(on a machine without a GPU: apt-get install mesa-vulkan-drivers libvulkan1)"
+)
+
+
+def _check_backend_env() -> str | None:
+    """``WGPU_BACKEND_TYPE`` as wgpu-py will read it; a one-line GpuError if it is unknown."""
+    backend = os.environ.get("WGPU_BACKEND_TYPE", "").strip()
+    if backend and backend not in BACKENDS:
+        raise GpuError(
+            f"WGPU_BACKEND_TYPE={backend!r} is not a backend; use one of {', '.join(BACKENDS)} "
+            "or unset it"
+        )
+    return backend or None
+
+
 def _pick_adapter(name: str | None) -> wgpu.GPUAdapter:
+    backend = _check_backend_env()
     wanted = name or os.environ.get("WGPUPY_WGPU_ADAPTER_NAME") or None
     adapters = wgpu.gpu.enumerate_adapters_sync()
+    if backend:
+        adapters = [a for a in adapters if a.summary.endswith(f"via {backend}")]
     if not adapters:
-        raise GpuError(
-            "no GPU adapter found: install a Vulkan driver "
-            "(on a machine without a GPU: apt-get install mesa-vulkan-drivers libvulkan1)"
-        )
+        if backend:
+            raise GpuError(
+                f"no adapter for WGPU_BACKEND_TYPE={backend}: unset it, or pick "
+                "a backend this machine has a driver for"
+            )
+        raise GpuError(NO_ADAPTER)
     if wanted:
         matches = [a for a in adapters if wanted.lower() in a.summary.lower()]
         if not matches:
             names = "; ".join(a.summary for a in adapters)
             raise GpuError(f"--adapter {wanted!r} matches no adapter; available: {names}")
         return matches[0]
-    return wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+    try:
+        return wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+    except RuntimeError as e:  # wgpu-native rejects the request: no usable adapter
+        raise GpuError(f"{NO_ADAPTER} ({str(e).splitlines()[0]})") from None
 
 
 def create_gpu(adapter_name: str | None = None, *, disable: tuple[str, ...] = ()) -> Gpu:

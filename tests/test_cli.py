@@ -65,3 +65,12 @@ def test_samples_list():
     )
     assert r.returncode == 0
     assert "s01" in r.stdout and "lit boxes" in r.stdout.lower()
+
+
+@pytest.mark.parametrize("backend", ["foo", "Metal"])
+def test_unusable_backend_env_is_one_line(backend, tmp_path):
+    r = run_sample("s01", "--capture", str(tmp_path / "x.png"), env={"WGPU_BACKEND_TYPE": backend})
+    assert r.returncode == 1, r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "WGPU_BACKEND_TYPE" in lines[0], r.stderr
+    assert not (tmp_path / "x.png").exists()
