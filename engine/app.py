@@ -33,7 +33,9 @@ class Sample:
 
     Class attributes:
         name: the module's short name, e.g. ``"s01"``.
-        description: one line, listed by ``python -m samples``.
+        description: one line for ``--help``. ``python -m samples`` lists the first line of
+            the module docstring instead (it reads files, importing no GPU code); keep the two
+            alike, e.g. ``description = __doc__.splitlines()[0]``.
     """
 
     name: ClassVar[str] = "sample"
@@ -68,7 +70,9 @@ class App:
     """What a running sample can reach: ``gpu``, ``args``, ``graph``, ``profiler``, ``hud``,
     ``cull_stats``."""
 
-    def __init__(self, gpu, args, graph: RenderGraph, prog: str):
+    def __init__(
+        self, gpu, args, graph: RenderGraph, prog: str, interrupt: Interrupt | None = None
+    ):
         self.gpu = gpu
         self.args = args
         self.graph = graph
@@ -77,7 +81,7 @@ class App:
         self.hud = None  # engine.debug.hud.Hud
         self.cull_stats = None  # set by culling samples: .latest -> CullCounts | None
         self.window = None  # engine.surfaces.WindowSurface in window mode
-        self.stop_requested = False  # set by Ctrl-C: the frame loop ends after this frame
+        self.interrupt = interrupt or Interrupt()  # Ctrl-C: the frame loop ends after this frame
         self.overlay_mode = args.overlay
 
     def cycle_overlay(self) -> str:
@@ -104,20 +108,54 @@ def run(sample_cls: type[Sample], argv: list[str] | None = None) -> int:
     parser = build_parser(prog, sample_cls.description)
     sample_cls.add_arguments(parser)
     args = parser.parse_args(argv)
-    if args.capture:
-        check_output_path(parser, "--capture", args.capture, ".png")
+    for option, path, suffix in (
+        ("--capture", args.capture, ".png"),
+        ("--trace", args.trace, ".json"),
+    ):
+        if path is not None:
+            check_output_path(parser, option, path, suffix)
     if args.trace:
-        check_output_path(parser, "--trace", args.trace, ".json")
         args.profile = True
     if args.overlay is None:
         args.overlay = "perf" if (args.gpu_profile or args.profile) else "off"
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    interrupt = Interrupt()
+    with interrupt.catching_sigint():
+        return _start_and_run(sample_cls, args, prog, interrupt)
 
+
+class Interrupt:
+    """Ctrl-C as a flag that start-up and the frame loop check, from start-up on.
+
+    Not KeyboardInterrupt: the exception can land inside a glfw or wgpu callback, where it
+    is swallowed (the loop would run on) or breaks wgpu's state (a traceback from inside
+    request_device). A second Ctrl-C raises KeyboardInterrupt as usual.
+    """
+
+    requested = False
+
+    @contextlib.contextmanager
+    def catching_sigint(self):
+        def handler(signum, frame):
+            if self.requested:
+                raise KeyboardInterrupt
+            self.requested = True
+
+        previous = signal.signal(signal.SIGINT, handler)
+        try:
+            yield self
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _start_and_run(sample_cls, args, prog: str, interrupt: Interrupt) -> int:
     try:
         gpu = create_gpu(args.adapter)
     except GpuError as e:
         return fail(prog, str(e), 2 if args.adapter else 1)
     print(gpu.describe(), flush=True)
+    if interrupt.requested:
+        return 130
 
     target = window = None
     try:
@@ -133,43 +171,29 @@ def run(sample_cls: type[Sample], argv: list[str] | None = None) -> int:
         return fail(prog, str(e), 1)
 
     graph = RenderGraph(gpu.device, output_format=fmt, size=size)
-    app = App(gpu, args, graph, prog)
+    app = App(gpu, args, graph, prog, interrupt)
     app.window = window
     sample = sample_cls(app)
-    sample.build(graph)
-    _attach_tools(app)
     try:
-        with _sigint_stops(app):
-            if target is not None:
-                _run_capture(app, sample, target)
-            else:
-                _run_window(app, sample, window)
+        sample.build(graph)
+        _attach_tools(app)
+        if not interrupt.requested:
+            _run_frames(app, sample, target, window)
+    except GpuError as e:  # a GPU capability the sample needs is missing
+        return fail(prog, str(e), 1)
     finally:
         if window is not None:
             window.close()
         _shutdown(app, sample)
         sample.close()
-    return 130 if app.stop_requested else 0
+    return 130 if interrupt.requested else 0
 
 
-@contextlib.contextmanager
-def _sigint_stops(app: App):
-    """While frames run, Ctrl-C asks the loop to stop after the current frame.
-
-    A flag rather than KeyboardInterrupt: the exception can land inside a glfw or wgpu
-    callback, where it is swallowed and the loop would run on. A second Ctrl-C raises.
-    """
-
-    def handler(signum, frame):
-        if app.stop_requested:
-            raise KeyboardInterrupt
-        app.stop_requested = True
-
-    previous = signal.signal(signal.SIGINT, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
+def _run_frames(app: App, sample: Sample, target, window) -> None:
+    if target is not None:
+        _run_capture(app, sample, target)
+    else:
+        _run_window(app, sample, window)
 
 
 def _attach_tools(app: App) -> None:
@@ -178,12 +202,13 @@ def _attach_tools(app: App) -> None:
     if args.gpu_profile or args.profile:
         from .profiling import FrameProfiler
 
-        app.profiler = FrameProfiler(app.gpu, gpu=args.gpu_profile, cpu=args.profile)
+        # A capture is offline: read every frame back at once (batch 1) rather than
+        # amortising the map over 8 frames, so short captures still show their timings.
+        batch = 1 if args.capture else 8
+        app.profiler = FrameProfiler(app.gpu, gpu=args.gpu_profile, cpu=args.profile, batch=batch)
         app.graph.profiler = app.profiler
-    try:
-        from .debug.hud import install_hud
-    except ImportError:  # HUD not built yet
-        return
+    from .debug.hud import install_hud
+
     app.hud = install_hud(app)
 
 
@@ -210,9 +235,11 @@ def _render(app: App, sample: Sample, output, index: int, t: float) -> None:
 def _run_capture(app: App, sample: Sample, target: OffscreenTarget) -> None:
     frames = app.args.frames or CAPTURE_FRAMES
     for i in range(frames):
-        if app.stop_requested:
+        if app.interrupt.requested:
             print(f"interrupted after {i} frame(s): {app.args.capture} not written")
             return
+        if i == frames - 1 and app.hud is not None:
+            app.hud.perf.expire()  # the captured HUD shows the newest figures
         _render(app, sample, target.view, i, i * CAPTURE_DT)
     target.save_png(app.args.capture)
     w, h = app.args.size
@@ -222,7 +249,9 @@ def _run_capture(app: App, sample: Sample, target: OffscreenTarget) -> None:
 def _run_window(app: App, sample: Sample, window: WindowSurface) -> None:
     frames, prof = app.args.frames, app.profiler
     start, index = time.perf_counter(), 0
-    while not (window.should_close() or app.stop_requested) and (frames is None or index < frames):
+    while not (window.should_close() or app.interrupt.requested) and (
+        frames is None or index < frames
+    ):
         for key in window.poll():
             if key == KEY_ESCAPE:
                 window.request_close()

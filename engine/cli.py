@@ -19,7 +19,7 @@ class ArgumentParser(argparse.ArgumentParser):
 
 def size_type(text: str) -> tuple[int, int]:
     """``WxH`` in pixels, each 1..16384."""
-    m = re.fullmatch(r"\s*(\d+)\s*[xX]\s*(\d+)\s*", text)
+    m = re.fullmatch(r"\s*([0-9]+)\s*[xX]\s*([0-9]+)\s*", text)
     if not m:
         raise argparse.ArgumentTypeError(f"expected WxH in pixels (e.g. 1280x720), got {text!r}")
     w, h = int(m.group(1)), int(m.group(2))
@@ -122,13 +122,17 @@ def build_parser(prog: str, description: str) -> ArgumentParser:
 
 def check_output_path(parser: ArgumentParser, option: str, path: str, suffix: str) -> None:
     """Fail with a one-line error unless ``path`` can be written, before any rendering."""
+    if not path.strip():
+        parser.error(f"argument {option}: empty path; give a file name ending in {suffix}")
     if not path.lower().endswith(suffix):
         parser.error(f"argument {option}: {path!r} must end in {suffix}")
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         parser.error(f"argument {option}: folder {folder!r} does not exist; create it first")
-    # Try it for real: permission bits say nothing for root or for special file systems.
     existed = os.path.exists(path)
+    if existed and not os.path.isfile(path):  # a directory, pipe or device: never open it
+        parser.error(f"argument {option}: {path!r} is not a regular file; choose a file path")
+    # Try it for real: permission bits say nothing for root or for special file systems.
     try:
         with open(path, "ab"):
             pass

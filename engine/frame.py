@@ -46,6 +46,7 @@ from engine.culling.cull import (
 )
 from engine.culling.gpu_scene import GpuScene
 from engine.culling.stats import CullStats
+from engine.gpu import GpuError
 from engine.graph import ComputePass, RenderGraph, RenderPass, TextureDesc, TransferPass
 from engine.passes.hiz import DepthPyramid
 from engine.passes.mesh import DEPTH_FORMAT, SHADOW_FORMAT, VIEW_UNIFORM_SIZE, MeshPipelines
@@ -123,13 +124,24 @@ def shadow_size_type(text: str) -> int:
 instances_type = int_type(1, MAX_INSTANCES, "an instance count")
 
 
+def scene_type(path: str):
+    """argparse type: a glTF scene the standard frame can hold (at most MAX_INSTANCES)."""
+    from engine.scene.gltf import scene_file_type
+
+    scene = scene_file_type(path)
+    if scene.count > MAX_INSTANCES:
+        raise argparse.ArgumentTypeError(
+            f"{path}: {scene.count:,} instances (node x primitive); at most {MAX_INSTANCES:,}"
+        )
+    return scene
+
+
 def add_frame_arguments(parser: argparse.ArgumentParser, *, default_instances: int) -> None:
     """Add the standard frame's switches (any sample can reuse them).
 
     ``--instances`` is None unless given, so a sample can tell "the procedural default"
     from "repeat the --scene file this many times"."""
     from engine.scene.camera import CAMERA_FORMAT, parse_camera
-    from engine.scene.gltf import scene_file_type
 
     g = parser.add_argument_group("standard frame")
     g.add_argument("--no-cull", action="store_true", help="draw every instance (no GPU culling)")
@@ -160,7 +172,7 @@ def add_frame_arguments(parser: argparse.ArgumentParser, *, default_instances: i
     )
     g.add_argument(
         "--scene",
-        type=scene_file_type,
+        type=scene_type,
         metavar="FILE",
         default=None,
         help="render a glTF 2.0 scene (.gltf/.glb) instead of the procedural city",
@@ -194,6 +206,7 @@ class StandardFrame:
 
     Raises:
         ValueError: an empty scene or more than ``MAX_INSTANCES`` instances.
+        GpuError: the adapter's backend cannot run the frame's shaders (OpenGL).
     """
 
     def __init__(
@@ -205,6 +218,11 @@ class StandardFrame:
         *,
         stats: CullStats | None = None,
     ):
+        if gpu.adapter.info.get("backend_type") == "OpenGL":
+            raise GpuError(
+                "the standard frame reads depth textures in shaders (textureLoad), which "
+                "wgpu's OpenGL backend cannot translate: use Vulkan (unset WGPU_BACKEND_TYPE)"
+            )
         if scene.count > MAX_INSTANCES:
             raise ValueError(f"scene has {scene.count:,} instances; at most {MAX_INSTANCES:,}")
         self.gpu, self.graph, self.scene = gpu, graph, scene

@@ -119,7 +119,8 @@ def _pick_adapter(name: str | None) -> wgpu.GPUAdapter:
         matches = [a for a in adapters if wanted.lower() in a.summary.lower()]
         if not matches:
             names = "; ".join(a.summary for a in adapters)
-            raise GpuError(f"--adapter {wanted!r} matches no adapter; available: {names}")
+            source = "--adapter" if name else "WGPUPY_WGPU_ADAPTER_NAME"
+            raise GpuError(f"{source} {wanted!r} matches no adapter; available: {names}")
         return matches[0]
     try:
         return wgpu.gpu.request_adapter_sync(power_preference="high-performance")

@@ -125,7 +125,7 @@ fn tangent_slopes(x: f32, z: f32, r: f32) -> vec2f {
     return vec2f((x * z - s) / d, (x * z + s) / d);
 }
 
-fn pyramid_min(level: u32, p: vec2i, size: vec2i) -> f32 {
+fn pyramid_min(level: i32, p: vec2i, size: vec2i) -> f32 {
     let hi = size - vec2i(1);
     let a = textureLoad(pyramid, clamp(p, vec2i(0), hi), level).r;
     let b = textureLoad(pyramid, clamp(p + vec2i(1, 0), vec2i(0), hi), level).r;
@@ -158,7 +158,7 @@ fn occluded(uv_lo: vec2f, uv_hi: vec2f, z_near_pt: f32) -> bool {
         level++;
     }
     let sphere_depth = cull.proj.z / z_near_pt;
-    return sphere_depth < pyramid_min(level, p0, size);
+    return sphere_depth < pyramid_min(i32(level), p0, size);
 }
 
 // The full classification (Cull.Late); returns CLASS_*.

@@ -74,3 +74,40 @@ def test_unusable_backend_env_is_one_line(backend, tmp_path):
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "WGPU_BACKEND_TYPE" in lines[0], r.stderr
     assert not (tmp_path / "x.png").exists()
+
+
+def test_odd_output_paths_are_one_line_errors(tmp_path):
+    fifo = tmp_path / "pipe.png"
+    os.mkfifo(fifo)  # opening it to test writability would block forever
+    for args, needle in (
+        (["--capture", str(fifo)], "not a regular file"),
+        (["--capture", str(tmp_path)], "must end in .png"),
+        (["--capture", ""], "empty path"),
+        (["--trace", "", "--capture", str(tmp_path / "x.png")], "empty path"),
+    ):
+        r = run_sample("s01", *args, timeout=60)
+        assert r.returncode == 2 and needle in r.stderr, (args, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_adapter_from_environment_is_named_in_the_error():
+    r = run_sample("s01", "--capture", "x.png", env={"WGPUPY_WGPU_ADAPTER_NAME": "no-such-gpu"})
+    assert r.returncode == 1
+    assert "WGPUPY_WGPU_ADAPTER_NAME 'no-such-gpu' matches no adapter" in r.stderr
+
+
+def test_standard_frame_on_opengl_is_one_line(tmp_path):
+    r = run_sample(
+        "s13",
+        "--capture",
+        str(tmp_path / "x.png"),
+        "--instances",
+        "10",
+        "--size",
+        "32x32",
+        env={"WGPU_BACKEND_TYPE": "OpenGL"},
+    )
+    assert r.returncode == 1, r.stderr
+    # wgpu-py itself prints "Forcing backend: OpenGL (7)" when the variable is set
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip() and "Forcing backend" not in ln]
+    assert len(lines) == 1 and "OpenGL" in lines[0] and "Traceback" not in r.stderr

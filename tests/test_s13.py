@@ -94,3 +94,12 @@ def test_scene_file_repeated_to_instances(tmp_path):
     assert f"s13: {4 * per_file} instances" in r.stderr
     tested = re.search(r"Cull frame \d+: tested (\d+),", r.stdout)
     assert tested and int(tested.group(1)) == 4 * per_file
+
+
+def test_camera_beyond_float32_is_rejected():
+    from engine.app import run
+    from samples.s13_city import City
+
+    with pytest.raises(SystemExit) as e:
+        run(City, ["--camera", "1e300,0,0:0,0,0", "--capture", "/tmp/x.png"])
+    assert e.value.code == 2

@@ -169,6 +169,11 @@ class PerfOverlay:
         self.refresh(pass_names)
         return True
 
+    def expire(self) -> None:
+        """Make the next ``tick`` refresh whatever the rate limit says (a capture's last
+        frame shows the newest figures, not those of up to 0.25 s before)."""
+        self._last_refresh = -math.inf
+
     def refresh(self, pass_names: list[str]) -> None:
         """Recompute the smoothed figures now."""
         h, n = self.history, self.window

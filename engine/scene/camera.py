@@ -67,12 +67,12 @@ def parse_camera(text: str) -> Camera:
         if len(fields) != 3:
             raise bad(f"{label} has {len(fields)} number(s), need 3")
         try:
-            xyz = [float(f) for f in fields]
+            xyz = np.array([float(f) for f in fields], np.float64)
         except ValueError:
             raise bad(f"{label} {part!r} is not three numbers") from None
-        if not all(math.isfinite(v) for v in xyz):
-            raise bad(f"{label} {part!r} is not finite")
-        points.append(xyz)
+        if not (np.isfinite(xyz).all() and (np.abs(xyz) < 1e30).all()):
+            raise bad(f"{label} {part!r} is not finite (or beyond float32 range)")
+        points.append(xyz.astype(np.float32))
     fov = 60.0
     if len(parts) == 3:
         try:
@@ -81,9 +81,9 @@ def parse_camera(text: str) -> Camera:
             raise bad(f"field of view {parts[2]!r} is not a number") from None
         if not 0.0 < fov < 180.0:
             raise bad(f"field of view {parts[2]!r} must be between 0 and 180 degrees")
-    if points[0] == points[1]:
-        raise bad("eye and target are the same point")
-    return Camera(np.array(points[0]), np.array(points[1]), fov_y_deg=fov)
+    if np.linalg.norm(points[1] - points[0]) < 1e-6 * max(1.0, float(np.abs(points[0]).max())):
+        raise bad("eye and target are the same point (within float32 precision)")
+    return Camera(points[0], points[1], fov_y_deg=fov)
 
 
 class CameraPath(ABC):

@@ -17,6 +17,7 @@ import argparse
 import base64
 import logging
 import math
+import warnings
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -65,6 +66,10 @@ def load_gltf(path: str) -> Scene:
         return _Loader(p, doc).scene()
     except SceneError:
         raise
+    except RecursionError:
+        raise SceneError(f"{path}: node hierarchy too deep to load") from None
+    except MemoryError:
+        raise SceneError(f"{path}: an accessor is too large to load (count too big?)") from None
     except (TypeError, AttributeError, IndexError, KeyError, ValueError) as e:
         raise SceneError(f"{path}: malformed glTF ({type(e).__name__}: {e})") from None
 
@@ -124,10 +129,12 @@ def _parse(p: Path):
     import pygltflib
 
     try:
-        if p.suffix.lower() == ".glb":
-            doc = pygltflib.GLTF2.load_binary(str(p))
-        else:
-            doc = pygltflib.GLTF2.load_json(str(p))
+        with warnings.catch_warnings():  # its warnings would break the one-line error
+            warnings.simplefilter("ignore")
+            if p.suffix.lower() == ".glb":
+                doc = pygltflib.GLTF2.load_binary(str(p))
+            else:
+                doc = pygltflib.GLTF2.load_json(str(p))
     except UnicodeDecodeError:
         raise SceneError(
             f"{p}: not a glTF JSON file (binary data; use .glb for binary glTF)"
