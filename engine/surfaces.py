@@ -110,6 +110,10 @@ class WindowSurface:
     def wait(self, seconds: float) -> None:
         self._glfw.wait_events_timeout(seconds)
 
+    def key_down(self, key: int) -> bool:
+        """Whether the glfw ``key`` is held down now."""
+        return self._glfw.get_key(self.window, key) == self._glfw.PRESS
+
     def should_close(self) -> bool:
         return bool(self._glfw.window_should_close(self.window))
 

@@ -1,7 +1,8 @@
 """s13: a procedural city through the standard frame: GPU occlusion culling, shadows, tone map.
 
-Keys: F1 cycles the overlay, F2 freezes the culling camera (fly on to see what was culled),
-Esc quits. With --gpu-profile the shutdown report adds the frame's cull counters.
+Keys: F1 cycles the overlay, F2 freezes the culling camera and lets you fly (W/S A/D Q/E,
+arrow keys, Shift) to see what was culled from the frozen view; F2 again returns. Esc quits.
+With --gpu-profile the shutdown report adds the frame's cull counters.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import numpy as np
 
 from engine.app import KEY_F2, Sample, main
 from engine.frame import StandardFrame, add_frame_arguments, settings_from_args
+from engine.scene.camera import FlyCamera
 
 log = logging.getLogger("lantern")
 
@@ -45,6 +47,9 @@ class City(Sample):
 
             path = FixedPath(args.camera)
         self.scene, self.path = scene, path
+        self.fly, self._last_time = None, 0.0
+        lo, hi = scene.extent  # fly across the scene in about 20 s
+        self.fly_speed = max(float(np.linalg.norm(hi - lo)) / 20.0, 1.0)
         settings = settings_from_args(args)
         if args.scene is not None:  # fog and shadows sized to the model, not to a city street
             lo, hi = scene.extent
@@ -57,11 +62,20 @@ class City(Sample):
         )
 
     def update(self, ctx) -> None:
-        self.frame.update(ctx, self.path.at(ctx.time))
+        camera = self.path.at(ctx.time)
+        if self.fly is not None:  # F2: culling frozen, the user flies the render camera
+            window = self.app.window
+            held = window.key_down if window is not None else (lambda key: False)
+            camera = self.fly.step(max(ctx.time - self._last_time, 0.0), held)
+        self._last_time = ctx.time
+        self.frame.update(ctx, camera)
 
     def on_key(self, key: int) -> None:
         if key == KEY_F2:
-            self.frame.freeze_culling()
+            frozen = self.frame.freeze_culling()
+            self.fly = FlyCamera(self.frame.camera, self.fly_speed) if frozen else None
+            if frozen:
+                log.info("fly: W/S A/D Q/E move, arrow keys turn, Shift is faster; F2 returns")
 
     def report(self) -> str | None:
         latest = self.frame.stats.drain()

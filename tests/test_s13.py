@@ -103,3 +103,45 @@ def test_camera_beyond_float32_is_rejected():
     with pytest.raises(SystemExit) as e:
         run(City, ["--camera", "1e300,0,0:0,0,0", "--capture", "/tmp/x.png"])
     assert e.value.code == 2
+
+
+def test_f2_freezes_culling_and_flies_the_camera():
+    """F2 hands the render camera to held keys while culling keeps the frozen view: holding
+    W for one second moves the eye fly_speed units along the view direction."""
+    from types import SimpleNamespace
+
+    from engine.app import KEY_F2
+    from engine.scene.camera import KEY_W, Camera
+    from samples.s13_city import City
+
+    class Frame:  # the StandardFrame calls that on_key/update make
+        camera, frozen, rendered = None, False, []
+
+        def freeze_culling(self):
+            self.frozen = not self.frozen
+            return self.frozen
+
+        def update(self, ctx, camera):
+            self.camera = camera
+            self.rendered.append(camera)
+
+    held = {KEY_W}
+    window = SimpleNamespace(key_down=lambda k: k in held)
+    sample = City.__new__(City)
+    sample.app = SimpleNamespace(window=window)
+    sample.frame = Frame()
+    start = Camera(np.array([0.0, 5.0, 0.0], np.float32), np.array([0.0, 5.0, -10.0], np.float32))
+    sample.path = SimpleNamespace(at=lambda t: start)
+    sample.fly, sample._last_time, sample.fly_speed = None, 0.0, 12.0
+    ctx = SimpleNamespace(time=0.0)
+    sample.update(ctx)
+    sample.on_key(KEY_F2)
+    assert sample.frame.frozen and sample.fly is not None
+    ctx.time = 1.0
+    sample.update(ctx)
+    np.testing.assert_allclose(sample.frame.camera.eye, [0.0, 5.0, -12.0], atol=1e-4)
+    sample.on_key(KEY_F2)  # released: back on the path
+    ctx.time = 2.0
+    sample.update(ctx)
+    assert not sample.frame.frozen and sample.fly is None
+    np.testing.assert_allclose(sample.frame.camera.eye, [0.0, 5.0, 0.0])

@@ -187,3 +187,51 @@ class WaypointPath(CameraPath):
         )
         ahead[1] -= self.drop
         return Camera(eye, ahead, self.fov_y_deg, self.near)
+
+
+# glfw key codes (glfw itself is never imported by headless code)
+KEY_W, KEY_A, KEY_S, KEY_D, KEY_Q, KEY_E = 87, 65, 83, 68, 81, 69
+KEY_RIGHT, KEY_LEFT, KEY_DOWN, KEY_UP, KEY_LEFT_SHIFT = 262, 263, 264, 265, 340
+
+
+class FlyCamera:
+    """A free camera driven by held keys: W/S forward/back, A/D left/right, Q/E down/up,
+    arrow keys turn (yaw, pitch), Shift moves four times faster.
+
+    Args:
+        start: the camera to start from (position, direction, field of view, near plane).
+        speed: world units per second; turning is 60 degrees per second.
+    """
+
+    TURN_RAD_PER_S = math.radians(60.0)
+
+    def __init__(self, start: Camera, speed: float):
+        self.eye = np.asarray(start.eye, np.float64).copy()
+        d = np.asarray(start.target, np.float64) - self.eye
+        d /= np.linalg.norm(d)
+        self.yaw = math.atan2(d[0], -d[2])  # 0 looks down -Z
+        self.pitch = math.asin(float(np.clip(d[1], -1.0, 1.0)))
+        self.speed, self.fov_y_deg, self.near = speed, start.fov_y_deg, start.near
+
+    def forward(self) -> np.ndarray:
+        cp = math.cos(self.pitch)
+        return np.array([math.sin(self.yaw) * cp, math.sin(self.pitch), -math.cos(self.yaw) * cp])
+
+    def step(self, dt: float, held) -> Camera:
+        """Advance by ``dt`` seconds with ``held(key) -> bool``; return the camera."""
+        turn = self.TURN_RAD_PER_S * dt
+        self.yaw += turn * (held(KEY_RIGHT) - held(KEY_LEFT))
+        limit = math.radians(89.0)
+        self.pitch = min(max(self.pitch + turn * (held(KEY_UP) - held(KEY_DOWN)), -limit), limit)
+        f = self.forward()
+        right = np.array([math.cos(self.yaw), 0.0, math.sin(self.yaw)])
+        move = f * (held(KEY_W) - held(KEY_S)) + right * (held(KEY_D) - held(KEY_A))
+        move[1] += held(KEY_E) - held(KEY_Q)
+        fast = 4.0 if held(KEY_LEFT_SHIFT) else 1.0
+        self.eye += move * self.speed * fast * dt
+        return Camera(
+            self.eye.astype(np.float32),
+            (self.eye + f).astype(np.float32),
+            fov_y_deg=self.fov_y_deg,
+            near=self.near,
+        )
