@@ -148,7 +148,14 @@ def create_gpu(adapter_name: str | None = None, *, disable: tuple[str, ...] = ()
         for k in ("max-storage-buffer-binding-size", "max-buffer-size")
         if k in adapter.limits
     }
-    device = adapter.request_device_sync(
-        label="lantern", required_features=sorted(features), required_limits=limits
-    )
+    try:
+        device = adapter.request_device_sync(
+            label="lantern", required_features=sorted(features), required_limits=limits
+        )
+    except Exception as e:  # the driver refused (seen: NVIDIA's OpenGL via wgpu)
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise GpuError(
+            f"cannot create a device on {adapter.summary} ({first}); pick another adapter "
+            "(--adapter) or backend (WGPU_BACKEND_TYPE)"
+        ) from None
     return Gpu(adapter=adapter, device=device, features=features)
