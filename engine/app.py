@@ -97,7 +97,7 @@ def main(sample_cls: type[Sample], argv: list[str] | None = None) -> None:
     """Entry point of ``python -m samples.sNN``: run and exit with its status."""
     try:
         status = run(sample_cls, argv)
-    except KeyboardInterrupt:  # Ctrl-C during start-up: nothing rendered, nothing to report
+    except KeyboardInterrupt:  # a second Ctrl-C (the first one is a flag: see Interrupt)
         status = 130
     sys.exit(status)
 
@@ -197,7 +197,8 @@ def _run_frames(app: App, sample: Sample, target, window) -> None:
 
 
 def _attach_tools(app: App) -> None:
-    """Profiler and HUD, created only when asked for (the shipping path creates neither)."""
+    """The profiler only when asked for (otherwise no query set exists); the HUD always,
+    its pass disabled while the mode is ``off`` so that F1 can turn it on."""
     args = app.args
     if args.gpu_profile or args.profile:
         from .profiling import FrameProfiler
