@@ -8,7 +8,7 @@ import wgpu
 from engine.app import Sample, main
 from engine.graph import RenderPass, TextureDesc
 from engine.math3d import look_at, perspective_reverse_z, to_gpu
-from engine.scene.meshes import box, plane
+from engine.scene.meshes import VERTEX_LAYOUT, box, plane
 from engine.shaders import shader_module
 
 DEPTH_FORMAT = "depth32float"
@@ -42,15 +42,7 @@ class LitBoxes(Sample):
             vertex={
                 "module": module,
                 "entry_point": "vs_main",
-                "buffers": [
-                    {
-                        "array_stride": 24,
-                        "attributes": [
-                            {"format": "float32x3", "offset": 0, "shader_location": 0},
-                            {"format": "float32x3", "offset": 12, "shader_location": 1},
-                        ],
-                    }
-                ],
+                "buffers": [VERTEX_LAYOUT],
             },
             primitive={"topology": "triangle-list", "cull_mode": "back"},
             depth_stencil={

@@ -20,6 +20,7 @@ import wgpu
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engine.scene.camera import Camera, parse_camera  # noqa: E402
+from engine.scene.meshes import VERTEX_LAYOUT  # noqa: E402
 from engine.scene.scene import Scene  # noqa: E402
 
 SHADER = """
@@ -163,15 +164,7 @@ def create_pipeline(device: wgpu.GPUDevice) -> wgpu.GPURenderPipeline:
         vertex={
             "module": module,
             "entry_point": "vs_main",
-            "buffers": [
-                {
-                    "array_stride": 24,
-                    "attributes": [
-                        {"format": "float32x3", "offset": 0, "shader_location": 0},
-                        {"format": "float32x3", "offset": 12, "shader_location": 1},
-                    ],
-                }
-            ],
+            "buffers": [VERTEX_LAYOUT],
         },
         primitive={"topology": "triangle-list", "cull_mode": "back", "front_face": "ccw"},
         depth_stencil={

@@ -10,19 +10,13 @@ from __future__ import annotations
 
 import wgpu
 
+from engine.scene.meshes import VERTEX_LAYOUT
 from engine.shaders import shader_module
 
 DEPTH_FORMAT = "depth32float"
 SHADOW_FORMAT = "depth32float"
 VIEW_UNIFORM_SIZE = 288  # bytes of WGSL struct View (frame_common.wgsl)
 
-_VERTEX_LAYOUT = {
-    "array_stride": 24,
-    "attributes": [
-        {"format": "float32x3", "offset": 0, "shader_location": 0},
-        {"format": "float32x3", "offset": 12, "shader_location": 1},
-    ],
-}
 _V, _F = wgpu.ShaderStage.VERTEX, wgpu.ShaderStage.FRAGMENT
 
 
@@ -82,7 +76,7 @@ class MeshPipelines:
         desc = {
             "label": label,
             "layout": layout,
-            "vertex": {"module": self.module, "entry_point": vs, "buffers": [_VERTEX_LAYOUT]},
+            "vertex": {"module": self.module, "entry_point": vs, "buffers": [VERTEX_LAYOUT]},
             "primitive": {"topology": "triangle-list", "cull_mode": cull_mode},
             "depth_stencil": {
                 "format": depth_format,

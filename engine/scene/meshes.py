@@ -7,6 +7,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+#: wgpu vertex buffer layout of ``MeshData.vertices``: position at location 0, normal at 1.
+VERTEX_LAYOUT = {
+    "array_stride": 24,
+    "attributes": [
+        {"format": "float32x3", "offset": 0, "shader_location": 0},
+        {"format": "float32x3", "offset": 12, "shader_location": 1},
+    ],
+}
+
 
 @dataclass
 class MeshData:
