@@ -48,6 +48,27 @@ def work_params(iterations: int, grid: int, time: float) -> bytes:
     )
 
 
+def work_bind_groups(device, compute, render, params, cells):
+    """``(work, show)`` bind groups over one ``params`` uniform and one ``cells`` storage
+    buffer: for the Work compute pipeline and, unless ``render`` is None, the Show one."""
+
+    def group(pipeline, cells_binding):
+        return device.create_bind_group(
+            layout=pipeline.get_bind_group_layout(0),
+            entries=[
+                {"binding": 0, "resource": {"buffer": params}},
+                {"binding": cells_binding, "resource": {"buffer": cells}},
+            ],
+        )
+
+    return group(compute, 1), (group(render, 2) if render is not None else None)
+
+
+def work_dispatch(grid: int) -> int:
+    """Workgroups per side of the Work dispatch for ``grid`` cells per side."""
+    return -(-grid // WORKGROUP)
+
+
 _grid_size = int_type(1, 4096, "cells per side")
 _work = int_type(1, 1_000_000, "iterations")
 
@@ -64,8 +85,8 @@ class CustomPass(Sample):
             type=_work,
             default=64,
             metavar="N",
-            help="iterations per grid cell in the Work compute pass (default 64); "
-            "its GPU time grows linearly with N",
+            help="iterations per grid cell in the Work compute pass, 1..1,000,000 "
+            "(default 64); its GPU time grows with N",
         )
         g.add_argument(
             "--grid",
@@ -86,19 +107,8 @@ class CustomPass(Sample):
         cells = graph.create_buffer(
             "s02 cells", size=4 * self.grid * self.grid, usage=wgpu.BufferUsage.STORAGE
         )
-        self.work_group = device.create_bind_group(
-            layout=self.compute.get_bind_group_layout(0),
-            entries=[
-                {"binding": 0, "resource": {"buffer": self.params}},
-                {"binding": 1, "resource": {"buffer": cells}},
-            ],
-        )
-        self.show_group = device.create_bind_group(
-            layout=self.render.get_bind_group_layout(0),
-            entries=[
-                {"binding": 0, "resource": {"buffer": self.params}},
-                {"binding": 2, "resource": {"buffer": cells}},
-            ],
+        self.work_group, self.show_group = work_bind_groups(
+            device, self.compute, self.render, self.params, cells
         )
         graph.add(ComputePass("Work", record=self.record_work))
         graph.add(RenderPass("Show", record=self.record_show, targets=self.targets))
@@ -108,7 +118,7 @@ class CustomPass(Sample):
         ctx.device.queue.write_buffer(self.params, 0, data)
 
     def record_work(self, ctx, cpass):
-        groups = -(-self.grid // WORKGROUP)
+        groups = work_dispatch(self.grid)
         cpass.set_pipeline(self.compute)
         cpass.set_bind_group(0, self.work_group)
         cpass.dispatch_workgroups(groups, groups)

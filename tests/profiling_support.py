@@ -6,7 +6,12 @@ import numpy as np
 import wgpu
 
 from engine.graph import ComputePass, FrameContext, RenderGraph
-from samples.s02_custom_pass import WORKGROUP, create_work_pipelines, work_params
+from samples.s02_custom_pass import (
+    create_work_pipelines,
+    work_bind_groups,
+    work_dispatch,
+    work_params,
+)
 
 _PIPELINES: dict[int, wgpu.GPUComputePipeline] = {}
 
@@ -21,14 +26,8 @@ def work_pass(device, name: str, iterations: int, grid: int = 128) -> ComputePas
         data=work_params(iterations, grid, 0.0), usage=wgpu.BufferUsage.UNIFORM
     )
     cells = device.create_buffer(size=4 * grid * grid, usage=wgpu.BufferUsage.STORAGE)
-    group = device.create_bind_group(
-        layout=pipeline.get_bind_group_layout(0),
-        entries=[
-            {"binding": 0, "resource": {"buffer": params}},
-            {"binding": 1, "resource": {"buffer": cells}},
-        ],
-    )
-    n = -(-grid // WORKGROUP)
+    group, _ = work_bind_groups(device, pipeline, None, params, cells)
+    n = work_dispatch(grid)
 
     def record(ctx, cpass):
         cpass.set_pipeline(pipeline)

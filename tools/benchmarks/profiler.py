@@ -37,7 +37,12 @@ import wgpu
 from engine.graph import ComputePass, FrameContext, RenderGraph, RenderPass
 from engine.profiling import FrameProfiler
 from engine.readback import ReadbackRing
-from samples.s02_custom_pass import WORKGROUP, create_work_pipelines, work_params
+from samples.s02_custom_pass import (
+    create_work_pipelines,
+    work_bind_groups,
+    work_dispatch,
+    work_params,
+)
 
 FORMAT = "rgba8unorm"
 ARMS = ("off", "on", "gpu", "cpu", "enc")
@@ -76,21 +81,8 @@ def _work_graph(device, size, *, iterations, grid, extra_passes):
         data=work_params(iterations, grid, 0.0), usage=wgpu.BufferUsage.UNIFORM
     )
     cells = graph.create_buffer("cells", size=4 * grid * grid, usage=wgpu.BufferUsage.STORAGE)
-    wg = device.create_bind_group(
-        layout=compute.get_bind_group_layout(0),
-        entries=[
-            {"binding": 0, "resource": {"buffer": params}},
-            {"binding": 1, "resource": {"buffer": cells}},
-        ],
-    )
-    sg = device.create_bind_group(
-        layout=render.get_bind_group_layout(0),
-        entries=[
-            {"binding": 0, "resource": {"buffer": params}},
-            {"binding": 2, "resource": {"buffer": cells}},
-        ],
-    )
-    n = -(-grid // WORKGROUP)
+    wg, sg = work_bind_groups(device, compute, render, params, cells)
+    n = work_dispatch(grid)
 
     def work(ctx, cpass):
         cpass.set_pipeline(compute)
