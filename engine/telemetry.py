@@ -1,0 +1,413 @@
+"""One telemetry record per finished frame: what every view reads (HUD, shutdown report,
+trace, ``--telemetry`` JSON Lines, the portal, the flame inspector).
+
+The frame loop (``engine.loop.FrameLoop``) publishes a ``FrameRecord`` once per finished
+frame: as soon as the frame's GPU timings came back when GPU profiling is on (a few frames
+late), else right after submit. Records are immutable; the stats inside them are computed
+once, at publication, over a window of earlier records (``StatsWindow``). Views subscribe
+with ``Telemetry.subscribe`` or read ``Telemetry.history``; none of them reaches into the
+profiler or the culler, so they agree to the nanosecond.
+
+Units: ``*_ns`` integers are nanoseconds (GPU scopes on the GPU clock, CPU scopes and
+``t_ns`` on ``time.perf_counter_ns``); ``*_ms`` floats are milliseconds.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+import orjson
+
+from .culling.counters import CullCounts
+from .profiling.timings import FrameTimings, Scope
+
+log = logging.getLogger("lantern")
+
+GPU, CPU, WALL = "gpu", "cpu", "wall"
+FRAME_SCOPE = "Frame"  # the wall-clock frame time's name in the stats (clock WALL)
+WINDOW = 60  # frames behind mean, median, max and the rolling median / MAD of the delta
+OUTLIER_MADS = 3.0  # |delta| beyond this many MADs is highlighted
+MAD_FLOOR_MS = 1e-3  # a perfectly steady pass still needs a 3 us change to be flagged
+HITCH_HOLD_S = 2.0  # a hitch marker holds a frame's max this long
+
+
+@dataclass(frozen=True, slots=True)
+class PassStats:
+    """Statistics of one scope name on one clock, over the frames before and including the
+    record that carries it.
+
+    Attributes:
+        name: pass or scope name (``"Frame"`` for the wall-clock frame time).
+        clock: ``"gpu"``, ``"cpu"`` or ``"wall"``.
+        last_ms: this frame's reading, or None when this frame has none.
+        mean_ms, median_ms, max_ms: over the last ``WINDOW`` frames with a reading.
+        delta_ms: ``last_ms`` minus that rolling median (None without a reading).
+        mad_ms: median absolute deviation over the window, scaled by 1.4826 to estimate a
+            standard deviation.
+        outlier: ``|delta_ms| > OUTLIER_MADS * max(mad_ms, MAD_FLOOR_MS)`` with at least 10
+            readings — shown highlighted; steady noise inside 3 MADs never flickers.
+        hitch_ms: the largest outlier reading of the last ``HITCH_HOLD_S`` seconds, held
+            (None when there was none).
+        samples: frames with a reading in the window.
+    """
+
+    name: str
+    clock: str
+    last_ms: float | None
+    mean_ms: float
+    median_ms: float
+    max_ms: float
+    delta_ms: float | None
+    mad_ms: float
+    outlier: bool
+    hitch_ms: float | None
+    samples: int
+
+
+STAT_FIELDS = (
+    "last_ms",
+    "mean_ms",
+    "median_ms",
+    "max_ms",
+    "delta_ms",
+    "mad_ms",
+    "outlier",
+    "hitch_ms",
+    "samples",
+)  # columns of ``FrameRecord.stats_values``
+
+
+@dataclass(frozen=True, slots=True)
+class FrameRecord:
+    """Everything known about one finished frame.
+
+    Attributes:
+        seq: publication sequence number, 0, 1, 2, ... (a view that sees a gap missed frames).
+        frame_index: the frame the readings belong to.
+        t_ns: ``perf_counter_ns`` when the frame began (its Update).
+        wall_ms: wall-clock time from the previous frame's start to this one's, ms (None for
+            the first frame).
+        gpu: GPU scopes (pass durations, GPU clock) in declaration order; None when GPU
+            timing is off or unavailable, or the frame found every query pool in flight.
+        cpu: CPU scopes (pass recording, Update, Submit, Present) in start order; None
+            when CPU profiling is off.
+        dropped: GPU scopes over the query pool's capacity in this frame.
+        invalid: GPU readings left out (zero, or end before begin).
+        cull: the newest cull counters at publication (their own ``frame_index``), or None.
+        stats_keys: ``(clock, name)`` of each row of ``stats_values``.
+        stats_values: ``float64 (len(stats_keys), len(STAT_FIELDS))``, NaN = none; rows with
+            no reading in the window are left out. ``stats`` / ``stat()`` give
+            ``PassStats`` objects (built on demand: this is the per-frame hot path).
+    """
+
+    seq: int
+    frame_index: int
+    t_ns: int
+    wall_ms: float | None
+    gpu: tuple[Scope, ...] | None
+    cpu: tuple[Scope, ...] | None
+    dropped: int = 0
+    invalid: int = 0
+    cull: CullCounts | None = None
+    stats_keys: tuple[tuple[str, str], ...] = ()
+    stats_values: np.ndarray | None = None
+
+    @property
+    def stats(self) -> tuple[PassStats, ...]:
+        """Every row as ``PassStats``, GPU rows first, then CPU, then the wall clock."""
+        return tuple(self._stat(i) for i in range(len(self.stats_keys)))
+
+    def stat(self, name: str, clock: str = GPU) -> PassStats | None:
+        """The ``PassStats`` of ``name`` on ``clock``, or None."""
+        try:
+            return self._stat(self.stats_keys.index((clock, name)))
+        except ValueError:
+            return None
+
+    def _stat(self, i: int) -> PassStats:
+        clock, name = self.stats_keys[i]
+        last, mean, med, mx, delta, mad, outlier, hitch, n = self.stats_values[i].tolist()
+        return PassStats(
+            name,
+            clock,
+            _opt(last),
+            mean,
+            med,
+            mx,
+            _opt(delta),
+            mad,
+            bool(outlier),
+            _opt(hitch),
+            int(n),
+        )
+
+
+class StatsWindow:
+    """Rolling per-(clock, name) readings in one numpy ring; ``add`` returns the stats of
+    every key after adding one frame, as one array (two sorts of a ``(keys, WINDOW)`` array
+    per frame, whatever the run length).
+
+    Outliers use the MAD scaled to a standard deviation (``1.4826 * MAD``, the consistent
+    estimator for normal noise), so "3 MADs" flags about 0.3% of steady frames, not 5%.
+    """
+
+    def __init__(self, capacity: int = WINDOW, columns: int = 32):
+        self.capacity = capacity
+        self.keys: list[tuple[str, str]] = []  # (clock, name) of each row of ``ring``
+        self._row: dict[tuple[str, str], int] = {}
+        self.ring = np.full((columns, capacity), np.nan)  # one row per key: sorts are contiguous
+        self.count = 0
+        self._hitch = np.full(columns, np.nan)  # held value per key, ms
+        self._hitch_until = np.full(columns, -np.inf)  # seconds
+        self._keys_tuple: tuple = ()
+
+    def reset(self) -> None:
+        self.ring[:] = np.nan
+        self.count = 0
+        self._hitch[:] = np.nan
+        self._hitch_until[:] = -np.inf
+
+    def row(self, clock: str, name: str) -> int:
+        key = (clock, name)
+        i = self._row.get(key)
+        if i is None:
+            i = self._row[key] = len(self.keys)
+            self.keys.append(key)
+            if i >= self.ring.shape[0]:  # grow every per-key array together
+                n = self.ring.shape[0]
+                self.ring = np.concatenate([self.ring, np.full((n, self.capacity), np.nan)])
+                self._hitch = np.concatenate([self._hitch, np.full(n, np.nan)])
+                self._hitch_until = np.concatenate([self._hitch_until, np.full(n, -np.inf)])
+        return i
+
+    def add(self, readings: Iterable[tuple[str, str, float]], now_s: float):
+        """Add one frame's ``(clock, name, ms)`` readings at wall time ``now_s`` (seconds);
+        return ``(keys, values)`` as ``FrameRecord.stats_keys`` / ``stats_values``."""
+        rows, vals = [], []
+        for clock, name, ms in readings:
+            rows.append(self.row(clock, name))
+            vals.append(ms)
+        k, slot = len(self.keys), self.count % self.capacity
+        self.ring[:, slot] = np.nan
+        self.ring[rows, slot] = vals
+        self.count += 1
+        window = self.ring[:k, : min(self.count, self.capacity)]  # order does not matter
+        last = self.ring[:k, slot]
+        s = np.sort(window, axis=1)  # NaN sorts last
+        n = np.count_nonzero(s == s, axis=1)
+        keys = np.arange(k)
+        median = _median(s, n, keys)
+        top = s[keys, np.maximum(n - 1, 0)]
+        mean = np.nansum(s, axis=1) / np.maximum(n, 1)
+        mad = _median(np.sort(np.abs(window - median[:, None]), axis=1), n, keys) * 1.4826
+        delta = last - median
+        with np.errstate(invalid="ignore"):
+            outlier = (np.abs(delta) > OUTLIER_MADS * np.fmax(mad, MAD_FLOOR_MS)) & (n >= 10)
+        held = self._hold_hitches(last, outlier & (delta > 0), now_s)
+        out = np.stack([last, mean, median, top, delta, mad, outlier, held, n], 1)
+        if len(self._keys_tuple) != k:
+            self._keys_tuple = tuple(self.keys)
+        keep = n > 0
+        if keep.all():
+            return self._keys_tuple, out
+        return tuple(key for key, ok in zip(self.keys, keep, strict=True) if ok), out[keep]
+
+    def _hold_hitches(self, last, spikes, now_s: float) -> np.ndarray:
+        k = len(self.keys)
+        hitch, until = self._hitch[:k], self._hitch_until[:k]
+        with np.errstate(invalid="ignore"):
+            take = spikes & ((now_s > until) | ~(last <= hitch))
+        hitch[take] = last[take]
+        until[take] = now_s + HITCH_HOLD_S
+        return np.where(now_s <= until, hitch, np.nan)
+
+
+def _median(s: np.ndarray, n: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Row medians of ``s`` (each row sorted, its ``n`` readings first, NaN after); NaN for
+    a row with none. Cheaper than ``np.nanmedian``, which works row by row."""
+    lo, hi = np.maximum(n - 1, 0) // 2, np.minimum(n // 2, s.shape[1] - 1)
+    return 0.5 * (s[rows, lo] + s[rows, hi])
+
+
+def _opt(v: float) -> float | None:
+    return v if v == v else None  # NaN -> None
+
+
+Subscriber = Callable[[FrameRecord], None]
+
+
+class Telemetry:
+    """The per-frame record stream.
+
+    Args:
+        session: facts that do not change per frame (adapter, backend, features, sample,
+            settings, size, GPU clock offset); JSON-serialisable values only.
+        history: records kept in ``history`` (the trace and the HUD read them).
+
+    Attributes:
+        session: see Args; views may read it at any time.
+        history: ``deque[FrameRecord]``, oldest first. ``latest``: the newest or None.
+        subscriber_errors: subscribers removed because they raised.
+    """
+
+    def __init__(self, session: dict | None = None, *, history: int = 300):
+        self.session: dict = dict(session or {})
+        self.history: deque[FrameRecord] = deque(maxlen=history)
+        self.latest: FrameRecord | None = None
+        self.stats = StatsWindow()
+        self.subscriber_errors = 0
+        self._subscribers: list[Subscriber] = []
+        self._seq = 0
+
+    def subscribe(self, fn: Subscriber) -> Callable[[], None]:
+        """Call ``fn(record)`` on the frame thread for every record published from now on;
+        returns a function that unsubscribes. A subscriber that raises is logged and
+        removed: a view never breaks the frame loop."""
+        self._subscribers.append(fn)
+        return lambda: self._subscribers.remove(fn) if fn in self._subscribers else None
+
+    @property
+    def has_subscribers(self) -> bool:
+        return bool(self._subscribers)
+
+    def reset_stats(self) -> None:
+        """Forget the statistics window (``stats reset``)."""
+        self.stats.reset()
+
+    def publish(
+        self,
+        frame_index: int,
+        *,
+        t_ns: int,
+        wall_ms: float | None,
+        timings: FrameTimings | None = None,
+        cull: CullCounts | None = None,
+    ) -> FrameRecord:
+        """Build, keep and send the record of one finished frame."""
+        gpu = tuple(timings.gpu) if timings is not None and timings.gpu is not None else None
+        cpu = tuple(timings.cpu) if timings is not None and timings.cpu is not None else None
+        readings = [(GPU, s.name, (s.end_ns - s.begin_ns) / 1e6) for s in gpu or ()]
+        readings += [(CPU, s.name, (s.end_ns - s.begin_ns) / 1e6) for s in cpu or ()]
+        if wall_ms is not None:
+            readings.append((WALL, FRAME_SCOPE, wall_ms))
+        keys, values = self.stats.add(readings, t_ns / 1e9)
+        record = FrameRecord(
+            seq=self._seq,
+            frame_index=frame_index,
+            t_ns=t_ns,
+            wall_ms=wall_ms,
+            gpu=gpu,
+            cpu=cpu,
+            dropped=timings.dropped if timings is not None else 0,
+            invalid=timings.invalid if timings is not None else 0,
+            cull=cull,
+            stats_keys=keys,
+            stats_values=values,
+        )
+        self._seq += 1
+        self.history.append(record)
+        self.latest = record
+        for fn in list(self._subscribers):
+            try:
+                fn(record)
+            except Exception:
+                log.exception("telemetry: subscriber %r failed and was removed", fn)
+                self.subscriber_errors += 1
+                self._subscribers.remove(fn)
+        return record
+
+
+# -- wire format: shared by --telemetry (JSON Lines) and the portal --------------------------
+@dataclass
+class NameTable:
+    """Scope names sent once: ``ids`` maps a name to its index in the order first sent."""
+
+    ids: dict[str, int] = field(default_factory=dict)
+
+    def encode(self, names: Iterable[str]) -> list[str]:
+        """Register ``names``; return those not sent before (send them first)."""
+        new = []
+        for n in names:
+            if n not in self.ids:
+                self.ids[n] = len(self.ids)
+                new.append(n)
+        return new
+
+
+def _scopes(table: NameTable, scopes) -> list | None:
+    if scopes is None:
+        return None
+    return [[table.ids[s.name], s.begin_ns, s.end_ns] for s in scopes]
+
+
+def encode_record(record: FrameRecord, table: NameTable) -> tuple[list[str], dict]:
+    """``(new_names, message)``: the record as a compact JSON-ready dict whose scopes and
+    stats refer to names by index in ``table`` (send ``new_names`` before it). Scope times
+    are exact integer nanoseconds; stats are ms rounded to 1 ns.
+
+    Message keys: ``seq``, ``frame``, ``t_ns``, ``wall_ms``, ``gpu``/``cpu`` (lists of
+    ``[name_id, begin_ns, end_ns]`` or null), ``dropped``, ``invalid``, ``cull`` (``{"frame",
+    "values"}`` or null) and ``stats``: lists of ``[clock, name_id, *STAT_FIELDS]`` (null = none;
+    ``outlier`` is 0/1).
+    """
+    names = [s.name for s in record.gpu or ()] + [s.name for s in record.cpu or ()]
+    names += [name for _, name in record.stats_keys]
+    new = table.encode(names)
+    cull = record.cull
+    msg = {
+        "seq": record.seq,
+        "frame": record.frame_index,
+        "t_ns": record.t_ns,
+        "wall_ms": _r(record.wall_ms),
+        "gpu": _scopes(table, record.gpu),
+        "cpu": _scopes(table, record.cpu),
+        "dropped": record.dropped,
+        "invalid": record.invalid,
+        "cull": None if cull is None else {"frame": cull.frame_index, "values": list(cull.values)},
+        "stats": [
+            [clock, table.ids[name], *(None if v != v else round(v, 6) for v in row)]
+            for (clock, name), row in zip(record.stats_keys, _rows(record), strict=True)
+        ],
+    }
+    return new, msg
+
+
+def _rows(record: FrameRecord) -> list:
+    return [] if record.stats_values is None else record.stats_values.tolist()
+
+
+def _r(v: float | None) -> float | None:
+    return None if v is None else round(v, 6)
+
+
+class JsonLinesWriter:
+    """``--telemetry PATH``: one JSON object per line. The first line is
+    ``{"type": "session", ...}``; ``{"type": "names", "names": [...]}`` lines introduce scope
+    names (indices continue across lines); then one ``{"type": "frame", ...}`` per record
+    (``encode_record``'s message). Written as records arrive; flushed at ``close``.
+
+    Raises:
+        OSError: the file cannot be opened.
+    """
+
+    def __init__(self, path: str, session: dict):
+        self.path = path
+        self._f = open(path, "wb")  # noqa: SIM115 - closed in close()
+        self._table = NameTable()
+        self._line({"type": "session", **session})
+
+    def __call__(self, record: FrameRecord) -> None:
+        new, msg = encode_record(record, self._table)
+        if new:
+            self._line({"type": "names", "names": new})
+        self._line({"type": "frame", **msg})
+
+    def _line(self, obj: dict) -> None:
+        self._f.write(orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE))
+
+    def close(self) -> None:
+        self._f.close()
