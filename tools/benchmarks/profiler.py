@@ -7,9 +7,10 @@ where a fixed cost shows most.
 
 Arms, interleaved in blocks (off, on, gpu, cpu, enc, off, on, ...) to cancel drift:
 
-* ``off``: ``graph.profiler`` is None (no query set, no timestamp, no CPU scope).
-* ``on``: ``--gpu-profile --profile``: pass-descriptor timestamps and CPU scopes, with
-  ``after_submit`` and a ``collect`` per frame (what the HUD does).
+* ``off``: no profiler (no query set, no timestamp, no CPU scope).
+* ``on``: ``--gpu-profile --profile``: pass-descriptor timestamps and CPU scopes, collected
+  after each submit and published as a telemetry record with its statistics (what the
+  HUD reads).
 * ``gpu``: ``--gpu-profile`` only; ``cpu``: ``--profile`` only (splits the CPU cost).
 * ``enc``: GPU timestamps written on the encoder between passes instead of on the pass
   descriptors (``timestamps="encoder"``; needs ``timestamp-query-inside-encoders``): if
@@ -18,9 +19,10 @@ Arms, interleaved in blocks (off, on, gpu, cpu, enc, off, on, ...) to cancel dri
 Each frame is submitted as three command buffers in one ``queue.submit``: a stopwatch begin
 (an empty compute pass with a beginning-of-pass timestamp), the frame, a stopwatch end. The
 stopwatch is identical in every arm and independent of the per-pass profiler, so "GPU frame"
-means the same thing with profiling off. CPU frame = update + record + finish + submit (+
-``after_submit`` + ``collect`` when on), ``perf_counter_ns``; the stopwatch's own command
-buffers are built outside it. The queue is drained between frames (bench side, untimed) so
+means the same thing with profiling off. CPU frame = one ``FrameLoop.frame`` (update, record,
+finish, submit, after_submit: readbacks, collection, the telemetry record),
+``perf_counter_ns``; the stopwatch's own command buffers are built outside it. The queue is
+drained between frames (bench side, untimed) so
 frames do not overlap. Medians are the headline; means are printed too because readbacks are
 batched (one map every ``batch`` frames), which a median alone would hide. Overheads are
 printed per frame and per pass in microseconds. Goals: CPU <= 1.05x, GPU <= 1.01x.
@@ -34,7 +36,8 @@ import time
 import numpy as np
 import wgpu
 
-from engine.graph import ComputePass, FrameContext, RenderGraph, RenderPass
+from engine.graph import ComputePass, RenderGraph, RenderPass
+from engine.loop import FrameLoop
 from engine.profiling import FrameProfiler
 from engine.readback import ReadbackRing
 from samples.s02_custom_pass import (
@@ -140,27 +143,12 @@ def _sinks(gpu):
     return sinks
 
 
-def _frame(gpu, case, sink, watch, index):
-    """One frame the way engine.app renders it; returns its CPU ns."""
-    dev, q, graph = gpu.device, gpu.queue, case.graph
+def _frame(loop, case, watch, index):
+    """One frame through the one frame loop (``engine.loop.FrameLoop``: update, record,
+    submit, after_submit with its collection and telemetry record); returns its CPU ns."""
     begin, end = watch.begin(), watch.end()  # stopwatch: same in every arm, untimed
     t0 = time.perf_counter_ns()
-    ctx = FrameContext(dev, graph, index, index / 60, graph.size, case.output)
-    if sink is not None:
-        sink.cpu_begin("Update")
-    case.update(ctx)
-    if sink is not None:
-        sink.cpu_end()
-    enc = dev.create_command_encoder()
-    graph.execute(enc, ctx)
-    cmd = enc.finish()
-    if sink is not None:
-        sink.cpu_begin("Submit")
-    q.submit([begin, cmd, end])
-    if sink is not None:
-        sink.cpu_end()
-        sink.after_submit()
-        sink.collect()
+    loop.frame(case.output, index / 60, case.update, before=[begin], after=[end])
     t1 = time.perf_counter_ns()
     watch.ring.submitted(index)
     return t1 - t0
@@ -183,11 +171,12 @@ def _measure(gpu, case, *, frames_per_block, blocks):
                 gpu_ms[arm_of[f]].append((e - b) / 1e6)
 
     order = list(sinks)
+    loop = FrameLoop(gpu, case.graph)
     for block in range(len(order) * (blocks + 1)):
         arm = order[block % len(order)]
         case.graph.profiler = sinks[arm]
         for _ in range(frames_per_block):
-            ns = _frame(gpu, case, sinks[arm], watch, index)
+            ns = _frame(loop, case, watch, index)
             if block >= len(order):  # the first round warms up (shader JIT, first maps)
                 cpu[arm].append(ns / 1e6)
                 arm_of[index] = arm
