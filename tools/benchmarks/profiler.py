@@ -30,6 +30,7 @@ printed per frame and per pass in microseconds. Goals: CPU <= 1.05x, GPU <= 1.01
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 
@@ -39,7 +40,9 @@ import wgpu
 from engine.graph import ComputePass, RenderGraph, RenderPass
 from engine.loop import FrameLoop
 from engine.profiling import FrameProfiler
+from engine.profiling.timings import FrameTimings
 from engine.readback import ReadbackRing
+from engine.telemetry import JsonLinesWriter, Telemetry
 from samples.s02_custom_pass import (
     create_work_pipelines,
     work_bind_groups,
@@ -184,11 +187,10 @@ def _measure(gpu, case, *, frames_per_block, blocks):
             take(watch.ring.poll())
             index += 1
     take(watch.ring.drain(5.0))
+    case.graph.profiler = sinks["on"]
+    loop.drain()
     case.graph.profiler = None
-    for sink in sinks.values():
-        if sink is not None:
-            sink.drain()
-    return cpu, gpu_ms
+    return cpu, gpu_ms, list(loop.telemetry.history)
 
 
 def _row(label, off, on, passes, frame_pct=False):
@@ -260,8 +262,38 @@ def run(gpu, args) -> None:
             output,
         ),
     ]
-    for make in cases:
+    for i, make in enumerate(cases):
         case = make()
-        cpu, gms = _measure(gpu, case, frames_per_block=fpb, blocks=blocks)
+        cpu, gms, records = _measure(gpu, case, frames_per_block=fpb, blocks=blocks)
         _report(case, cpu, gms)
+        if i == 0:
+            _telemetry_cost(records)
     print("  goals: CPU <= 1.05x, GPU <= 1.01x (on vs off)")
+
+
+def _telemetry_cost(records) -> None:
+    """CPU cost of the telemetry record and its statistics, replaying the standard frame's
+    timings into a fresh ``Telemetry`` (part of the 'on' arm above; shown apart here)."""
+    timed = [r for r in records if r.gpu and r.cpu]
+    if not timed:
+        return
+    reps = max(1, 600 // len(timed))
+    frames = [FrameTimings(r.frame_index, gpu=list(r.gpu), cpu=list(r.cpu)) for r in timed]
+    arms = {}
+    for arm in ("publish", "publish + stats read", "publish + --telemetry JSONL"):
+        tel = Telemetry()
+        if arm.endswith("JSONL"):
+            tel.subscribe(JsonLinesWriter(os.devnull, {}))
+        ns = []
+        for i in range(reps * len(frames)):
+            ft = frames[i % len(frames)]
+            t0 = time.perf_counter_ns()
+            rec = tel.publish(i, t_ns=t0, wall_ms=16.7, timings=ft)
+            if arm.endswith("read"):
+                rec.stat(ft.gpu[0].name)
+            ns.append(time.perf_counter_ns() - t0)
+        arms[arm] = statistics.median(ns[len(frames) :]) / 1e3
+    scopes = len(timed[-1].gpu) + len(timed[-1].cpu)
+    print(f"  telemetry per frame ({scopes} scopes, medians; goal <= 50 us):")
+    for arm, us in arms.items():
+        print(f"    {arm:<30} {us:8.1f} us")
