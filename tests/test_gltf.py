@@ -156,17 +156,17 @@ def test_missing_file(tmp_path):
 
 def test_malformed_json(tmp_path):
     (tmp_path / "bad.gltf").write_text('{"asset": {"version": "2.0"}, "nodes": [')
-    _raises(tmp_path / "bad.gltf", "cannot parse glTF")
+    _raises(tmp_path / "bad.gltf", "not valid JSON (line 1 column 41")
 
 
 def test_malformed_glb(tmp_path):
     (tmp_path / "bad.glb").write_bytes(b"not a glb file at all")
-    _raises(tmp_path / "bad.glb", "cannot parse glTF")
+    _raises(tmp_path / "bad.glb", "not a binary glTF file")
 
 
 def test_wrong_version(tmp_path):
     (tmp_path / "v1.gltf").write_text(json.dumps({"asset": {"version": "1.0"}}))
-    _raises(tmp_path / "v1.gltf", "version '1.0' is not 2.x")
+    _raises(tmp_path / "v1.gltf", "glTF 1.0 is not supported", "glTF 2.0 (.gltf or .glb)")
 
 
 def test_missing_bin(tmp_path):
@@ -209,3 +209,142 @@ def test_node_cycle(tmp_path):
 def test_no_triangles(tmp_path):
     (tmp_path / "empty.gltf").write_text(json.dumps({"asset": {"version": "2.0"}}))
     _raises(tmp_path / "empty.gltf", "no triangle primitives")
+
+
+# -- extensions, other formats, wrong JSON types (issue 9 items 2 and 3) ----------------------
+
+DRACO = "KHR_draco_mesh_compression"
+
+
+def _draco_gltf(path: Path) -> Path:
+    """A Draco-compressed triangle as exporters write it: the accessors have no bufferView
+    (the data is in the extension's compressed bufferView), which plain glTF reads as zeros."""
+    doc = {
+        "asset": {"version": "2.0"},
+        "extensionsUsed": [DRACO],
+        "extensionsRequired": [DRACO],
+        "scene": 0,
+        "scenes": [{"nodes": [0]}],
+        "nodes": [{"mesh": 0}],
+        "meshes": [
+            {
+                "primitives": [
+                    {
+                        "attributes": {"POSITION": 0},
+                        "indices": 1,
+                        "extensions": {DRACO: {"bufferView": 0, "attributes": {"POSITION": 0}}},
+                    }
+                ]
+            }
+        ],
+        "accessors": [
+            {"componentType": 5126, "count": 3, "type": "VEC3", "min": [0, 0, 0], "max": [1, 1, 0]},
+            {"componentType": 5123, "count": 3, "type": "SCALAR"},
+        ],
+        "bufferViews": [{"buffer": 0, "byteLength": 4}],
+        "buffers": [{"byteLength": 4, "uri": "data:application/octet-stream;base64,AAAAAA=="}],
+    }
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_required_extension_is_refused_by_name(tmp_path):
+    _raises(_draco_gltf(tmp_path / "draco.gltf"), f"requires glTF extension(s) {DRACO}")
+
+
+def test_used_extensions_are_named_once_in_one_warning(tmp_path, caplog):
+    doc, blob = two_nodes()
+    doc.extensionsUsed = ["KHR_texture_transform", "KHR_materials_unlit"]
+    save(doc, blob, tmp_path / "ext.gltf")
+    with caplog.at_level(logging.WARNING, logger="lantern"):
+        scene = load_gltf(str(tmp_path / "ext.gltf"))
+    assert scene.count == 2
+    lines = [r.getMessage() for r in caplog.records if "extension" in r.getMessage()]
+    assert lines == [
+        f"{tmp_path / 'ext.gltf'}: ignoring glTF extension(s) KHR_materials_unlit, "
+        "KHR_texture_transform (not implemented; the scene may look different)"
+    ]
+
+
+def _glb(version: int = 2, json_text: str = '{"asset":{"version":"2.0"}}', cut: int = 0) -> bytes:
+    body = json_text.encode().ljust((len(json_text) + 3) // 4 * 4, b" ")
+    chunk = len(body).to_bytes(4, "little") + b"JSON" + body
+    total = 12 + len(chunk)
+    data = b"glTF" + version.to_bytes(4, "little") + total.to_bytes(4, "little") + chunk
+    return data[: len(data) - cut]
+
+
+V2 = '{"asset": {"version": "2.0"}, '
+# name, content (bytes, str, or None for a directory), what the message must say
+OTHER_INPUTS = [
+    ("cube.obj", "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n", "Wavefront OBJ files are not supported"),
+    ("cube.3ds", b"MM\x10\x00\x00\x00\x02\x00\x0a\x00", "3D Studio files are not supported"),
+    ("v1.gltf", '{"asset": {"version": "1.0"}, "meshes": {"m": {"primitives": []}}}',
+     "glTF 1.0 is not supported"),
+    ("empty.glb", b"", "the file is empty"),
+    ("one.glb", b"g", "not a binary glTF file"),
+    ("v1.glb", _glb(version=1), "binary glTF version 1 is not supported"),
+    ("short.glb", _glb()[:16], "truncated .glb (16 bytes"),
+    ("cut.glb", _glb(cut=4), "truncated .glb (header says"),
+    ("random.gltf", bytes(range(128, 256)), "binary data that is neither glTF JSON nor .glb"),
+    ("folder.gltf", None, "is a directory"),
+    ("array.gltf", "[1, 2]", "glTF JSON must be an object, not an array"),
+    ("noversion.gltf", '{"asset": {"version": 2.0}}', "no asset.version string"),
+    ("nodes.gltf", V2 + '"nodes": "x"}',
+     'nodes must be an array, not the string "x"'),
+    ("mesh.gltf", V2 + '"nodes": [{"mesh": "a"}]}',
+     'nodes[0].mesh must be a non-negative integer, not the string "a"'),
+    ("trs.gltf", V2 + '"nodes": [{"translation": [1, 2]}]}',
+     "nodes[0].translation must be an array of 3 numbers, not an array"),
+    ("attr.gltf",
+     V2 + '"meshes": [{"primitives": [{"attributes": {"POSITION": true}}]}]}',
+     "meshes[0].primitives[0].attributes.POSITION must be a non-negative integer, not a boolean"),
+    ("count.gltf", V2 + '"accessors": [{"count": -1}]}',
+     "accessors[0].count must be a non-negative integer, not the number -1"),
+    ("color.gltf",
+     V2 + '"materials": [{"pbrMetallicRoughness": {"baseColorFactor": 1}}]}',
+     "materials[0].pbrMetallicRoughness.baseColorFactor must be an array of 4 numbers"),
+]  # fmt: skip
+
+
+def _make(tmp_path: Path, name: str, content) -> Path:
+    path = tmp_path / name
+    if content is None:
+        path.mkdir()
+    elif isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "says"), OTHER_INPUTS, ids=[c[0] for c in OTHER_INPUTS]
+)
+def test_other_formats_and_wrong_types_are_one_line_about_the_file(tmp_path, name, content, says):
+    path = _make(tmp_path, name, content)
+    _raises(path, says)
+    with pytest.raises(SceneError) as e:
+        load_gltf(str(path))
+    # a message about the file, not a Python exception's text
+    for leak in ("Error:", "object has no attribute", "unpack", "Expecting value", "line 1 col"):
+        assert leak not in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [("draco.gltf", DRACO), ("cube.obj", "Wavefront OBJ"), ("folder.gltf", "is a directory")],
+)
+def test_bad_scene_file_on_the_command_line_is_one_line_exit_2(tmp_path, name, says):
+    from tests.helpers import run_sample
+
+    if name == "draco.gltf":
+        path = _draco_gltf(tmp_path / name)
+    else:
+        path = _make(tmp_path, name, dict((n, c) for n, c, _ in OTHER_INPUTS)[name])
+    r = run_sample("s13", "--scene", str(path), "--capture", str(tmp_path / "x.png"), timeout=120)
+    assert r.returncode == 2, r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "--scene" in lines[0] and says in lines[0], r.stderr
+    assert str(path) in lines[0] and "Traceback" not in r.stderr
+    assert not (tmp_path / "x.png").exists()
