@@ -35,11 +35,15 @@ PANEL_W = 1 + NAME_W + 1 + NUM_W + 1 + NUM_W + 2 + BAR_W + 1  # 52 cells
 
 
 def fmt_ms(v: float | None, width: int = NUM_W) -> str:
-    """Right-aligned fixed-width milliseconds (3 decimals), or ``n/a`` when there is no
-    reading (never ``0.000`` for a missing value)."""
+    """Right-aligned milliseconds in exactly ``width`` characters: 3 decimals while they fit,
+    else whole ms, else scientific; ``n/a`` when there is no reading (never ``0.000``)."""
     if v is None or not math.isfinite(v):
         return "n/a".rjust(width)
-    return f"{v:{width}.3f}" if v < 10 ** (width - 4) else f"{v:{width}.0f}"
+    for spec in (".3f", ".0f"):  # decided on the rounded text: 9999.9996 -> "10000.000"
+        text = f"{v:{width}{spec}}"
+        if len(text) <= width:
+            return text
+    return f"{v:{width}.{max(width - 8, 0)}e}"
 
 
 class TimingHistory:
