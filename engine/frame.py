@@ -51,7 +51,7 @@ from engine.graph import ComputePass, RenderGraph, RenderPass, TextureDesc, Tran
 from engine.passes.hiz import DepthPyramid
 from engine.passes.mesh import DEPTH_FORMAT, SHADOW_FORMAT, VIEW_UNIFORM_SIZE, MeshPipelines
 from engine.passes.post import HDR_FORMAT, PostPipeline
-from engine.passes.shadow import fit_sun, frustum_planes
+from engine.passes.shadow import SHADOW_DISTANCE, fit_sun, frustum_planes, shadow_region
 
 log = logging.getLogger("lantern")
 
@@ -84,7 +84,8 @@ class FrameSettings:
         post: HDR target + tone-mapping Post pass (off: Main renders to the output).
         fog_density: exponential fog per world unit (0 = none).
         exposure: multiplier before tone mapping.
-        shadow_radius: radius in world units of the shadowed region (None: from the scene).
+        shadow_radius: shadow distance: receivers the camera sees up to this view depth
+            (world units) are shadowed (None: ``SHADOW_DISTANCE``, 90).
         lod_base_px: projected diameter in pixels below which LOD 1 is used (halving per LOD).
 
     Raises:
@@ -350,7 +351,7 @@ class StandardFrame:
         proj = camera.proj(aspect)
         view_proj = proj @ view
         sun = np.asarray(self.scene.sun_direction, np.float32)
-        fit = self._fit_sun(camera)
+        fit = self._fit_sun(view_proj)
         s = self.settings
         vu = np.zeros(72, np.float32)
         vu[0:16] = view_proj.T.reshape(-1)
@@ -366,24 +367,10 @@ class StandardFrame:
         q.write_buffer(self.view_uniform, 0, vu.tobytes())
         q.write_buffer(self.cull_uniform, 0, self._cull_bytes(ctx.size, aspect, fit))
 
-    def _fit_sun(self, camera):
-        lo, hi = (np.asarray(v, np.float64) for v in self.scene.extent)
-        diag = float(np.linalg.norm(hi - lo))
-        radius = self.settings.shadow_radius or float(np.clip(0.35 * diag, 1.0, 90.0))
-        if radius >= 0.5 * diag:  # the whole scene fits: shadow all of it, wherever we look
-            center = (lo + hi) / 2.0
-        else:  # shadow the region in front of the camera
-            eye = np.asarray(camera.eye, np.float64)
-            fwd = np.asarray(camera.target, np.float64) - eye
-            fwd /= max(np.linalg.norm(fwd), 1e-9)
-            center = eye + fwd * radius * 0.7
-        return fit_sun(
-            self.scene.sun_direction,
-            center,
-            radius,
-            (lo, hi),
-            self.settings.shadow_size,
-        )
+    def _fit_sun(self, view_proj):
+        extent, distance = self.scene.extent, self.settings.shadow_radius or SHADOW_DISTANCE
+        center, radius = shadow_region(view_proj, distance, extent)  # what the camera sees
+        return fit_sun(self.scene.sun_direction, center, radius, extent, self.settings.shadow_size)
 
     def _cull_bytes(self, size, aspect, fit) -> bytes:
         s = self.settings

@@ -54,7 +54,8 @@ class City(Sample):
         if args.scene is not None:  # fog and shadows sized to the model, not to a city street
             lo, hi = scene.extent
             diag = max(float(np.linalg.norm(hi - lo)), 1e-3)
-            settings = replace(settings, fog_density=0.1 / diag, shadow_radius=0.5 * diag)
+            # shadow distance past the model's far side from the orbit: all of it is shadowed
+            settings = replace(settings, fog_density=0.1 / diag, shadow_radius=3.0 * diag)
         self.frame = StandardFrame(self.app.gpu, graph, scene, settings)
         self.app.cull_stats = self.frame.stats
         log.info(
