@@ -48,6 +48,7 @@ from engine.culling.gpu_scene import GpuScene
 from engine.culling.stats import CullStats
 from engine.gpu import GpuError
 from engine.graph import ComputePass, RenderGraph, RenderPass, TextureDesc, TransferPass
+from engine.passes.frustum_lines import FrustumLines
 from engine.passes.hiz import DepthPyramid
 from engine.passes.mesh import DEPTH_FORMAT, SHADOW_FORMAT, VIEW_UNIFORM_SIZE, MeshPipelines
 from engine.passes.post import HDR_FORMAT, PostPipeline
@@ -256,6 +257,8 @@ class StandardFrame:
         self.draw_group = self.mesh.draw_group(self.gs)
         self.shadow_map = None
         self.camera = None
+        self.show_frustum = True  # draw the frozen culling frustum (while frozen)
+        self._lines: dict[str, FrustumLines] = {}  # per colour format, made on first freeze
         self.cull_camera = None  # frozen culling camera (F2) or None
         self._reset = True  # ignore visibility from before (first frame, resize, knob change)
         self._last_recorded: int | None = None
@@ -352,6 +355,7 @@ class StandardFrame:
         view_proj = proj @ view
         sun = np.asarray(self.scene.sun_direction, np.float32)
         fit = self._fit_sun(view_proj)
+        self._update_frustum_lines(view_proj, aspect)
         s = self.settings
         vu = np.zeros(72, np.float32)
         vu[0:16] = view_proj.T.reshape(-1)
@@ -366,6 +370,16 @@ class StandardFrame:
         q = self.device.queue
         q.write_buffer(self.view_uniform, 0, vu.tobytes())
         q.write_buffer(self.cull_uniform, 0, self._cull_bytes(ctx.size, aspect, fit))
+
+    def _update_frustum_lines(self, view_proj, aspect) -> None:
+        if self.cull_camera is None or not self.show_frustum:
+            return
+        fmt = HDR_FORMAT if self.settings.post else self.graph.output_format
+        if fmt not in self._lines:
+            self._lines[fmt] = FrustumLines(self.device, fmt, DEPTH_FORMAT)
+        frozen = self.cull_camera.proj(aspect) @ self.cull_camera.view()
+        self._lines[fmt].set_frustum(np.linalg.inv(frozen.astype(np.float64)))
+        self._lines[fmt].set_view(view_proj)
 
     def _fit_sun(self, view_proj):
         extent, distance = self.scene.extent, self.settings.shadow_radius or SHADOW_DISTANCE
@@ -493,6 +507,9 @@ class StandardFrame:
             self._bind_geometry(rpass)
             rpass.set_bind_group(2, self.shadow_group)
             self.gs.draw(rpass, region, 1, self.draw_group)
+            lines = self._lines.get(fmt) if self.cull_camera is not None else None
+            if region == 1 and lines is not None and self.show_frustum:
+                lines.record(ctx, rpass)  # Main.Late: the last main pass
 
         return record
 

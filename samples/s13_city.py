@@ -37,7 +37,8 @@ class City(Sample):
             scene = args.scene
             if args.instances is not None and args.instances > scene.count:
                 scene = repeat_grid(scene, args.instances // scene.count)
-            path = default_camera(scene)
+            w, h = graph.size  # landscape: fits any landscape window; portrait: this one
+            path = default_camera(scene, aspect=min(w / h, 1.0))
         else:
             from engine.scene.procedural import city
 

@@ -125,17 +125,40 @@ def test_repeat_grid():
         repeat_grid(scene, 0)
 
 
-def test_default_camera_sees_the_whole_extent():
-    scene = repeat_grid(load_gltf(str(ASSETS / "house.glb")), 5)
-    path = default_camera(scene)
-    lo, hi = scene.extent
+def _corner_ndc(path, extent, aspect: float, times) -> np.ndarray:
+    """Largest |NDC x or y| of the extent's 8 corners over ``times``; all must be in front."""
+    lo, hi = extent
     corners = np.array([[x, y, z, 1] for x in (lo[0], hi[0]) for y in (lo[1], hi[1])
                         for z in (lo[2], hi[2])])  # fmt: skip
-    for t in (0.0, 1.0, 7.5):
+    worst = 0.0
+    for t in times:
         cam = path.at(t)
-        clip = corners @ (cam.proj(16 / 9) @ cam.view()).T.astype(np.float64)
-        ndc = clip[:, :3] / clip[:, 3:]
-        assert np.all(clip[:, 3] > 0) and np.all(np.abs(ndc[:, :2]) <= 1.0)
+        clip = corners @ (cam.proj(aspect) @ cam.view()).T.astype(np.float64)
+        assert np.all(clip[:, 3] > cam.near)
+        worst = max(worst, float(np.abs(clip[:, :2] / clip[:, 3:]).max()))
+    return worst
+
+
+@pytest.mark.parametrize("shape", [(1, 40, 1), (10, 10, 10), (40, 1, 40), (60, 2, 1)])
+def test_default_camera_keeps_the_whole_extent_in_view_at_any_aspect(shape):
+    from engine.scene.scene import Mesh, Scene
+
+    t = np.diag([*shape, 1]).astype(np.float32)[None]
+    scene = Scene([Mesh.from_lods("box", [box()])], t, np.zeros(1, np.uint32), np.ones((1, 4)))
+    times = np.linspace(0.0, 24.0, 97)  # a whole turn
+    landscape = default_camera(scene)  # aspect 1: every landscape output
+    for aspect in (1.0, 4 / 3, 16 / 9, 21 / 9):
+        assert _corner_ndc(landscape, scene.extent, aspect, times) <= 1.0
+    for aspect in (9 / 16, 1 / 3):  # portrait: told the aspect
+        assert _corner_ndc(default_camera(scene, aspect), scene.extent, aspect, times) <= 1.0
+    with pytest.raises(ValueError, match="aspect"):
+        default_camera(scene, 0.0)
+
+
+def test_default_camera_sees_the_house_grid():
+    scene = repeat_grid(load_gltf(str(ASSETS / "house.glb")), 5)
+    worst = _corner_ndc(default_camera(scene), scene.extent, 16 / 9, (0.0, 1.0, 7.5))
+    assert 0.5 < worst <= 1.0  # in view, and not a speck
 
 
 # -- errors: one line naming the file and the problem -----------------------------------------

@@ -116,14 +116,25 @@ def repeat_grid(scene: Scene, copies: int) -> Scene:
     )
 
 
-def default_camera(scene: Scene) -> CameraPath:
-    """An orbit around the centre of ``scene.extent`` that keeps the whole extent in view
-    (distance = 0.9 × bounding radius / sin(fov/2), 25° above the horizon, 24 s per turn)."""
+def default_camera(scene: Scene, aspect: float = 1.0) -> CameraPath:
+    """An orbit around the centre of ``scene.extent`` that keeps the whole extent in view at
+    every point of the orbit for any output of width / height >= ``aspect`` (25° above the
+    horizon, 24 s per turn, 50° vertical field of view).
+
+    The extent's bounding sphere (radius = half its diagonal) is kept inside the view cone of
+    the narrower field of view: distance = radius / sin(half of min(vertical, horizontal
+    fov)); the frustum holds that cone, and the cone holds the sphere, so every corner of the
+    extent projects inside NDC [-1, 1]. Raises ValueError for ``aspect`` <= 0.
+    """
+    if not aspect > 0:
+        raise ValueError(f"aspect must be > 0, got {aspect!r}")
     lo, hi = scene.extent
     center = (lo + hi) / 2.0
     radius = max(float(np.linalg.norm(hi - lo)) / 2.0, 1e-3)
     fov = 50.0
-    distance = radius / math.sin(math.radians(fov) / 2.0) * 0.9  # sphere is loose
+    half_y = math.radians(fov) / 2.0
+    half = min(half_y, math.atan(aspect * math.tan(half_y)))
+    distance = radius / math.sin(half)
     return OrbitPath(center, distance, fov_y_deg=fov, near=max(distance * 1e-3, 1e-3))
 
 
