@@ -14,7 +14,7 @@ import numpy as np
 
 from engine.app import KEY_F2, Sample, main
 from engine.frame import StandardFrame, add_frame_arguments, settings_from_args
-from engine.scene.camera import FlyCamera
+from engine.scene.camera import FlyCamera, fly_speed
 
 log = logging.getLogger("lantern")
 
@@ -49,8 +49,7 @@ class City(Sample):
             path = FixedPath(args.camera)
         self.scene, self.path = scene, path
         self.fly, self._last_time = None, 0.0
-        lo, hi = scene.extent  # fly across the scene in about 20 s
-        self.fly_speed = max(float(np.linalg.norm(hi - lo)) / 20.0, 1.0)
+        self.fly_speed = fly_speed(scene.extent)  # walking to driving pace
         settings = settings_from_args(args)
         if args.scene is not None:  # fog and shadows sized to the model, not to a city street
             lo, hi = scene.extent
