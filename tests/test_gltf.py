@@ -371,3 +371,26 @@ def test_bad_scene_file_on_the_command_line_is_one_line_exit_2(tmp_path, name, s
     assert len(lines) == 1 and "--scene" in lines[0] and says in lines[0], r.stderr
     assert str(path) in lines[0] and "Traceback" not in r.stderr
     assert not (tmp_path / "x.png").exists()
+
+
+def test_fields_the_loader_does_not_read_cannot_break_it(tmp_path):
+    """pygltflib raised AttributeError/TypeError on a wrong type in any field (cameras,
+    animations, a node's camera); only the fields the loader reads are checked and parsed."""
+    doc, blob = two_nodes()
+    save(doc, blob, tmp_path / "ok.gltf")
+    obj = json.loads((tmp_path / "ok.gltf").read_text())
+    obj["cameras"], obj["animations"], obj["samplers"] = "x", [1], 5
+    obj["nodes"][0]["camera"] = "c"
+    (tmp_path / "odd.gltf").write_text(json.dumps(obj))
+    scene = load_gltf(str(tmp_path / "odd.gltf"))
+    ref = load_gltf(str(tmp_path / "ok.gltf"))
+    assert np.array_equal(scene.transforms, ref.transforms) and scene.count == 2
+
+
+def test_sparse_accessor_is_still_refused(tmp_path):
+    doc, blob = two_nodes()
+    save(doc, blob, tmp_path / "ok.gltf")
+    obj = json.loads((tmp_path / "ok.gltf").read_text())
+    obj["accessors"][0]["sparse"] = {"count": 1, "indices": {}, "values": {}}
+    (tmp_path / "sparse.gltf").write_text(json.dumps(obj))
+    _raises(tmp_path / "sparse.gltf", "sparse accessors are not supported")

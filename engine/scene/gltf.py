@@ -165,7 +165,8 @@ GLB_MAGIC, GLB_JSON, GLB_BIN = b"glTF", 0x4E4F534A, 0x004E4942
 
 # The fields the loader reads, with their JSON types (glTF 2.0 JSON schema, simplified):
 # a dict is an object ("*": any key), a one-item list an array of that, "id" a non-negative
-# integer, ("number", n) an array of n numbers.
+# integer, ("number", n) an array of n numbers, "object" any object. Only these fields reach
+# pygltflib (``_prune``): a wrong type elsewhere (``"cameras": "x"``) cannot crash its parser.
 _SCHEMA = {
     "asset": {"version": "string", "minVersion": "string"},
     "scene": "id",
@@ -196,6 +197,7 @@ _SCHEMA = {
             "count": "id",
             "type": "string",
             "normalized": "boolean",
+            "sparse": "object",  # refused by the loader, so it must see it
         }
     ],
     "bufferViews": [{"buffer": "id", "byteOffset": "id", "byteLength": "id", "byteStride": "id"}],
@@ -234,7 +236,7 @@ def _parse(p: Path):
     _check_extensions(p, obj)
     with warnings.catch_warnings():  # its warnings would break the one-line error
         warnings.simplefilter("ignore")
-        doc = pygltflib.GLTF2.from_json(text)
+        doc = pygltflib.GLTF2.from_json(json.dumps(_prune(obj, _SCHEMA)))
     if blob is not None:
         doc.set_binary_blob(blob)
     return doc
@@ -323,6 +325,16 @@ def _json_type(v) -> str:
     return {list: "an array", dict: "an object"}.get(type(v), "null")
 
 
+def _prune(value, spec):
+    """``value`` (already type-checked against ``spec``) with only the fields ``spec`` names."""
+    if isinstance(spec, dict):
+        return {k: _prune(v, spec.get(k, spec.get("*"))) for k, v in value.items()
+                if k in spec or "*" in spec}  # fmt: skip
+    if isinstance(spec, list):
+        return [_prune(v, spec[0]) for v in value]
+    return value
+
+
 def _check_types(p: Path, value, spec, where: str) -> None:
     """Raise a SceneError naming the first field (``nodes[3].translation``) whose JSON type
     differs from ``spec`` (see ``_SCHEMA``); unknown fields are not checked."""
@@ -355,6 +367,8 @@ def _check_types(p: Path, value, spec, where: str) -> None:
             raise bad("a non-negative integer")
     elif spec == "string" and not isinstance(value, str):
         raise bad("a string")
+    elif spec == "object" and not isinstance(value, dict):
+        raise bad("an object")
     elif spec == "boolean" and not isinstance(value, bool):
         raise bad("a boolean")
 
