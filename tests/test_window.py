@@ -152,7 +152,7 @@ def test_ctrl_c_during_capture_writes_nothing(tmp_path):
     assert "not written" in out and not png.exists()
 
 
-def _destroy_windows(display: str, title_part: str, kill: bool = False) -> int:
+def _destroy_windows(display: str, title_part: str, kill: bool = False, dry_run=False) -> int:
     """What ``xdotool windowclose`` does, from a second X connection: XDestroyWindow on every
     top-level window whose name contains ``title_part`` (``kill``: XKillClient, what ``xkill``
     and ``xdotool windowkill`` do: the owner's connection is closed); returns how many."""
@@ -180,7 +180,8 @@ def _destroy_windows(display: str, title_part: str, kill: bool = False) -> int:
     for i in range(n.value):
         name = ctypes.c_char_p()
         if x.XFetchName(d, kids[i], ctypes.byref(name)) and title_part.encode() in name.value:
-            (x.XKillClient if kill else x.XDestroyWindow)(d, kids[i])
+            if not dry_run:
+                (x.XKillClient if kill else x.XDestroyWindow)(d, kids[i])
             destroyed += 1
     x.XSync(d, 0)
     x.XCloseDisplay(d)
@@ -204,10 +205,11 @@ def test_window_destroyed_by_another_client_ends_like_a_close(display, sample, k
     try:
         deadline = time.monotonic() + 60  # a loaded machine starts slowly: wait for the window
         time.sleep(3)
-        while (found := _destroy_windows(display, "Lantern", kill)) == 0:
+        while _destroy_windows(display, "Lantern", kill, dry_run=True) == 0:
             assert p.poll() is None and time.monotonic() < deadline, p.communicate()
             time.sleep(0.5)
-        assert found == 1
+        time.sleep(2)  # the window is up: let it render frames
+        assert _destroy_windows(display, "Lantern", kill) == 1
         out, err = p.communicate(timeout=60)
     finally:
         if p.poll() is None:
