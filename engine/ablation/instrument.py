@@ -1,0 +1,342 @@
+"""Rewrite an entry point with a cut-point guard before each statement of its body.
+
+Guard ``K`` is ``if (_ablate_cut.x == Ku) { return <zero>; }``, inserted on the same source line
+as the statement it precedes (line numbers in compiler messages stay the original ones), and
+one more at the end of every block that can fall through. ``_ablate_cut`` is a new
+``var<uniform>`` in the group after the last one the entry point uses, so the shader is
+compiled once and each cut is a different uniform value; ``CUT_NONE`` matches no guard.
+
+Cost of a statement = t(cut after it) - t(cut before it). Inside a loop body a cut returns in
+the first iteration, so those rows cost one iteration; the loop's own row costs all of them.
+No guard goes inside ``continuing`` (WGSL forbids ``return`` there) or into called functions
+(a return there would not end the entry point).
+
+Uniformity: when the entry point reaches a barrier (compute) or a derivative / implicit-LOD
+sample (fragment), a guard is placed only where control flow is uniform by a conservative
+analysis (after the WGSL spec's uniformity rules, simplified): conditions built only from
+uniform variables, constants, ``workgroup_id`` / ``num_workgroups`` and ``let``s of those;
+nothing after a return/break/continue taken under a non-uniform condition. The cut value is
+uniform, so a guard there returns for the whole workgroup or none of it and every barrier
+after it is still reached by all invocations or by none. Statements without a guard before
+and after are reported as not measured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .wgsl import Block, Function, Module, Stmt, Token, reachable_functions
+
+CUT_NONE = 0xFFFFFFFF
+CUT_NAME = "_ablate_cut"
+
+BARRIERS = {"workgroupBarrier", "storageBarrier", "textureBarrier", "workgroupUniformLoad"}
+DERIVATIVES = {
+    "textureSample",
+    "textureSampleBias",
+    "textureSampleCompare",
+    "dpdx",
+    "dpdy",
+    "fwidth",
+    "dpdxCoarse",
+    "dpdyCoarse",
+    "fwidthCoarse",
+    "dpdxFine",
+    "dpdyFine",
+    "fwidthFine",
+}
+TRANSCENDENTAL = {
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "atan2",
+    "sinh",
+    "cosh",
+    "tanh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "exp",
+    "exp2",
+    "log",
+    "log2",
+    "pow",
+    "sqrt",
+    "inverseSqrt",
+    "normalize",
+    "length",
+    "distance",
+}
+ARITH_OPS = {"+", "-", "*", "/", "%", "&", "|", "^", "<<", ">>", "<", ">", "<=", ">=", "=="}
+ARITH_OPS |= {"!=", "&&", "||", "+=", "-=", "*=", "/=", "++", "--"}
+_COMPOUND = ("if", "switch", "loop", "for", "while", "block")
+_TERMINATORS = ("return", "break", "continue", "discard")
+KINDS = ("arithmetic", "transcendental", "texture", "memory")
+
+
+@dataclass
+class Row:
+    """A statement of the entry point with the cuts that bracket it."""
+
+    stmt: Stmt
+    line: int  # line in the (include-expanded) source
+    depth: int  # 0: entry body
+    loop_line: int | None  # line of the innermost enclosing loop
+    before: int | None  # cut index, or None: no guard (see module docstring)
+    after: int | None  # cut index, CUT_NONE (the whole entry point), or None
+    kind: str  # arithmetic / transcendental / texture / memory
+    modeled: float  # op count model (weights in _model); per iteration inside loops
+    parent: int | None = None  # index of the enclosing compound row
+    children: list[int] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        s = self.stmt
+        if s.kind in _COMPOUND:  # header only: "for (var i = 0u; ...)"
+            cut = s.text.find("{")
+            return (s.text[:cut] if cut > 0 else s.text).strip()
+        return s.text
+
+    @property
+    def measurable(self) -> bool:
+        return self.before is not None and self.after is not None
+
+
+@dataclass
+class Instrumented:
+    """The rewritten module for one entry point."""
+
+    entry: Function
+    source: str  # instrumented WGSL
+    group: int  # bind group of ``_ablate_cut`` (binding 0)
+    cuts: int  # guards 0 .. cuts-1
+    rows: list[Row]
+    uniform_only: str | None  # why guards were limited to uniform control flow, or None
+
+
+class InstrumentError(ValueError):
+    """The entry point cannot be instrumented; the message says why."""
+
+
+def zero_return(f: Function) -> str:
+    return f" {f.ret_type}()" if f.ret_type else ""
+
+
+def _uniformity_need(m: Module, f: Function) -> str | None:
+    names = set()
+    for g in reachable_functions(m, f.name):
+        names |= {m.tokens[k].text for k in range(g.body.open, g.body.close)}
+    need = BARRIERS if f.stage == "compute" else DERIVATIVES if f.stage == "fragment" else set()
+    hit = sorted(names & need)
+    return f"reaches {', '.join(hit)}" if hit else None
+
+
+class _Uniformity:
+    """Conservative uniform-control-flow analysis of one entry point body."""
+
+    def __init__(self, m: Module, f: Function):
+        self.m = m
+        self.uniform_globals = {n for n, vs in m.globals.items() if vs[0].space == "uniform"}
+        self.uniform_globals |= set(m.consts) | {CUT_NAME}
+        self.env: dict[str, bool] = {}
+        for p in f.params:
+            builtin = next((a.args for a in p.attrs if a.name == "builtin"), "")
+            self.env[p.name] = builtin in ("workgroup_id", "num_workgroups")
+        self.assigned = set()
+        self._collect_assigned(f.body)
+        self.allowed: dict[int, bool] = {}  # id(stmt) -> guard allowed before it
+        self.end_allowed: dict[int, bool] = {}  # id(block) -> guard allowed at its end
+
+    def _collect_assigned(self, b: Block) -> None:
+        for s in b.stmts:
+            if s.kind == "assign":
+                first = next(t for t in self.m.tokens[s.first : s.last + 1] if t.kind == "ident")
+                self.assigned.add(first.text)
+            for c in s.blocks:
+                self._collect_assigned(c)
+
+    def expr(self, toks: list[Token]) -> bool:
+        for k, t in enumerate(toks):
+            if t.kind != "ident" or (k and toks[k - 1].text == "."):
+                continue
+            if t.text in self.env:
+                if not self.env[t.text]:
+                    return False
+            elif t.text in self.m.functions:
+                return False  # user functions: not analysed, assume non-uniform
+            elif t.text in self.m.globals and t.text not in self.uniform_globals:
+                return False
+        return True
+
+    def _decl(self, s: Stmt, uni: bool) -> None:
+        toks = self.m.tokens[s.first : s.last]
+        names = [t for t in toks if t.kind == "ident"]
+        if len(names) < 2:
+            return
+        name = names[1].text
+        eq = next((k for k, t in enumerate(toks) if t.text == "="), None)
+        value = uni and eq is not None and self.expr(toks[eq + 1 :])
+        if s.kind == "var" and name in self.assigned:
+            value = False
+        self.env[name] = value
+
+    def walk(self, b: Block, uni: bool) -> tuple[bool, set[str]]:
+        """Mark guards in ``b``; return (uniform at its end, non-uniform exits seen)."""
+        exits: set[str] = set()
+        saved = dict(self.env)
+        for s in b.stmts:
+            self.allowed[id(s)] = uni
+            if s.kind in ("let", "var", "const"):
+                self._decl(s, uni)
+            elif s.kind in _TERMINATORS and not uni:
+                exits.add(s.kind)
+            elif s.kind == "break_if" and not (uni and self.expr(s.header)):
+                exits.add("break")
+            elif s.kind in ("if", "switch", "block"):
+                cond = uni and (s.kind == "block" or self.expr(s.header))
+                for c in s.blocks:
+                    _, e = self.walk(c, cond)
+                    exits |= e
+            elif s.kind in ("loop", "for", "while"):
+                exits |= self._loop(s, uni)
+            elif s.kind == "continuing":
+                self.walk(s.blocks[0], False)
+            if exits:
+                uni = False
+        self.end_allowed[id(b)] = uni
+        self.env = saved
+        return uni, exits
+
+    def _loop(self, s: Stmt, uni: bool) -> set[str]:
+        cond = uni
+        if s.kind == "for":
+            header = s.header
+            semi = [k for k, t in enumerate(header) if t.text == ";"]
+            init = header[: semi[0]] if semi else []
+            names = [t.text for t in init if t.kind == "ident"]
+            if len(names) >= 2 and names[0] in ("var", "let"):
+                eq = next((k for k, t in enumerate(init) if t.text == "="), None)
+                ok = eq is not None and self.expr(init[eq + 1 :])
+                self.env[names[1]] = uni and ok and names[1] not in self.assigned
+            cond = uni and self.expr(header[semi[0] + 1 : semi[1]] if len(semi) > 1 else [])
+        elif s.kind == "while":
+            cond = uni and self.expr(s.header)
+        _, exits = self.walk(s.blocks[0], cond)
+        if exits and cond:  # a later iteration may run with fewer invocations: redo
+            self.walk(s.blocks[0], False)
+        return {"return"} if "return" in exits else ({"loop"} if exits else set())
+
+
+def _model(m: Module, toks: list[Token]) -> tuple[str, float]:
+    """(kind, modeled op count) of a token run: 1 per arithmetic operator or call, 8 per
+    transcendental call, 16 per texture call, 4 per access to memory (storage, workgroup,
+    uniform variables). Kind = the category with the largest share."""
+    w = dict.fromkeys(KINDS, 0.0)
+    for k, t in enumerate(toks):
+        if t.kind == "punct" and t.text in ARITH_OPS:
+            w["arithmetic"] += 1
+        elif t.kind == "ident" and not (k and toks[k - 1].text == "."):
+            if t.text.startswith("texture"):
+                w["texture"] += 16
+            elif t.text in TRANSCENDENTAL:
+                w["transcendental"] += 8
+            elif t.text.startswith("atomic") or t.text in m.globals:
+                w["memory"] += 4
+            elif k + 1 < len(toks) and toks[k + 1].text == "(":
+                w["arithmetic"] += 1
+    total = sum(w.values())
+    kind = max(KINDS, key=lambda c: w[c]) if total else "arithmetic"
+    return kind, max(total, 1.0)
+
+
+def instrument(m: Module, entry: str) -> Instrumented:
+    """Insert the cut guards into ``entry``'s body (see the module docstring).
+
+    Raises:
+        InstrumentError: unknown entry point, or a body with no statement to cut.
+    """
+    f = m.functions.get(entry)
+    if f is None or not f.stage:
+        names = ", ".join(e.name for e in m.entry_points) or "none"
+        raise InstrumentError(f"no entry point {entry!r} (entry points: {names})")
+    if not f.body.stmts:
+        raise InstrumentError(f"entry point {entry!r} has no statements to measure")
+    need = _uniformity_need(m, f)
+    uni = _Uniformity(m, f)
+    uni.walk(f.body, True)
+    if need is None:
+        uni.allowed = {k: True for k in uni.allowed}
+        uni.end_allowed = {k: True for k in uni.end_allowed}
+
+    inserts: list[tuple[int, str]] = []  # (char offset, text)
+    rows: list[Row] = []
+    ret = zero_return(f)
+    counter = [0]
+
+    def guard(at_token: int) -> int:
+        k = counter[0]
+        counter[0] += 1
+        inserts.append((m.tokens[at_token].start, f"if ({CUT_NAME}.x == {k}u) {{ return{ret}; }} "))
+        return k
+
+    def visit(b: Block, depth: int, loop_line: int | None, parent: int | None) -> int | None:
+        """Guard ``b``'s statements; return the cut at its end (None: no end guard)."""
+        cuttable = b.kind != "continuing"
+        pending: list[int] = []  # rows waiting for their "after" cut
+        for s in b.stmts:
+            if s.kind == "continuing":  # its guard is the loop body's end guard, below
+                visit(s.blocks[0], depth + 1, loop_line, parent)
+                continue
+            before = None
+            if cuttable and uni.allowed.get(id(s), False):
+                before = guard(s.first)
+            for r in pending:
+                rows[r].after = before
+            pending = []
+            head = s.header if s.kind in _COMPOUND else m.tokens[s.first : s.last + 1]
+            kind, modeled = _model(m, head)
+            rows.append(Row(s, s.line, depth, loop_line, before, None, kind, modeled, parent))
+            me = len(rows) - 1
+            if parent is not None:
+                rows[parent].children.append(me)
+            inner_loop = s.line if s.kind in ("loop", "for", "while") else loop_line
+            for c in s.blocks:
+                visit(c, depth + 1, inner_loop, me)
+            pending = [me]
+        last = b.stmts[-1] if b.stmts else None
+        end = None
+        falls_through = last is None or last.kind not in _TERMINATORS
+        if cuttable and falls_through and uni.end_allowed.get(id(b), False) and depth > 0:
+            k = counter[0]
+            counter[0] += 1
+            text = f" if ({CUT_NAME}.x == {k}u) {{ return{ret}; }}"
+            if last is not None and last.kind == "continuing":
+                inserts.append((m.tokens[last.first].start, text.strip() + " "))
+            else:
+                inserts.append((m.tokens[b.close].start, text + " "))
+            end = k
+        for r in pending:
+            rows[r].after = CUT_NONE if depth == 0 else end
+        return end
+
+    visit(f.body, 0, None, None)
+    if not any(r.measurable for r in rows):
+        raise InstrumentError(f"entry point {entry!r}: no statement can be bracketed by cuts")
+    used_groups = [v.group for v in m.bindings() if v.group is not None and _uses(m, f, v.name)]
+    group = max(used_groups, default=-1) + 1
+    src = m.source
+    for pos, text in sorted(inserts, reverse=True):
+        src = src[:pos] + text + src[pos:]
+    decl = f"@group({group}) @binding(0) var<uniform> {CUT_NAME}: vec4<u32>;\n"
+    # The declaration goes on the first line so every original line keeps its number.
+    src = decl.rstrip("\n") + " " + src
+    return Instrumented(f, src, group, counter[0], rows, need)
+
+
+def _uses(m: Module, f: Function, name: str) -> bool:
+    from .wgsl import used_identifiers
+
+    return name in used_identifiers(m, f.name)
