@@ -145,10 +145,20 @@ class BindingFiller:
                 return self._handle(v)
         except BindingError as e:
             raise BindingError(f"{where}: {e}") from None
+        except wgpu.GPUError as e:
+            first = next((x.strip() for x in str(e).splitlines() if x.strip()), "")
+            raise BindingError(f"{where}: cannot fill ({first})") from None
         raise BindingError(f"{where}: cannot fill a var<{v.space}> binding")
 
     def _buffer(self, v: GlobalVar, data: bytearray | None) -> dict:
         size = self._buffer_size(v)
+        key = f"max-{v.space}-buffer-binding-size"
+        limit = self.device.limits.get(key)
+        if limit is not None and size > limit:
+            raise BindingError(
+                f"cannot fill: needs {size:,} bytes, more than the device's {key} "
+                f"({limit:,}); lower --elements"
+            )
         U = wgpu.BufferUsage
         usage = U.COPY_DST | U.COPY_SRC | (U.UNIFORM if v.space == "uniform" else U.STORAGE)
         buf = self.device.create_buffer(size=size, usage=usage, label=v.name)

@@ -1,0 +1,54 @@
+"""Ablation truthfulness: known-answer shaders (``ablate_truth.wgsl``) measured by
+``engine.ablation.ablate``; prints the measured ratios next to the true ones (4:1 pair, compute
+and fragment; 1:2:4:8 ladder in one loop body) and the instrumentation overhead."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.ablation import ablate
+
+SHADER = Path(__file__).resolve().parent / "ablate_truth.wgsl"
+
+
+def _costs(r) -> list[float]:
+    """Costs of the pair / ladder statements in source order (ns)."""
+    rows = [row for row in r.rows if "chain(" in row.text]
+    return [r.cost_ns(row) for row in rows]
+
+
+def _line(name: str, r, ratios: list[float], truth: list[float]) -> None:
+    got = " : ".join(f"{x:.3f}" for x in ratios)
+    want = " : ".join(f"{x:g}" for x in truth)
+    err = max(abs(g / t - 1.0) for g, t in zip(ratios, truth, strict=True))
+    over = 100 * r.overhead_ns / r.original_ns if r.original_ns else float("nan")
+    print(
+        f"{name:<10} measured {got}  (true {want}; worst {100 * err:.1f}% off)  "
+        f"body {r.total_ns / 1e6:.4f} ms, original {r.original_ns / 1e6:.4f} ms, "
+        f"instrumentation overhead {over:+.1f}%",
+        flush=True,
+    )
+
+
+def run(gpu, args) -> None:
+    """``--quick``: sizes for a software GPU; otherwise sized for a large discrete GPU."""
+    if args.quick:
+        n, groups, size, repeats = 256, 8, (64, 64), 9
+    else:
+        n, groups, size, repeats = 2048, 8192, (1920, 1080), 21
+    elements = max(groups * 64, size[0] * size[1])
+    common = dict(device=gpu.device, repeats=repeats, elements=elements, adapter=gpu.summary)
+    cs = ablate(SHADER, "cs_pair", groups=(groups, 1, 1), sets=[f"p.n={n}"], **common)
+    heavy, light = _costs(cs)
+    _line("cs_pair", cs, [heavy / light], [4.0])
+    lad = ablate(
+        SHADER, "cs_ladder", groups=(groups, 1, 1), sets=[f"p.n={n // 2}", "p.reps=1"], **common
+    )
+    c = _costs(lad)
+    _line("cs_ladder", lad, [x / c[0] for x in c[1:]], [2.0, 4.0, 8.0])
+    # Last: on lavapipe, compute timestamps on a device that has rendered read short.
+    fs = ablate(
+        SHADER, "fs_pair", size=size, sets=[f"p.n={n // 4}", f"p.width={size[0]}"], **common
+    )
+    heavy, light = _costs(fs)
+    _line("fs_pair", fs, [heavy / light], [4.0])
