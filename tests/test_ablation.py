@@ -12,6 +12,7 @@ import pytest
 
 from engine.ablation import CUT_NONE, ablate, instrument
 from engine.ablation.flame import build_tree, result_tree, write_flame
+from engine.ablation.instrument import checksum_term, local_types
 from engine.ablation.measure import build
 from engine.ablation.wgsl import layout, load_source, member_offsets, parse, tokenize
 
@@ -168,6 +169,36 @@ def test_known_pair_and_ladder_rank_correctly(timing_device):
     assert ladder.cost_ns(loop) > sum(c)
 
 
+def test_keep_alive_bills_the_heavy_let_not_the_store(timing_device):
+    r = ablate(TRUTH, "cs_dead", device=timing_device, groups=(8, 1, 1), sets=["p.n=64"],
+               repeats=5, elements=512)  # fmt: skip
+    let, store = r.rows
+    assert r.keeps_alive
+    assert r.cost_ns(let) > 10 * abs(r.cost_ns(store)), (r.cost_ns(let), r.cost_ns(store))
+
+
+def test_local_types_come_from_naga_and_feed_the_checksum(device):
+    src, _ = load_source(ROOT / "shaders" / "s02_work.wgsl")
+    m = parse(src)
+    types = local_types(m, "cs_work", lambda code: device.create_shader_module(code=code))
+    by_name = {m.tokens[k].text: t for k, t in types.items()}
+    assert by_name == {
+        "n": "u32", "uv": "vec2<f32>", "a": "f32", "c": "vec2<f32>", "z": "vec2<f32>",
+        "bounded": "bool", "count": "u32", "i": "u32", "next": "vec2<f32>",
+    }  # fmt: skip
+    ins = instrument(m, "cs_work", types)
+    device.create_shader_module(code=ins.source)
+    store = ins.source[: ins.source.index("cells[id.y * n + id.x] = f32(count);")]
+    guard = store[store.rindex("if (_ablate_cut.x ==") :]
+    for term in ("bitcast<u32>(a)", "dot(bitcast<vec2<u32>>(z), vec2<u32>(1u))",
+                 "select(0u, 1u, bounded)", "count"):  # fmt: skip
+        assert term in guard
+    assert "next" not in guard and "(i)" not in guard  # loop locals are out of scope there
+    col = "dot(bitcast<vec3<u32>>(m[{}]), vec3<u32>(1u))"
+    assert checksum_term("m", "mat2x3<f32>") == col.format(0) + " + " + col.format(1)
+    assert checksum_term("s", "VsOut") is None
+
+
 def test_known_pair_ranks_correctly_in_a_fragment_shader():
     from engine.gpu import create_gpu
 
@@ -246,10 +277,14 @@ def test_cli_prints_ranked_table_and_no_traceback_on_bad_set(tmp_path):
                          capture_output=True, text=True, cwd=ROOT, timeout=120)  # fmt: skip
     assert bad.returncode == 2
     assert "Traceback" not in bad.stderr and "no field 'nope'" in bad.stderr
-    ok = subprocess.run([*run, "--entry", "cs_pair", "--set", "p.n=16", "--groups", "2",
+    ok = subprocess.run([*run, "--entry", "cs_pair", "--set", "p.n=256", "--groups", "8",
                          "--repeats", "3", "--flame", str(tmp_path / "f.svg")],
                         capture_output=True, text=True, cwd=ROOT, timeout=120)  # fmt: skip
     assert ok.returncode == 0, ok.stderr
     assert "instrumentation overhead" in ok.stdout
-    assert "ablate_truth.wgsl:30" in ok.stdout and "ablate_truth.wgsl:31" in ok.stdout
+    lines = TRUTH.read_text().splitlines()
+    heavy = lines.index("    a[id.x] = chain(a[id.x], 4u * p.n);") + 1
+    rows = [x for x in ok.stdout.splitlines() if "ablate_truth.wgsl:" in x]
+    assert f"ablate_truth.wgsl:{heavy} " in rows[0]  # ranked first
+    assert f"ablate_truth.wgsl:{heavy + 1} " in rows[1]
     assert (tmp_path / "f.svg").exists()

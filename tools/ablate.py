@@ -65,6 +65,12 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--texture-size", type=size_type, default=(256, 256), help="bound textures")
     p.add_argument("--repeats", type=int_type(1, 10000), default=15, help="timed passes per cut")
     p.add_argument("--inner", type=int_type(1, 10000), default=1, help="dispatches per pass")
+    p.add_argument(
+        "--no-keep-alive",
+        action="store_true",
+        help="plain early returns: less overhead, but work before a cut whose result is only "
+        "used after it may be deleted by the compiler and billed to a later statement",
+    )
     p.add_argument("--flame", default=None, metavar="PATH", help="write a flame graph .svg/.html")
     p.add_argument("--adapter", default=None, help="adapter name substring")
     return p
@@ -100,6 +106,11 @@ def format_table(r) -> str:
         f"whole entry point: original {r.original_ns / 1e6:.4f} ms, instrumented "
         f"{r.full_ns / 1e6:.4f} ms, instrumentation overhead {over / 1e6:+.4f} ms{rel}",
     ]
+    if r.keeps_alive:
+        lines.append(
+            "each cut stores a checksum of the live locals (so the compiler keeps the work "
+            "before it); --no-keep-alive for plain returns"
+        )
     if r.uniform_only:
         lines.append(
             f"guards only in uniform control flow (the entry point {r.uniform_only}); "
@@ -134,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
             texture_size=args.texture_size,
             repeats=args.repeats,
             inner=args.inner,
+            keep_alive=not args.no_keep_alive,
             adapter=gpu.summary,
         )
     except (AblationError, GpuError) as e:

@@ -11,6 +11,15 @@ the first iteration, so those rows cost one iteration; the loop's own row costs 
 No guard goes inside ``continuing`` (WGSL forbids ``return`` there) or into called functions
 (a return there would not end the entry point).
 
+Keeping work alive: a cut that simply returned would let the compiler delete every statement
+before it whose value is only used after it (dead code), and the cost of all of them would
+land on the statement that finally stores the result. So each guard (compute and fragment
+entry points) also stores, under a uniform condition that is never true at run time but that
+the compiler cannot know (``_ablate_cut.y != 0u``), a checksum of every local in scope whose
+type is a scalar, vector or matrix: those values must be computed before the cut. The types
+come from naga itself (``local_types``: one probe compile per local; naga names the type in
+its error message). Vertex entry points cannot write storage buffers: no checksum there.
+
 Uniformity: when the entry point reaches a barrier (compute) or a derivative / implicit-LOD
 sample (fragment), a guard is placed only where control flow is uniform by a conservative
 analysis (after the WGSL spec's uniformity rules, simplified): conditions built only from
@@ -23,12 +32,14 @@ and after are reported as not measured.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from .wgsl import Block, Function, Module, Stmt, Token, reachable_functions
 
 CUT_NONE = 0xFFFFFFFF
 CUT_NAME = "_ablate_cut"
+SINK_NAME = "_ablate_sink"
 
 BARRIERS = {"workgroupBarrier", "storageBarrier", "textureBarrier", "workgroupUniformLoad"}
 DERIVATIVES = {
@@ -115,6 +126,7 @@ class Instrumented:
     cuts: int  # guards 0 .. cuts-1
     rows: list[Row]
     uniform_only: str | None  # why guards were limited to uniform control flow, or None
+    keeps_alive: bool = False  # guards store a checksum of live locals (binding 1 of group)
 
 
 class InstrumentError(ValueError):
@@ -252,8 +264,97 @@ def _model(m: Module, toks: list[Token]) -> tuple[str, float]:
     return kind, max(total, 1.0)
 
 
-def instrument(m: Module, entry: str) -> Instrumented:
-    """Insert the cut guards into ``entry``'s body (see the module docstring).
+def _decl_name(m: Module, toks: list[Token]) -> tuple[str, int] | None:
+    """(name, token index) declared by ``let``/``var`` tokens (``var<function> x``, too)."""
+    if not toks or toks[0].text not in ("let", "var"):
+        return None
+    k = 1
+    if len(toks) > 1 and toks[1].text == "<":
+        while k < len(toks) and toks[k].text != ">":
+            k += 1
+        k += 1
+    if k < len(toks) and toks[k].kind == "ident":
+        return toks[k].text, m.tokens.index(toks[k])
+    return None
+
+
+def _declarations(m: Module, b: Block, out: list) -> list[tuple[str, int, int]]:
+    """(name, name token index, char offset where a probe may go) of every local declared in
+    ``b`` and below (``continuing`` blocks excepted)."""
+    for s in b.stmts:
+        if s.kind in ("let", "var"):
+            toks = [t for t in m.tokens[s.first : s.last + 1] if t.text != "@"]
+            d = _decl_name(m, toks)
+            if d:
+                out.append((*d, m.tokens[s.last].end))
+        if s.kind == "for":
+            d = _decl_name(m, s.header)
+            if d:
+                out.append((*d, m.tokens[s.blocks[0].open].end))
+        for c in s.blocks:
+            if c.kind != "continuing":
+                _declarations(m, c, out)
+    return out
+
+
+_PROBE = re.compile(
+    r"the type of `_ablate_probe` is expected to be `_AblateProbeT`, but got `([^`]+)`"
+)
+
+
+def local_types(m: Module, entry: str, compile_source) -> dict[int, str]:
+    """Type of each local of ``entry`` (by its name token index), as naga infers it.
+
+    ``compile_source(wgsl)`` must raise an exception whose text is naga's message (e.g.
+    ``device.create_shader_module``). One compile per local: a probe ``let`` of a dummy struct
+    type is assigned the local and naga's type mismatch message names the local's type.
+    """
+    out = {}
+    for name, tok, at in _declarations(m, m.functions[entry].body, []):
+        probe = f" let _ablate_probe: _AblateProbeT = {name};"
+        src = m.source[:at] + probe + m.source[at:] + "\nstruct _AblateProbeT { a: u32 }\n"
+        try:
+            compile_source(src)
+        except Exception as e:  # noqa: BLE001 - naga's message is the answer we want
+            hit = _PROBE.search(str(e))
+            if hit:
+                out[tok] = hit.group(1).replace(" ", "")
+    return out
+
+
+_VECTOR = re.compile(r"^vec([234])<(f32|i32|u32|bool)>$")
+_MATRIX = re.compile(r"^mat([234])x([234])<f32>$")
+
+
+def checksum_term(name: str, t: str) -> str | None:
+    """A u32 expression that depends on every bit of local ``name`` of type ``t``; None for
+    types that are not a scalar, vector or f32 matrix."""
+    if t == "u32":
+        return name
+    if t in ("f32", "i32"):
+        return f"bitcast<u32>({name})"
+    if t == "bool":
+        return f"select(0u, 1u, {name})"
+    if v := _VECTOR.match(t):
+        n, scalar = v.group(1), v.group(2)
+        ones = f"vec{n}<u32>(1u)"
+        if scalar == "u32":
+            value = name
+        elif scalar == "bool":
+            value = f"select(vec{n}<u32>(0u), {ones}, {name})"
+        else:
+            value = f"bitcast<vec{n}<u32>>({name})"
+        return f"dot({value}, {ones})"
+    if mt := _MATRIX.match(t):
+        cols, rows = int(mt.group(1)), mt.group(2)
+        ones = f"vec{rows}<u32>(1u)"
+        return " + ".join(f"dot(bitcast<vec{rows}<u32>>({name}[{c}]), {ones})" for c in range(cols))
+    return None
+
+
+def instrument(m: Module, entry: str, types: dict[int, str] | None = None) -> Instrumented:
+    """Insert the cut guards into ``entry``'s body (see the module docstring). ``types``
+    (from ``local_types``) enables the keep-alive checksum of locals at each guard.
 
     Raises:
         InstrumentError: unknown entry point, or a body with no statement to cut.
@@ -276,14 +377,46 @@ def instrument(m: Module, entry: str) -> Instrumented:
     ret = zero_return(f)
     counter = [0]
 
+    types = types or {}
+    can_sink = f.stage in ("compute", "fragment") and bool(types)
+    scopes: list[list[tuple[str, int]]] = []
+    sunk = [False]
+
+    def guard_text(k: int) -> str:
+        visible: dict[str, int] = {}
+        for scope in scopes:
+            for name, tok in scope:
+                visible[name] = tok
+        terms = [checksum_term(n, types[t]) for n, t in visible.items() if t in types]
+        terms = [x for x in terms if x] if can_sink else []
+        keep = ""
+        if terms:
+            sunk[0] = True
+            keep = f"if ({CUT_NAME}.y != 0u) {{ {SINK_NAME}[0] = {' + '.join(terms)}; }} "
+        return f"if ({CUT_NAME}.x == {k}u) {{ {keep}return{ret}; }}"
+
     def guard(at_token: int) -> int:
         k = counter[0]
         counter[0] += 1
-        inserts.append((m.tokens[at_token].start, f"if ({CUT_NAME}.x == {k}u) {{ return{ret}; }} "))
+        inserts.append((m.tokens[at_token].start, guard_text(k) + " "))
         return k
 
-    def visit(b: Block, depth: int, loop_line: int | None, parent: int | None) -> int | None:
+    def declare(s: Stmt) -> None:
+        if s.kind in ("let", "var"):
+            d = _decl_name(m, [t for t in m.tokens[s.first : s.last + 1] if t.text != "@"])
+            if d:
+                scopes[-1].append(d)
+
+    def visit(b: Block, depth: int, loop_line: int | None, parent: int | None,
+              header: tuple[str, int] | None = None) -> int | None:  # fmt: skip
         """Guard ``b``'s statements; return the cut at its end (None: no end guard)."""
+        scopes.append([header] if header else [])
+        try:
+            return _visit(b, depth, loop_line, parent)
+        finally:
+            scopes.pop()
+
+    def _visit(b: Block, depth: int, loop_line: int | None, parent: int | None) -> int | None:
         cuttable = b.kind != "continuing"
         pending: list[int] = []  # rows waiting for their "after" cut
         for s in b.stmts:
@@ -303,8 +436,10 @@ def instrument(m: Module, entry: str) -> Instrumented:
             if parent is not None:
                 rows[parent].children.append(me)
             inner_loop = s.line if s.kind in ("loop", "for", "while") else loop_line
+            header = _decl_name(m, s.header) if s.kind == "for" else None
             for c in s.blocks:
-                visit(c, depth + 1, inner_loop, me)
+                visit(c, depth + 1, inner_loop, me, header)
+            declare(s)
             pending = [me]
         last = b.stmts[-1] if b.stmts else None
         end = None
@@ -312,7 +447,7 @@ def instrument(m: Module, entry: str) -> Instrumented:
         if cuttable and falls_through and uni.end_allowed.get(id(b), False) and depth > 0:
             k = counter[0]
             counter[0] += 1
-            text = f" if ({CUT_NAME}.x == {k}u) {{ return{ret}; }}"
+            text = " " + guard_text(k)
             if last is not None and last.kind == "continuing":
                 inserts.append((m.tokens[last.first].start, text.strip() + " "))
             else:
@@ -330,10 +465,12 @@ def instrument(m: Module, entry: str) -> Instrumented:
     src = m.source
     for pos, text in sorted(inserts, reverse=True):
         src = src[:pos] + text + src[pos:]
-    decl = f"@group({group}) @binding(0) var<uniform> {CUT_NAME}: vec4<u32>;\n"
-    # The declaration goes on the first line so every original line keeps its number.
-    src = decl.rstrip("\n") + " " + src
-    return Instrumented(f, src, group, counter[0], rows, need)
+    decl = f"@group({group}) @binding(0) var<uniform> {CUT_NAME}: vec4<u32>;"
+    if sunk[0]:
+        decl += f" @group({group}) @binding(1) var<storage, read_write> {SINK_NAME}: array<u32>;"
+    # The declarations go on the first line so every original line keeps its number.
+    src = decl + " " + src
+    return Instrumented(f, src, group, counter[0], rows, need, sunk[0])
 
 
 def _uses(m: Module, f: Function, name: str) -> bool:

@@ -24,7 +24,7 @@ from pathlib import Path
 import wgpu
 
 from .bindings import BindingError, BindingFiller
-from .instrument import CUT_NONE, Instrumented, InstrumentError, Row, instrument
+from .instrument import CUT_NONE, Instrumented, InstrumentError, Row, instrument, local_types
 from .wgsl import Function, Module, Param, WgslSyntaxError, load_source, parse, scalar_of
 
 log = logging.getLogger("lantern")
@@ -50,6 +50,7 @@ class AblationResult:
     inner: int
     uniform_only: str | None
     adapter: str
+    keeps_alive: bool = False
 
     @property
     def full_ns(self) -> float:
@@ -346,11 +347,14 @@ def ablate(
     texture_size: tuple[int, int] = (256, 256),
     repeats: int = 15,
     inner: int = 1,
+    keep_alive: bool = True,
     adapter: str = "",
 ) -> AblationResult:
     """Cost of each statement of ``entry`` in the WGSL file ``path`` (``// #include`` lines
     are expanded). ``device`` needs the ``timestamp-query`` feature. See the module docstring
-    for what is drawn or dispatched.
+    for what is drawn or dispatched. ``keep_alive``: guards store a checksum of the live locals
+    (``instrument`` module docstring) so the compiler cannot delete work before a cut; it
+    costs more instrumentation overhead (large on lavapipe, which predicates branches).
 
     Raises:
         AblationError: a file that cannot be read, WGSL that does not parse or compile, an
@@ -372,7 +376,11 @@ def ablate(
         raise AblationError(f"{path}: does not compile: {compile_message(e, origin)}") from None
     try:
         m = parse(source)
-        ins = instrument(m, entry)
+        if keep_alive and entry in m.functions:
+            types = local_types(m, entry, lambda code: device.create_shader_module(code=code))
+        else:
+            types = {}
+        ins = instrument(m, entry, types)
     except (WgslSyntaxError, InstrumentError) as e:
         raise AblationError(f"{path}: {e}") from None
     return _measure(
@@ -418,12 +426,15 @@ def build(device, m: Module, ins: Instrumented, origin, *, sets=(), elements=655
         data[256 * k : 256 * k + 4] = v.to_bytes(4, "little")
     device.queue.write_buffer(cut_buf, 0, data)
     layout = instrumented.get_bind_group_layout(ins.group)
+    sink = device.create_buffer(size=16, usage=wgpu.BufferUsage.STORAGE)
     variants = {}
     for k, v in enumerate(values):
-        res = {"buffer": cut_buf, "offset": 256 * k, "size": 16}
-        bg = device.create_bind_group(layout=layout, entries=[{"binding": 0, "resource": res}])
+        entries = [{"binding": 0, "resource": {"buffer": cut_buf, "offset": 256 * k, "size": 16}}]
+        if ins.keeps_alive:
+            entries.append({"binding": 1, "resource": {"buffer": sink, "offset": 0, "size": 16}})
+        bg = device.create_bind_group(layout=layout, entries=entries)
         variants[v] = _Variant(instrumented, [*inst.groups, bg])
-    return work, _Variant(original, base.groups), variants, base.restore, (filler, cut_buf)
+    return work, _Variant(original, base.groups), variants, base.restore, (filler, cut_buf, sink)
 
 
 def _measure(device, m, ins, origin, path, *, repeats, inner, adapter, **kw) -> AblationResult:
@@ -437,5 +448,5 @@ def _measure(device, m, ins, origin, path, *, repeats, inner, adapter, **kw) -> 
     return AblationResult(
         path=path, entry=ins.entry.name, stage=ins.entry.stage, rows=ins.rows, origin=origin,
         cut_ns=cut_ns, original_ns=ns[0], repeats=repeats, inner=inner,
-        uniform_only=ins.uniform_only, adapter=adapter,
+        uniform_only=ins.uniform_only, adapter=adapter, keeps_alive=ins.keeps_alive,
     )  # fmt: skip

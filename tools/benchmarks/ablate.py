@@ -1,6 +1,7 @@
 """Ablation truthfulness: known-answer shaders (``ablate_truth.wgsl``) measured by
 ``engine.ablation.ablate``; prints the measured ratios next to the true ones (4:1 pair, compute
-and fragment; 1:2:4:8 ladder in one loop body) and the instrumentation overhead."""
+and fragment; 1:2:4:8 ladder in one loop body), the instrumentation overhead, and where a
+heavy ``let`` used only by a later store is billed with and without the keep-alive checksum."""
 
 from __future__ import annotations
 
@@ -46,6 +47,16 @@ def run(gpu, args) -> None:
     )
     c = _costs(lad)
     _line("cs_ladder", lad, [x / c[0] for x in c[1:]], [2.0, 4.0, 8.0])
+    for keep in (True, False):
+        dead = ablate(SHADER, "cs_dead", groups=(groups, 1, 1), sets=[f"p.n={n // 4}"],
+                      keep_alive=keep, **common)  # fmt: skip
+        let, store = (dead.cost_ns(row) for row in dead.rows)
+        print(
+            f"cs_dead    {'keep-alive' if keep else 'bare returns':<12}: heavy let "
+            f"{let / 1e6:.4f} ms, cheap store {store / 1e6:.4f} ms (truth: the let costs all; "
+            "a bill on the store means the compiler deleted work before the cut)",
+            flush=True,
+        )
     # Last: on lavapipe, compute timestamps on a device that has rendered read short.
     fs = ablate(
         SHADER, "fs_pair", size=size, sets=[f"p.n={n // 4}", f"p.width={size[0]}"], **common

@@ -2,7 +2,9 @@
 // chain(x, n) is n dependent multiply-adds, so a statement's cost is proportional to its n.
 //   cs_pair / fs_pair: two statements, 4:1 (heavy then light).
 //   cs_ladder: one loop body of four statements, 1:2:4:8.
-// Every statement stores its own result: a cut after it cannot let the compiler drop it.
+//   cs_dead: a heavy `let` whose value only a later cheap store uses (the dead-code trap: a
+//            bare early return lets the compiler delete it and bill the store).
+// Every pair/ladder statement stores its own result: a cut after it cannot let the compiler drop it.
 
 struct Params {
     n: u32,      // multiply-adds per unit of work
@@ -47,4 +49,10 @@ fn cs_ladder(@builtin(global_invocation_id) id: vec3u) {
         c[id.x] = chain(c[id.x], 4u * p.n);
         d[id.x] = chain(d[id.x], 8u * p.n);
     }
+}
+
+@compute @workgroup_size(64)
+fn cs_dead(@builtin(global_invocation_id) id: vec3u) {
+    let x = chain(a[id.x], 8u * p.n);
+    b[id.x] = x;
 }
