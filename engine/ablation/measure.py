@@ -288,26 +288,44 @@ class _Workload:
         p.end()
 
 
+MAX_QUERIES = 4096  # WebGPU's limit on a query set's count
+
+
 def _time_variants(device, work: _Workload, variants, restore, repeats: int, inner: int):
-    """Median ns per variant; one submit per round of all variants (round-robin)."""
+    """Median ns per variant over ``repeats`` rounds. Round ``r`` visits the variants in an
+    order rotated by ``r`` (no variant always runs first after an idle gap); as many rounds as
+    one query set holds go into one submit, so the GPU stays busy between them. One untimed
+    round first (shader compilation, caches, clocks)."""
     n = len(variants)
-    qs = device.create_query_set(type="timestamp", count=2 * n)
+    per_submit = max(1, MAX_QUERIES // (2 * n))
+    qs = device.create_query_set(type="timestamp", count=2 * n * min(per_submit, repeats))
     U = wgpu.BufferUsage
-    resolve = device.create_buffer(size=16 * n, usage=U.QUERY_RESOLVE | U.COPY_SRC)
+    resolve = device.create_buffer(size=qs.count * 8, usage=U.QUERY_RESOLVE | U.COPY_SRC)
     vbufs = work.vertex_buffers()
     samples: list[list[float]] = [[] for _ in range(n)]
-    for round_ in range(repeats + 1):  # round 0 warms up caches and clocks
+    warm = device.create_command_encoder()
+    for v in variants:
+        restore(warm)
+        work.encode(warm, v, vbufs, qs, 0, inner)
+    device.queue.submit([warm.finish()])
+    done = 0
+    while done < repeats:
+        rounds = min(per_submit, repeats - done)
         encoder = device.create_command_encoder()
-        for k, v in enumerate(variants):
-            restore(encoder)
-            work.encode(encoder, v, vbufs, qs, 2 * k, inner)
-        encoder.resolve_query_set(qs, 0, 2 * n, resolve, 0)
+        slots = []  # (variant index, query index)
+        for r in range(rounds):
+            for j in range(n):
+                k = (j + done + r) % n
+                q = 2 * len(slots)
+                restore(encoder)
+                work.encode(encoder, variants[k], vbufs, qs, q, inner)
+                slots.append((k, q))
+        encoder.resolve_query_set(qs, 0, 2 * len(slots), resolve, 0)
         device.queue.submit([encoder.finish()])
-        raw = device.queue.read_buffer(resolve).cast("Q")
-        if round_ == 0:
-            continue
-        for k in range(n):
-            samples[k].append(float(raw[2 * k + 1] - raw[2 * k]))
+        raw = device.queue.read_buffer(resolve, 0, 16 * len(slots)).cast("Q")
+        for k, q in slots:
+            samples[k].append(float(raw[q + 1] - raw[q]))
+        done += rounds
     return [statistics.median(s) for s in samples]
 
 
