@@ -188,12 +188,20 @@ def test_local_types_come_from_naga_and_feed_the_checksum(device):
     }  # fmt: skip
     ins = instrument(m, "cs_work", types)
     device.create_shader_module(code=ins.source)
-    store = ins.source[: ins.source.index("cells[id.y * n + id.x] = f32(count);")]
-    guard = store[store.rindex("if (_ablate_cut.x ==") :]
-    for term in ("bitcast<u32>(a)", "dot(bitcast<vec2<u32>>(z), vec2<u32>(1u))",
-                 "select(0u, 1u, bounded)", "count"):  # fmt: skip
-        assert term in guard
-    assert "next" not in guard and "(i)" not in guard  # loop locals are out of scope there
+
+    def guard_before(statement: str) -> str:
+        head = ins.source[: ins.source.index(statement)]
+        return head[head.rindex("if (_ablate_cut.x ==") :]
+
+    # Before the final store only n and count are read again: the checksum holds just those
+    # (uv, a, c, z are dead there in the original shader too).
+    assert "_ablate_sink[0] = n + count;" in guard_before("cells[id.y * n + id.x] = f32(count);")
+    # Inside the loop: next (read below), and z, c, bounded, count (read in the loop body).
+    inside = guard_before("bounded = bounded && dot(next, next) <= 4.0;")
+    for term in ("dot(bitcast<vec2<u32>>(next), vec2<u32>(1u))", "bitcast<vec2<u32>>(z)",
+                 "bitcast<vec2<u32>>(c)", "select(0u, 1u, bounded)", "count"):  # fmt: skip
+        assert term in inside
+    assert "(uv)" not in inside and "(a)" not in inside
     col = "dot(bitcast<vec3<u32>>(m[{}]), vec3<u32>(1u))"
     assert checksum_term("m", "mat2x3<f32>") == col.format(0) + " + " + col.format(1)
     assert checksum_term("s", "VsOut") is None

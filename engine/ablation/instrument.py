@@ -15,8 +15,10 @@ Keeping work alive: a cut that simply returned would let the compiler delete eve
 before it whose value is only used after it (dead code), and the cost of all of them would
 land on the statement that finally stores the result. So each guard (compute and fragment
 entry points) also stores, under a uniform condition that is never true at run time but that
-the compiler cannot know (``_ablate_cut.y != 0u``), a checksum of every local in scope whose
-type is a scalar, vector or matrix: those values must be computed before the cut. The types
+the compiler cannot know (``_ablate_cut.y != 0u``), a checksum of every local in scope that is
+read again after the cut (or anywhere in an enclosing loop it was declared outside of) and
+whose type is a scalar, vector or matrix: those values must be computed before the cut. A local
+never read again is dead in the original shader too, so it is left out. The types
 come from naga itself (``local_types``: one probe compile per local; naga names the type in
 its error message). Vertex entry points cannot write storage buffers: no checksum there.
 
@@ -379,15 +381,33 @@ def instrument(m: Module, entry: str, types: dict[int, str] | None = None) -> In
 
     types = types or {}
     can_sink = f.stage in ("compute", "fragment") and bool(types)
-    scopes: list[list[tuple[str, int]]] = []
+    scopes: list[list[tuple[str, int, int]]] = []  # (name, name token, scope's "}" token)
+    loops: list[tuple[int, int]] = []  # enclosing loop bodies ("{" token, "}" token)
     sunk = [False]
+    uses: dict[str, list[int]] = {}
+    for k in range(f.body.open, f.body.close):
+        t = m.tokens[k]
+        if t.kind == "ident" and m.tokens[k - 1].text != ".":
+            uses.setdefault(t.text, []).append(k)
 
-    def guard_text(k: int) -> str:
-        visible: dict[str, int] = {}
+    def live(name: str, tok: int, close: int, pos: int) -> bool:
+        """Whether the local's value at token ``pos`` may still be read: a use at or after
+        ``pos`` in its scope, or anywhere in an enclosing loop body declared outside it."""
+        at = uses.get(name, [])
+        if any(pos <= u < close for u in at):
+            return True
+        return any(lo > tok and any(lo < u < hi for u in at) for lo, hi in loops)
+
+    def guard_text(k: int, pos: int) -> str:
+        visible: dict[str, tuple[int, int]] = {}
         for scope in scopes:
-            for name, tok in scope:
-                visible[name] = tok
-        terms = [checksum_term(n, types[t]) for n, t in visible.items() if t in types]
+            for name, tok, close in scope:
+                visible[name] = (tok, close)
+        terms = [
+            checksum_term(n, types[tok])
+            for n, (tok, close) in visible.items()
+            if tok in types and live(n, tok, close, pos)
+        ]
         terms = [x for x in terms if x] if can_sink else []
         keep = ""
         if terms:
@@ -398,23 +418,27 @@ def instrument(m: Module, entry: str, types: dict[int, str] | None = None) -> In
     def guard(at_token: int) -> int:
         k = counter[0]
         counter[0] += 1
-        inserts.append((m.tokens[at_token].start, guard_text(k) + " "))
+        inserts.append((m.tokens[at_token].start, guard_text(k, at_token) + " "))
         return k
 
-    def declare(s: Stmt) -> None:
+    def declare(s: Stmt, close: int) -> None:
         if s.kind in ("let", "var"):
             d = _decl_name(m, [t for t in m.tokens[s.first : s.last + 1] if t.text != "@"])
             if d:
-                scopes[-1].append(d)
+                scopes[-1].append((*d, close))
 
     def visit(b: Block, depth: int, loop_line: int | None, parent: int | None,
               header: tuple[str, int] | None = None) -> int | None:  # fmt: skip
         """Guard ``b``'s statements; return the cut at its end (None: no end guard)."""
-        scopes.append([header] if header else [])
+        scopes.append([(*header, b.close)] if header else [])
+        if b.kind == "loop":
+            loops.append((b.open, b.close))
         try:
             return _visit(b, depth, loop_line, parent)
         finally:
             scopes.pop()
+            if b.kind == "loop":
+                loops.pop()
 
     def _visit(b: Block, depth: int, loop_line: int | None, parent: int | None) -> int | None:
         cuttable = b.kind != "continuing"
@@ -439,7 +463,7 @@ def instrument(m: Module, entry: str, types: dict[int, str] | None = None) -> In
             header = _decl_name(m, s.header) if s.kind == "for" else None
             for c in s.blocks:
                 visit(c, depth + 1, inner_loop, me, header)
-            declare(s)
+            declare(s, b.close)
             pending = [me]
         last = b.stmts[-1] if b.stmts else None
         end = None
@@ -447,11 +471,8 @@ def instrument(m: Module, entry: str, types: dict[int, str] | None = None) -> In
         if cuttable and falls_through and uni.end_allowed.get(id(b), False) and depth > 0:
             k = counter[0]
             counter[0] += 1
-            text = " " + guard_text(k)
-            if last is not None and last.kind == "continuing":
-                inserts.append((m.tokens[last.first].start, text.strip() + " "))
-            else:
-                inserts.append((m.tokens[b.close].start, text + " "))
+            at = last.first if last is not None and last.kind == "continuing" else b.close
+            inserts.append((m.tokens[at].start, " " + guard_text(k, at) + " "))
             end = k
         for r in pending:
             rows[r].after = CUT_NONE if depth == 0 else end
