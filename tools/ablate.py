@@ -98,6 +98,8 @@ def format_table(r) -> str:
             )
         else:
             pct = f"{100 * cost / total:.1f}%" if total > 0 else "n/a"
+            if r.within_noise(row):
+                text += f"   (within noise: +-{r.noise_ns(row) / 1e6:.4f} ms)"
             lines.append(f"{k:>4}  {where:<24} {cost / 1e6:>10.4f} {pct:>8}  {text}")
     over = r.overhead_ns
     rel = f" ({100 * over / r.original_ns:+.1f}%)" if r.original_ns > 0 else ""

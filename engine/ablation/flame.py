@@ -5,8 +5,9 @@ without a measurement gets a share of what its parent's measured cost leaves une
 by a modeled op count (``instrument._model``), and says "modeled" in its label. With no
 measurement at all (``result=None``) every width is modeled and the title says so. Statements in
 a loop body are measured for one iteration: they are scaled to fill the loop's measured width
-(their shares of an iteration), as the tooltip says. Negative readings (below the noise) get
-zero width and their tooltip reads "too small to measure". Colour by kind: arithmetic,
+(their shares of an iteration), as the tooltip says. Negative readings get zero width and
+their tooltip reads "too small to measure"; readings within their noise (two standard errors)
+are treated as unmeasured. Colour by kind: arithmetic,
 transcendental, texture, memory (see ``instrument.KINDS``).
 """
 
@@ -189,6 +190,11 @@ def write_flame(path: str | Path, root: Node, unit: str = "ns", title: str = "")
 
 
 def result_tree(result) -> Node:
-    """Flame tree of an ``AblationResult`` (width: measured ns of the body)."""
+    """Flame tree of an ``AblationResult`` (width: measured ns of the body). Rows whose cost
+    is within the noise count as unmeasured: they get a modeled share."""
+
+    def cost(row):
+        return None if result.within_noise(row) else result.cost_ns(row)
+
     title = f"{result.entry} ({result.stage})"
-    return build_tree(result.rows, title, cost=result.cost_ns, total=result.total_ns)
+    return build_tree(result.rows, title, cost=cost, total=result.total_ns)

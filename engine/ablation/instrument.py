@@ -244,10 +244,14 @@ class _Uniformity:
         return {"return"} if "return" in exits else ({"loop"} if exits else set())
 
 
-def _model(m: Module, toks: list[Token]) -> tuple[str, float]:
-    """(kind, modeled op count) of a token run: 1 per arithmetic operator or call, 8 per
-    transcendental call, 16 per texture call, 4 per access to memory (storage, workgroup,
-    uniform variables). Kind = the category with the largest share."""
+LOOP_TRIPS = 16  # nominal trip count of a loop in a called function (model only)
+
+
+def _weights(m: Module, toks: list[Token], stack: tuple[str, ...] = ()) -> dict[str, float]:
+    """Modeled op counts by kind of a token run: 1 per arithmetic operator or builtin call,
+    8 per transcendental call, 16 per texture call, 4 per memory access (storage, workgroup,
+    uniform variables, atomics); a call to a user function adds that function's body, with
+    ``LOOP_TRIPS`` iterations per loop (recursion is not followed)."""
     w = dict.fromkeys(KINDS, 0.0)
     for k, t in enumerate(toks):
         if t.kind == "punct" and t.text in ARITH_OPS:
@@ -259,8 +263,33 @@ def _model(m: Module, toks: list[Token]) -> tuple[str, float]:
                 w["transcendental"] += 8
             elif t.text.startswith("atomic") or t.text in m.globals:
                 w["memory"] += 4
+            elif t.text in m.functions and t.text not in stack:
+                for kind, v in _block_weights(
+                    m, m.functions[t.text].body, (*stack, t.text)
+                ).items():
+                    w[kind] += v
             elif k + 1 < len(toks) and toks[k + 1].text == "(":
                 w["arithmetic"] += 1
+    return w
+
+
+def _block_weights(m: Module, b: Block, stack: tuple[str, ...]) -> dict[str, float]:
+    w = dict.fromkeys(KINDS, 0.0)
+    for s in b.stmts:
+        own = s.header if s.kind in _COMPOUND else m.tokens[s.first : s.last + 1]
+        parts = [_weights(m, own, stack)]
+        trips = LOOP_TRIPS if s.kind in ("loop", "for", "while") else 1
+        parts += [_block_weights(m, c, stack) for c in s.blocks] if s.kind in _COMPOUND else []
+        for k, part in enumerate(parts):
+            for kind, v in part.items():
+                w[kind] += v * (trips if k else 1)
+    return w
+
+
+def _model(m: Module, toks: list[Token]) -> tuple[str, float]:
+    """(kind, modeled op count) of a statement's own tokens (``_weights``); kind = the
+    category with the largest share."""
+    w = _weights(m, toks)
     total = sum(w.values())
     kind = max(KINDS, key=lambda c: w[c]) if total else "arithmetic"
     return kind, max(total, 1.0)
@@ -455,6 +484,12 @@ def instrument(m: Module, entry: str, types: dict[int, str] | None = None) -> In
             pending = []
             head = s.header if s.kind in _COMPOUND else m.tokens[s.first : s.last + 1]
             kind, modeled = _model(m, head)
+            if s.kind in _COMPOUND:  # colour a loop / branch by what its body does
+                w = _weights(m, head)
+                for c in s.blocks:
+                    for key, v in _block_weights(m, c, ()).items():
+                        w[key] += v
+                kind = max(KINDS, key=lambda c: w[c])
             rows.append(Row(s, s.line, depth, loop_line, before, None, kind, modeled, parent))
             me = len(rows) - 1
             if parent is not None:

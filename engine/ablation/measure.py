@@ -45,6 +45,7 @@ class AblationResult:
     rows: list[Row]
     origin: list[tuple[str, int]]  # source line -> (file, line)
     cut_ns: dict[int, float]  # cut index (and CUT_NONE) -> median ns
+    cut_se: dict[int, float]  # cut index -> standard error of that median (ns; nan: unknown)
     original_ns: float  # the unmodified shader
     repeats: int
     inner: int
@@ -73,6 +74,19 @@ class AblationResult:
         if not row.measurable:
             return None
         return self.cut_ns[row.after] - self.cut_ns[row.before]
+
+    def noise_ns(self, row: Row) -> float | None:
+        """Two standard errors of the row's cost (difference of two medians); None when
+        unmeasured, nan when too few repeats to say."""
+        if not row.measurable:
+            return None
+        a, b = self.cut_se[row.after], self.cut_se[row.before]
+        return 2.0 * (a * a + b * b) ** 0.5
+
+    def within_noise(self, row: Row) -> bool:
+        """A non-negative cost below its noise (negative ones are "too small to measure")."""
+        cost, noise = self.cost_ns(row), self.noise_ns(row)
+        return cost is not None and noise is not None and 0 <= cost < noise
 
     def where(self, row: Row) -> str:
         """``file:line`` of a row in the original files (includes resolved)."""
@@ -326,7 +340,17 @@ def _time_variants(device, work: _Workload, variants, restore, repeats: int, inn
         for k, q in slots:
             samples[k].append(float(raw[q + 1] - raw[q]))
         done += rounds
-    return [statistics.median(s) for s in samples]
+    return [statistics.median(s) for s in samples], [_median_se(s) for s in samples]
+
+
+def _median_se(xs: list[float]) -> float:
+    """Standard error of the median from the median absolute deviation (normal model:
+    sigma = 1.4826 MAD, se(median) = 1.2533 sigma / sqrt(n)); nan below 3 samples."""
+    if len(xs) < 3:
+        return float("nan")
+    med = statistics.median(xs)
+    mad = statistics.median(abs(x - med) for x in xs)
+    return 1.2533 * 1.4826 * mad / len(xs) ** 0.5
 
 
 # --------------------------------------------------------------------------------------------
@@ -459,12 +483,13 @@ def _measure(device, m, ins, origin, path, *, repeats, inner, adapter, **kw) -> 
     work, original, variants, restore, _keep = build(device, m, ins, origin, **kw)
     order = [original, *variants.values()]
     try:
-        ns = _time_variants(device, work, order, restore, max(1, repeats), max(1, inner))
+        ns, se = _time_variants(device, work, order, restore, max(1, repeats), max(1, inner))
     except wgpu.GPUError as e:
         raise AblationError(f"{ins.entry.name}: {compile_message(e, origin)}") from None
     cut_ns = dict(zip(variants, ns[1:], strict=True))
+    cut_se = dict(zip(variants, se[1:], strict=True))
     return AblationResult(
         path=path, entry=ins.entry.name, stage=ins.entry.stage, rows=ins.rows, origin=origin,
-        cut_ns=cut_ns, original_ns=ns[0], repeats=repeats, inner=inner,
+        cut_ns=cut_ns, cut_se=cut_se, original_ns=ns[0], repeats=repeats, inner=inner,
         uniform_only=ins.uniform_only, adapter=adapter, keeps_alive=ins.keeps_alive,
     )  # fmt: skip
