@@ -90,20 +90,31 @@ def test_layout_matches_the_wgsl_rules():
     assert layout("Cull", cull)[0] == 64 + 6 * 16 + 6 * 16 + 5 * 16
 
 
+@pytest.fixture(scope="module")
+def scratch_device():
+    """A device of its own for tests that draw (see ``timing_device``)."""
+    from engine.gpu import create_gpu
+
+    return create_gpu().device
+
+
 @pytest.mark.parametrize("path", SHADERS, ids=lambda p: p.name)
-def test_every_entry_point_of_every_shader_builds(device, path):
-    src, origin = load_source(path)
+def test_every_entry_point_of_every_shader_is_measured(scratch_device, path):
+    """Instrument (with the keep-alive checksum), build the pipelines, fill the bindings and
+    time every cut once: the whole path on every entry point of every shader."""
+    src, _ = load_source(path)
     m = parse(src)
     # frame_common.wgsl is an include: it parses, and has no entry point of its own.
     assert bool(m.entry_points) == (path.name != "frame_common.wgsl")
     for f in m.entry_points:
-        ins = instrument(m, f.name)
-        assert any(r.measurable for r in ins.rows), f.name
-        work, original, variants, restore, keep = build(
-            device, m, ins, origin, elements=64, texture_size=(8, 8), size=(8, 8),
-            vertices=3, groups=(1, 1, 1),
-        )  # fmt: skip
-        assert set(variants) == {*range(ins.cuts), CUT_NONE}
+        r = ablate(path, f.name, device=scratch_device, repeats=1, elements=64,
+                   texture_size=(8, 8), size=(8, 8), vertices=3, groups=(1, 1, 1))  # fmt: skip
+        cuts = {row.before for row in r.rows} | {row.after for row in r.rows}
+        assert cuts - {None} <= set(r.cut_ns) and {0, CUT_NONE} <= set(r.cut_ns)
+        assert all(ns > 0 for ns in r.cut_ns.values()), r.cut_ns  # every pass was timed
+        assert any(row.measurable for row in r.rows), f.name
+        if f.stage == "vertex":
+            assert not r.keeps_alive  # vertex shaders cannot write storage buffers
 
 
 def _run_once(device, variant, restore, groups, out_buffer) -> np.ndarray:
