@@ -35,8 +35,8 @@ def run(gpu, args) -> None:
     """``--quick``: sizes for a software GPU; otherwise sized for a large discrete GPU."""
     if args.quick:
         n, groups, size, repeats = 256, 8, (64, 64), 9
-    else:
-        n, groups, size, repeats = 2048, 8192, (1920, 1080), 21
+    else:  # ~0.1-1 ms per variant on an H200: far above the timestamp noise
+        n, groups, size, repeats = 4096, 8192, (1920, 1080), 21
     elements = max(groups * 64, size[0] * size[1])
     common = dict(device=gpu.device, repeats=repeats, elements=elements, adapter=gpu.summary)
     cs = ablate(SHADER, "cs_pair", groups=(groups, 1, 1), sets=[f"p.n={n}"], **common)
@@ -55,6 +55,21 @@ def run(gpu, args) -> None:
             f"cs_dead    {'keep-alive' if keep else 'bare returns':<12}: heavy let "
             f"{let / 1e6:.4f} ms, cheap store {store / 1e6:.4f} ms (truth: the let costs all; "
             "a bill on the store means the compiler deleted work before the cut)",
+            flush=True,
+        )
+    # A real shader: s02's Work pass, with and without the keep-alive checksum.
+    work = Path(__file__).resolve().parents[2] / "shaders" / "s02_work.wgsl"
+    grid = 64 if args.quick else 1024
+    for keep in (True, False):
+        r = ablate(work, "cs_work", groups=(grid // 8, grid // 8, 1), keep_alive=keep,
+                   sets=["params.iterations=256", f"params.grid={grid}", "params.time=1.0"],
+                   device=gpu.device, repeats=repeats, adapter=gpu.summary,
+                   elements=grid * grid)  # fmt: skip
+        top = ", ".join(f"L{row.line} {c / 1e6:.4f} ms" for row, c in r.ranked()[:4])
+        print(
+            f"s02 cs_work {'keep-alive' if keep else 'bare returns':<12}: overhead "
+            f"{100 * r.overhead_ns / r.original_ns:+.1f}% of {r.original_ns / 1e6:.4f} ms; "
+            f"top rows {top}",
             flush=True,
         )
     # Last: on lavapipe, compute timestamps on a device that has rendered read short.
