@@ -127,6 +127,40 @@ def test_counts_per_pass_match_hand_derived_values(stats_gpu, capsys):
     assert ns == pytest.approx(1000.0 / small.fragment_invocations)
 
 
+def test_sequential_scopes_inside_one_pass_count_each_draw(stats_gpu):
+    """Per-draw statistics (for per-draw timing): scopes may follow each other in a pass."""
+    d = stats_gpu.device
+    stats = PipelineStatistics(d, capacity=4, slots=2)
+    m = d.create_shader_module(code=SRC)
+    pipe = d.create_render_pipeline(
+        layout="auto",
+        vertex={"module": m, "entry_point": "vs_small"},
+        fragment={"module": m, "entry_point": "fs", "targets": [{"format": "rgba8unorm"}]},
+    )
+    tex = d.create_texture(
+        size=(W, H, 1), format="rgba8unorm", usage=wgpu.TextureUsage.RENDER_ATTACHMENT
+    )
+    e = d.create_command_encoder()
+    color = {"view": tex.create_view(), "load_op": "clear", "store_op": "store",
+             "clear_value": (0, 0, 0, 0)}  # fmt: skip
+    p = e.begin_render_pass(color_attachments=[color])
+    p.set_pipeline(pipe)
+    for name, first in (("tri0", 0), ("tri1", 3)):
+        stats.begin(p, name)
+        p.draw(3, 1, first)
+        stats.end(p)
+    p.end()
+    stats.resolve(e)
+    d.queue.submit([e.finish()])
+    stats.submitted(0)
+    (_, (t0, t1)), *_ = stats.drain()
+    assert (t0.name, t1.name) == ("tri0", "tri1")
+    assert (t0.vertex_invocations, t1.vertex_invocations) == (3, 3)
+    assert (t0.clipper_primitives_out, t1.clipper_primitives_out) == (1, 1)
+    for k, row in enumerate((t0, t1)):
+        assert row.fragment_invocations >= int(small_triangle_coverage(k).sum())
+
+
 def test_over_capacity_passes_are_dropped_and_counted(stats_gpu):
     d = stats_gpu.device
     stats = PipelineStatistics(d, capacity=2, slots=2)

@@ -3,8 +3,9 @@ primitives out, read back a few frames late without stalling (``engine.readback.
 
 Needs the native feature ``pipeline-statistics-query`` (Vulkan's
 ``VK_QUERY_TYPE_PIPELINE_STATISTICS``); without it every call is a no-op and every value reads
-``None``, shown as ``n/a``. One query per pass: ``begin(pass, name)`` right after the pass is
-begun, ``end(pass)`` right before it ends (queries cannot nest or span passes). Per frame:
+``None``, shown as ``n/a``. One query per scope: ``begin(pass, name)`` right after the pass is
+begun, ``end(pass)`` right before it ends; or around each draw inside a pass (per-draw
+statistics: scopes may follow each other in a pass, never nest or span passes). Per frame:
 ``resolve(encoder)`` after the last pass, ``submitted(frame_index)`` after ``queue.submit``,
 ``collect()`` any time (never blocks).
 
