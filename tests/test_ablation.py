@@ -86,6 +86,15 @@ def test_layout_matches_the_wgsl_rules():
         "c": (16, "array<vec4<u32>,2>"),
     }
     assert layout("S", m) == (48, 16)
+    # ">>" closes two templates; aliases and module constants resolve.
+    nested = parse(
+        "const N = 4u; alias Row = array<f32, N>;\n"
+        "@group(0) @binding(0) var<storage> rows: array<Row>;\n"
+        "@group(0) @binding(1) var<storage> v: array<vec4<f32>>;"
+    )
+    assert nested.globals["v"][0].type == "array<vec4<f32>>"
+    assert layout("array<Row>", nested, runtime_count=3) == (48, 4)
+    assert layout("array<vec4<f32>>", nested, runtime_count=3) == (48, 16)
     cull = parse(load_source(ROOT / "shaders" / "cull.wgsl")[0])
     assert layout("Cull", cull)[0] == 64 + 6 * 16 + 6 * 16 + 5 * 16
 
