@@ -3,6 +3,7 @@ the CLI ``tools/ablate.py`` and a flame graph writer (``flame.py``)."""
 
 from .instrument import CUT_NONE, Instrumented, InstrumentError, Row, instrument
 from .measure import AblationError, AblationResult, ablate
+from .table import format_table
 
 __all__ = [
     "CUT_NONE",
@@ -12,5 +13,6 @@ __all__ = [
     "Instrumented",
     "Row",
     "ablate",
+    "format_table",
     "instrument",
 ]

@@ -66,9 +66,16 @@ def _field(m: Module, var: GlobalVar, path: list[str]) -> tuple[int, str]:
 
 
 def _write_value(m: Module, data: bytearray, offset: int, ty: str, vals: list[float], what: str):
+    if ty in m.structs:
+        fields = ", ".join(f.name for f in m.structs[ty])
+        raise BindingError(f"--set {what}: that is a struct {ty}; name a field ({fields})")
     scalar, count = scalar_of(ty, m)
     if scalar not in _SCALAR_FMT or len(vals) != count:
-        raise BindingError(f"--set {what}: type {ty} takes {count} number(s) of {scalar}")
+        raise BindingError(
+            f"--set {what}: {ty} takes {count} number(s)"
+            if scalar in _SCALAR_FMT
+            else f"--set {what}: cannot set a value of type {ty} (scalars and vectors only)"
+        )
     fmt = _SCALAR_FMT[scalar]
     size = struct.calcsize(fmt)
     for k, v in enumerate(vals):
