@@ -177,11 +177,11 @@ def _chain_costs(r) -> list[float]:
 def test_known_pair_and_ladder_rank_correctly(timing_device):
     d = timing_device
     pair = ablate(TRUTH, "cs_pair", device=d, groups=(8, 1, 1), sets=["p.n=256"],
-                  repeats=7, elements=512)  # fmt: skip
+                  repeats=31, elements=512)  # fmt: skip
     heavy, light = _chain_costs(pair)
     assert heavy > 2.0 * light > 0, (heavy, light)
     ladder = ablate(TRUTH, "cs_ladder", device=d, groups=(8, 1, 1), sets=["p.n=64", "p.reps=2"],
-                    repeats=7, elements=512)  # fmt: skip
+                    repeats=31, elements=512)  # fmt: skip
     c = _chain_costs(ladder)
     assert 0 < c[0] < c[1] < c[2] < c[3], c
     loop = next(r for r in ladder.rows if r.stmt.kind == "for")
@@ -191,7 +191,7 @@ def test_known_pair_and_ladder_rank_correctly(timing_device):
 
 def test_keep_alive_bills_the_heavy_let_not_the_store(timing_device):
     r = ablate(TRUTH, "cs_dead", device=timing_device, groups=(8, 1, 1), sets=["p.n=64"],
-               repeats=5, elements=512)  # fmt: skip
+               repeats=31, elements=512)  # fmt: skip
     let, store = r.rows
     assert r.keeps_alive
     assert r.cost_ns(let) > 10 * abs(r.cost_ns(store)), (r.cost_ns(let), r.cost_ns(store))
@@ -232,14 +232,14 @@ def test_known_pair_ranks_correctly_in_a_fragment_shader():
 
     d = create_gpu().device  # renders: not the compute-only timing device
     frag = ablate(TRUTH, "fs_pair", device=d, size=(32, 32), sets=["p.n=128", "p.width=32"],
-                  repeats=7, elements=1024)  # fmt: skip
+                  repeats=31, elements=1024)  # fmt: skip
     heavy, light = _chain_costs(frag)
     assert heavy > 2.0 * light > 0, (heavy, light)
 
 
 def test_flame_graph_widths_follow_measured_costs(timing_device, tmp_path):
     r = ablate(TRUTH, "cs_ladder", device=timing_device, groups=(8, 1, 1),
-               sets=["p.n=128", "p.reps=1"], repeats=5, elements=512)  # fmt: skip
+               sets=["p.n=128", "p.reps=1"], repeats=31, elements=512)  # fmt: skip
     out = tmp_path / "ladder.svg"
     write_flame(out, result_tree(r))
     svg = ET.parse(out).getroot()
@@ -306,7 +306,7 @@ def test_cli_prints_ranked_table_and_no_traceback_on_bad_set(tmp_path):
     assert bad.returncode == 2
     assert "Traceback" not in bad.stderr and "no field 'nope'" in bad.stderr
     ok = subprocess.run([*run, "--entry", "cs_pair", "--set", "p.n=256", "--groups", "8",
-                         "--repeats", "3", "--flame", str(tmp_path / "f.svg")],
+                         "--repeats", "9", "--flame", str(tmp_path / "f.svg")],
                         capture_output=True, text=True, cwd=ROOT, timeout=120)  # fmt: skip
     assert ok.returncode == 0, ok.stderr
     assert "instrumentation overhead" in ok.stdout

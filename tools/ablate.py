@@ -64,7 +64,13 @@ def build_parser() -> ArgumentParser:
     )
     p.add_argument("--texture-size", type=size_type, default=(256, 256), help="bound textures")
     p.add_argument("--repeats", type=int_type(1, 10000), default=15, help="timed passes per cut")
-    p.add_argument("--inner", type=int_type(1, 10000), default=1, help="dispatches per pass")
+    p.add_argument(
+        "--inner",
+        type=int_type(1, 10000),
+        default=1,
+        help="dispatches/draws per timed pass, for work near the timestamp resolution (they "
+        "run without a restore in between and may overlap; lavapipe misreports them)",
+    )
     p.add_argument(
         "--no-keep-alive",
         action="store_true",
