@@ -15,7 +15,7 @@ from typing import ClassVar
 import wgpu
 
 from .cli import OVERLAY_MODES, build_parser, check_output_path, fail
-from .gpu import GpuError, create_gpu
+from .gpu import DRAW_PROFILE_FEATURES, GpuError, create_gpu
 from .graph import FrameContext, RenderGraph
 from .interrupt import Interrupt, for_run
 from .loop import FrameLoop
@@ -110,12 +110,17 @@ class App:
         prof = self.graph.profiler
         return prof if prof.active else None
 
-    def set_profiling(self, *, gpu: bool | None = None, cpu: bool | None = None) -> str:
-        """Turn GPU (timestamp queries) and/or CPU (scopes) profiling on or off between
-        frames (None keeps the current state). Returns a one-line description."""
+    def set_profiling(
+        self, *, gpu: bool | None = None, cpu: bool | None = None, draws: bool | None = None
+    ) -> str:
+        """Turn GPU (timestamp queries) and/or CPU (scopes) profiling, and per-draw GPU
+        timing (``draws``, implies GPU), on or off between frames (None keeps the current
+        state). Returns a one-line description."""
         prof = self.profiler
         want_gpu = (prof is not None and prof.gpu is not None) if gpu is None else gpu
         want_cpu = (prof is not None and prof.cpu is not None) if cpu is None else cpu
+        want_draws = (prof is not None and prof.draws is not None) if draws is None else draws
+        want_gpu = want_gpu or want_draws
         if prof is not None:
             self.loop.drain()  # publish what is in flight before the pools go away
         if want_gpu or want_cpu:
@@ -124,13 +129,19 @@ class App:
             # A capture is offline: read every frame back at once (batch 1) rather than
             # amortising the map over 8 frames, so short captures still show their timings.
             batch = 1 if self.args.capture else 8
-            prof = FrameProfiler(self.gpu, gpu=want_gpu, cpu=want_cpu, batch=batch)
+            prof = FrameProfiler(
+                self.gpu, gpu=want_gpu, cpu=want_cpu, batch=batch, draws=want_draws
+            )
             self.graph.profiler = prof
             self.telemetry.session["profiling"] = prof.session_info(self.graph)
         else:
             self.graph.profiler = None
             self.telemetry.session.pop("profiling", None)
-        return f"profiling: GPU {'on' if want_gpu else 'off'}, CPU {'on' if want_cpu else 'off'}"
+        draws_on = want_draws and prof is not None and prof.draws is not None
+        return (
+            f"profiling: GPU {'on' if want_gpu else 'off'}, CPU {'on' if want_cpu else 'off'}"
+            + (", draws on" if draws_on else "")
+        )
 
     def request_capture(self, path: str) -> None:
         """Write the next frame to ``path`` (PNG) once it is rendered."""
@@ -201,7 +212,8 @@ def _interrupted_early(args) -> int:
 
 def _start_and_run(sample_cls, args, prog: str, interrupt: Interrupt) -> int:
     try:
-        gpu = create_gpu(args.adapter)
+        extra = DRAW_PROFILE_FEATURES if args.gpu_profile == "draws" else ()
+        gpu = create_gpu(args.adapter, extra_features=extra)
     except GpuError as e:
         return fail(prog, str(e), 2 if args.adapter else 1)
     print(gpu.describe(), flush=True)
@@ -276,7 +288,9 @@ def _attach_tools(app: App) -> None:
     its pass disabled while the mode is ``off`` so that F1 can turn it on."""
     args = app.args
     if args.gpu_profile or args.profile:
-        app.set_profiling(gpu=args.gpu_profile, cpu=args.profile)
+        app.set_profiling(
+            gpu=bool(args.gpu_profile), cpu=args.profile, draws=args.gpu_profile == "draws"
+        )
     from .debug.hud import install_hud
 
     app.hud = install_hud(app)

@@ -8,6 +8,7 @@ import re
 import sys
 
 OVERLAY_MODES = ("off", "perf", "cull", "timeline", "all")
+GPU_PROFILE_MODES = ("passes", "draws")  # --gpu-profile [draws]; plain: "passes"
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -84,8 +85,14 @@ def build_parser(prog: str, description: str) -> ArgumentParser:
     )
     g.add_argument(
         "--gpu-profile",
-        action="store_true",
-        help="time every pass on the GPU with timestamp queries",
+        nargs="?",
+        const="passes",
+        default=None,
+        choices=GPU_PROFILE_MODES,
+        metavar="draws",
+        help="time every pass on the GPU with timestamp queries; '--gpu-profile draws' also "
+        "times every draw and dispatch (inside the pass where the adapter can, and each "
+        "render draw replayed alone) with pipeline statistics per draw",
     )
     g.add_argument(
         "--profile",

@@ -26,6 +26,10 @@ OPTIONAL_FEATURES = (
     "indirect-first-instance",
 )
 
+#: More features ``--gpu-profile draws`` asks for where the adapter has them (timestamps
+#: between draws, pipeline statistics per draw): see ``engine.profiling.draws``.
+DRAW_PROFILE_FEATURES = ("timestamp-query-inside-passes", "pipeline-statistics-query")
+
 _instance_configured = False
 
 
@@ -81,7 +85,8 @@ class Gpu:
     def describe(self) -> str:
         """The one start-up line: adapter, backend, and which optional features are on."""
         flags = " ".join(f"{f}={'on' if f in self.features else 'off'}" for f in OPTIONAL_FEATURES)
-        return f"GPU: {self.summary} | {flags}"
+        extra = sorted(self.features - set(OPTIONAL_FEATURES))
+        return f"GPU: {self.summary} | {flags}" + "".join(f" {f}=on" for f in extra)
 
 
 BACKENDS = ("Vulkan", "Metal", "D3D12", "OpenGL", "OpenGLES")

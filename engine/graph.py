@@ -334,21 +334,24 @@ class RenderGraph:
         for p in self.passes:
             if p.enabled:
                 tw = prof.begin_pass(p.name, p.kind, encoder)
-                _encode(p, encoder, ctx, tw)
+                _encode(p, encoder, ctx, tw, prof)
                 prof.end_pass(p.name, p.kind, encoder)
         prof.end_frame(encoder)
 
 
-def _encode(p: Pass, encoder, ctx: FrameContext, timestamp_writes) -> None:
+def _encode(p: Pass, encoder, ctx: FrameContext, timestamp_writes, prof=None) -> None:
+    """Begin, record and end one pass. With a profiler, ``record`` gets the encoder
+    ``prof.pass_encoder`` returns (per-draw timing wraps the pass encoder)."""
     if p.kind == RENDER:
+        targets = p.targets(ctx)
         rpass = encoder.begin_render_pass(
-            label=p.name, timestamp_writes=timestamp_writes, **p.targets(ctx)
+            label=p.name, timestamp_writes=timestamp_writes, **targets
         )
-        p.record(ctx, rpass)
+        p.record(ctx, rpass if prof is None else prof.pass_encoder(p.name, RENDER, rpass, targets))
         rpass.end()
     elif p.kind == COMPUTE:
         cpass = encoder.begin_compute_pass(label=p.name, timestamp_writes=timestamp_writes)
-        p.record(ctx, cpass)
+        p.record(ctx, cpass if prof is None else prof.pass_encoder(p.name, COMPUTE, cpass, None))
         cpass.end()
     else:
         encoder.push_debug_group(p.name)

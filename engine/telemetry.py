@@ -100,6 +100,8 @@ class FrameRecord:
         dropped: GPU scopes over the query pool's capacity in this frame.
         invalid: GPU readings left out (zero, or end before begin).
         cull: the newest cull counters at publication (their own ``frame_index``), or None.
+        draws: per pass, its draws' GPU times and pipeline statistics
+            (``engine.profiling.draws.PassDraws``) with ``--gpu-profile draws``, else None.
         snapshot: the stats window after this frame (``StatsSnapshot``), from which
             ``stats_keys`` (``(clock, name)`` per row) and ``stats_values`` (``float64
             (rows, len(STAT_FIELDS))``, NaN = none; keys without a reading in the window left
@@ -116,6 +118,7 @@ class FrameRecord:
     invalid: int = 0
     cull: CullCounts | None = None
     snapshot: StatsSnapshot | None = None
+    draws: tuple | None = None
 
     @property
     def stats_keys(self) -> tuple[tuple[str, str], ...]:
@@ -382,6 +385,7 @@ class Telemetry:
             invalid=timings.invalid if timings is not None else 0,
             cull=cull,
             snapshot=snapshot,
+            draws=timings.draws if timings is not None else None,
         )
         self._seq += 1
         t = self.totals
@@ -432,10 +436,16 @@ def encode_record(record: FrameRecord, table: NameTable) -> tuple[list[str], dic
     Message keys: ``seq``, ``frame``, ``t_ns``, ``wall_ms``, ``gpu``/``cpu`` (lists of
     ``[name_id, begin_ns, end_ns]`` or null), ``dropped``, ``invalid``, ``cull`` (``{"frame",
     "values"}`` or null) and ``stats``: lists of ``[clock, name_id, *STAT_FIELDS]`` (null = none;
-    ``outlier`` is 0/1).
+    ``outlier`` is 0/1), and ``draws`` (null without ``--gpu-profile draws``): per pass
+    ``[pass_name_id, kind, baseline_ns, [draw, ...]]`` with each draw ``[label_id, begin_ns,
+    end_ns, split_ns, repeats, below_resolution (0/1), vertex, clipper, fragment, compute]``
+    (null = n/a; ``split_ns`` rounded to 0.001 ns).
     """
     names = [s.name for s in record.gpu or ()] + [s.name for s in record.cpu or ()]
     names += [name for _, name in record.stats_keys]
+    for p in record.draws or ():
+        names.append(p.name)
+        names += [d.label for d in p.draws]
     new = table.encode(names)
     cull = record.cull
     msg = {
@@ -452,8 +462,42 @@ def encode_record(record: FrameRecord, table: NameTable) -> tuple[list[str], dic
             [clock, table.ids[name], *(None if v != v else round(v, 6) for v in row)]
             for (clock, name), row in zip(record.stats_keys, _rows(record), strict=True)
         ],
+        "draws": _draws(table, record.draws),
     }
     return new, msg
+
+
+def _draws(table: NameTable, passes) -> list | None:
+    if passes is None:
+        return None
+    ids = table.ids
+    return [
+        [
+            ids[p.name],
+            p.kind,
+            p.baseline_ns,
+            [
+                [
+                    ids[d.label],
+                    d.begin_ns,
+                    d.end_ns,
+                    _r3(d.split_ns),
+                    d.repeats,
+                    int(d.below_resolution),
+                    d.vertex,
+                    d.clipper,
+                    d.fragment,
+                    d.compute,
+                ]
+                for d in p.draws
+            ],
+        ]  # fmt: skip
+        for p in passes
+    ]
+
+
+def _r3(v: float | None) -> float | None:
+    return None if v is None else round(v, 3)
 
 
 def _rows(record: FrameRecord) -> list:

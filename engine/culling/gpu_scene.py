@@ -65,6 +65,7 @@ class GpuScene:
         self.scene = scene
         self.count = scene.count
         self.first_instance = first_instance
+        self._labels: list[str] | None = None
         self._geometry()
         self._tables()
         self._instances()
@@ -176,9 +177,22 @@ class GpuScene:
         """Record the copy of the args template (instance counts 0) over ``args``."""
         encoder.copy_buffer_to_buffer(self.args_template, 0, self.args, 0, self.args.size)
 
+    @property
+    def batch_labels(self) -> list[str]:
+        """``"<mesh name> LOD<l>"`` per batch: what per-draw timing shows under a pass."""
+        meshes = self.scene.meshes
+        return [f"{meshes[b.mesh].name} LOD{b.lod}" for b in self.batches]
+
     def draw(self, rpass, region: int, draw_group: int, bind_group) -> None:
-        """Record the B indexed indirect draws of ``region`` (0 early, 1 late, 2 shadow)."""
+        """Record the B indexed indirect draws of ``region`` (0 early, 1 late, 2 shadow):
+        one multi-draw with ``indirect-first-instance``, else one draw per batch. When the
+        pass encoder times draws (``--gpu-profile draws``: ``rpass.timing_draws``), always
+        one labelled draw per batch, so that each (mesh, LOD) batch gets its own time."""
         nb = self.batch_count
+        timing = getattr(rpass, "timing_draws", False)
+        if timing:
+            self._draw_labelled(rpass, region, draw_group, bind_group)
+            return
         if self.first_instance:
             from wgpu.backends.wgpu_native.extras import multi_draw_indexed_indirect
 
@@ -190,4 +204,17 @@ class GpuScene:
         for b in range(nb):
             k = region * nb + b
             rpass.set_bind_group(draw_group, bind_group, [k * DRAW_UNIFORM_STRIDE])
+            rpass.draw_indexed_indirect(self.args, k * ARGS_STRIDE)
+
+    def _draw_labelled(self, rpass, region: int, draw_group: int, bind_group) -> None:
+        nb = self.batch_count
+        if self._labels is None:
+            self._labels = self.batch_labels
+        if self.first_instance:
+            rpass.set_bind_group(draw_group, bind_group, [0])
+        for b in range(nb):
+            k = region * nb + b
+            if not self.first_instance:
+                rpass.set_bind_group(draw_group, bind_group, [k * DRAW_UNIFORM_STRIDE])
+            rpass.draw_label(self._labels[b])
             rpass.draw_indexed_indirect(self.args, k * ARGS_STRIDE)

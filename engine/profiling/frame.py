@@ -35,6 +35,10 @@ class FrameProfiler:
         history: finished frames kept in ``history``.
         timestamps: where GPU timestamps go: ``"auto"``, ``"pass"`` (pass descriptors) or
             ``"encoder"`` (between passes); see ``engine.profiling.gpu``.
+        draws: also time every draw and dispatch and count its pipeline statistics
+            (``engine.profiling.draws``; ``--gpu-profile draws``). Off: no extra query set,
+            no extra timestamp, and passes record into their real pass encoders.
+        draw_options: keyword arguments of ``engine.profiling.draws.DrawProfiler``.
 
     Attributes:
         history: ``deque[FrameTimings]`` of the most recent finished frames, oldest first,
@@ -56,6 +60,8 @@ class FrameProfiler:
         capacity: int = 64,
         history: int = HISTORY_FRAMES,
         timestamps: str = "auto",
+        draws: bool = False,
+        draw_options: dict | None = None,
     ):
         self.gpu_ctx = gpu_ctx
         self.gpu = (
@@ -70,6 +76,11 @@ class FrameProfiler:
             else None
         )
         self.cpu = CpuProfiler() if cpu else None
+        self.draws = None
+        if draws and self.gpu is not None and self.gpu.available:
+            from .draws import DrawProfiler
+
+            self.draws = DrawProfiler(gpu_ctx, **(draw_options or {}))
         self.active = True  # engine.profiling.sink.ProfilerSink: the graph calls this sink
         self.gpu_available = self.gpu is not None and self.gpu.available
         if self.gpu is None:
@@ -94,6 +105,20 @@ class FrameProfiler:
             "gpu_unavailable_reason": self.gpu_unavailable_reason,
             "capacity": self.gpu.capacity if gpu_on else 0,
             "untimed": [p.name for p in graph.passes if p.kind == "transfer"] if untimed else [],
+            "draws": self._draws_info(),
+        }
+
+    def _draws_info(self) -> dict | None:
+        d = self.draws
+        if d is None:
+            return None
+        return {
+            "inside": d.inside,
+            "split": d.split,
+            "stats": d.stats,
+            "capacity": d.capacity,
+            "target_ns": d.target_ns,
+            "max_repeats": d.max_repeats,
         }
 
     # -- graph protocol ---------------------------------------------------------------------------
@@ -103,11 +128,18 @@ class FrameProfiler:
             self.cpu.begin_frame(frame_index)
         if self.gpu_available:
             self.gpu.begin_frame(frame_index, encoder)
+        if self.draws is not None:
+            self.draws.begin_frame(frame_index)
 
     def begin_pass(self, name: str, kind: str, encoder) -> dict | None:
         if self.cpu is not None:
             self.cpu.begin(name)
         return self.gpu.begin_pass(name, kind, encoder) if self.gpu_available else None
+
+    def pass_encoder(self, name: str, kind: str, pass_encoder, targets: dict | None):
+        if self.draws is None:
+            return pass_encoder
+        return self.draws.wrap(name, kind, pass_encoder, targets)
 
     def end_pass(self, name: str, kind: str, encoder) -> None:
         if self.gpu_available:
@@ -116,6 +148,8 @@ class FrameProfiler:
             self.cpu.end()
 
     def end_frame(self, encoder) -> None:
+        if self.draws is not None:
+            self.draws.end_frame(encoder)
         if self.gpu_available:
             self.gpu.end_frame(encoder)
 
@@ -132,6 +166,8 @@ class FrameProfiler:
         """Start this frame's GPU readback; move finished frames into ``history``."""
         if self.gpu_available:
             self.gpu.after_submit()
+        if self.draws is not None:
+            self.draws.after_submit()
         if self.cpu is not None:
             self.cpu.submitted()
         self._pump(self.gpu.poll() if self.gpu_available else [])
@@ -146,14 +182,20 @@ class FrameProfiler:
         if self.cpu is not None:
             self.cpu.flush()
         gpu = self.gpu.drain() if self.gpu_available else []
-        self._pump(gpu, final=True)
+        self._pump(gpu, final=True, draws=self.draws.drain() if self.draws else None)
 
     # -- merging ----------------------------------------------------------------------------------
-    def _pump(self, gpu_frames: list[GpuFrame], final: bool = False) -> None:
+    def _pump(self, gpu_frames: list[GpuFrame], final: bool = False, draws=None) -> None:
         for g in gpu_frames:
             t = self._entry(g.frame_index)
             t.gpu, t.dropped, t.invalid = g.scopes, g.dropped, g.invalid
             t.extra["gpu_done"] = True
+        dp = self.draws
+        if dp is not None:
+            for f, passes in dp.poll() if draws is None else draws:
+                t = self._entry(f)
+                t.draws = passes
+                t.extra["draws_done"] = True
         if self.cpu is not None:
             while self.cpu.frames:
                 f, scopes = self.cpu.frames.popleft()
@@ -163,11 +205,15 @@ class FrameProfiler:
             gpu_waiting = self.gpu_available and "gpu_done" not in t.extra
             gpu_waiting = gpu_waiting and self.gpu.is_pending(f) and not final
             cpu_waiting = self.cpu is not None and t.cpu is None and not final
-            if gpu_waiting or cpu_waiting:
+            draws_waiting = (
+                dp is not None and "draws_done" not in t.extra and dp.is_pending(f) and not final
+            )
+            if gpu_waiting or cpu_waiting or draws_waiting:
                 if len(self._pending) < 64:
                     break  # keep frames in order; older frames finish first
                 log.debug("profiler: frame %d given up incomplete", f)
             t.extra.pop("gpu_done", None)
+            t.extra.pop("draws_done", None)
             del self._pending[f]
             if t.gpu is None and t.cpu is None:
                 continue

@@ -89,8 +89,99 @@ def shutdown_report(telemetry) -> str:
                 f"   {totals['gpu_missing']} frame(s) not GPU-timed: every query pool was "
                 "still in flight"
             )
+        if prof.get("draws"):
+            lines.append(draws_report(history, prof["draws"]))
     if prof["cpu"]:
         last_cpu = next((r for r in reversed(history) if r.cpu), None)
         if last_cpu is not None:
             lines.append(timeline("CPU", last_cpu.frame_index, last_cpu.cpu, "scope(s)"))
+    return "\n".join(lines)
+
+
+DRAWS_CAVEAT = (
+    "inside = timestamps written between draws in the real pass (bottom of pipe: overlap with "
+    "the previous draw counts toward the later one); split = each render draw replayed alone "
+    "in passes of its own on scratch targets, colour and depth cleared (depth is not loaded "
+    "even where the pass loads it), overlapping nothing, the same number of empty passes "
+    "subtracted, divided by the repetitions xN; split/inside > 1: the draws overlapped in the "
+    "pass (or its timestamps did not wait for them: lavapipe rasterises after binning); "
+    "compute dispatches are never replayed; '< res' = shorter than two timestamp ticks"
+)
+
+
+def _ms(ns: float | None) -> str:
+    return "n/a" if ns is None else f"{ns / 1e6:.4f}"
+
+
+def _count(v: int | None) -> str:
+    return "n/a" if v is None else f"{v:,}"
+
+
+def _per_frag(ns: float | None, frags: int | None) -> str:
+    return "n/a" if ns is None or not frags else f"{ns / frags:.3f}"
+
+
+def _draw_time(d, inside: bool) -> str:
+    if inside:
+        v = d.inside_ns
+        if v is None:
+            return "n/a"
+        return "< res" if d.below_resolution else f"{v / 1e6:.4f}"
+    if d.split_ns is None:
+        return "n/a"
+    below = d.below_resolution and d.inside_ns is None
+    return "< res" if below else f"{d.split_ns / 1e6:.4f} x{d.repeats}"
+
+
+def _pass_line(p, scope) -> str:
+    pass_ns = None if scope is None else scope.end_ns - scope.begin_ns
+    parts = [f"{p.name} ({p.kind}) {_ms(pass_ns)} ms"]
+    inside, split = p.inside_sum_ns(), p.split_sum_ns()
+    if inside is not None:
+        text = f"draws inside {_ms(inside)} ms"
+        if pass_ns:
+            pct = 100 * inside / pass_ns
+            text += f" = {pct:.1f}% of the pass ({pct - 100:+.1f}%)"
+        parts.append(text)
+    if split is not None:
+        text = f"split {_ms(split)} ms"
+        if inside:
+            text += f" (split/inside {split / inside:.2f})"
+        elif pass_ns:
+            pct = 100 * split / pass_ns
+            text += f" = {pct:.1f}% of the pass ({pct - 100:+.1f}%)"
+        parts.append(text)
+    frags = p.total("fragment")
+    if p.kind == "render":
+        parts.append(f"{_count(frags)} fragments, {_per_frag(pass_ns, frags)} ns/fragment")
+    return "; ".join(parts)
+
+
+def draws_report(history, info: dict) -> str:
+    """Per-draw table of the newest record with draws (``--gpu-profile draws``): each pass
+    with its draws' sum against the pass's own time (and the split/inside ratio), then one
+    row per draw in recording order: inside ms, split ms x repetitions, vertex and fragment
+    invocations, clipper primitives, ns per fragment (n/a without the feature)."""
+    rec = next((r for r in reversed(history) if r.draws), None)
+    if rec is None:
+        return "GPU draws n/a: no frame's draw timings came back before shutdown."
+    ways = [w for w, on in (("inside", info.get("inside")), ("split", info.get("split"))) if on]
+    lines = [
+        f"GPU draws, frame {rec.frame_index} ({' and '.join(ways) or 'no timing'}; "
+        f"pipeline statistics {'on' if info.get('stats') else 'n/a'}):",
+        f"   {DRAWS_CAVEAT}.",
+    ]
+    scopes = {s.name: s for s in rec.gpu or ()}
+    for p in rec.draws:
+        lines.append("  " + _pass_line(p, scopes.get(p.name)))
+        lines.append(
+            f"     {'draw':<24} {'inside ms':>10} {'split ms':>13} {'vertices':>10} "
+            f"{'clipped':>9} {'fragments':>11} {'ns/frag':>8}"
+        )
+        for d in p.draws:
+            lines.append(
+                f"     {d.label:<24} {_draw_time(d, True):>10} {_draw_time(d, False):>13} "
+                f"{_count(d.vertex):>10} {_count(d.clipper):>9} {_count(d.fragment):>11} "
+                f"{_per_frag(d.ns, d.fragment):>8}"
+            )
     return "\n".join(lines)

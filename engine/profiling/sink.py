@@ -25,6 +25,11 @@ class ProfilerSink(Protocol):
         """Start a pass's scope; returns the ``timestamp_writes`` for its descriptor or None."""
         ...
 
+    def pass_encoder(self, name: str, kind: str, pass_encoder, targets: dict | None):
+        """The encoder the pass's ``record`` gets (a per-draw timing proxy, or
+        ``pass_encoder`` itself); ``targets`` are the render pass's attachments."""
+        ...
+
     def end_pass(self, name: str, kind: str, encoder) -> None: ...
 
     def end_frame(self, encoder) -> None: ...
@@ -53,6 +58,9 @@ class NullProfiler:
 
     def begin_pass(self, name: str, kind: str, encoder) -> None:
         return None
+
+    def pass_encoder(self, name: str, kind: str, pass_encoder, targets):
+        return pass_encoder
 
     def end_pass(self, name: str, kind: str, encoder) -> None:
         pass

@@ -32,6 +32,8 @@ class FrameTimings:
             when CPU profiling is off.
         dropped: scopes not recorded because the query pool was full.
         invalid: GPU readings that were zero or ended before they began (left out of ``gpu``).
+        draws: per-draw timings and statistics (``engine.profiling.draws.PassDraws`` per
+            pass) with ``--gpu-profile draws``, else None.
     """
 
     frame_index: int
@@ -39,4 +41,5 @@ class FrameTimings:
     cpu: list[Scope] | None = None
     dropped: int = 0
     invalid: int = 0
+    draws: tuple | None = None
     extra: dict = field(default_factory=dict)

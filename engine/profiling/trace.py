@@ -18,6 +18,8 @@ arithmetic, so:
 * each frame is a ``Frame`` span on a "frames" track of its process (frames of a busy GPU
   touch or overlap each other; scopes stay on their own track), its index in ``args`` rather
   than the name, so speedscope aggregates frames by name;
+* per-draw spans (``--gpu-profile draws``, timed inside the pass) sit on the GPU track
+  under their pass span;
 * spans on one track nest; overlapping spans that would not are put on an extra track of
   the same process ("... (overlap)") instead of being moved or clipped.
 """
@@ -67,6 +69,18 @@ def _spans(frames: Iterable[tuple[int, tuple[Scope, ...]]], shift: int):
     return frame_spans, spans
 
 
+def draw_scopes(record) -> tuple[Scope, ...]:
+    """The record's inside-pass draw timings as GPU scopes named ``"<pass>/<draw>"``: they
+    nest under their pass span on the GPU track (``--gpu-profile draws``; split replays
+    have no place on the frame's timeline and are left out)."""
+    return tuple(
+        Scope(f"{p.name}/{d.label}", d.begin_ns, d.end_ns)
+        for p in record.draws or ()
+        for d in p.draws
+        if d.begin_ns is not None
+    )
+
+
 def ts_dur(begin_ns: int, end_ns: int) -> tuple[float, float]:
     """``(ts, dur)`` in microseconds (3 decimals) for a span of integer nanoseconds relative
     to the trace origin, such that ``ts + dur`` in double arithmetic equals the end as the
@@ -89,7 +103,7 @@ def build_trace(telemetry, *, calibration: tuple[int, int] | None) -> dict:
     CPU clock; with ``None`` they are left out (no calibration possible)."""
     history = list(telemetry.history)
     cpu = [(r.frame_index, r.cpu) for r in history if r.cpu]
-    gpu = [(r.frame_index, r.gpu) for r in history if r.gpu] if calibration else []
+    gpu = [(r.frame_index, r.gpu + draw_scopes(r)) for r in history if r.gpu] if calibration else []
     tracks = []  # (pid, first tid, thread name, spans)
     for pid, thread, frames, shift in (
         (CPU_PID, "main thread", cpu, 0),

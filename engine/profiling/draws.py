@@ -1,0 +1,555 @@
+"""Per-draw GPU timing and per-draw pipeline statistics (``--gpu-profile draws``).
+
+The render graph hands every render and compute pass's ``record`` a thin proxy of the pass
+encoder (``DrawProfiler.wrap``): every draw and dispatch of every pass is caught without the
+pass asking. Two ways to time one draw:
+
+* **inside** (needs ``timestamp-query-inside-passes``): a timestamp right before and right
+  after each draw or dispatch, in the real pass (``extras.write_timestamp`` on the pass
+  encoder). Draw k reads ``end_k - begin_k``. Vulkan writes these at the bottom of the
+  pipe, so a reading is from the moment the GPU finished what came before to the moment it
+  finished the draw: overlap between neighbours is attributed to the later one.
+* **split** (render passes, needs only ``timestamp-query``): after the frame's passes, each
+  draw is replayed alone in render passes of its own (the state commands that preceded it,
+  then the draw) on scratch targets of the same formats and size, colour and depth
+  *cleared* (a draw that loaded depth now draws onto an empty depth buffer), timed with
+  pass timestamps. An empty pass on the same targets is the baseline subtracted from each
+  repetition. Isolated draws overlap nothing, so on an adapter with both ways the ratio
+  split-sum / inside-sum says how much the draws of a pass overlapped. Compute dispatches
+  are never replayed (their writes would run twice): without ``-inside-passes`` they read
+  ``n/a``.
+
+Cheap draws: a replay repeats the draw ``repeats`` times, each in a pass of its own (so
+depth is cleared before each repetition: a second draw in the same pass would fail the
+depth test), chosen from the previous reading so that the repetitions span at least
+``target_ns``; the same number of empty passes in a row is subtracted and the difference
+divided by ``repeats``. The timestamp *resolution* is learned
+as the greatest common divisor of the readings seen (1 ns on lavapipe, the tick of the GPU's
+timer elsewhere); a measured span shorter than two resolutions is flagged
+``below_resolution`` and shown as such, never as a number.
+
+Per-draw pipeline statistics (``pipeline-statistics-query``): one query around each draw
+(scopes follow each other inside a pass; see ``engine.profiling.pipeline_stats``); a pass's
+counts are the sum of its draws'.
+
+Multi-draw indirect calls are timed as one draw each (the proxy cannot see inside them);
+``engine.culling.gpu_scene.GpuScene.draw`` issues one labelled indirect draw per (mesh, LOD)
+batch instead when it records into a proxy (``timing_draws``).
+
+Results come back a few frames late through an ``engine.readback.ReadbackRing``, tagged
+with their frame index; ``engine.profiling.frame.FrameProfiler`` merges them into the
+frame's timings (``FrameTimings.draws``).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import struct
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+import wgpu
+from wgpu.backends.wgpu_native import extras  # extras.write_timestamp: looked up per call
+
+from ..gpu import DRAW_PROFILE_FEATURES
+from ..readback import ReadbackRing
+from .pipeline_stats import FEATURE as STATS_FEATURE
+from .pipeline_stats import STATISTICS
+
+log = logging.getLogger("lantern")
+
+INSIDE_FEATURE = "timestamp-query-inside-passes"
+#: Features ``--gpu-profile draws`` asks the device for, where the adapter has them.
+DRAW_FEATURES = DRAW_PROFILE_FEATURES
+RENDER, COMPUTE = "render", "compute"
+INSIDE, SPLIT = "inside", "split"
+
+#: Pass-encoder calls that set state a replayed draw needs (debug groups are left out: a
+#: replay must not open a group it never closes).
+STATE_METHODS = (
+    "set_pipeline",
+    "set_bind_group",
+    "set_vertex_buffer",
+    "set_index_buffer",
+    "set_viewport",
+    "set_scissor_rect",
+    "set_blend_constant",
+    "set_stencil_reference",
+    "set_immediates",
+)
+#: Calls that do GPU work; each is one timed draw.
+DRAW_METHODS = (
+    "draw",
+    "draw_indexed",
+    "draw_indirect",
+    "draw_indexed_indirect",
+    "dispatch_workgroups",
+    "dispatch_workgroups_indirect",
+    "execute_bundles",
+    "_multi_draw_indirect",
+    "_multi_draw_indexed_indirect",
+    "_multi_draw_indirect_count",
+    "_multi_draw_indexed_indirect_count",
+)
+
+
+class Draw(NamedTuple):
+    """One draw or dispatch of one frame. Times are GPU nanoseconds; counts None = n/a.
+
+    Attributes:
+        label: the batch or the pass's label (``"box LOD0"``), else ``"<pass>#<k>"``.
+        begin_ns, end_ns: inside-pass timestamps (GPU clock), None when not timed inside.
+        split_ns: replayed alone, per repetition, empty-pass baseline subtracted (may be
+            negative: never clamped); None when not replayed.
+        repeats: repetitions of the replay (0: not replayed).
+        below_resolution: the measured span (inside reading, or the replay's whole span
+            less its baselines) was shorter than two timestamp resolutions.
+        vertex, clipper, fragment, compute: pipeline statistics of the draw in the real
+            pass (vertex / fragment / compute shader invocations, clipper primitives out).
+    """
+
+    label: str
+    begin_ns: int | None
+    end_ns: int | None
+    split_ns: float | None
+    repeats: int
+    below_resolution: bool
+    vertex: int | None = None
+    clipper: int | None = None
+    fragment: int | None = None
+    compute: int | None = None
+
+    @property
+    def inside_ns(self) -> int | None:
+        return None if self.begin_ns is None else self.end_ns - self.begin_ns
+
+    @property
+    def ns(self) -> float | None:
+        """The inside reading when there is one, else the split reading, else None."""
+        inside = self.inside_ns
+        return inside if inside is not None else self.split_ns
+
+    @property
+    def method(self) -> str:
+        """``"inside"``, ``"split"`` or ``"n/a"``: where ``ns`` comes from."""
+        if self.begin_ns is not None:
+            return INSIDE
+        return SPLIT if self.split_ns is not None else "n/a"
+
+
+class PassDraws(NamedTuple):
+    """The draws of one pass in one frame, in recording order.
+
+    Attributes:
+        name, kind: the pass (``"render"`` / ``"compute"``).
+        draws: ``Draw`` per draw or dispatch.
+        baseline_ns: one empty replay pass on the same targets (what a split reading of
+            one repetition had subtracted); None when the pass was not replayed.
+    """
+
+    name: str
+    kind: str
+    draws: tuple[Draw, ...]
+    baseline_ns: int | None = None
+
+    def total(self, field_name: str) -> int | None:
+        """Sum of a statistic (``"vertex"``, ``"clipper"``, ``"fragment"``, ``"compute"``)
+        over the draws: the pass's count; None when any draw's is unknown."""
+        values = [getattr(d, field_name) for d in self.draws]
+        return None if not values or None in values else sum(values)
+
+    def inside_sum_ns(self) -> int | None:
+        v = [d.inside_ns for d in self.draws]
+        return None if not v or None in v else sum(v)
+
+    def split_sum_ns(self) -> float | None:
+        v = [d.split_ns for d in self.draws]
+        return None if not v or None in v else sum(v)
+
+    def ns_per_fragment(self, gpu_ns: float | None) -> float | None:
+        """GPU ns per fragment invocation of a pass that took ``gpu_ns`` (None: unknown)."""
+        frags = self.total("fragment")
+        return None if gpu_ns is None or not frags else gpu_ns / frags
+
+
+# -- recording --------------------------------------------------------------------------------
+@dataclass
+class _DrawRec:
+    label: str
+    command: int  # index of the draw in its pass's command list
+    ts: int | None  # begin query (end = ts + 1), inside timing
+    stats: int | None  # pipeline-statistics query
+    replay_ts: int | None = None  # begin of the replay (end = +1)
+    repeats: int = 0
+
+
+@dataclass
+class _PassRec:
+    name: str
+    kind: str
+    targets: dict | None
+    commands: list = field(default_factory=list)  # (method, args, kwargs)
+    draws: list[_DrawRec] = field(default_factory=list)
+    baselines: dict[int, int | None] = field(default_factory=dict)  # repeats -> query
+
+
+@dataclass
+class _FrameRec:
+    frame_index: int
+    pool: int
+    passes: list[_PassRec] = field(default_factory=list)
+    ts_used: int = 0
+    stats_used: int = 0
+
+
+class TimedPass:
+    """A pass encoder proxy that times each draw (``DrawProfiler.wrap``). Everything not
+    intercepted is forwarded. ``draw_label(text)`` names the next draw."""
+
+    timing_draws = True  # passes may split multi-draws into labelled draws when they see it
+
+    def __init__(self, real, prof: DrawProfiler, rec: _PassRec):
+        self._p, self._prof, self._rec = real, prof, rec
+        self._label: str | None = None
+
+    def __getattr__(self, name):
+        return getattr(self._p, name)
+
+    def draw_label(self, text: str) -> None:
+        """Name the next draw or dispatch (shown under the pass)."""
+        self._label = text
+
+
+def _state(name: str):
+    def method(self, *args, **kwargs):
+        self._rec.commands.append((name, args, kwargs))
+        return getattr(self._p, name)(*args, **kwargs)
+
+    method.__name__ = name
+    return method
+
+
+def _work(name: str):
+    def method(self, *args, **kwargs):
+        label, self._label = self._label, None
+        return self._prof._draw(self, name, args, kwargs, label)
+
+    method.__name__ = name
+    return method
+
+
+for _n in STATE_METHODS:
+    setattr(TimedPass, _n, _state(_n))
+for _n in DRAW_METHODS:
+    setattr(TimedPass, _n, _work(_n))
+
+
+def draw_label(pass_encoder, text: str) -> None:
+    """Name the next draw of ``pass_encoder`` when draws are being timed; else nothing."""
+    fn = getattr(pass_encoder, "draw_label", None)
+    if fn is not None:
+        fn(text)
+
+
+# -- the profiler -----------------------------------------------------------------------------
+class DrawProfiler:
+    """Per-draw timestamps (inside passes and/or split replays) and statistics.
+
+    Args:
+        gpu: an ``engine.gpu.Gpu`` (features decide what is possible: see ``inside``,
+            ``split``, ``stats``).
+        capacity: draws per frame; further draws are not timed (counted in ``dropped``).
+        replay: replay render draws alone (``split``); default: always (both ways side by
+            side where the adapter can time inside passes too).
+        target_ns: a replay's repetitions span at least this long (cheap draws repeat).
+        max_repeats: at most this many repetitions.
+        budget_ns: nor more repetitions than this much empty-pass overhead (clears of big
+            targets on a slow GPU) allows.
+        slots: readback slots in flight.
+
+    Attributes:
+        available: False without ``timestamp-query`` (``reason`` says why).
+        inside, split, stats: which measurements are on.
+        resolution_ns: timestamp resolution learned so far (gcd of the readings).
+        dropped: draws over capacity, in the run.
+    """
+
+    def __init__(
+        self,
+        gpu,
+        *,
+        capacity: int = 256,
+        replay: bool = True,
+        target_ns: int = 20_000,
+        max_repeats: int = 16,
+        budget_ns: int = 2_000_000,
+        slots: int = 4,
+    ):
+        feats = gpu.features
+        self.device = dev = gpu.device
+        self.available = "timestamp-query" in feats
+        self.reason = None if self.available else f"no 'timestamp-query' ({gpu.summary})"
+        self.inside = self.available and INSIDE_FEATURE in feats
+        self.split = self.available and replay
+        self.stats = self.available and STATS_FEATURE in feats
+        self.capacity = capacity
+        self.target_ns, self.max_repeats, self.budget_ns = target_ns, max_repeats, budget_ns
+        self.resolution_ns = 0  # 0: nothing seen yet (gcd identity)
+        self.dropped = 0
+        self._repeats: dict[tuple[str, str], int] = {}
+        self._scratch: dict[tuple, wgpu.GPUTextureView] = {}
+        self._rec: _FrameRec | None = None
+        self._waiting: dict[int, _FrameRec] = {}
+        if not self.available:
+            return
+        # Timestamps: per draw 2 inside + 2 for its replay, + 2 per pass baseline.
+        self._ts_cap = -(-(4 * capacity + 64) // 32) * 32  # resolve offsets: 256 B aligned
+        self._st_stride = 8 * len(STATISTICS)
+        ts_bytes = 8 * self._ts_cap
+        size = ts_bytes + (self._st_stride * capacity if self.stats else 0)
+        self._ring = ReadbackRing(dev, size, slots=slots, label="draw timestamps")
+        usage = wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC
+        self._pools = []
+        for i in range(slots):
+            qs = dev.create_query_set(label=f"draws {i}", type="timestamp", count=self._ts_cap)
+            st = None
+            if self.stats:
+                st = extras.create_statistics_query_set(
+                    dev, label=f"draw stats {i}", count=capacity, statistics=list(STATISTICS)
+                )
+            buf = dev.create_buffer(label=f"draws resolve {i}", size=size, usage=usage)
+            self._pools.append((qs, st, buf))
+
+    # -- per frame ----------------------------------------------------------------------------
+    def begin_frame(self, frame_index: int) -> None:
+        if self._rec is not None and self._rec.frame_index in self._waiting:
+            self._waiting.pop(self._rec.frame_index)  # resolved but never submitted
+            self._ring.discard_recorded()
+        self._rec = None
+        if not self.available:
+            return
+        pool = self._ring.next_region()
+        if pool is not None:
+            self._rec = _FrameRec(frame_index, pool)
+
+    def wrap(self, name: str, kind: str, pass_encoder, targets: dict | None):
+        """The encoder a pass's ``record`` gets: a ``TimedPass`` while a frame is being
+        recorded with a free pool, else ``pass_encoder`` itself."""
+        if self._rec is None or kind not in (RENDER, COMPUTE):
+            return pass_encoder
+        rec = _PassRec(name, kind, targets if kind == RENDER else None)
+        self._rec.passes.append(rec)
+        return TimedPass(pass_encoder, self, rec)
+
+    def _draw(self, proxy: TimedPass, method: str, args, kwargs, label: str | None):
+        rec, frame, real = proxy._rec, self._rec, proxy._p
+        k = len(rec.draws)
+        cmd = len(rec.commands)
+        rec.commands.append((method, args, kwargs))
+        fn = getattr(real, method)
+        if frame is None or frame.ts_used + 4 > self._ts_cap or k >= self.capacity:
+            self.dropped += 1
+            return fn(*args, **kwargs)
+        qs, st, _ = self._pools[frame.pool]
+        ts = si = None
+        if self.inside:
+            ts = frame.ts_used
+            frame.ts_used += 2
+            extras.write_timestamp(real, qs, ts)
+        if self.stats and frame.stats_used < self.capacity:
+            si = frame.stats_used
+            frame.stats_used += 1
+            real._begin_pipeline_statistics_query(st, si)
+        result = fn(*args, **kwargs)
+        if si is not None:
+            real._end_pipeline_statistics_query()
+        if ts is not None:
+            extras.write_timestamp(real, qs, ts + 1)
+        rec.draws.append(_DrawRec(label or f"{rec.name}#{k}", cmd, ts, si))
+        return result
+
+    def end_frame(self, encoder: wgpu.GPUCommandEncoder) -> None:
+        """After the frame's passes: replay render draws alone (split), resolve, copy."""
+        frame = self._rec
+        if frame is None:
+            return
+        if self.split:
+            for p in frame.passes:
+                if p.kind == RENDER and p.draws:
+                    self._replay(encoder, frame, p)
+        if not frame.ts_used and not frame.stats_used:
+            self._rec = None
+            return
+        qs, st, buf = self._pools[frame.pool]
+        if frame.ts_used:
+            encoder.resolve_query_set(qs, 0, frame.ts_used, buf, 0)
+        if frame.stats_used:
+            encoder.resolve_query_set(st, 0, frame.stats_used, buf, 8 * self._ts_cap)
+        self._ring.copy(encoder, buf)
+        self._waiting[frame.frame_index] = frame
+
+    def _replay(self, encoder, frame: _FrameRec, p: _PassRec) -> None:
+        targets = self._scratch_targets(p)
+        qs = self._pools[frame.pool][0]
+        base = p.baselines = {}  # repeats -> query of that many empty passes in a row
+        for d in p.draws:
+            d.repeats = self._repeats.get((p.name, d.label), 1)
+            if d.repeats not in base:
+                base[d.repeats] = self._replay_pass(
+                    encoder, qs, frame, targets, f"{p.name} baseline", [], d.repeats
+                )
+            state = [c for c in p.commands[: d.command] if c[0] in STATE_METHODS]
+            cmds = [*state, p.commands[d.command]]
+            d.replay_ts = self._replay_pass(
+                encoder, qs, frame, targets, f"{p.name} replay {d.label}", cmds, d.repeats
+            )
+
+    def _replay_pass(self, encoder, qs, frame, targets, label, cmds, repeats) -> int | None:
+        if frame.ts_used + 2 > self._ts_cap:
+            return None
+        i = frame.ts_used
+        frame.ts_used += 2
+        for r in range(repeats):
+            tw = {"query_set": qs} if r in (0, repeats - 1) else None
+            if r == 0:
+                tw["beginning_of_pass_write_index"] = i
+            if r == repeats - 1:
+                tw["end_of_pass_write_index"] = i + 1
+            rp = encoder.begin_render_pass(label=label, timestamp_writes=tw, **targets)
+            for method, args, kwargs in cmds:
+                getattr(rp, method)(*args, **kwargs)
+            rp.end()
+        return i
+
+    def _scratch_targets(self, p: _PassRec) -> dict | None:
+        """The pass's attachments on scratch textures of the same formats and sizes, every
+        one cleared (colour to the pass's clear value, depth to its clear value or 0)."""
+        t = p.targets or {}
+        out = {"color_attachments": []}
+        for slot, a in enumerate(t.get("color_attachments") or []):
+            if a is None:
+                out["color_attachments"].append(None)
+                continue
+            view = self._scratch_view(p.name, slot, a["view"])
+            out["color_attachments"].append(
+                {
+                    "view": view,
+                    "clear_value": a.get("clear_value", (0, 0, 0, 0)),
+                    "load_op": "clear",
+                    "store_op": "store",
+                }
+            )
+        d = t.get("depth_stencil_attachment")
+        if d is not None:
+            view = self._scratch_view(p.name, "depth", d["view"])
+            att = {"view": view}
+            fmt = d["view"].texture.format
+            if not d.get("depth_read_only"):
+                att.update(
+                    depth_clear_value=d.get("depth_clear_value", 0.0),
+                    depth_load_op="clear",
+                    depth_store_op="store",
+                )
+            else:
+                att["depth_read_only"] = True
+            if "stencil" in fmt:
+                att.update(stencil_load_op="clear", stencil_store_op="store")
+            out["depth_stencil_attachment"] = att
+        return out
+
+    def _scratch_view(self, pass_name: str, slot, view) -> wgpu.GPUTextureView:
+        tex = view.texture
+        w, h = view.size[:2]
+        key = (pass_name, slot, w, h, tex.format, tex.sample_count)
+        v = self._scratch.get(key)
+        if v is None:
+            scratch = self.device.create_texture(
+                label=f"draw replay {pass_name} {slot}",
+                size=(w, h, 1),
+                format=tex.format,
+                sample_count=tex.sample_count,
+                usage=wgpu.TextureUsage.RENDER_ATTACHMENT,
+            )
+            v = self._scratch[key] = scratch.create_view()
+        return v
+
+    def after_submit(self) -> None:
+        frame, self._rec = self._rec, None
+        if frame is not None and frame.frame_index in self._waiting:
+            self._ring.submitted(frame.frame_index)
+
+    def is_pending(self, frame_index: int) -> bool:
+        return frame_index in self._waiting or (
+            self._rec is not None and self._rec.frame_index == frame_index
+        )
+
+    # -- results ------------------------------------------------------------------------------
+    def poll(self) -> list[tuple[int, tuple[PassDraws, ...]]]:
+        """Finished frames ``(frame_index, PassDraws per pass)``, oldest first; never blocks."""
+        if not self.available:
+            return []
+        return [self._decode(f, data) for f, data in self._ring.poll()]
+
+    def drain(self, timeout_s: float = 2.0) -> list[tuple[int, tuple[PassDraws, ...]]]:
+        """Shutdown: wait (bounded) for what is in flight."""
+        if not self.available:
+            return []
+        self._rec = None
+        return [self._decode(f, data) for f, data in self._ring.drain(timeout_s)]
+
+    def _decode(self, frame_index: int, data: bytes) -> tuple[int, tuple[PassDraws, ...]]:
+        frame = self._waiting.pop(frame_index)
+        for stale in [f for f in self._waiting if f < frame_index]:
+            del self._waiting[stale]
+        ts = np.frombuffer(data, np.uint64, count=self._ts_cap).astype(np.int64)
+        spans = [int(ts[i + 1] - ts[i]) for i in range(0, frame.ts_used, 2)]
+        self._learn_resolution(s for s in spans if s > 0)
+        two_res = 2 * max(self.resolution_ns, 1)
+        out = []
+        for p in frame.passes:
+            base = {n: None if q is None else spans[q // 2] for n, q in p.baselines.items()}
+            draws = []
+            for d in p.draws:
+                draws.append(self._decode_draw(p, d, ts, spans, base, data, two_res))
+            out.append(PassDraws(p.name, p.kind, tuple(draws), base.get(1)))
+        return frame_index, tuple(out)
+
+    def _decode_draw(self, p, d: _DrawRec, ts, spans, base, data, two_res) -> Draw:
+        begin = end = split = None
+        below = False
+        if d.ts is not None:
+            begin, end = int(ts[d.ts]), int(ts[d.ts + 1])
+            if begin == 0 or end == 0 or end < begin:  # not written / invalid: left out
+                begin = end = None
+            else:
+                below = end - begin < two_res
+        empty = base.get(d.repeats)
+        if d.replay_ts is not None and empty is not None:
+            measured = spans[d.replay_ts // 2] - empty
+            split = measured / d.repeats
+            if begin is None:
+                below = measured < two_res
+            self._repeats[(p.name, d.label)] = self._next_repeats(split, empty / d.repeats)
+        counts = (None, None, None, None)
+        if d.stats is not None:
+            off = 8 * self._ts_cap + d.stats * self._st_stride
+            counts = struct.unpack_from("<4Q", data, off)
+        return Draw(d.label, begin, end, split, d.repeats, below, *counts)
+
+    def _next_repeats(self, per_repeat_ns: float, empty_pass_ns: float) -> int:
+        """Repetitions for the next replay: enough to span ``target_ns``, at most
+        ``max_repeats``, and no more than ``budget_ns`` of empty-pass overhead."""
+        one = max(per_repeat_ns, self.resolution_ns, 1)
+        n = min(self.max_repeats, math.ceil(self.target_ns / one))
+        n = min(n, int(self.budget_ns // max(empty_pass_ns, 1)))
+        return max(1, n)
+
+    def _learn_resolution(self, spans) -> None:
+        g = self.resolution_ns
+        for s in spans:
+            g = math.gcd(g, s)
+            if g == 1:
+                break
+        self.resolution_ns = g

@@ -1,0 +1,279 @@
+"""Per-draw GPU timing (``--gpu-profile draws``): nothing extra when off, known relative costs
+ranked and summed against their pass on a real device, pipeline statistics per draw against
+hand-derived counts, and the same numbers in the report, the JSONL and the trace."""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+
+import numpy as np
+import orjson
+import pytest
+import wgpu
+
+from engine.gpu import DRAW_PROFILE_FEATURES, create_gpu
+from engine.graph import RenderGraph, RenderPass
+from engine.profiling import FrameProfiler
+from engine.profiling.draws import INSIDE_FEATURE, DrawProfiler, TimedPass, draw_label
+from engine.profiling.report import draws_report
+from engine.profiling.trace import build_trace
+from engine.telemetry import NameTable, encode_record
+from tests.profiling_support import Rig, wait_idle
+from tests.test_trace import _assert_nested
+
+W = H = 48
+COSTS = (2, 4, 1)  # relative fragment cost of the three draws, in recording order
+SRC = """
+struct VOut { @builtin(position) pos: vec4f, @location(0) @interpolate(flat) k: u32 };
+@group(0) @binding(0) var<uniform> base: vec4u;
+@vertex fn vs(@builtin(vertex_index) i: u32, @builtin(instance_index) k: u32) -> VOut {
+    let q = vec2f(f32((i << 1u) & 2u), f32(i & 2u));
+    return VOut(vec4f(q * 2.0 - 1.0, 0.0, 1.0), k);
+}
+@fragment fn fs(v: VOut) -> @location(0) vec4f {
+    var a = v.pos.x * 0.001;
+    for (var j = 0u; j < base.x * v.k; j++) { a = fract(a * 1.37 + 0.11); }
+    return vec4f(a, 0.0, 0.0, 1.0);
+}
+"""
+
+
+def _draws_pass(device, iterations: int) -> RenderPass:
+    """One render pass of three fullscreen triangles whose fragment loop runs
+    ``iterations * COSTS[k]`` times (instance index = cost factor: no early exit)."""
+    m = device.create_shader_module(code=SRC)
+    pipe = device.create_render_pipeline(
+        layout="auto",
+        vertex={"module": m, "entry_point": "vs"},
+        fragment={"module": m, "entry_point": "fs", "targets": [{"format": "rgba8unorm"}]},
+    )
+    u = device.create_buffer_with_data(
+        data=np.array([iterations, 0, 0, 0], np.uint32).tobytes(),
+        usage=wgpu.BufferUsage.UNIFORM,
+    )
+    bg = device.create_bind_group(
+        layout=pipe.get_bind_group_layout(0), entries=[{"binding": 0, "resource": {"buffer": u}}]
+    )
+    tex = device.create_texture(
+        size=(W, H, 1), format="rgba8unorm", usage=wgpu.TextureUsage.RENDER_ATTACHMENT
+    )
+    view = tex.create_view()
+
+    def targets(ctx):
+        color = {"view": view, "load_op": "clear", "store_op": "store", "clear_value": (0,) * 4}
+        return {"color_attachments": [color]}
+
+    def record(ctx, rpass):
+        rpass.set_pipeline(pipe)
+        rpass.set_bind_group(0, bg)
+        for c in COSTS:
+            draw_label(rpass, f"x{c}")
+            rpass.draw(3, 1, 0, c)
+
+    return RenderPass("Draws", record=record, targets=targets)
+
+
+def _gpu(disable=()):
+    g = create_gpu(extra_features=DRAW_PROFILE_FEATURES, disable=disable)
+    if "timestamp-query" not in g.features:
+        pytest.skip(f"{g.summary} has no timestamp-query")
+    return g
+
+
+def _run(gpu, iterations: int, frames: int = 5):
+    graph = RenderGraph(gpu.device, output_format="rgba8unorm", size=(W, H))
+    graph.add(_draws_pass(gpu.device, iterations))
+    rig = Rig(gpu, graph, FrameProfiler(gpu, cpu=False, batch=1, draws=True))
+    rig.run(frames, idle=True)
+    return rig, [r for r in rig.drain() if r.draws and r.gpu]
+
+
+def _median(records, fn):
+    return statistics.median(fn(r) for r in records)
+
+
+def test_off_means_no_extra_query_set_timestamp_or_proxy(monkeypatch):
+    """Counts query sets and encoder/pass timestamps: the profiler without draws creates
+    what it always did and writes no timestamp inside a pass; with draws it does (so the
+    counting can fail)."""
+    from wgpu.backends.wgpu_native import extras
+
+    gpu = _gpu()
+    dev = gpu.device
+    counts = {"query_sets": 0, "write_timestamp": 0}
+    real_qs, real_wt = type(dev).create_query_set, extras.write_timestamp
+
+    def counting_qs(self, **kw):
+        counts["query_sets"] += 1
+        return real_qs(self, **kw)
+
+    def counting_wt(encoder, *a):
+        counts["write_timestamp"] += 1
+        return real_wt(encoder, *a)
+
+    monkeypatch.setattr(type(dev), "create_query_set", counting_qs)
+    monkeypatch.setattr(extras, "write_timestamp", counting_wt)
+    seen = []
+    p = _draws_pass(dev, 1)
+    inner = p.record
+    p.record = lambda ctx, rpass: (seen.append(type(rpass)), inner(ctx, rpass))
+    graph = RenderGraph(dev, output_format="rgba8unorm", size=(W, H))
+    graph.add(p)
+    rig = Rig(gpu, graph, FrameProfiler(gpu, cpu=False, batch=1))
+    rig.run(3)
+    records = rig.drain()
+    assert counts == {"query_sets": 3, "write_timestamp": 0}  # the pass pools (3 slots x 1)
+    assert len(seen) == 3 and all(issubclass(t, wgpu.GPURenderPassEncoder) for t in seen)
+    assert all(r.draws is None for r in records)
+    assert "GPU draws" not in rig.report()
+
+    before = counts["query_sets"]
+    graph.profiler = FrameProfiler(gpu, cpu=False, batch=1, draws=True)
+    rig.run(2)
+    graph.profiler.drain()
+    assert counts["query_sets"] - before == 3 + 4  # the pass pools + the draw pools
+    inside = INSIDE_FEATURE in gpu.features
+    assert counts["write_timestamp"] == (2 * 2 * len(COSTS) if inside else 0)
+    assert seen[3:] == [TimedPass] * 2
+
+
+@pytest.mark.parametrize("inside", [True, False], ids=["inside+split", "split only"])
+def test_known_costs_rank_and_sum_to_the_pass(inside, tmp_path):
+    gpu = _gpu(disable=() if inside else (INSIDE_FEATURE,))
+    if inside and INSIDE_FEATURE not in gpu.features:
+        pytest.skip(f"{gpu.summary} has no {INSIDE_FEATURE}")
+    rig, records = _run(gpu, iterations=200)
+    assert len(records) >= 3
+    records = records[-3:]
+    labels = [d.label for d in records[-1].draws[0].draws]
+    assert labels == [f"x{c}" for c in COSTS]
+    ways = ("inside", "split") if inside else ("split",)
+    for way in ways:
+        attr = "inside_ns" if way == "inside" else "split_ns"
+        ms = [
+            _median(records, lambda r, k=k, a=attr: getattr(r.draws[0].draws[k], a))
+            for k in range(3)
+        ]
+        order = sorted(range(3), key=lambda k: -ms[k])
+        assert [COSTS[k] for k in order] == [4, 2, 1], (way, ms)
+        # x4 / x1 is 4 plus a fixed per-draw cost: generous on lavapipe, a shared CPU.
+        assert 1.8 < ms[1] / ms[2] < 6.0, (way, ms)
+    if inside:
+        pass_ns = _median(records, lambda r: r.gpu[0].end_ns - r.gpu[0].begin_ns)
+        inside_sum = _median(records, lambda r: r.draws[0].inside_sum_ns())
+        split_sum = _median(records, lambda r: r.draws[0].split_sum_ns())
+        assert 0.75 < inside_sum / pass_ns <= 1.0 + 1e-9, (inside_sum, pass_ns)
+        assert 0.6 < split_sum / inside_sum < 1.6
+    else:
+        assert all(d.begin_ns is None and d.method == "split" for d in records[-1].draws[0].draws)
+    # Pipeline statistics per draw: 3 vertices, every pixel shaded at least once.
+    last = records[-1].draws[0]
+    if "pipeline-statistics-query" in gpu.features:
+        assert [d.vertex for d in last.draws] == [3, 3, 3]
+        assert all(d.fragment >= W * H for d in last.draws)
+        assert last.total("fragment") == sum(d.fragment for d in last.draws)
+    _check_views(rig, records[-1], inside)
+
+
+def _check_views(rig, rec, inside: bool) -> None:
+    """The report, the JSONL message and the trace show the record's numbers."""
+    p = rec.draws[0]
+    report = draws_report(rig.telemetry.history, rig.telemetry.session["profiling"]["draws"])
+    pass_ns = rec.gpu[0].end_ns - rec.gpu[0].begin_ns
+    for d in p.draws:
+        row = next(line for line in report.splitlines() if line.strip().startswith(d.label))
+        if inside and not d.below_resolution:
+            assert f"{d.inside_ns / 1e6:.4f}" in row
+        assert f"{d.split_ns / 1e6:.4f} x{d.repeats}" in row
+    if inside:
+        pct = 100 * p.inside_sum_ns() / pass_ns
+        assert f"= {pct:.1f}% of the pass ({pct - 100:+.1f}%)" in report
+    table = NameTable()
+    new, msg = encode_record(rec, table)
+    msg = orjson.loads(orjson.dumps(msg))
+    (name_id, kind, baseline, draws), *_ = msg["draws"]
+    assert table.ids["Draws"] == name_id and kind == "render" and baseline == p.baseline_ns
+    for wire, d in zip(draws, p.draws, strict=True):
+        assert wire[0] == table.ids[d.label]
+        assert wire[1:3] == [d.begin_ns, d.end_ns]
+        assert wire[3] == pytest.approx(d.split_ns, abs=1e-3) and wire[4] == d.repeats
+        assert wire[6:] == [d.vertex, d.clipper, d.fragment, d.compute]
+    trace = build_trace(rig.telemetry, calibration=(0, 1))
+    spans = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["pid"] == 2]
+    _assert_nested(trace["traceEvents"])
+    draw_spans = [e for e in spans if e["name"].startswith("Draws/")]
+    if inside:
+        mine = [e for e in draw_spans if e["args"]["frame"] == rec.frame_index]
+        assert [e["name"] for e in mine] == [f"Draws/x{c}" for c in COSTS]
+        for e, d in zip(mine, p.draws, strict=True):
+            assert round(e["dur"] * 1e3) == d.inside_ns
+        pass_span = next(
+            e for e in spans if e["name"] == "Draws" and e["args"]["frame"] == rec.frame_index
+        )
+        assert all(e["tid"] == pass_span["tid"] for e in mine)  # nested on the same track
+    else:
+        assert draw_spans == []
+
+
+def test_resolution_and_repeats():
+    """The timestamp tick is the gcd of the spans; repetitions follow the last reading."""
+    gpu = _gpu()
+    dp = DrawProfiler(gpu, target_ns=10_000, max_repeats=16, budget_ns=100_000)
+    dp._learn_resolution([96, 160, 64 * 5])
+    assert dp.resolution_ns == 32
+    dp._learn_resolution([96, 33])
+    assert dp.resolution_ns == 1
+    assert dp._next_repeats(5_000.0, 10.0) == 2  # 10 us / 5 us
+    assert dp._next_repeats(100.0, 10.0) == 16  # capped by max_repeats
+    assert dp._next_repeats(100.0, 20_000.0) == 5  # 100 us of empty passes at most
+    assert dp._next_repeats(-50.0, 10.0) == 16  # a negative reading is not a size
+
+
+def test_cli_draws_report_and_jsonl(tmp_path):
+    out = tmp_path / "t.jsonl"
+    png = str(tmp_path / "x.png")
+    cmd = [sys.executable, "-m", "samples.s01", "--gpu-profile", "draws", "--capture", png,
+           "--frames", "4", "--size", "64x48", "--telemetry", str(out)]  # fmt: skip
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "GPU draws, frame" in r.stdout and "ns/fragment" in r.stdout
+    lines = [orjson.loads(line) for line in out.read_bytes().splitlines()]
+    frames = [m for m in lines if m["type"] == "frame"]
+    assert frames and all(m["draws"] for m in frames)
+    bad = subprocess.run(
+        [sys.executable, "-m", "samples.s01", "--gpu-profile", "draw"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert "--gpu-profile: invalid choice: 'draw'" in bad.stderr.strip()
+
+
+def test_standard_frame_names_each_batch(gpu):
+    """GpuScene splits its multi-draw into one labelled draw per (mesh, LOD) batch when the
+    pass encoder times draws."""
+    from engine.frame import StandardFrame
+    from engine.scene.procedural import city
+    from engine.surfaces import OffscreenTarget
+
+    g = _gpu()
+    scene, path = city(300, seed=1)
+    target = OffscreenTarget(g.device, (64, 48))
+    graph = RenderGraph(g.device, output_format=target.format, size=(64, 48))
+    frame = StandardFrame(g, graph, scene)
+    rig = Rig(g, graph, FrameProfiler(g, cpu=False, batch=1, draws=True))
+    for i in range(3):
+        rig.loop.frame(target.view, i / 60, lambda ctx: frame.update(ctx, path.at(4.0)))
+        wait_idle(g.device)
+    rec = next(r for r in reversed(rig.drain()) if r.draws)
+    by_pass = {p.name: p for p in rec.draws}
+    want = [f"{m.name} LOD{lod}" for m in scene.meshes for lod in range(len(m.lods))]
+    for name in ("Shadow", "Main.Early", "Main.Late"):
+        assert [d.label for d in by_pass[name].draws] == want
+    assert [d.label for d in by_pass["HiZ"].draws][0] == "HiZ#0"
+    # every instance drawn early or late went through exactly one batch's vertex shader
+    if "pipeline-statistics-query" in g.features:
+        assert by_pass["Post"].draws[0].vertex == 3
