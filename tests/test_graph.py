@@ -167,7 +167,7 @@ def test_null_profiler_implements_the_sink_protocol():
 
     assert isinstance(NULL_PROFILER, ProfilerSink)
     methods = [n for n, v in vars(ProfilerSink).items() if callable(v) and n[0] != "_"]
-    assert len(methods) == 9
+    assert len(methods) == 10  # incl. pass_encoder (per-draw timing wraps the pass)
     for cls in (FrameProfiler, type(NULL_PROFILER)):
         assert all(callable(getattr(cls, m, None)) for m in methods), cls
 
