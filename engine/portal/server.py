@@ -298,7 +298,7 @@ class Portal:
         self.allowed_hosts = {f"{h}:{self.port}" for h in names} if is_loopback(host) else None
         self.thread = threading.Thread(
             target=self.server.serve_forever,
-            kwargs={"poll_interval": 0.2},
+            kwargs={"poll_interval": 0.05},
             daemon=True,
             name="lantern-portal",
         )
