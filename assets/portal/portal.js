@@ -242,7 +242,10 @@ function renderCull(cull) {
     for (const n of COUNTERS) {
       const tr = body.insertRow();
       tr.dataset.counter = n;
-      tr.insertCell().textContent = n;
+      const name = tr.insertCell();
+      const slice = PIE.find(([p]) => p === n);
+      if (slice) name.innerHTML = `<i class="swatch" style="background:${slice[1]}"></i> `;
+      name.appendChild(document.createTextNode(n));
       tr.insertCell();
       tr.insertCell();
     }
@@ -302,7 +305,7 @@ function onLog({ lines, reset }) {
       box.appendChild(el);
       state.log.set(l.id, el);
     }
-    el.lastChild.textContent = l.count > 1 ? `\u00d7${l.count}` : "";
+    el.lastChild.textContent = l.count > 1 ? ` \u00d7${l.count}` : "";
     el.dataset.count = l.count;
   }
   while (box.children.length > 200) state.log.delete(+box.firstChild.dataset.logId) && box.firstChild.remove();
