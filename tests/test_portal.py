@@ -101,6 +101,7 @@ def test_frame_event_is_at_most_4_kb_at_12_passes():
     rng = np.random.default_rng(3)
     for i in range(80):  # a full stats window
         publish_frame(tel, i, rng)
+    assert b.flush()
     assert len(tel.latest.gpu) == 12 and len(tel.latest.cpu) == 15
     assert 1500 < b.last_bytes <= 4096
     assert c.lost == 0
@@ -181,23 +182,44 @@ def test_stream_ends_when_the_portal_closes():
 
 # -- publish path ---------------------------------------------------------------------------
 def test_no_client_means_no_encoding(monkeypatch):
+    """With no client the frame thread's publish is one check: nothing is handed over or
+    encoded. With one, the record is encoded once, off the frame thread."""
     calls = []
     real = protocol.encode_record
-    monkeypatch.setattr(
-        protocol, "encode_record", lambda rec, t: calls.append(rec.seq) or real(rec, t)
-    )
+
+    def counting(rec, table):
+        calls.append((rec.seq, threading.current_thread().name))
+        return real(rec, table)
+
+    monkeypatch.setattr(protocol, "encode_record", counting)
     tel = Telemetry()
     b = protocol.Broadcaster(tel)
     rng = np.random.default_rng(0)
     for i in range(10):
         publish_frame(tel, i, rng)
-    assert calls == []  # the only work was the one check
+    assert b.flush() and calls == [] and not b._pending
     client = b.connect()
     publish_frame(tel, 10, rng)
-    assert calls == [10] and len(client.queue) == 3  # session, names, frame
+    assert b.flush()
+    assert calls == [(10, "lantern-portal-encoder")]
+    assert len(client.queue) == 3  # session, names, frame
     b.disconnect(client)
     publish_frame(tel, 11, rng)
-    assert calls == [10]
+    assert b.flush() and len(calls) == 1
+    b.close()
+
+
+def test_handover_is_bounded():
+    tel = Telemetry()
+    b = protocol.Broadcaster(tel)
+    b._running = False  # the encoder thread stops taking records: a stuck encoder
+    b._wake.set()
+    b._thread.join(2)
+    b.connect()
+    rng = np.random.default_rng(0)
+    for i in range(protocol.PENDING + 7):
+        publish_frame(tel, i, rng)
+    assert len(b._pending) == protocol.PENDING and b.records_lost == 7
     b.close()
 
 

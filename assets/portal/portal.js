@@ -15,11 +15,14 @@ const $ = (id) => document.getElementById(id);
 const state = {
   session: null, names: [], frames: [], lastSeq: null, missed: 0, latest: null,
   log: new Map(), dirty: false, lastFrameAt: 0, connected: false, barKey: "", statsKey: "",
+  pushed: 0, seen: new Set(),
 };
 
 function resetSession(session) {
   Object.assign(state, { session, names: [], frames: [], lastSeq: null, missed: 0, latest: null,
-    barKey: "", statsKey: "" });
+    barKey: "", statsKey: "", seen: new Set() });
+  tl.key = "";
+  renderLegend();
   state.log.clear();
   $("log").textContent = "";
   renderSession();
@@ -46,7 +49,13 @@ function connect() {
   es.addEventListener("log", (e) => onLog(JSON.parse(e.data)));
 }
 
+// the benchmark reads these: [seq, epoch ms] per frame event, and ms per render
+const arrivals = (window.lanternArrivals = []);
+const renderMs = (window.lanternRenderMs = []);
+
 function onFrame(msg) {
+  arrivals.push([msg.seq, performance.timeOrigin + performance.now()]);
+  if (arrivals.length > 2000) arrivals.splice(0, 1000);
   if (state.lastSeq !== null && msg.seq > state.lastSeq + 1) {
     const n = msg.seq - state.lastSeq - 1;
     state.missed += n;
@@ -63,13 +72,20 @@ function onFrame(msg) {
 
 function push(entry) {
   state.frames.push(entry);
+  state.pushed++;
   if (state.frames.length > HISTORY) state.frames.splice(0, state.frames.length - HISTORY);
 }
 
 function schedule() {
   if (state.dirty) return;
   state.dirty = true;
-  requestAnimationFrame(() => { state.dirty = false; render(); });
+  requestAnimationFrame(() => {
+    state.dirty = false;
+    const t0 = performance.now();
+    render();
+    renderMs.push(performance.now() - t0);
+    if (renderMs.length > 2000) renderMs.splice(0, 1000);
+  });
 }
 
 // -- drawing ---------------------------------------------------------------------------------
@@ -144,61 +160,90 @@ function renderBars(frame) {
   }
 }
 
+// The timeline scrolls: a new frame shifts the drawn columns left and draws only itself; the
+// whole chart is redrawn only when its scale, clock or width changes.
+const tl = { key: "", drawn: 0, width: 0 };
+new ResizeObserver(([e]) => {
+  tl.width = Math.round(e.contentRect.width);
+  schedule();
+}).observe($("timeline"));
+
 function renderTimeline() {
   const cv = $("timeline");
-  const w = cv.clientWidth || cv.width;
+  const w = tl.width || cv.width; // never read layout here: that would force a reflow
   if (cv.width !== w) cv.width = w;
   const ctx = cv.getContext("2d");
   const h = cv.height;
-  ctx.clearRect(0, 0, w, h);
   const frames = state.frames;
   const useGpu = frames.some((f) => f.gpu);
-  $("timeline-clock").textContent = useGpu ? "GPU ms per pass, stacked" : "CPU ms per scope, stacked";
-  $("timeline-count").textContent = frames.filter((f) => !f.gap).length;
   let vmax = 1;
   for (const f of frames) {
     const list = (useGpu ? f.gpu : f.cpu) || [];
-    vmax = Math.max(vmax, list.reduce((s, [, ms]) => s + ms, 0));
+    let sum = 0;
+    for (const s of list) sum += s[1];
+    vmax = Math.max(vmax, sum);
   }
   vmax = niceCeil(vmax);
-  const colW = w / HISTORY;
-  const x0 = w - frames.length * colW;
-  const seen = new Set();
-  frames.forEach((f, i) => {
-    const x = x0 + i * colW;
+  const colW = Math.max(1, Math.floor(w / HISTORY));
+  const key = `${w}|${vmax}|${useGpu}`;
+  let k = state.pushed - tl.drawn; // entries not drawn yet
+  if (key !== tl.key || k >= frames.length) {
+    tl.key = key;
+    k = frames.length;
+    ctx.clearRect(0, 0, w, h);
+    drawAxes(vmax, w, h, useGpu);
+  } else if (k > 0) {
+    ctx.globalCompositeOperation = "copy"; // shift, not draw over: the chart is transparent
+    ctx.drawImage(cv, -k * colW, 0);
+    ctx.globalCompositeOperation = "source-over";
+    ctx.clearRect(w - k * colW, 0, k * colW, h);
+  }
+  tl.drawn = state.pushed;
+  for (let i = frames.length - k; i < frames.length; i++) {
+    const f = frames[i];
+    const x = w - (frames.length - i) * colW;
     if (f.gap) { // missed frames: a red marker where they would have been
       ctx.fillStyle = "rgba(255,80,70,0.55)";
-      ctx.fillRect(x, 0, Math.max(1, colW - 0.5), h);
-      return;
+      ctx.fillRect(x, 0, colW, h);
+      continue;
     }
     let y = h;
     for (const [n, ms] of (useGpu ? f.gpu : f.cpu) || []) {
       const bh = (ms / vmax) * h;
       ctx.fillStyle = colorOf(n);
-      ctx.fillRect(x, y - bh, Math.max(1, colW - 0.5), bh);
+      ctx.fillRect(x, y - bh, Math.max(1, colW - 1), bh);
       y -= bh;
-      seen.add(n);
+      if (!state.seen.has(n)) { state.seen.add(n); renderLegend(); }
     }
-  });
+  }
+  $("timeline-count").textContent = frames.filter((f) => !f.gap).length;
+}
+
+function drawAxes(vmax, w, h, useGpu) {
+  const ax = $("timeline-axes");
+  if (ax.width !== w) ax.width = w;
+  ax.height = h;
+  const ctx = ax.getContext("2d");
+  ctx.clearRect(0, 0, w, h);
   ctx.fillStyle = "#80828c";
   ctx.fillText(vmax.toFixed(vmax < 1 ? 2 : 1) + " ms", 4, 12);
   const budget = h - (16.667 / vmax) * h;
-  if (budget > 0) {
+  if (budget > 14) {
     ctx.strokeStyle = "rgba(255,255,255,0.25)";
     ctx.beginPath(); ctx.moveTo(0, budget); ctx.lineTo(w, budget); ctx.stroke();
     ctx.fillText("16.7 ms", 4, budget - 2);
   }
-  const key = [...seen].join("|");
+  $("timeline-clock").textContent = useGpu ? "GPU ms per pass, stacked" : "CPU ms per scope, stacked";
+}
+
+function renderLegend() {
   const legend = $("legend");
-  if (legend.dataset.key !== key) {
-    legend.dataset.key = key;
-    legend.innerHTML = "";
-    for (const n of seen) {
-      const s = document.createElement("span");
-      s.innerHTML = `<i style="background:${colorOf(n)}"></i>`;
-      s.appendChild(document.createTextNode(n));
-      legend.appendChild(s);
-    }
+  legend.innerHTML = "";
+  for (const n of state.seen) {
+    const s = document.createElement("span");
+    s.innerHTML = `<i style="background:${colorOf(n)}"></i>`;
+    s.appendChild(document.createTextNode(n));
+    legend.appendChild(s);
   }
 }
 
@@ -254,11 +299,14 @@ function renderCull(cull) {
   const v = cull ? cull.values : null;
   COUNTERS.forEach((n, i) => {
     const tr = body.rows[i];
-    tr.cells[1].textContent = v ? v[i].toLocaleString("en-US") : "n/a";
+    tr.cells[1].textContent = v ? thousands(v[i]) : "n/a";
     tr.cells[2].textContent = v && v[0] > 0 && i > 0 && i < 5 ? (100 * v[i] / v[0]).toFixed(1) + "%" : "";
     tr.dataset.value = v ? v[i] : "";
   });
   const cv = $("cull-pie");
+  const pieKey = v ? v.join(",") : "";
+  if (cv.dataset.key === pieKey) return; // counters change far less often than frames
+  cv.dataset.key = pieKey;
   const ctx = cv.getContext("2d");
   ctx.clearRect(0, 0, cv.width, cv.height);
   if (!v) return;
@@ -274,6 +322,8 @@ function renderCull(cull) {
     a = a1;
   });
 }
+
+const thousands = (n) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
 
 function renderSession() {
   const s = state.session || {};

@@ -10,8 +10,9 @@ Stream of one connection (each event is ``event: NAME`` + ``data: JSON``):
   a gap in ``seq`` is frames this client missed;
 * ``log``: ``{"lines": [LogEntry.as_json(), ...]}``, new or re-counted log lines (by ``id``).
 
-The frame thread publishes: ``Broadcaster.publish(record)`` encodes a record once and appends
-the bytes to each client's bounded queue. With no client it is one check. A client whose
+The frame thread publishes: ``Broadcaster.publish(record)`` hands the record to the
+broadcaster's thread (one check with no client), which encodes it once and appends the bytes
+to each client's bounded queue. A client whose
 queue stays full for ``STALL_S`` seconds is dropped; memory per client is bounded by
 ``QUEUE_FRAMES`` messages.
 """
@@ -33,6 +34,8 @@ log = logging.getLogger("lantern")
 QUEUE_FRAMES = 120  # messages a client may lag behind (2 s at 60 FPS) before losing frames
 STALL_S = 3.0  # a client whose queue stays full this long is dropped
 MAX_CLIENTS = 16
+PENDING = 240  # records handed over but not yet encoded (4 s at 60 FPS)
+LOG_POLL_S = 0.25  # with no frames, log lines still go out this often
 
 
 def sse(event: str, data) -> bytes:
@@ -41,7 +44,7 @@ def sse(event: str, data) -> bytes:
 
 
 class Client:
-    """One event-stream connection: a bounded queue the frame thread appends to and the
+    """One event-stream connection: a bounded queue the encoder thread appends to and the
     connection's thread drains.
 
     Attributes:
@@ -59,7 +62,7 @@ class Client:
         self.full_since: float | None = None
 
     def put(self, msg: bytes, now: float) -> bool:
-        """Append (frame thread); return False when the client has stalled too long."""
+        """Append (encoder thread); return False when the client has stalled too long."""
         q = self.queue
         if len(q) == q.maxlen:
             self.lost += 1  # deque drops the oldest message
@@ -95,6 +98,11 @@ class Client:
 class Broadcaster:
     """Telemetry subscriber that fans records out to SSE clients.
 
+    The frame thread only hands the record over (``publish``: one check with no client, an
+    append and a wake-up with clients); the broadcaster's own thread encodes it once and
+    queues the bytes for every client, so encoding (~0.1 ms at 12 passes) never runs on the
+    frame thread, and a slow client never slows another.
+
     Args:
         telemetry: the ``Telemetry`` whose records are sent (subscribed here).
         log_tail: an ``engine.debug.logtail.LogTail`` whose changes are sent, or None.
@@ -102,8 +110,10 @@ class Broadcaster:
     Attributes:
         clients: the connected ``Client`` objects (replaced, never mutated, so the frame
             thread's one check needs no lock).
+        records_lost: records the encoder thread had no time for (``PENDING`` behind).
         dropped_clients: clients dropped because they stalled.
         last_bytes: size of the last ``frame`` event in bytes.
+        encode_ns, encoded: time spent encoding and fanning out, and records done.
     """
 
     def __init__(self, telemetry, log_tail=None):
@@ -111,17 +121,48 @@ class Broadcaster:
         self.log_tail = log_tail
         self.clients: tuple[Client, ...] = ()
         self.table = NameTable()
-        self.dropped_clients = 0
-        self.last_bytes = 0
+        self.records_lost = self.dropped_clients = self.last_bytes = 0
+        self.encode_ns = self.encoded = 0
+        self._pending: deque[FrameRecord] = deque(maxlen=PENDING)
+        self._wake = threading.Event()
+        self._busy = False
         self._log_version = log_tail.version if log_tail is not None else 0
-        self._lock = threading.Lock()  # connect vs publish: a client never misses a name
+        self._lock = threading.Lock()  # connect vs encode: a client never misses a name
         self.session_extra = {"pid": os.getpid(), "started": time.time()}
+        self._running = True
+        self._thread = threading.Thread(
+            target=self._encode_loop, daemon=True, name="lantern-portal-encoder"
+        )
+        self._thread.start()
         self._unsubscribe = telemetry.subscribe(self.publish)
 
     def publish(self, record: FrameRecord) -> None:
-        """Frame thread, once per record: encode once, queue for every client."""
+        """Frame thread, once per record: hand it to the encoder thread; O(1), never blocks
+        (a full hand-over queue drops its oldest record, counted in ``records_lost``)."""
         if not self.clients:
             return
+        q = self._pending
+        if len(q) == PENDING:
+            self.records_lost += 1
+        q.append(record)
+        self._wake.set()
+
+    def _encode_loop(self) -> None:
+        while self._running:
+            if not self._wake.wait(LOG_POLL_S):
+                self._send_log_only()  # log lines reach the page while no frame comes
+                continue
+            self._wake.clear()
+            self._busy = True
+            while self._pending:
+                try:
+                    self._send(self._pending.popleft())
+                except Exception:  # never let one bad record stop the stream
+                    log.exception("portal: a record could not be sent")
+            self._busy = False
+
+    def _send(self, record: FrameRecord) -> None:
+        t0 = time.perf_counter_ns()
         with self._lock:
             new, msg = encode_record(record, self.table)
             frame = sse("frame", msg)
@@ -129,10 +170,29 @@ class Broadcaster:
             if new:
                 frame = sse("names", {"names": new}) + frame
             frame += self._log_events()
-            now = time.monotonic()
-            stalled = [c for c in self.clients if not c.put(frame, now)]
-            for c in stalled:
-                self._drop(c)
+            self._fan_out(frame)
+        self.encode_ns += time.perf_counter_ns() - t0
+        self.encoded += 1
+
+    def _fan_out(self, data: bytes) -> None:
+        now = time.monotonic()
+        for c in [c for c in self.clients if not c.put(data, now)]:
+            self._drop(c)
+
+    def _send_log_only(self) -> None:
+        if not self.clients or self.log_tail is None:
+            return
+        with self._lock:
+            data = self._log_events()
+            if data:
+                self._fan_out(data)
+
+    def flush(self, timeout_s: float = 5.0) -> bool:
+        """Wait until every published record is queued for the clients (tests, benchmark)."""
+        deadline = time.monotonic() + timeout_s
+        while (self._pending or self._busy or self._wake.is_set()) and time.monotonic() < deadline:
+            time.sleep(0.001)
+        return not self._pending
 
     def _log_events(self) -> bytes:
         tail = self.log_tail
@@ -171,6 +231,9 @@ class Broadcaster:
 
     def close(self) -> None:
         self._unsubscribe()
+        self._running = False
+        self._wake.set()
+        self._thread.join(2.0)
         with self._lock:
             clients, self.clients = self.clients, ()
         for c in clients:
