@@ -88,6 +88,20 @@ def build_parser(prog: str, description: str) -> ArgumentParser:
         help="write a Chrome trace (Perfetto) JSON file at shutdown; implies --profile",
     )
     g.add_argument(
+        "--telemetry",
+        metavar="PATH",
+        help="write one JSON Lines record per finished frame to PATH (.jsonl): a session "
+        "line, scope names once, then frames",
+    )
+    g.add_argument(
+        "--graph",
+        nargs="?",
+        const="-",
+        metavar="PATH",
+        help="print the frame's passes and their resource edges and exit; with PATH (.dot) "
+        "also write a Graphviz file",
+    )
+    g.add_argument(
         "--overlay",
         choices=OVERLAY_MODES,
         metavar="MODE",

@@ -40,17 +40,35 @@ class OffscreenTarget:
 
         The bytes are sRGB-encoded, as a PNG stores them. Blocks: use at shutdown only.
         """
-        w, h = self.size
-        data = self.device.queue.read_texture(
-            {"texture": self.texture}, {"bytes_per_row": w * 4, "rows_per_image": h}, (w, h, 1)
-        )
-        return np.frombuffer(data, np.uint8).reshape(h, w, 4).copy()
+        return read_rgba(self.device, self.texture)
 
     def save_png(self, path: str) -> None:
-        from PIL import Image
+        save_texture_png(self.device, self.texture, path)
 
-        rgba = self.read_rgba()
-        Image.fromarray(rgba[:, :, :3], "RGB").save(path)
+
+def read_rgba(device: wgpu.GPUDevice, texture: wgpu.GPUTexture) -> np.ndarray:
+    """``uint8 (H, W, 4)`` RGBA of an 8-bit colour ``texture`` (``bgra*`` swizzled to RGBA).
+    Waits for the GPU: for captures and commands, never the per-frame path."""
+    w, h = texture.size[0], texture.size[1]
+    bpr = (w * 4 + 255) // 256 * 256
+    data = device.queue.read_texture(
+        {"texture": texture}, {"bytes_per_row": bpr, "rows_per_image": h}, (w, h, 1)
+    )
+    rgba = np.frombuffer(data, np.uint8).reshape(h, bpr // 4, 4)[:, :w].copy()
+    if texture.format.startswith("bgra"):
+        rgba = rgba[:, :, [2, 1, 0, 3]]
+    return rgba
+
+
+def save_texture_png(device: wgpu.GPUDevice, texture: wgpu.GPUTexture, path: str) -> None:
+    """Write ``texture`` (8-bit colour, needs ``COPY_SRC``) to ``path`` as an RGB PNG.
+
+    Raises:
+        OSError: the file cannot be written.
+    """
+    from PIL import Image
+
+    Image.fromarray(read_rgba(device, texture)[:, :, :3], "RGB").save(path)
 
 
 def _srgb_variant(fmt: str) -> str:
@@ -145,13 +163,16 @@ class WindowSurface:
             device=self.device,
             format=self._native,
             view_formats=[self.format] if self.format != self._native else [],
-            usage=wgpu.TextureUsage.RENDER_ATTACHMENT,
+            # COPY_SRC: the console's ``capture PATH`` reads the presented frame back.
+            usage=wgpu.TextureUsage.RENDER_ATTACHMENT | wgpu.TextureUsage.COPY_SRC,
         )
         self.size = size
 
     def acquire(self):
-        """The view to render into this frame. Raises ``wgpu.DrawCancelled`` to skip it."""
-        return self.context.get_current_texture().create_view(format=self.format)
+        """``(view, texture)`` to render into this frame. Raises ``wgpu.DrawCancelled`` to
+        skip it."""
+        texture = self.context.get_current_texture()
+        return texture.create_view(format=self.format), texture
 
     def present(self) -> None:
         self.context.present()

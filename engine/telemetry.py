@@ -252,6 +252,9 @@ class Telemetry:
         session: see Args; views may read it at any time.
         history: ``deque[FrameRecord]``, oldest first. ``latest``: the newest or None.
         subscriber_errors: subscribers removed because they raised.
+        totals: run totals over every published record: ``frames``, ``dropped`` and
+            ``invalid`` GPU scopes, ``gpu_missing`` (records without GPU scopes although
+            timings came: every query pool was in flight).
     """
 
     def __init__(self, session: dict | None = None, *, history: int = 300):
@@ -260,6 +263,7 @@ class Telemetry:
         self.latest: FrameRecord | None = None
         self.stats = StatsWindow()
         self.subscriber_errors = 0
+        self.totals = {"frames": 0, "dropped": 0, "invalid": 0, "gpu_missing": 0}
         self._subscribers: list[Subscriber] = []
         self._seq = 0
 
@@ -309,6 +313,11 @@ class Telemetry:
             stats_values=values,
         )
         self._seq += 1
+        t = self.totals
+        t["frames"] += 1
+        t["dropped"] += record.dropped
+        t["invalid"] += record.invalid
+        t["gpu_missing"] += timings is not None and gpu is None
         self.history.append(record)
         self.latest = record
         for fn in list(self._subscribers):
@@ -398,9 +407,11 @@ class JsonLinesWriter:
         self.path = path
         self._f = open(path, "wb")  # noqa: SIM115 - closed in close()
         self._table = NameTable()
+        self.records = 0
         self._line({"type": "session", **session})
 
     def __call__(self, record: FrameRecord) -> None:
+        self.records += 1
         new, msg = encode_record(record, self._table)
         if new:
             self._line({"type": "names", "names": new})

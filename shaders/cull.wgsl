@@ -17,7 +17,12 @@ const CLASS_SMALL: u32 = 1u;
 const CLASS_OCCLUDED: u32 = 2u;
 const CLASS_VISIBLE: u32 = 3u;
 
+// The eight counters (engine/culling/counters.py COUNTER_NAMES), each incremented by name.
 const C_TESTED: u32 = 0u;
+const C_FRUSTUM_CULLED: u32 = 1u;
+const C_SMALL_CULLED: u32 = 2u;
+const C_OCCLUDED: u32 = 3u;
+const C_VISIBLE: u32 = 4u;
 const C_DRAWN_EARLY: u32 = 5u;
 const C_DRAWN_LATE: u32 = 6u;
 const C_SHADOW: u32 = 7u;
@@ -54,6 +59,15 @@ var<workgroup> wg_counts: array<atomic<u32>, 8>;
 
 fn count(c: u32) {
     atomicAdd(&wg_counts[c], 1u);
+}
+
+fn count_class(cls: u32) {
+    switch cls {
+        case CLASS_FRUSTUM: { count(C_FRUSTUM_CULLED); }
+        case CLASS_SMALL: { count(C_SMALL_CULLED); }
+        case CLASS_OCCLUDED: { count(C_OCCLUDED); }
+        default: { count(C_VISIBLE); }
+    }
 }
 
 // Explicit zeroing: not every driver zero-initialises workgroup memory.
@@ -222,7 +236,7 @@ fn cull_late(@builtin(global_invocation_id) gid: vec3u, @builtin(local_invocatio
         let cls = classify(b.xyz, b.w);
         let lod = select_lod(b.xyz, b.w, meshes[mesh_ids[id]].lod_count);
         count(C_TESTED);
-        count(1u + cls);  // counters 1..4 follow the class order
+        count_class(cls);
         let drawn_early = (cull.counts.y & FLAG_TWO_PHASE) != 0u && was_visible(id);
         if (cls == CLASS_VISIBLE && !drawn_early) {
             emit(1u, id, lod);

@@ -10,13 +10,17 @@ import numpy as np
 from PIL import Image
 
 from engine.profiling import FrameProfiler
-from engine.profiling.trace import _lanes
+from engine.profiling.timings import FrameTimings, Scope
+from engine.profiling.trace import _lanes, build_trace, write_trace_file
+from engine.telemetry import Telemetry
 from tests.helpers import run_sample
-from tests.profiling_support import compute_graph, run_frame, work_pass
+from tests.profiling_support import Rig, compute_graph, work_pass
 
 
 def _assert_nested(events):
-    """Per (pid, tid): every pair of X spans is disjoint or one contains the other."""
+    """Per (pid, tid), as a viewer rebuilds the stack from ``ts`` and ``ts + dur`` in double
+    arithmetic (speedscope, Perfetto): every span ends no later than its parent, and a
+    span starting where a sibling ends finds that sibling closed — no tolerance."""
     tracks = defaultdict(list)
     for e in events:
         if e["ph"] == "X":
@@ -25,9 +29,10 @@ def _assert_nested(events):
         spans.sort(key=lambda s: (s[0], -s[1]))
         open_ends = []
         for b, e, name in spans:
-            while open_ends and open_ends[-1] <= b + 1e-6:
+            while open_ends and open_ends[-1] <= b:
+                assert open_ends[-1] < b or not open_ends[:-1], f"{name} begins on an end"
                 open_ends.pop()
-            assert not open_ends or e <= open_ends[-1] + 1e-6, f"{name} overlaps partially"
+            assert not open_ends or e <= open_ends[-1], f"{name} ends after its parent"
             open_ends.append(e)
     return tracks
 
@@ -35,39 +40,65 @@ def _assert_nested(events):
 def test_trace_parses_and_nests(gpu, tmp_path):
     dev = gpu.device
     graph = compute_graph(dev, [work_pass(dev, "Sim", 50, grid=64), work_pass(dev, "Post", 10)])
-    prof = FrameProfiler(gpu, gpu=True, cpu=True, history=5)
-    graph.profiler = prof
-    for f in range(8):
-        run_frame(gpu, graph, prof, f)
-    prof.drain()
+    rig = Rig(gpu, graph, FrameProfiler(gpu, gpu=True, cpu=True), history=5)
+    rig.run(8)
+    records = rig.drain()
     path = tmp_path / "t.json"
-    prof.write_trace(str(path))
+    write_trace_file(str(path), build_trace(rig.telemetry, calibration=rig.prof.gpu.calibrate()))
     trace = json.loads(path.read_text())
     events = trace["traceEvents"]
     meta = {(e["pid"], e["name"]): e["args"] for e in events if e["ph"] == "M"}
     assert meta[1, "process_name"]["name"] == "Lantern CPU"
     assert "GPU" in meta[2, "process_name"]["name"]
-    assert meta[1, "thread_name"]["name"] == "main thread"
-    assert meta[2, "thread_name"]["name"] == "queue"
+    threads = {
+        (e["pid"], e["tid"]): e["args"]["name"] for e in events if e["name"] == "thread_name"
+    }
+    assert threads == {(1, 1): "frames", (1, 2): "main thread", (2, 1): "frames", (2, 2): "queue"}
     other = trace["otherData"]
     assert other["gpu_clock_offset_estimated"] is True
     assert "estimated" in other["gpu_clock_offset_method"]
     tracks = _assert_nested(events)
-    assert (1, 1) in tracks and (2, 1) in tracks
+    assert {(1, 1), (1, 2), (2, 1), (2, 2)} <= set(tracks)
     xs = [e for e in events if e["ph"] == "X"]
     assert {e["args"]["frame"] for e in xs} == {3, 4, 5, 6, 7}  # bounded history: last 5
-    # microseconds: each span's dur equals the scope's ns duration / 1000
+    # frames are one "Frame" span each (the index in args), so viewers aggregate by name
+    assert sum(e["name"] == "Frame" for e in xs) == 2 * 5
+    # microseconds: each span's dur is the record's ns duration / 1000, to the nanosecond
     by_key = {(e["pid"], e["args"]["frame"], e["name"]): e for e in xs}
-    for t in prof.history:
+    for t in records:
         for pid, scopes in ((1, t.cpu), (2, t.gpu)):
             for s in scopes:
                 e = by_key[pid, t.frame_index, s.name]
-                assert abs(e["dur"] - (s.end_ns - s.begin_ns) / 1e3) < 0.002
+                assert round(e["dur"] * 1e3) == s.end_ns - s.begin_ns
         # GPU work of a frame starts after that frame's Submit began (within the estimate's
         # uncertainty): the offset put both clocks on one axis.
         submit = by_key[1, t.frame_index, "Submit"]["ts"]
         gpu_begin = by_key[2, t.frame_index, "Sim"]["ts"]
         assert gpu_begin >= submit - other["gpu_clock_offset_uncertainty_ns"] / 1e3
+
+
+def test_rounding_never_ends_a_span_after_its_parent_or_on_its_next_sibling():
+    """Begin/end nanoseconds chosen so that ``ts + dur`` in doubles overshoots: the ends
+    must still nest exactly (speedscope's "tried to end" otherwise)."""
+    rng = np.random.default_rng(3)
+    tel = Telemetry(history=400)
+    t = 10**12 + 7
+    for f in range(400):
+        scopes = []
+        for name in ("A", "B", "C"):
+            d = int(rng.integers(1, 3_000_000))
+            scopes.append(Scope(name, t, t + d))
+            t += d  # siblings touch: B begins exactly where A ends
+        tel.publish(f, t_ns=t, wall_ms=1.0, timings=FrameTimings(f, gpu=None, cpu=scopes))
+        t += int(rng.integers(0, 5))
+    trace = build_trace(tel, calibration=None)
+    tracks = _assert_nested(trace["traceEvents"])
+    assert list(tracks) == [(1, 1), (1, 2)]  # frames, scopes: no overlap track needed
+    xs = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    for rec in tel.history:
+        for s in rec.cpu:
+            e = next(x for x in xs if x["name"] == s.name and x["args"]["frame"] == rec.frame_index)
+            assert round(e["dur"] * 1e3) == s.end_ns - s.begin_ns
 
 
 def test_partially_overlapping_spans_get_their_own_lane():
