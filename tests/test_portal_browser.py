@@ -11,16 +11,21 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import orjson
 import pytest
 
+from engine.culling.counters import COUNTER_NAMES
 from engine.debug.console import CommandRegistry, register_app_commands
 from engine.debug.logtail import LogTail
 from engine.portal import Portal
 from engine.telemetry import Telemetry
-from tests.portal_support import CPU_ONLY, PASSES, FramePump
+from tests.helpers import ROOT
+from tests.portal_support import CPU_ONLY, PASSES, WIRED_S13, FramePump
 
 OUT = Path(__file__).resolve().parent / "_out"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -128,6 +133,58 @@ def test_page_shows_the_records_runs_commands_and_reconnects(browser):
     finally:
         portal.close()
         logger.removeHandler(tail)
+
+
+def test_page_agrees_with_a_real_s13_run(browser, tmp_path):
+    """A real headless s13 capture streams to the page; the rendered record's pass names,
+    GPU times and cull counters equal that record in the run's own --telemetry JSONL."""
+    jsonl = tmp_path / "t.jsonl"
+    cmd = [sys.executable, "-c", WIRED_S13, "--capture", str(tmp_path / "x.png"), "--frames", "90"]
+    cmd += ["--size", "160x90", "--instances", "1000", "--gpu-profile", "--portal", "0"]
+    cmd += ["--telemetry", str(jsonl)]
+    env = dict(os.environ, PYTHONUNBUFFERED="1", XDG_RUNTIME_DIR="/tmp")
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        url = _portal_url(proc)
+        browser.get(url)
+        page = wait_for(  # the first frames have no counters read back yet
+            browser, lambda p: p["state"] == "live" and p["seq"] >= 3 and p["counters"]["tested"]
+        )
+        browser.find_element("id", "cmd").send_keys("shadows off\n")
+        wait_for(browser, lambda p: "shadows: off" in _text(browser, "cmd-out"), 30)
+        OUT.mkdir(exist_ok=True)
+        browser.save_screenshot(str(OUT / "portal_s13.png"))
+        out, _ = proc.communicate(timeout=180)
+        assert proc.returncode == 0, out
+        wait_for(browser, lambda p: p["state"] == "disconnected")
+    finally:
+        proc.kill()
+        proc.wait()
+    names, frames = [], {}
+    for line in jsonl.read_bytes().splitlines():
+        obj = orjson.loads(line)
+        if obj["type"] == "names":
+            names += obj["names"]
+        elif obj["type"] == "frame":
+            frames[obj["seq"]] = obj
+    rec = frames[page["seq"]]
+    gpu = [names[i] for i, _, _ in rec["gpu"]]
+    assert gpu[:3] == ["Cull.Reset", "Shadow.Cull", "Shadow"] and "DebugOverlay" in gpu
+    assert page["passes"] == gpu  # GPU profiling only: no CPU-only scopes
+    assert page["gpuMs"] == [(e - b) / 1e6 for _, b, e in rec["gpu"]]
+    counters = {k: int(v) for k, v in page["counters"].items()}
+    assert [counters[n] for n in COUNTER_NAMES] == rec["cull"]["values"]
+    assert counters["tested"] == 1000
+
+
+def _portal_url(proc) -> str:
+    for _ in range(200):  # bounded: the GPU description, then the portal line
+        line = proc.stdout.readline()
+        if not line:
+            break
+        if line.startswith("portal: "):
+            return line.split()[1]
+    raise AssertionError(f"no portal URL printed (exit status {proc.poll()})")
 
 
 def _text(driver, element_id: str) -> str:

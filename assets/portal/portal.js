@@ -325,6 +325,16 @@ function renderCull(cull) {
 
 const thousands = (n) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
 
+// session values: objects as "key value" pairs (nulls left out), lists comma-separated
+function show(v) {
+  if (Array.isArray(v)) return v.map(show).join(", ");
+  if (v && typeof v === "object") {
+    return Object.entries(v).filter(([, x]) => x !== null && x !== false)
+      .map(([k, x]) => (x === true ? k : `${k} ${show(x)}`)).join("  \u00b7  ");
+  }
+  return String(v);
+}
+
 function renderSession() {
   const s = state.session || {};
   $("sample").textContent = s.sample || "";
@@ -335,7 +345,7 @@ function renderSession() {
     const tr = body.insertRow();
     tr.dataset.key = k;
     tr.insertCell().textContent = k;
-    tr.insertCell().textContent = typeof v === "object" ? JSON.stringify(v) : String(v);
+    tr.insertCell().textContent = show(v);
   }
 }
 

@@ -321,8 +321,8 @@ def register_app_commands(registry: CommandRegistry, app) -> None:
     def profile(which: str, on: bool) -> str:
         if not hasattr(app, "set_profiling"):
             raise CommandError("profiling cannot be switched at run time in this build")
-        app.set_profiling(**{which: on})
-        return f"profile {which}: {'on' if on else 'off'}"
+        out = app.set_profiling(**{which: on})
+        return out if isinstance(out, str) else f"profile {which}: {'on' if on else 'off'}"
 
     def capture(path: str) -> str:
         if not hasattr(app, "request_capture"):
