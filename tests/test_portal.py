@@ -371,6 +371,28 @@ def test_slow_client_gets_408_and_is_closed(portal, monkeypatch):
     assert data.startswith(b"HTTP/1.0 408 ")
 
 
+def test_connections_beyond_the_limit_are_closed_at_once(portal, monkeypatch):
+    monkeypatch.setattr(server, "MAX_CONNECTIONS", 2)
+    idle = [socket.create_connection(("127.0.0.1", portal.port), timeout=5) for _ in range(2)]
+    try:
+        for _ in range(200):  # both accepted (each holds a thread until its deadline)
+            if portal.p.connections == 2:
+                break
+            time.sleep(0.01)
+        with socket.create_connection(("127.0.0.1", portal.port), timeout=5) as s:
+            s.sendall(f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{portal.port}\r\n\r\n".encode())
+            assert s.recv(100) == b""  # closed without a thread or an answer
+        assert portal.p.refused == 1
+    finally:
+        for s in idle:
+            s.close()
+    for _ in range(300):
+        if portal.p.connections == 0:
+            break
+        time.sleep(0.01)
+    assert request(portal.port, "GET", "/")[0] == 200
+
+
 # -- start-up -------------------------------------------------------------------------------
 def parse(*argv):
     return build_parser("prog", "d").parse_args(list(argv))

@@ -46,6 +46,7 @@ REQUEST_TIMEOUT_S = 3.0  # to read a whole request (line, headers, body)
 WRITE_TIMEOUT_S = 5.0  # a socket write blocked this long: the client is gone
 COMMAND_WAIT_S = 2.0
 KEEPALIVE_S = 10.0
+MAX_CONNECTIONS = 64  # open connections of any kind (event streams: protocol.MAX_CLIENTS)
 DEFAULT_PORT = 3030
 
 
@@ -75,6 +76,22 @@ class _Server(ThreadingHTTPServer):
 
     def handle_error(self, request, client_address) -> None:  # a vanished client: no traceback
         log.debug("portal: connection from %s ended", client_address, exc_info=True)
+
+    def verify_request(self, request, client_address) -> bool:
+        """Refuse (close at once) beyond ``MAX_CONNECTIONS``: a flood costs no threads."""
+        with self.portal.count_lock:
+            if self.portal.connections >= MAX_CONNECTIONS:
+                self.portal.refused += 1
+                return False
+            self.portal.connections += 1
+            return True
+
+    def process_request_thread(self, request, client_address) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            with self.portal.count_lock:
+                self.portal.connections -= 1
 
 
 class PortalHandler(BaseHTTPRequestHandler):
@@ -284,6 +301,8 @@ class Portal:
     def __init__(self, telemetry, commands=None, log_tail=None, *, host="127.0.0.1", port=3030):
         self.commands = commands
         self.timeouts = 0  # requests answered 408
+        self.connections = self.refused = 0  # open now; refused over MAX_CONNECTIONS
+        self.count_lock = threading.Lock()
         self.assets = {path: (ASSETS_DIR / name).read_bytes() for path, (name, _) in ASSETS.items()}
         self.broadcaster = Broadcaster(telemetry, log_tail)
         try:
