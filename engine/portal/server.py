@@ -98,6 +98,9 @@ class PortalHandler(BaseHTTPRequestHandler):
     server_version = "LanternPortal/1"
     protocol_version = "HTTP/1.0"
     timeout = WRITE_TIMEOUT_S  # every socket operation; the whole request has its own deadline
+    # TCP_NODELAY: each event is one small write; with Nagle it would wait for the reader's
+    # delayed ACK (40 ms on Linux) whenever an earlier event is still unacknowledged.
+    disable_nagle_algorithm = True
 
     # -- request deadline: one timer per connection, cancelled once the request is read -----
     def setup(self) -> None:
