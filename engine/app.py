@@ -40,10 +40,13 @@ class Sample:
         description: one line for ``--help``. ``python -m samples`` lists the first line of
             the module docstring instead (it reads files, importing no GPU code); keep the two
             alike, e.g. ``description = __doc__.splitlines()[0]``.
+        example_args: command-line arguments of a quick demonstration run (small scene,
+            inputs); ``{tmp}`` stands for a scratch folder.
     """
 
     name: ClassVar[str] = "sample"
     description: ClassVar[str] = ""
+    example_args: ClassVar[tuple[str, ...]] = ()  # a quick demonstration run (tests use it)
 
     @classmethod
     def add_arguments(cls, parser) -> None:

@@ -14,7 +14,7 @@ after its submit (no profiler: so that the cull counters read back meanwhile are
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from .graph import FrameContext, RenderGraph
@@ -80,10 +80,14 @@ class FrameLoop:
         output,
         time_s: float,
         update: Callable[[FrameContext], None] | None = None,
+        *,
+        before: Sequence = (),
+        after: Sequence = (),
     ) -> FrameContext:
         """Record and submit one frame into ``output`` (a texture view) at simulated time
         ``time_s`` seconds; ``update(ctx)`` runs first, inside the ``Update`` CPU scope.
-        Returns the frame's context. Never waits for the GPU."""
+        ``before``/``after``: command buffers submitted with the frame's, around it (a
+        benchmark's stopwatch). Returns the frame's context. Never waits for the GPU."""
         graph, prof, index = self.graph, self.graph.profiler, self.index
         now = self.clock()
         wall = None if self._last_start is None else (now - self._last_start) / 1e6
@@ -99,7 +103,7 @@ class FrameLoop:
         encoder = self.gpu.device.create_command_encoder(label=f"frame {index}")
         graph.execute(encoder, ctx)
         prof.cpu_begin("Submit")
-        self.gpu.queue.submit([encoder.finish()])
+        self.gpu.queue.submit([*before, encoder.finish(), *after])
         prof.cpu_end()
         self.index += 1
         self.after_submit()

@@ -24,6 +24,7 @@ DEFAULT_INSTANCES = 100_000
 
 class City(Sample):
     name = "s13"
+    example_args = ("--instances", "2000")
     description = __doc__.splitlines()[0].split(": ", 1)[1]
 
     @classmethod

@@ -15,7 +15,6 @@ import wgpu
 
 WORKGROUP = 64
 MAX_INSTANCES = 4_000_000  # ceil(N / 64) must fit one dispatch dimension (65535)
-CULL_UNIFORM_SIZE = 336
 
 FLAG_CULL, FLAG_OCCLUSION, FLAG_TWO_PHASE, FLAG_RESET = 1, 2, 4, 8
 LOD_BASE_PX = 160.0  # projected diameter (pixels at 720p) below which LOD 1 is used
@@ -34,7 +33,7 @@ CULL_DTYPE = np.dtype(
         ("misc", "<u4", 4),  # pyramid mip count, camera planes, light planes, 0
     ]
 )
-assert CULL_DTYPE.itemsize == CULL_UNIFORM_SIZE
+CULL_UNIFORM_SIZE = CULL_DTYPE.itemsize  # 336 bytes
 
 
 def cull_uniform(

@@ -16,7 +16,6 @@ from engine.shaders import shader_module
 
 DEPTH_FORMAT = "depth32float"
 SHADOW_FORMAT = "depth32float"
-VIEW_UNIFORM_SIZE = 288  # bytes of WGSL struct View (frame_common.wgsl)
 
 _V, _F = wgpu.ShaderStage.VERTEX, wgpu.ShaderStage.FRAGMENT
 
