@@ -129,6 +129,7 @@ def test_late_client_gets_the_whole_name_table(portal):
             "Present",
             "Frame",
         ]  # the whole table, in id order
+        assert data["full"] is True
         late_names = data["names"]
         assert late.next_event()[0] == "log"  # the tail so far
         publish_frame(portal.tel, 5, rng)
@@ -161,6 +162,23 @@ def test_log_lines_are_streamed(portal):
             "text": "portal test warning",
             "count": 3,
         }
+    finally:
+        r.close()
+
+
+def test_a_changed_session_is_sent_again(portal):
+    rng = np.random.default_rng(0)
+    r = SseReader(portal.port)
+    try:
+        assert [r.next_event()[0] for _ in range(3)] == ["session", "names", "log"]
+        publish_frame(portal.tel, 0, rng)
+        assert [r.next_event()[0] for _ in range(2)] == ["names", "frame"]  # no session
+        portal.tel.session["profiling"] = {"gpu": True}  # `profile gpu on` at run time
+        publish_frame(portal.tel, 1, rng)
+        event, data, _ = r.next_event()
+        assert event == "session" and data["profiling"] == {"gpu": True}
+        assert data["adapter"] == "synthetic"
+        assert r.next_event()[0] == "frame"
     finally:
         r.close()
 

@@ -25,6 +25,9 @@ function resetSession(session) {
   renderLegend();
   state.log.clear();
   $("log").textContent = "";
+  for (const id of ["frame-ms", "fps", "frame-index", "seq"]) $(id).textContent = "-";
+  $("missed").textContent = "0";
+  document.body.dataset.seq = -1; // nothing of the new session rendered yet
   renderSession();
 }
 
@@ -37,13 +40,12 @@ function connect() {
     const s = JSON.parse(e.data);
     const old = state.session;
     if (!old || old.pid !== s.pid || old.started !== s.started) resetSession(s);
-    state.fullNames = true; // the next names event is the whole table
+    else { state.session = s; renderSession(); } // same process, new settings
   });
   es.addEventListener("names", (e) => {
-    const { names } = JSON.parse(e.data);
-    if (state.fullNames) state.names = names.slice();
+    const { names, full } = JSON.parse(e.data);
+    if (full) state.names = names.slice(); // the whole table (on connect)
     else state.names.push(...names); // ids continue
-    state.fullNames = false;
   });
   es.addEventListener("frame", (e) => onFrame(JSON.parse(e.data)));
   es.addEventListener("log", (e) => onLog(JSON.parse(e.data)));

@@ -3,9 +3,10 @@
 Stream of one connection (each event is ``event: NAME`` + ``data: JSON``):
 
 * ``session``: ``Telemetry.session`` (adapter, backend, sample, settings, size, ...) plus
-  ``pid`` and ``started`` (a new process means new name ids: the page starts over);
-* ``names``: ``{"names": [...]}``, scope names in id order; on connect the whole table, later
-  only names never sent before (ids continue);
+  ``pid`` and ``started`` (a new process means new name ids: the page starts over); sent on
+  connect and again before the next frame whenever the session changes;
+* ``names``: ``{"names": [...]}``, scope names in id order; on connect the whole table
+  (``"full": true``), later only names never sent before (ids continue);
 * ``frame``: ``engine.telemetry.encode_record``'s message (the ``--telemetry`` JSONL frame);
   a gap in ``seq`` is frames this client missed;
 * ``log``: ``{"lines": [LogEntry.as_json(), ...]}``, new or re-counted log lines (by ``id``).
@@ -129,6 +130,7 @@ class Broadcaster:
         self._log_version = log_tail.version if log_tail is not None else 0
         self._lock = threading.Lock()  # connect vs encode: a client never misses a name
         self.session_extra = {"pid": os.getpid(), "started": time.time()}
+        self._session = dict(telemetry.session)  # as last sent; a change is sent again
         self._running = True
         self._thread = threading.Thread(
             target=self._encode_loop, daemon=True, name="lantern-portal-encoder"
@@ -169,6 +171,10 @@ class Broadcaster:
             self.last_bytes = len(frame)
             if new:
                 frame = sse("names", {"names": new}) + frame
+            session = self.telemetry.session
+            if session != self._session:  # e.g. `profile gpu on` changed it at run time
+                self._session = dict(session)
+                frame = sse("session", {**session, **self.session_extra}) + frame
             frame += self._log_events()
             self._fan_out(frame)
         self.encode_ns += time.perf_counter_ns() - t0
@@ -213,9 +219,10 @@ class Broadcaster:
         with self._lock:
             if len(self.clients) >= MAX_CLIENTS:
                 return None
+            self._session = dict(self.telemetry.session)
             first = [
-                sse("session", {**self.telemetry.session, **self.session_extra}),
-                sse("names", {"names": list(self.table.ids)}),
+                sse("session", {**self._session, **self.session_extra}),
+                sse("names", {"names": list(self.table.ids), "full": True}),
             ]
             if self.log_tail is not None:  # later ``log`` events may repeat some: ids de-dup
                 lines = [e.as_json() for e in self.log_tail.snapshot()]
