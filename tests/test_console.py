@@ -7,6 +7,7 @@ import logging
 import threading
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from engine.debug.console import (
@@ -278,8 +279,8 @@ def test_console_draws_output_and_prompt(registry):
     type_text(c, "xyz")
     c.draw(ov, 2, 3, 40, 6)
     row = lambda r, n: "".join(ov.glyph_at(2 + 1 + i, r) for i in range(n))  # noqa: E731
-    assert row(4, 13) == "> stats reset"
-    assert row(5, 19) == "stats: window reset"
+    assert row(6, 13) == "> stats reset"  # bottom-aligned above the prompt
+    assert row(7, 19) == "stats: window reset"
     assert row(8, 5) == "> xyz"
     assert ov.cells[8, 2 + 1 + 5, 2] != ov.cells[8, 2 + 1 + 6, 2]  # the block cursor
 
@@ -346,3 +347,45 @@ def test_log_panel_colours_levels():
     assert ov.cells[3, 2, 1] == pack_color(WARNING)
     assert ov.cells[4, 2, 1] == pack_color(ERROR)
     assert ov.glyph_at(2 + 10, 3) == ""  # nothing after the count
+
+
+def test_console_and_log_render_on_the_gpu(device, registry):
+    """Through the real DebugOverlay pass (lavapipe): every glyph pixel of the error line is
+    the error colour and of the warning line the warning colour, cut from the font atlas
+    independently of the shader; the picture is written to tests/_out/console.png."""
+    from PIL import Image
+
+    from tests.conftest import OUT_DIR
+    from tests.test_hud import glyph, render
+
+    c = Console(registry.reg)
+    c.on_key(KEY_GRAVE)
+    type_text(c, "shadow-size 3")
+    c.on_key(KEY_ENTER)
+    type_text(c, "overlay ti")
+    c.on_key(KEY_TAB)
+    tail = LogTail()
+    rec = lambda lvl, msg: logging.LogRecord("lantern", lvl, "", 0, msg, (), None)  # noqa: E731
+    for _ in range(3):
+        tail.handle(rec(logging.WARNING, "shadow map clipped"))
+    tail.handle(rec(logging.ERROR, "device lost"))
+    ov = DebugOverlay(60, 14)
+    c.draw(ov, 0, 0, 60, 6)
+    LogPanel(tail).draw(ov, 0, 7, 60, 4)
+    img = render(device, ov, "rgba8unorm", (60 * 8, 14 * 8))[..., :3]
+    OUT_DIR.mkdir(exist_ok=True)
+    Image.fromarray(img.repeat(2, 0).repeat(2, 1)).save(OUT_DIR / "console.png")
+
+    def check(text: str, col: int, row: int, color) -> None:
+        bits = np.concatenate([glyph(ch) for ch in text], axis=1).astype(bool)
+        px = img[row * 8 : row * 8 + 8, col * 8 : (col + len(text)) * 8]
+        assert (px[bits] == color[:3]).all()
+        assert not (px[~bits] == color[:3]).all(axis=-1).any()
+
+    error = "error: shadow-size: N: expected a power of two from 256 to 8192, got '3'"
+    assert [t for t, _ in c.output] == ["> shadow-size 3", error]
+    check(error[:58], 1, 3, ERROR)  # wrapped at the panel's width
+    check(error[58:], 1, 4, ERROR)
+    check("> overlay timeline ", 1, 5, TEXT)  # the prompt, completed by TAB
+    check("shadow map clipped x3", 1, 8, WARNING)
+    check("device lost", 1, 9, ERROR)

@@ -474,15 +474,24 @@ class Console:
             self.print(result.text, TEXT if result.ok else ERROR)
 
     def draw(self, ov: DebugOverlay, col: int, row: int, w: int, h: int) -> None:
-        """Draw the console into the ``w x h``-cell box at ``(col, row)``: output lines above,
-        the prompt on the last row with a block cursor. Nothing when closed."""
+        """Draw the console into the ``w x h``-cell box at ``(col, row)``: a title row, the
+        newest output lines (wrapped, bottom-aligned), the prompt on the last row with a block
+        cursor. Nothing when closed."""
         if not self.is_open or w < 4 or h < 2:
             return
         ov.fill(col, row, w, h, PANEL_BG)
         ov.text(col + 1, row, "Console  (` closes, TAB completes)"[: w - 2], DIM)
-        lines = list(self.output)[-(h - 2) :] if h > 2 else []
+        n, width = h - 2, w - 2
+        lines = []  # the newest n rows, long lines wrapped at the panel's width
+        for text, color in reversed(self.output):
+            if len(lines) >= n:
+                break
+            parts = [text[i : i + width] for i in range(0, len(text), width)] or [""]
+            lines[:0] = [(p, color) for p in parts]
+        lines = lines[-n:] if n > 0 else []
+        top = row + h - 1 - len(lines)  # newest right above the prompt, as in a terminal
         for i, (text, color) in enumerate(lines):
-            ov.text(col + 1, row + 1 + i, text[: w - 2], color)
+            ov.text(col + 1, top + i, text, color)
         prompt = self.PROMPT + self.line
         visible = prompt[-(w - 3) :]  # keep the end of a long line in view
         n = ov.text(col + 1, row + h - 1, visible, TEXT)
