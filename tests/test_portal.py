@@ -293,6 +293,22 @@ def test_command_runs_on_the_frame_thread_and_answers(portal):
         }
 
 
+def test_completion_answers_without_the_frame_loop(portal):
+    from engine.debug.console import register_app_commands
+
+    register_app_commands(portal.reg, SimpleNamespace(telemetry=portal.tel))
+    status, _, body = request(
+        portal.port,
+        "POST",
+        "/complete",
+        orjson.dumps({"line": "overlay t"}),
+        {"Content-Type": "application/json"},
+    )
+    assert status == 200
+    assert orjson.loads(body) == {"line": "overlay timeline ", "candidates": ["timeline"]}
+    assert request(portal.port, "GET", "/complete")[0] == 405
+
+
 def test_command_not_run_in_time_is_504_and_stays_queued(portal, monkeypatch):
     monkeypatch.setattr(server, "COMMAND_WAIT_S", 0.2)
     ran = []

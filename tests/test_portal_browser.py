@@ -113,7 +113,9 @@ def test_page_shows_the_records_runs_commands_and_reconnects(browser):
             for _ in range(3):
                 logger.warning("browser test warning")
             cmd = browser.find_element("id", "cmd")
-            cmd.send_keys("stats reset\n")
+            cmd.send_keys("stats r\t")  # TAB completes through POST /complete
+            wait_for(browser, lambda p: cmd.get_attribute("value") == "stats reset ")
+            cmd.send_keys("\n")
             wait_for(browser, lambda p: "stats: window reset" in _text(browser, "cmd-out"))
             wait_for(browser, lambda p: p["warnings"] == ["browser test warning \u00d73"])
 

@@ -408,7 +408,19 @@ $("cmd-form").addEventListener("submit", async (e) => {
   }
 });
 
-$("cmd").addEventListener("keydown", (e) => {
+$("cmd").addEventListener("keydown", async (e) => {
+  if (e.key === "Tab") { // the same completion as the in-game console
+    e.preventDefault();
+    const r = await fetch("/complete", {
+      method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ line: e.target.value }),
+    }).catch(() => null);
+    if (!r || !r.ok) return;
+    const { line, candidates } = await r.json();
+    e.target.value = line;
+    if (candidates.length > 1) out(candidates.join("  "), "dim");
+    return;
+  }
   if (e.key !== "ArrowUp" && e.key !== "ArrowDown") return;
   e.preventDefault();
   browse = Math.min(Math.max(browse + (e.key === "ArrowUp" ? -1 : 1), 0), history.length);

@@ -6,11 +6,12 @@
 Routes: ``GET /`` (and ``/index.html``, ``/portal.js``, ``/portal.css``: read into memory at
 start, so no request ever opens a file: path traversal has nothing to reach), ``GET /events``
 (Server-Sent Events, see ``protocol``), ``GET /session.json``, ``POST /command`` (JSON
-``{"line": "..."}`` -> ``{"ok": bool, "text": str}``). Errors: unknown path 404, a known path
-with another method 405, a body over ``MAX_BODY`` 413, no length 411, not JSON 415/400, a
-request not read in full within ``REQUEST_TIMEOUT_S`` 408 (and the connection is closed), a
-``Host`` other than the server's own 403 (DNS rebinding), a command the frame loop did not
-run within ``COMMAND_WAIT_S`` 504 (it stays queued).
+``{"line": "..."}`` -> ``{"ok": bool, "text": str}``; run on the frame thread), ``POST
+/complete`` (TAB: ``{"line": ...}`` -> ``{"line": completed, "candidates": [...]}``). Errors:
+unknown path 404, a known path with another method 405, a body over ``MAX_BODY`` 413, no
+length 411, not JSON 415/400, a request not read in full within ``REQUEST_TIMEOUT_S`` 408 (and
+the connection is closed), a ``Host`` other than the server's own 403 (DNS rebinding), a
+command the frame loop did not run within ``COMMAND_WAIT_S`` 504 (it stays queued).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ ASSETS = {
     "/portal.css": ("portal.css", "text/css; charset=utf-8"),
 }
 GET_PATHS = frozenset([*ASSETS, "/events", "/session.json"])
-POST_PATHS = frozenset(["/command"])
+POST_PATHS = frozenset(["/command", "/complete"])
 MAX_BODY = 4096  # bytes of a command POST
 REQUEST_TIMEOUT_S = 3.0  # to read a whole request (line, headers, body)
 WRITE_TIMEOUT_S = 5.0  # a socket write blocked this long: the client is gone
@@ -203,9 +204,20 @@ class PortalHandler(BaseHTTPRequestHandler):
             body = self._read_body()
             if body is None:
                 return
-        if self._route(POST_PATHS) is None:
+        path = self._route(POST_PATHS)
+        if path is None:
             return
-        self._command(body)
+        line = self._line(body)
+        if line is None:
+            return
+        commands = self.server.portal.commands
+        if commands is None:
+            self._json(503, False, "this run has no command registry")
+        elif path == "/complete":  # reads the registry only: safe off the frame thread
+            new, hits = commands.complete(line)
+            self._send(200, orjson.dumps({"line": new, "candidates": hits}), "application/json")
+        else:
+            self._command(commands, line)
 
     def _not_allowed(self) -> None:
         self._route(frozenset())
@@ -237,18 +249,18 @@ class PortalHandler(BaseHTTPRequestHandler):
             self.close_connection = True
             return None
 
-    def _command(self, body: bytes) -> None:
+    def _line(self, body: bytes) -> str | None:
+        """The ``line`` of a JSON body, or None after answering 400."""
         try:
             line = orjson.loads(body)["line"]
-            if not isinstance(line, str):
-                raise TypeError
+            if isinstance(line, str):
+                return line
         except (orjson.JSONDecodeError, KeyError, TypeError):
-            self.send_error(HTTPStatus.BAD_REQUEST, 'expected JSON {"line": "command ..."}')
-            return
-        commands = self.server.portal.commands
-        if commands is None:
-            self._json(503, False, "this run has no command registry")
-            return
+            pass
+        self.send_error(HTTPStatus.BAD_REQUEST, 'expected JSON {"line": "command ..."}')
+        return None
+
+    def _command(self, commands, line: str) -> None:
         log.info("portal> %s", line[:200])
         result = commands.submit(line).wait(COMMAND_WAIT_S)
         if result is None:
