@@ -166,6 +166,20 @@ def test_log_lines_are_streamed(portal):
         r.close()
 
 
+def test_log_lines_go_out_while_no_frame_comes(portal):
+    r = SseReader(portal.port)
+    try:
+        assert [r.next_event()[0] for _ in range(3)] == ["session", "names", "log"]
+        logging.getLogger("lantern").error("paused, but still logging")
+        t0 = time.monotonic()
+        event, data, _ = r.next_event()  # no frame is ever published here
+        assert event == "log" and data["lines"][-1]["text"] == "paused, but still logging"
+        assert data["lines"][-1]["level"] == "error"
+        assert time.monotonic() - t0 < 5 * protocol.LOG_POLL_S + 1
+    finally:
+        r.close()
+
+
 def test_a_changed_session_is_sent_again(portal):
     rng = np.random.default_rng(0)
     r = SseReader(portal.port)
@@ -477,6 +491,21 @@ def test_start_prints_url_and_port_in_use_is_one_line(capsys, monkeypatch):
     finally:
         p.close()
     assert start(SimpleNamespace(args=SimpleNamespace(portal=None))) is None
+
+
+def test_non_loopback_host_is_a_warning(monkeypatch, caplog, capsys):
+    import engine.portal as portal_pkg
+
+    monkeypatch.delenv("LANTERN_PORTAL", raising=False)
+    monkeypatch.setattr(portal_pkg, "is_loopback", lambda host: False)  # stays on loopback
+    args = SimpleNamespace(portal=0, portal_host="127.0.0.1")
+    with caplog.at_level(logging.WARNING, logger="lantern"):
+        p = start(SimpleNamespace(args=args, telemetry=Telemetry()))
+    p.close()
+    assert caplog.messages == [
+        "portal: listening on 127.0.0.1, not loopback: anyone who reaches this machine can "
+        "watch this process and run console commands in it"
+    ]
 
 
 def test_bad_host_is_one_line():
