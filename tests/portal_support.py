@@ -159,7 +159,7 @@ class SseReader:
 
 
 # The wiring the app will do at start-up, applied to a real sample in a subprocess (argv: the
-# sample's command line): console + command registry, commands drained between frames, portal.
+# sample's command line): console + command registry (drained between frames), portal.
 WIRED_S13 = """
 import sys
 from engine import app as engine_app
@@ -174,7 +174,6 @@ def wired(app):
     attach(app)
     install(app)
     register_frame_commands(app.commands, app.sample_frame)
-    app.loop.between_frames.append(app.commands.run_pending)
     app.portal = portal.start(app)
 
 

@@ -288,8 +288,12 @@ def test_console_draws_output_and_prompt(registry):
 def test_install_wires_app_and_window(registry):
     app, _ = fake_app()
     app.window = SimpleNamespace(text_input=None)
+    app.loop = SimpleNamespace(between_frames=[])
     console = install(app)
     assert app.console is console and app.window.text_input is console
+    assert app.loop.between_frames == [app.commands.run_pending]
+    install(app)  # again: the same registry, drained once
+    assert app.loop.between_frames == [app.commands.run_pending]
     assert isinstance(app.commands, CommandRegistry) and "overlay" in app.commands.commands
     assert isinstance(app.log_tail, LogTail)
     assert install_log_tail() is app.log_tail  # one tail per logger

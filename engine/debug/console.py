@@ -499,8 +499,9 @@ class Console:
 
 
 def install(app) -> Console:
-    """Create ``app.commands`` (a ``CommandRegistry`` with the app's commands), ``app.log_tail``
-    (see ``engine.debug.logtail``) and ``app.console``; route the window's keys and
+    """Create ``app.commands`` (a ``CommandRegistry`` with the app's commands; an existing one
+    is kept), ``app.log_tail`` (see ``engine.debug.logtail``) and ``app.console``; drain the
+    command queue between frames (``app.loop.between_frames``); route the window's keys and
     characters to the console when there is a window. Returns the console."""
     from .logtail import install_log_tail
 
@@ -509,6 +510,9 @@ def install(app) -> Console:
     app.commands = registry
     app.log_tail = install_log_tail()
     app.console = Console(registry)
+    loop = getattr(app, "loop", None)  # engine.loop.FrameLoop: commands run between frames
+    if loop is not None and registry.run_pending not in loop.between_frames:
+        loop.between_frames.append(registry.run_pending)
     window = getattr(app, "window", None)
     if window is not None and hasattr(window, "text_input"):
         window.text_input = app.console
