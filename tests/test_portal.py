@@ -115,6 +115,7 @@ def test_late_client_gets_the_whole_name_table(portal):
         time.sleep(0.01)
     for i in range(5):
         publish_frame(portal.tel, i, rng)
+    assert portal.p.broadcaster.flush()  # encoded and queued before the late client comes
     late = SseReader(portal.port)
     try:
         for _ in range(200):
@@ -245,8 +246,9 @@ def test_handover_is_bounded():
     tel = Telemetry()
     b = protocol.Broadcaster(tel)
     b._running = False  # the encoder thread stops taking records: a stuck encoder
-    b._wake.set()
+    b._release()
     b._thread.join(2)
+    b._wake.acquire(blocking=False)
     b.connect()
     rng = np.random.default_rng(0)
     for i in range(protocol.PENDING + 7):
