@@ -515,6 +515,12 @@ def test_bad_host_is_one_line():
         Portal(Telemetry(), host="no.such.host.invalid", port=0)
 
 
+def test_missing_page_is_one_line(monkeypatch, tmp_path):
+    monkeypatch.setattr(server, "ASSETS_DIR", tmp_path)
+    with pytest.raises(PortalError, match=r"the portal page is missing \(.*index.html\)"):
+        Portal(Telemetry(), port=0)
+
+
 def test_loopback_check():
     assert server.is_loopback("127.0.0.1") and server.is_loopback("::1")
     assert server.is_loopback("localhost") and server.is_loopback("127.0.0.2")

@@ -318,7 +318,13 @@ class Portal:
         self.timeouts = 0  # requests answered 408
         self.connections = self.refused = 0  # open now; refused over MAX_CONNECTIONS
         self.count_lock = threading.Lock()
-        self.assets = {path: (ASSETS_DIR / name).read_bytes() for path, (name, _) in ASSETS.items()}
+        try:
+            self.assets = {p: (ASSETS_DIR / name).read_bytes() for p, (name, _) in ASSETS.items()}
+        except OSError as e:
+            raise PortalError(
+                f"the portal page is missing ({e.filename}): run from a Lantern checkout "
+                "(pip install -e .)"
+            ) from None
         self.broadcaster = Broadcaster(telemetry, log_tail)
         try:
             self.server = _Server((host, port), PortalHandler, self)
