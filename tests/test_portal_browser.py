@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -118,6 +119,16 @@ def test_page_shows_the_records_runs_commands_and_reconnects(browser):
             cmd.send_keys("\n")
             wait_for(browser, lambda p: "stats: window reset" in _text(browser, "cmd-out"))
             wait_for(browser, lambda p: p["warnings"] == ["browser test warning \u00d73"])
+
+            browser.find_element("id", "pause").click()  # the view freezes ...
+            frozen = wait_for(browser, lambda p: True)["seq"]
+            n, deadline = len(pump.records), time.monotonic() + 10
+            while len(pump.records) < n + 10 and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert len(pump.records) >= n + 10  # frames kept coming
+            assert wait_for(browser, lambda p: True)["seq"] == frozen
+            browser.find_element("id", "pause").click()  # ... and follows again
+            page = wait_for(browser, lambda p: p["seq"] > frozen + 10)
 
             seq = page["seq"]
             tel._seq += 5  # five records this page never gets: a gap in seq

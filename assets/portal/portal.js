@@ -79,10 +79,11 @@ function push(entry) {
 }
 
 function schedule() {
-  if (state.dirty) return;
+  if (state.dirty || state.paused) return;
   state.dirty = true;
   requestAnimationFrame(() => {
     state.dirty = false;
+    if (state.paused) return; // paused after this render was scheduled
     const t0 = performance.now();
     render();
     renderMs.push(performance.now() - t0);
@@ -116,7 +117,9 @@ function render() {
   $("frame-index").textContent = m.frame;
   $("seq").textContent = m.seq;
   $("missed").textContent = state.missed;
-  renderBars(last);
+  const hot = new Set((m.stats || []).filter((r) => r[8] === 1)
+    .map((r) => r[0] + ":" + state.names[r[1]])); // outliers: "clock:name"
+  renderBars(last, hot);
   renderTimeline();
   renderStats(m.stats || []);
   renderCull(m.cull);
@@ -124,7 +127,7 @@ function render() {
   setStatus();
 }
 
-function renderBars(frame) {
+function renderBars(frame, hot) {
   const rows = new Map();
   for (const [n, ms] of frame.gpu || []) rows.set(n, { gpu: ms, cpu: null });
   for (const [n, ms] of frame.cpu || []) {
@@ -157,6 +160,7 @@ function renderBars(frame) {
     const [ng, nc] = row.querySelectorAll(".num");
     ng.textContent = fmt(r.gpu);
     nc.textContent = fmt(r.cpu);
+    row.classList.toggle("outlier", hot.has("gpu:" + row.dataset.pass) || hot.has("cpu:" + row.dataset.pass));
     row.dataset.gpuMs = r.gpu === null ? "" : r.gpu;
     row.dataset.cpuMs = r.cpu === null ? "" : r.cpu;
   }
@@ -425,6 +429,13 @@ $("cmd").addEventListener("keydown", async (e) => {
   e.preventDefault();
   browse = Math.min(Math.max(browse + (e.key === "ArrowUp" ? -1 : 1), 0), history.length);
   e.target.value = history[browse] || "";
+});
+
+$("pause").addEventListener("click", (e) => { // freeze the view; frames keep arriving
+  state.paused = !state.paused;
+  e.target.textContent = state.paused ? "resume" : "pause";
+  e.target.classList.toggle("on", state.paused);
+  if (!state.paused) schedule();
 });
 
 connect();
