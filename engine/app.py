@@ -7,9 +7,7 @@ profiling, HUD, shutdown reports).
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import signal
 import sys
 import time
 from typing import ClassVar
@@ -19,9 +17,11 @@ import wgpu
 from .cli import OVERLAY_MODES, build_parser, check_output_path, fail
 from .gpu import GpuError, create_gpu
 from .graph import FrameContext, RenderGraph
+from .interrupt import Interrupt, for_run
 from .loop import FrameLoop
 from .profiling.report import shutdown_report
 from .profiling.trace import build_trace, write_trace_file
+from .progress import Progress
 from .surfaces import OffscreenTarget, SurfaceError, WindowSurface, save_texture_png
 from .telemetry import JsonLinesWriter, Telemetry
 
@@ -186,33 +186,17 @@ def run(sample_cls: type[Sample], argv: list[str] | None = None) -> int:
     if args.overlay is None:
         args.overlay = "perf" if (args.gpu_profile or args.profile) else "off"
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    interrupt = Interrupt()
+    interrupt = for_run()
     with interrupt.catching_sigint():
+        if interrupt.requested:  # Ctrl-C while Python was still importing
+            return _interrupted_early(args)
         return _start_and_run(sample_cls, args, prog, interrupt)
 
 
-class Interrupt:
-    """Ctrl-C as a flag that start-up and the frame loop check, from start-up on.
-
-    Not KeyboardInterrupt: the exception can land inside a glfw or wgpu callback, where it
-    is swallowed (the loop would run on) or breaks wgpu's state (a traceback from inside
-    request_device). A second Ctrl-C raises KeyboardInterrupt as usual.
-    """
-
-    requested = False
-
-    @contextlib.contextmanager
-    def catching_sigint(self):
-        def handler(signum, frame):
-            if self.requested:
-                raise KeyboardInterrupt
-            self.requested = True
-
-        previous = signal.signal(signal.SIGINT, handler)
-        try:
-            yield self
-        finally:
-            signal.signal(signal.SIGINT, previous)
+def _interrupted_early(args) -> int:
+    if args.capture:
+        print(f"interrupted before the first frame: {args.capture} not written")
+    return 130
 
 
 def _start_and_run(sample_cls, args, prog: str, interrupt: Interrupt) -> int:
@@ -222,7 +206,7 @@ def _start_and_run(sample_cls, args, prog: str, interrupt: Interrupt) -> int:
         return fail(prog, str(e), 2 if args.adapter else 1)
     print(gpu.describe(), flush=True)
     if interrupt.requested:
-        return 130
+        return _interrupted_early(args)
 
     target = window = None
     try:
@@ -309,14 +293,17 @@ def _update(app: App, sample: Sample):
 def _run_capture(app: App, sample: Sample, target: OffscreenTarget) -> None:
     frames = app.args.frames or CAPTURE_FRAMES
     update = _update(app, sample)
-    for i in range(frames):
-        if app.interrupt.requested:
-            print(f"interrupted after {i} frame(s): {app.args.capture} not written")
-            return
-        if i == frames - 1:
-            app.hud.perf.expire()  # the captured HUD shows the newest figures
-        app.loop.frame(target.view, i * CAPTURE_DT, update)
-        _write_requested_capture(app, target.texture)
+    with Progress(frames) as progress:  # one \r-updated line on a terminal, else nothing
+        for i in range(frames):
+            if app.interrupt.requested:
+                progress.close()
+                print(f"interrupted after {i} frame(s): {app.args.capture} not written")
+                return
+            if i == frames - 1:
+                app.hud.perf.expire()  # the captured HUD shows the newest figures
+            app.loop.frame(target.view, i * CAPTURE_DT, update)
+            _write_requested_capture(app, target.texture)
+            progress.update(i + 1)
     target.save_png(app.args.capture)
     w, h = app.args.size
     print(f"wrote {app.args.capture} ({w}x{h}, {frames} frames)")

@@ -49,6 +49,7 @@ from engine.culling.stats import CullStats
 from engine.gpu import GpuError
 from engine.graph import RenderGraph, TextureDesc
 from engine.passes.cull import INSTANCES, VISIBILITY, CullPass, CullResetPass
+from engine.passes.frustum_lines import FrustumLines
 from engine.passes.hiz import HiZPass
 from engine.passes.mesh import (
     DEPTH,
@@ -61,7 +62,7 @@ from engine.passes.mesh import (
     ShadowPass,
 )
 from engine.passes.post import HDR_FORMAT, PostPass
-from engine.passes.shadow import fit_sun, frustum_planes
+from engine.passes.shadow import SHADOW_DISTANCE, fit_sun, frustum_planes, shadow_region
 from engine.settings import FrameSettings
 from engine.shaders import shader_module
 
@@ -169,6 +170,8 @@ class StandardFrame:
         self.shadow_map = None
         self.camera = None
         self.cull_camera = None  # frozen culling camera (F2) or None
+        self.show_frustum = True  # draw the frozen culling frustum (while frozen)
+        self._lines: dict[str, FrustumLines] = {}  # per colour format, made on first freeze
         self._reset = True  # ignore visibility from before (first frame, resize, knob change)
         self._make_shadow_map()
         self.passes = [
@@ -284,14 +287,15 @@ class StandardFrame:
         self.gs.upload_dirty()
         self.camera = camera
         aspect = ctx.size[0] / ctx.size[1]
-        fit = self._fit_sun(camera)
+        view_proj = camera.proj(aspect) @ camera.view()
+        fit = self._fit_sun(view_proj)
+        self._update_frustum_lines(view_proj, aspect)
         q = self.device.queue
-        q.write_buffer(self.view_uniform, 0, self._view_bytes(camera, aspect, fit))
+        q.write_buffer(self.view_uniform, 0, self._view_bytes(camera, view_proj, fit))
         q.write_buffer(self.cull_uniform, 0, self._cull_bytes(ctx.size, aspect, fit))
 
-    def _view_bytes(self, camera, aspect: float, fit) -> bytes:
+    def _view_bytes(self, camera, view_proj, fit) -> bytes:
         s = self.settings
-        view_proj = camera.proj(aspect) @ camera.view()
         u = np.zeros((), VIEW_DTYPE)
         u["view_proj"] = view_proj.T
         u["inv_view_proj"] = np.linalg.inv(view_proj.astype(np.float64)).T
@@ -304,24 +308,27 @@ class StandardFrame:
         u["ground"] = (*GROUND, 0.0)
         return u.tobytes()
 
-    def _fit_sun(self, camera):
-        lo, hi = (np.asarray(v, np.float64) for v in self.scene.extent)
-        diag = float(np.linalg.norm(hi - lo))
-        radius = self.settings.shadow_radius or float(np.clip(0.35 * diag, 1.0, 90.0))
-        if radius >= 0.5 * diag:  # the whole scene fits: shadow all of it, wherever we look
-            center = (lo + hi) / 2.0
-        else:  # shadow the region in front of the camera
-            eye = np.asarray(camera.eye, np.float64)
-            fwd = np.asarray(camera.target, np.float64) - eye
-            fwd /= max(np.linalg.norm(fwd), 1e-9)
-            center = eye + fwd * radius * 0.7
-        return fit_sun(
-            self.scene.sun_direction,
-            center,
-            radius,
-            (lo, hi),
-            self.settings.shadow_size,
-        )
+    def _update_frustum_lines(self, view_proj, aspect) -> None:
+        if self.cull_camera is None or not self.show_frustum:
+            return
+        fmt = HDR_FORMAT if self.settings.post else self.graph.output_format
+        if fmt not in self._lines:
+            self._lines[fmt] = FrustumLines(self.device, fmt, DEPTH_FORMAT)
+        frozen = self.cull_camera.proj(aspect) @ self.cull_camera.view()
+        self._lines[fmt].set_frustum(np.linalg.inv(frozen.astype(np.float64)))
+        self._lines[fmt].set_view(view_proj)
+
+    def frustum_lines(self, fmt: str) -> FrustumLines | None:
+        """The frozen culling frustum's lines for a colour target of ``fmt``, while frozen
+        (``Main.Late`` draws them last), else None."""
+        if self.cull_camera is None or not self.show_frustum:
+            return None
+        return self._lines.get(fmt)
+
+    def _fit_sun(self, view_proj):
+        extent, distance = self.scene.extent, self.settings.shadow_radius or SHADOW_DISTANCE
+        center, radius = shadow_region(view_proj, distance, extent)  # what the camera sees
+        return fit_sun(self.scene.sun_direction, center, radius, extent, self.settings.shadow_size)
 
     def _cull_bytes(self, size, aspect, fit) -> bytes:
         s = self.settings

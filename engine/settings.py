@@ -25,7 +25,8 @@ class FrameSettings:
         post: HDR target + tone-mapping Post pass (off: Main renders to the output).
         fog_density: exponential fog per world unit (0 = none).
         exposure: multiplier before tone mapping.
-        shadow_radius: radius in world units of the shadowed region (None: from the scene).
+        shadow_radius: shadow distance: receivers the camera sees up to this view depth
+            (world units) are shadowed (None: ``engine.passes.shadow.SHADOW_DISTANCE``, 90).
         lod_base_px: projected diameter in pixels below which LOD 1 is used (halving per LOD).
 
     Raises:

@@ -12,6 +12,10 @@ const FLAG_OCCLUSION: u32 = 2u;  // Hi-Z test on
 const FLAG_TWO_PHASE: u32 = 4u;  // Cull.Early/Main.Early ran this frame
 const FLAG_RESET: u32 = 8u;      // ignore last frame's visibility (first frame, resize, cut)
 
+// |value| bits of MAX_WORLD = 1e18 (engine/scene/scene.py): a bounding sphere with any value
+// beyond it, infinite or NaN is unusable: counted as frustum-culled, never drawn or casting.
+const MAX_WORLD_BITS: u32 = 0x5d5e0b6bu;
+
 const CLASS_FRUSTUM: u32 = 0u;
 const CLASS_SMALL: u32 = 1u;
 const CLASS_OCCLUDED: u32 = 2u;
@@ -86,6 +90,12 @@ fn flush_counts(lid: u32) {
             atomicAdd(&counters[lid], v);
         }
     }
+}
+
+// Checked on the bit patterns: compilers may assume floats are never NaN or inf (WGSL
+// allows it), so a float comparison could be folded away. Trusts no check made on the CPU.
+fn usable(b: vec4f) -> bool {
+    return all((bitcast<vec4u>(b) & vec4u(0x7fffffffu)) <= vec4u(MAX_WORLD_BITS));
 }
 
 fn outside_camera(c: vec3f, r: f32) -> bool {
@@ -218,7 +228,7 @@ fn cull_early(@builtin(global_invocation_id) gid: vec3u, @builtin(local_invocati
     let id = gid.x;
     if (id < cull.counts.x && was_visible(id)) {
         let b = bounds[id];
-        let culled = (cull.counts.y & FLAG_CULL) != 0u && outside_camera(b.xyz, b.w);
+        let culled = !usable(b) || ((cull.counts.y & FLAG_CULL) != 0u && outside_camera(b.xyz, b.w));
         if (!culled) {
             emit(0u, id, select_lod(b.xyz, b.w, meshes[mesh_ids[id]].lod_count));
             count(C_DRAWN_EARLY);
@@ -233,7 +243,10 @@ fn cull_late(@builtin(global_invocation_id) gid: vec3u, @builtin(local_invocatio
     let id = gid.x;
     if (id < cull.counts.x) {
         let b = bounds[id];
-        let cls = classify(b.xyz, b.w);
+        var cls = CLASS_FRUSTUM;
+        if (usable(b)) {
+            cls = classify(b.xyz, b.w);
+        }
         let lod = select_lod(b.xyz, b.w, meshes[mesh_ids[id]].lod_count);
         count(C_TESTED);
         count_class(cls);
@@ -253,7 +266,7 @@ fn cull_shadow(@builtin(global_invocation_id) gid: vec3u, @builtin(local_invocat
     let id = gid.x;
     if (id < cull.counts.x) {
         let b = bounds[id];
-        let culled = (cull.counts.y & FLAG_CULL) != 0u && outside_light(b.xyz, b.w);
+        let culled = !usable(b) || ((cull.counts.y & FLAG_CULL) != 0u && outside_light(b.xyz, b.w));
         if (!culled) {
             emit(2u, id, select_lod(b.xyz, b.w, meshes[mesh_ids[id]].lod_count));
             count(C_SHADOW);

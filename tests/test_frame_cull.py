@@ -288,3 +288,54 @@ def test_frozen_culling_camera_keeps_culling_from_frozen_view(gpu, scene):
     assert not h.frame.freeze_culling(False)
     h.render(elsewhere, 2)
     assert set(h.drawn("early")) | set(h.drawn("late")) != frozen_set
+
+
+def test_non_finite_and_huge_instances_are_frustum_culled_on_the_gpu(gpu):
+    """NaN / inf written straight into the GPU buffers (the shader checks for itself) and a
+    finite scale of 3e38 (its radius overflows) are frustum-culled, never drawn or casting,
+    also with culling off; every other instance classifies as the reference says."""
+    import warnings
+
+    scene = random_scene(300, seed=1)
+    n = scene.count
+    h = Harness(gpu, scene)
+    h.render(CAM, 2)
+    visible = np.flatnonzero(h.state()[0] == ref.VISIBLE)
+    nan_row, inf_row, big_row = (int(i) for i in visible[:3])  # drawn early next frame if trusted
+    big = scene.transforms[big_row].copy()
+    big[:3, :3] = np.eye(3, dtype=np.float32) * np.float32(3e38)  # finite, radius overflows
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no numpy overflow warning on stderr
+        scene.set_transforms(np.array([big_row]), big[None])
+    gs = h.frame.gs
+    for row, value in ((nan_row, np.nan), (inf_row, np.inf)):  # past every CPU check
+        m = scene.transforms[row].T.copy()  # column-major, as GpuScene writes it
+        m[3, 0] = value
+        gpu.queue.write_buffer(gs.transforms, row * 64, np.ascontiguousarray(m, np.float32))
+        sphere = scene.bounds()[row].copy()
+        sphere[0] = value
+        gpu.queue.write_buffer(gs.bounds, row * 16, sphere)
+    bad = [nan_row, inf_row, big_row]
+    for settings in ({}, {"cull": False}):
+        h.frame.set_settings(**settings) if settings else None
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            h.render(CAM, 2)
+        c = check_invariants(h)
+        cls, lod = h.state()
+        assert (cls[bad] == ref.FRUSTUM).all()
+        for region in ("early", "late", "shadow"):
+            assert not set(bad) & set(h.drawn(region)), region
+        bounds = h.read(gs.bounds, np.float32).reshape(-1, 4)
+        assert (
+            not ref.usable_spheres(bounds)[bad].any() and ref.usable_spheres(bounds).sum() == n - 3
+        )
+        if settings:  # culling off: everything else drawn and casting
+            assert c["frustum_culled"] == 3 and c["visible"] == c["shadow_casters"] == n - 3
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            want = ref.classify(bounds, h.cull_view(CAM), h.pyramid())
+        assert (cls != want).sum() == 0, np.flatnonzero(cls != want)
+        assert c["frustum_culled"] == (want == ref.FRUSTUM).sum()
+        assert c["shadow_casters"] <= n - 3

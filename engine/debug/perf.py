@@ -30,16 +30,15 @@ PANEL_W = 1 + NAME_W + 1 + NUM_W + 1 + NUM_W + 1 + DELTA_W + 1 + 1 + BAR_W + 1  
 
 
 def fmt_ms(v: float | None, width: int = NUM_W) -> str:
-    """Right-aligned milliseconds in exactly ``width`` characters: 3 decimals while they
-    fit, fewer for large values, ``>999..`` past the column; ``n/a`` when there is no
-    reading (never ``0.000`` for a missing value)."""
+    """Right-aligned milliseconds in exactly ``width`` characters: 3 decimals while they fit,
+    else whole ms, else scientific; ``n/a`` when there is no reading (never ``0.000``)."""
     if v is None or not math.isfinite(v):
         return "n/a".rjust(width)
-    for decimals in (3, 2, 1, 0):
-        text = f"{v:{width}.{decimals}f}"
+    for spec in (".3f", ".0f"):  # decided on the rounded text: 9999.9996 -> "10000.000"
+        text = f"{v:{width}{spec}}"
         if len(text) <= width:
             return text
-    return (">" + "9" * (width - 1)).rjust(width)
+    return f"{v:{width}.{max(width - 8, 0)}e}"
 
 
 def fmt_delta(v: float | None, width: int = DELTA_W) -> str:

@@ -250,3 +250,6 @@ class MainPass(RenderPass):
         f.bind_geometry(rpass)
         rpass.set_bind_group(2, f.shadow_group)
         f.gs.draw(rpass, self.region, 1, f.draw_group)
+        lines = None if self.early else f.frustum_lines(fmt)
+        if lines is not None:  # F2: the frozen culling frustum, over the last main pass
+            lines.record(ctx, rpass)
