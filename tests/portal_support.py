@@ -156,33 +156,3 @@ class SseReader:
 
     def close(self):
         self.sock.close()
-
-
-# The wiring the app will do at start-up, applied to a real sample in a subprocess (argv: the
-# sample's command line): console + command registry (drained between frames), portal.
-WIRED_S13 = """
-import sys
-from engine import app as engine_app
-from engine import portal
-from engine.debug.console import install, register_frame_commands
-from samples.s13_city import City
-
-attach = engine_app._attach_tools
-
-
-def wired(app):
-    attach(app)
-    install(app)
-    register_frame_commands(app.commands, app.sample_frame)
-    app.portal = portal.start(app)
-
-
-class Wired(City):
-    def build(self, graph):
-        super().build(graph)
-        self.app.sample_frame = self.frame
-
-
-engine_app._attach_tools = wired
-engine_app.main(Wired, sys.argv[1:])
-"""

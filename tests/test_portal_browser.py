@@ -26,7 +26,7 @@ from engine.debug.logtail import LogTail
 from engine.portal import Portal
 from engine.telemetry import Telemetry
 from tests.helpers import ROOT
-from tests.portal_support import CPU_ONLY, PASSES, WIRED_S13, FramePump
+from tests.portal_support import CPU_ONLY, PASSES, FramePump
 
 OUT = Path(__file__).resolve().parent / "_out"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -153,7 +153,8 @@ def test_page_agrees_with_a_real_s13_run(browser, tmp_path):
     """A real headless s13 capture streams to the page; the rendered record's pass names,
     GPU times and cull counters equal that record in the run's own --telemetry JSONL."""
     jsonl = tmp_path / "t.jsonl"
-    cmd = [sys.executable, "-c", WIRED_S13, "--capture", str(tmp_path / "x.png"), "--frames", "90"]
+    cmd = [sys.executable, "-m", "samples.s13", "--capture", str(tmp_path / "x.png")]
+    cmd += ["--frames", "90"]
     cmd += ["--size", "160x90", "--instances", "1000", "--gpu-profile", "--portal", "0"]
     cmd += ["--telemetry", str(jsonl)]
     env = dict(os.environ, PYTHONUNBUFFERED="1", XDG_RUNTIME_DIR="/tmp")

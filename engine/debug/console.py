@@ -347,11 +347,15 @@ def register_app_commands(registry: CommandRegistry, app) -> None:
     registry.register("stats", stats, args=[Choice("reset")], help="forget mean/median/max")
 
 
-def register_frame_commands(registry: CommandRegistry, frame) -> None:
+def register_frame_commands(registry: CommandRegistry, frame, *, freeze=None) -> None:
     """``cull freeze``, ``shadows``, ``shadow-size`` against an ``engine.frame.StandardFrame``
-    (``freeze_culling(frozen)``, ``set_settings(shadows=, shadow_size=)``)."""
+    (``freeze_culling(frozen)``, ``set_settings(shadows=, shadow_size=)``). ``freeze(on)``:
+    the sample's own freeze (s13 also starts its fly camera, as F2 does); it returns the
+    output line."""
 
     def cull(_: str, on: bool | None) -> str:
+        if freeze is not None:
+            return freeze(on)
         frozen = frame.freeze_culling(on)
         return f"culling camera {'frozen' if frozen else 'released'}"
 
