@@ -231,7 +231,8 @@ class TimelinePanel:
         entry = 3 + min(self.NAME_MAX, max((len(n) for n in names), default=4))
         out = []
         for k, least in zip(self.LEGEND_COLUMNS, (self.W, 30, 26), strict=True):
-            size = (max(least, k * entry + 1), 2 + self.CHART_H + max(1, math.ceil(len(names) / k)))
+            w = max(least, k * entry + 2)  # a cell of margin either side of the legend
+            size = (w, 2 + self.CHART_H + max(1, math.ceil(len(names) / k)))
             if size not in out:
                 out.append(size)
         return tuple(out)

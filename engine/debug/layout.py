@@ -5,10 +5,11 @@ A panel offers one or more sizes in cells, best first (its full form, then compa
 is kept for the mode tag, panels anchored ``"bottom"`` stack upward from the region's bottom
 edge, the others go left to right on shelves, a new shelf below when the row is full (shelf
 packing, "next fit": Coffman et al., "Performance bounds for level-oriented two-dimensional
-packing algorithms", SIAM J. Computing 9(4), 1980). Forms are tried from all full towards
-all compact, the last panel giving way first (``form_candidates``); the first combination at
-which every panel fits wins. When none does, the one that places the earliest panels wins and
-each panel left out gets a one-line notice under the placed ones: never clipped silently.
+packing algorithms", SIAM J. Computing 9(4), 1980). Every combination of forms is tried,
+fewest compaction steps first (``form_candidates``), with a bottom margin first and then
+flush; the first combination at which every panel fits wins. When none does, the one that
+places the earliest panels wins and each panel left out gets a one-line notice under the
+placed ones: never clipped silently.
 
 ``plan`` tries the HUD scales from the largest down and, when a sample keeps part of the
 screen for itself (``keep_clear``), the free strips around that part, and returns the first
@@ -17,6 +18,8 @@ layout that places everything (else the one that places the earliest panels).
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -26,7 +29,7 @@ from .overlay import CELL_PX, MAX_COLS, MAX_ROWS
 Size = tuple[int, int]  # (cols, rows) in cells
 Rect = tuple[int, int, int, int]  # half-open (col0, row0, col1, row1) in cells
 
-MARGIN = 1  # cells between a panel and the region's left / right edge
+MARGIN = 1  # cells between a panel and the region's left, right and bottom edges
 GAP = 1  # cells between panels
 
 
@@ -87,20 +90,12 @@ def notice_text(key: str, size: Size) -> str:
 
 
 def form_candidates(panels: Sequence[PanelSpec]) -> list[tuple[int, ...]]:
-    """Form index per panel to try, in order: all full, then one step more compact at a time,
-    the last panel first, round by round (so the first panel keeps its full form longest).
-    ``[(0, 0), (0, 1), (1, 1), (1, 2)]`` for two panels of 2 and 3 forms."""
-    forms = [0] * len(panels)
-    out = [tuple(forms)]
-    while True:
-        stepped = False
-        for i in reversed(range(len(panels))):
-            if forms[i] + 1 < len(panels[i].sizes):
-                forms[i] += 1
-                out.append(tuple(forms))
-                stepped = True
-        if not stepped:
-            return out
+    """Every combination of form indices (one per panel), in the order to try them: fewest
+    compaction steps first, then the steps spread over the panels (no panel squeezed to its
+    last form while another is still full), then the earlier panels fuller (lexicographic),
+    e.g. ``[(0, 0), (0, 1), (1, 0), (1, 1), (0, 2), (1, 2)]`` for panels of 2 and 3 forms."""
+    combos = itertools.product(*(range(len(p.sizes)) for p in panels))
+    return sorted(combos, key=lambda f: (sum(f), max(f, default=0), f))
 
 
 def _shelves(panels: Sequence[PanelSpec], forms: Sequence[int], box: Rect):
@@ -151,20 +146,22 @@ def pack(panels: Sequence[PanelSpec], region: Rect, tag_width: int) -> Layout:
     if any(not p.sizes for p in panels):
         raise ValueError("every HUD panel needs at least one size")
     tag = (max(c0, c1 - tag_width - MARGIN), r0)
-    box = (c0 + MARGIN, r0 + 1, c1 - MARGIN, r1)
+    box = (c0 + MARGIN, r0 + 1, c1 - MARGIN)
     best = None
-    for forms in form_candidates(panels):
-        placed, out, _ = _shelves(panels, forms, box)
-        if not out:
-            return Layout(region, tuple(placed), tag=tag)
-        score = tuple(p not in out for p in panels)  # the earlier panels matter more
-        if best is None or score > best[1]:
-            best = (forms, score, len(out))
+    candidates = form_candidates(panels)
+    for bottom in (r1 - MARGIN, r1):  # a bottom margin if it costs nothing, else flush
+        for forms in candidates:
+            placed, out, _ = _shelves(panels, forms, (*box[:3], bottom))
+            if not out:
+                return Layout(region, tuple(placed), tag=tag)
+            score = tuple(p not in out for p in panels)  # the earlier panels matter more
+            if best is None or score > best[1]:
+                best = (forms, score, len(out))
     # Some panel cannot fit: keep one row per missing panel for its notice, which can leave
     # more out, so settle on a fixed point (at most len(panels) rounds).
     forms, _, reserve = best
     for _ in range(len(panels) + 1):
-        placed, out, bottom = _shelves(panels, forms, (box[0], box[1], box[2], r1 - reserve))
+        placed, out, bottom = _shelves(panels, forms, (*box[:3], r1 - reserve))
         if len(out) <= reserve:
             break
         reserve = len(out)
@@ -220,9 +217,23 @@ def plan(
     (largest first) and each free region at that scale, ``pack``; the first layout that
     places every panel wins, else the one that places the earliest panels (first on ties).
     The returned layout's ``scale`` and ``grid`` say which HUD scale and grid to draw with.
+    Cached on its arguments (the HUD asks again at every refresh, mostly the same question).
     Raises ValueError for an empty ``scales``."""
     if not scales:
         raise ValueError("plan: no HUD scale to try")
+    box = None if keep_clear is None else tuple(int(v) for v in keep_clear)
+    size = (int(size[0]), int(size[1]))
+    return _plan(tuple(panels), size, tuple(int(s) for s in scales), int(tag_width), box)
+
+
+@functools.lru_cache(maxsize=64)
+def _plan(
+    panels: tuple[PanelSpec, ...],
+    size: Size,
+    scales: tuple[int, ...],
+    tag_width: int,
+    keep_clear: Rect | None,
+) -> Layout:
     best = None
     for scale in scales:
         grid = grid_cells(size, scale)
