@@ -14,12 +14,13 @@ from engine.debug.layout import (
     notice_text,
     pack,
     plan,
+    smallest,
 )
 
 # the engine's panels with s13's ten passes: perf (13 rows + 5), cull, timeline (10 names)
 PERF = PanelSpec("perf", ((57, 18), (44, 18), (35, 18)))
 CULL = PanelSpec("cull", ((48, 11), (38, 11)))
-TIMELINE = PanelSpec("timeline", ((64, 14), (31, 15), (26, 20)))
+TIMELINE = PanelSpec("timeline", ((64, 14), (32, 15), (26, 20), (32, 11)))
 ALL = [PERF, CULL, TIMELINE]
 TAG = len("HUD all [F1]")
 
@@ -38,12 +39,12 @@ def overlaps(a, b) -> bool:
 
 
 def test_form_candidates_fewest_steps_spread_then_earlier_fuller():
-    got = form_candidates([CULL, TIMELINE])
+    got = form_candidates([CULL, PanelSpec("t", ((64, 14), (32, 15), (26, 20)))])
     assert got == [(0, 0), (0, 1), (1, 0), (1, 1), (0, 2), (1, 2)]
     got = form_candidates(ALL)
-    assert len(got) == 3 * 2 * 3 and len(set(got)) == 18
+    assert len(got) == 3 * 2 * 4 and len(set(got)) == 24
     assert got[:5] == [(0, 0, 0), (0, 0, 1), (0, 1, 0), (1, 0, 0), (0, 1, 1)]
-    assert got[-1] == (2, 1, 2)
+    assert got[-1] == (2, 1, 3)
     assert form_candidates([]) == [()]
 
 
@@ -55,7 +56,7 @@ def test_form_candidates_fewest_steps_spread_then_earlier_fuller():
         # 40x22: perf only in its narrowest form (1+35 <= 39, 1+18 <= 22-2 notice rows)
         ((320, 180), 1, [("perf", 1, 1, 2)]),
         # 80x45: perf full (1+57), cull and timeline compact side by side below it
-        # (1+38+1+31 = 71 <= 79; all full would need 1+18+1+11+1+14+1 = 47 > 45 rows)
+        # (1+38+1+32 = 72 <= 79; all full would need 1+18+1+11+1+14+1 = 47 > 45 rows)
         ((640, 360), 1, [("perf", 1, 1, 0), ("cull", 1, 20, 1), ("timeline", 40, 20, 1)]),
         # 160x90: perf and cull side by side (1+57+1+48 = 107), the timeline below
         ((1280, 720), 1, [("perf", 1, 1, 0), ("cull", 59, 1, 0), ("timeline", 1, 20, 0)]),
@@ -71,7 +72,7 @@ def test_all_mode_placements_by_output_size(size, scale, want):
     assert lay.grid == (cols, rows) and lay.tag == (cols - TAG - 1, 0)
     placed = {p.key for p in lay.placements}
     assert [n for _, _, n in lay.notices] == [
-        notice_text(p.key, p.sizes[-1]) for p in ALL if p.key not in placed
+        notice_text(p.key, smallest(p.sizes)) for p in ALL if p.key not in placed
     ]
     if size == (320, 180):  # the two left out say so on the rows under perf
         assert [(c, r) for c, r, _ in lay.notices] == [(1, 20), (1, 21)]
@@ -148,3 +149,9 @@ def test_plan_keeps_the_box_clear_in_pixels():
     px = 8 * lay.scale
     for r in rects(lay):
         assert not overlaps((r[0] * px, r[1] * px, r[2] * px, r[3] * px), box), r
+
+
+def test_a_box_over_everything_leaves_one_line_at_the_bottom():
+    lay = plan(ALL, (320, 180), (1,), TAG, keep_clear=(0, 0, 320, 180))
+    assert lay.region == (0, 21, 40, 22) and lay.placements == () and lay.tag is None
+    assert lay.notices == ((0, 21, "no room for perf, cull, timeline"),)

@@ -206,11 +206,13 @@ class GpuHistory:
 class TimelinePanel:
     """GPU ms per pass over the last ``TIMELINE_FRAMES`` frames as a stacked column chart, with
     a colour legend and the scale (ms at the top of the chart). Forms: the legend in 3, 2 or 1
-    columns (narrower, taller). Left out while no record has carried GPU scopes."""
+    columns (narrower, taller), then a 2-column legend under a half-height chart (shorter).
+    Left out while no record has carried GPU scopes."""
 
     key, anchor = "timeline", "top"
     W, CHART_H = 64, 8
-    LEGEND_COLUMNS = (3, 2, 1)
+    # (legend columns, chart rows, least width) of each form, best first
+    FORMS = ((3, CHART_H, W), (2, CHART_H, 30), (1, CHART_H, 26), (2, CHART_H // 2, 30))
     NAME_MAX = 18  # legend names are cut to this
 
     def __init__(self):
@@ -229,18 +231,15 @@ class TimelinePanel:
     def sizes(self, data: HudData) -> tuple[tuple[int, int], ...]:
         names = data.names
         entry = 3 + min(self.NAME_MAX, max((len(n) for n in names), default=4))
-        out = []
-        for k, least in zip(self.LEGEND_COLUMNS, (self.W, 30, 26), strict=True):
-            w = max(least, k * entry + 2)  # a cell of margin either side of the legend
-            size = (w, 2 + self.CHART_H + max(1, math.ceil(len(names) / k)))
-            if size not in out:
-                out.append(size)
-        return tuple(out)
+        return tuple(
+            (max(least, k * entry + 2), 2 + chart + max(1, math.ceil(len(names) / k)))
+            for k, chart, least in self.FORMS  # a cell of margin either side of the legend
+        )
 
     def draw(self, ov: DebugOverlay, col: int, row: int, form: int, data: HudData) -> None:
         names = data.names
         w, h = self.sizes(data)[form]
-        k = self.LEGEND_COLUMNS[form]
+        k, chart, _ = self.FORMS[form]
         ov.fill(col, row, w, h, PANEL_BG)
         vals = self.history.values(names)
         self.vmax = _nice_ceiling(float(vals.sum(axis=1).max()))
@@ -257,10 +256,10 @@ class TimelinePanel:
         colors = [PALETTE[i % len(PALETTE)] for i in range(vals.shape[1])]
         top = row + 1
         ov.line(col + 1, top, col + w - 1, top, (90, 90, 100), width=1.0)
-        self.handle = ov.stacked_chart(col + 1, top, w - 2, self.CHART_H, vals, colors, self.vmax)
+        self.handle = ov.stacked_chart(col + 1, top, w - 2, chart, vals, colors, self.vmax)
         step = (w - 2) // k
         for i, name in enumerate(names):
-            y, x = top + self.CHART_H + 1 + i // k, col + 1 + (i % k) * step
+            y, x = top + chart + 1 + i // k, col + 1 + (i % k) * step
             ov.fill(x, y, 1, 1, colors[i])
             ov.text(x + 2, y, name[: min(self.NAME_MAX, step - 3)], TEXT)
 
@@ -449,16 +448,18 @@ class Hud:
         self.timeline.handle = None
         for pl in lay.placements:
             self.panels[pl.key].draw(ov, pl.col, pl.row, pl.form, data)
-        c0, r0, c1, _ = lay.region
-        lines = list(lay.notices)
+        c0, r0, c1, r1 = lay.region
+        lines, tag_at = list(lay.notices), lay.tag
         if keys and not shown:  # the mode's only panel(s) have nothing to show: say so
-            lines += [
-                (c0 + 1, r0 + 1 + i, self.panels[k].empty_line(data)) for i, k in enumerate(keys)
-            ]
+            empty = [self.panels[k].empty_line(data) for k in keys]
+            if r1 - r0 > len(empty):
+                lines += [(c0 + 1, r0 + 1 + i, text) for i, text in enumerate(empty)]
+            else:  # a one-row region: the line takes the tag's place
+                lines, tag_at = [(c0, r0, "; ".join(empty))], None
         for col, row, text in lines:
             ov.text(col, row, text[: max(0, c1 - col)], TEXT, PANEL_BG)
-        if lay.tag is not None:
-            ov.text(*lay.tag, tag[: c1 - lay.tag[0]], HEADER, PANEL_BG)
+        if tag_at is not None:
+            ov.text(*tag_at, tag[: c1 - tag_at[0]], HEADER, PANEL_BG)
 
 
 def install_hud(app, *, clock: Callable[[], float] | None = time.perf_counter) -> Hud:

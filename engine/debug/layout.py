@@ -84,6 +84,11 @@ class Layout:
         return not self.missing
 
 
+def smallest(sizes: Sequence[Size]) -> Size:
+    """The form with the fewest cells (what a notice says a panel needs at least)."""
+    return min(sizes, key=lambda s: (s[0] * s[1], s))
+
+
 def notice_text(key: str, size: Size) -> str:
     """``"no room for cull (38x11 cells)"``: the line drawn for a panel left out."""
     return f"no room for {key} ({size[0]}x{size[1]} cells)"
@@ -142,7 +147,7 @@ def pack(panels: Sequence[PanelSpec], region: Rect, tag_width: int) -> Layout:
     """
     c0, r0, c1, r1 = region
     if c1 - c0 <= 0 or r1 - r0 <= 0:
-        return Layout(region, missing=tuple((p.key, p.sizes[-1]) for p in panels))
+        return Layout(region, missing=tuple((p.key, smallest(p.sizes)) for p in panels))
     if any(not p.sizes for p in panels):
         raise ValueError("every HUD panel needs at least one size")
     tag = (max(c0, c1 - tag_width - MARGIN), r0)
@@ -165,14 +170,16 @@ def pack(panels: Sequence[PanelSpec], region: Rect, tag_width: int) -> Layout:
         if len(out) <= reserve:
             break
         reserve = len(out)
-    missing = tuple((p.key, p.sizes[-1]) for p in out)
+    missing = tuple((p.key, smallest(p.sizes)) for p in out)
     if r1 - box[1] < len(out):  # not even a row per notice: one line in place of the tag
         line = "no room for " + ", ".join(p.key for p in out)
         return Layout(region, tuple(placed), missing, ((c0, r0, line),), tag=None)
     first = bottom + GAP if placed and bottom > box[1] else box[1]
     first = min(first, r1 - len(out))
     x = box[0] if box[0] < box[2] else c0
-    notices = tuple((x, first + i, notice_text(p.key, p.sizes[-1])) for i, p in enumerate(out))
+    notices = tuple(
+        (x, first + i, notice_text(p.key, smallest(p.sizes))) for i, p in enumerate(out)
+    )
     return Layout(region, tuple(placed), missing, notices, tag=tag)
 
 
@@ -217,6 +224,7 @@ def plan(
     (largest first) and each free region at that scale, ``pack``; the first layout that
     places every panel wins, else the one that places the earliest panels (first on ties).
     The returned layout's ``scale`` and ``grid`` say which HUD scale and grid to draw with.
+    When ``keep_clear`` leaves no free cell, the grid's bottom row is used for one line.
     Cached on its arguments (the HUD asks again at every refresh, mostly the same question).
     Raises ValueError for an empty ``scales``."""
     if not scales:
@@ -237,7 +245,8 @@ def _plan(
     best = None
     for scale in scales:
         grid = grid_cells(size, scale)
-        regions = free_regions(size, scale, keep_clear) or [(0, 0, 0, 0)]
+        # no free strip at all: the bottom row still says what is missing (never silent)
+        regions = free_regions(size, scale, keep_clear) or [(0, grid[1] - 1, *grid)]
         for region in regions:
             lay = pack(panels, region, tag_width)
             lay = Layout(lay.region, lay.placements, lay.missing, lay.notices, lay.tag, scale, grid)
