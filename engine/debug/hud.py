@@ -347,11 +347,6 @@ class Hud:
         self.mode = "off"
         self.set_mode(mode, hint=False)
 
-    @property
-    def hint_visible(self) -> bool:
-        """Whether the off-mode hint is on screen this frame."""
-        return self.mode == "off" and self._hint_drawn
-
     def set_mode(self, mode: str, *, hint: bool = True) -> None:
         """Switch mode; switching to ``off`` shows the F1 hint for ``HINT_S`` seconds unless
         ``hint`` is False. Raises ValueError for a name not in ``OVERLAY_MODES``."""
