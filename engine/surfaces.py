@@ -218,7 +218,11 @@ class WindowSurface:
         self._native = native
         self.size = (0, 0)
         self.keys: list[int] = []
+        # Text entry (the in-game console): ``on_key(key) -> consumed`` and ``on_char(ch)``,
+        # called in event order during ``poll``; a consumed key never reaches ``keys``.
+        self.text_input = None
         glfw.set_key_callback(self.window, self._on_key)
+        glfw.set_char_callback(self.window, self._on_char)
         self._x11 = None
         if glfw.get_platform() == glfw.PLATFORM_X11:
             self._x11 = X11ErrorTrap(glfw.get_x11_window(self.window), glfw.get_x11_display())
@@ -229,8 +233,18 @@ class WindowSurface:
         return self._x11 is not None and self._x11.lost
 
     def _on_key(self, window, key, scancode, action, mods):
+        if action == self._glfw.RELEASE:
+            return
+        sink = self.text_input
+        if sink is not None and sink.on_key(key, repeat=action == self._glfw.REPEAT):
+            return
         if action == self._glfw.PRESS:
             self.keys.append(key)
+
+    def _on_char(self, window, codepoint):
+        # the character as typed on the user's layout (glfw's char callback), not the key
+        if self.text_input is not None:
+            self.text_input.on_char(chr(codepoint))
 
     def poll(self) -> list[int]:
         """Process window events; return the keys pressed since the last poll."""
