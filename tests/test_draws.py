@@ -133,7 +133,7 @@ def test_off_means_no_extra_query_set_timestamp_or_proxy(monkeypatch):
     graph.profiler = FrameProfiler(gpu, cpu=False, batch=1, draws=True)
     rig.run(2)
     graph.profiler.drain()
-    assert counts["query_sets"] - before == 3 + 4  # the pass pools + the draw pools
+    assert counts["query_sets"] - before == 3 + 3  # the pass pools + the draw pools
     inside = INSIDE_FEATURE in gpu.features
     assert counts["write_timestamp"] == (2 * 2 * len(COSTS) if inside else 0)
     assert seen[3:] == [TimedPass] * 2

@@ -30,7 +30,12 @@ timer elsewhere); a measured span shorter than two resolutions is flagged
 
 Per-draw pipeline statistics (``pipeline-statistics-query``): one query around each draw
 (scopes follow each other inside a pass; see ``engine.profiling.pipeline_stats``); a pass's
-counts are the sum of its draws'.
+counts are the sum of its draws'. A render draw whose last counts showed no vertex shader
+invocation (an indirect draw of 0 instances) is not replayed until it draws again: its
+split reading is ``None`` and it adds nothing to the pass's split sum.
+
+A replay sets only the state in effect at its draw (the last pipeline, the last bind group
+per slot, ...), so its CPU cost does not grow with the draws before it.
 
 Multi-draw indirect calls are timed as one draw each (the proxy cannot see inside them);
 ``engine.culling.gpu_scene.GpuScene.draw`` issues one labelled indirect draw per (mesh, LOD)
@@ -165,8 +170,10 @@ class PassDraws(NamedTuple):
         return None if not v or None in v else sum(v)
 
     def split_sum_ns(self) -> float | None:
-        v = [d.split_ns for d in self.draws]
-        return None if not v or None in v else sum(v)
+        """Sum of the split readings; draws not replayed because they drew nothing (0
+        vertex invocations) add 0; None when any other draw has none."""
+        v = [d.split_ns if d.split_ns is not None or d.vertex != 0 else 0.0 for d in self.draws]
+        return None if not v or None in v or all(d.split_ns is None for d in self.draws) else sum(v)
 
     def ns_per_fragment(self, gpu_ns: float | None) -> float | None:
         """GPU ns per fragment invocation of a pass that took ``gpu_ns`` (None: unknown)."""
@@ -202,6 +209,7 @@ class _FrameRec:
     passes: list[_PassRec] = field(default_factory=list)
     ts_used: int = 0
     stats_used: int = 0
+    replay_passes: int = 0
 
 
 class TimedPass:
@@ -246,6 +254,18 @@ for _n in DRAW_METHODS:
     setattr(TimedPass, _n, _work(_n))
 
 
+def _state_key(command: tuple, n: int) -> tuple:
+    """Which earlier call a state call replaces: per bind group / vertex buffer slot, else
+    per method; immediates accumulate (a range each)."""
+    name, args, kwargs = command
+    if name in ("set_bind_group", "set_vertex_buffer"):
+        slot = args[0] if args else kwargs.get("index", kwargs.get("slot"))
+        return (name, slot)
+    if name == "set_immediates":
+        return (name, n)
+    return (name,)
+
+
 def draw_label(pass_encoder, text: str) -> None:
     """Name the next draw of ``pass_encoder`` when draws are being timed; else nothing."""
     fn = getattr(pass_encoder, "draw_label", None)
@@ -267,7 +287,11 @@ class DrawProfiler:
         max_repeats: at most this many repetitions.
         budget_ns: nor more repetitions than this much empty-pass overhead (clears of big
             targets on a slow GPU) allows.
-        slots: readback slots in flight.
+        max_replay_passes: replay passes per frame at most (CPU cost: each is a pass begun
+            and its state set); draws beyond it are not replayed that frame
+            (``replays_skipped``).
+        slots: readback slots in flight; batch: frames per slot, read back with one map
+            (as ``engine.profiling.gpu.GpuProfiler``); one query pool per frame region.
 
     Attributes:
         available: False without ``timestamp-query`` (``reason`` says why).
@@ -285,7 +309,9 @@ class DrawProfiler:
         target_ns: int = 20_000,
         max_repeats: int = 16,
         budget_ns: int = 2_000_000,
-        slots: int = 4,
+        max_replay_passes: int = 128,
+        slots: int = 3,
+        batch: int = 1,
     ):
         feats = gpu.features
         self.device = dev = gpu.device
@@ -299,6 +325,9 @@ class DrawProfiler:
         self.resolution_ns = 0  # 0: nothing seen yet (gcd identity)
         self.dropped = 0
         self._repeats: dict[tuple[str, str], int] = {}
+        self._empty: set[tuple[str, str]] = set()  # draws that ran no vertex last counted
+        self.replays_skipped = 0
+        self.max_replay_passes = max_replay_passes
         self._scratch: dict[tuple, wgpu.GPUTextureView] = {}
         self._rec: _FrameRec | None = None
         self._waiting: dict[int, _FrameRec] = {}
@@ -309,10 +338,10 @@ class DrawProfiler:
         self._st_stride = 8 * len(STATISTICS)
         ts_bytes = 8 * self._ts_cap
         size = ts_bytes + (self._st_stride * capacity if self.stats else 0)
-        self._ring = ReadbackRing(dev, size, slots=slots, label="draw timestamps")
+        self._ring = ReadbackRing(dev, size, slots=slots, batch=batch, label="draw timestamps")
         usage = wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC
         self._pools = []
-        for i in range(slots):
+        for i in range(slots * batch):
             qs = dev.create_query_set(label=f"draws {i}", type="timestamp", count=self._ts_cap)
             st = None
             if self.stats:
@@ -394,14 +423,29 @@ class DrawProfiler:
         targets = self._scratch_targets(p)
         qs = self._pools[frame.pool][0]
         base = p.baselines = {}  # repeats -> query of that many empty passes in a row
+        state: dict[tuple, tuple] = {}  # the state in effect: last call per (method, slot)
+        done = 0
         for d in p.draws:
-            d.repeats = self._repeats.get((p.name, d.label), 1)
+            for c in p.commands[done : d.command]:
+                if c[0] in STATE_METHODS:
+                    state[_state_key(c, len(state))] = c
+            done = d.command + 1
+            key = (p.name, d.label)
+            if key in self._empty:  # drew nothing last time it was counted: not replayed
+                continue
+            room = self.max_replay_passes - frame.replay_passes
+            n = self._repeats.get(key, 1)
+            if n + (0 if n in base else n) > room:  # over the budget: once, or not at all
+                n = 1
+                if 1 + (0 if 1 in base else 1) > room:
+                    self.replays_skipped += 1
+                    continue
+            d.repeats = n
             if d.repeats not in base:
                 base[d.repeats] = self._replay_pass(
                     encoder, qs, frame, targets, f"{p.name} baseline", [], d.repeats
                 )
-            state = [c for c in p.commands[: d.command] if c[0] in STATE_METHODS]
-            cmds = [*state, p.commands[d.command]]
+            cmds = [*state.values(), p.commands[d.command]]
             d.replay_ts = self._replay_pass(
                 encoder, qs, frame, targets, f"{p.name} replay {d.label}", cmds, d.repeats
             )
@@ -411,6 +455,7 @@ class DrawProfiler:
             return None
         i = frame.ts_used
         frame.ts_used += 2
+        frame.replay_passes += repeats
         for r in range(repeats):
             tw = {"query_set": qs} if r in (0, repeats - 1) else None
             if r == 0:
@@ -526,16 +571,23 @@ class DrawProfiler:
             else:
                 below = end - begin < two_res
         empty = base.get(d.repeats)
+        key = (p.name, d.label)
         if d.replay_ts is not None and empty is not None:
             measured = spans[d.replay_ts // 2] - empty
             split = measured / d.repeats
             if begin is None:
                 below = measured < two_res
-            self._repeats[(p.name, d.label)] = self._next_repeats(split, empty / d.repeats)
+            estimate = split if begin is None else end - begin
+            if estimate > 0:  # a reading at or below zero says nothing about the size
+                self._repeats[key] = self._next_repeats(estimate, empty / d.repeats)
         counts = (None, None, None, None)
         if d.stats is not None:
             off = 8 * self._ts_cap + d.stats * self._st_stride
             counts = struct.unpack_from("<4Q", data, off)
+            if p.kind == RENDER and counts[0] == 0:
+                self._empty.add(key)
+            else:
+                self._empty.discard(key)
         return Draw(d.label, begin, end, split, d.repeats, below, *counts)
 
     def _next_repeats(self, per_repeat_ns: float, empty_pass_ns: float) -> int:

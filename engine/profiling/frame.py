@@ -12,6 +12,7 @@ from .timings import FrameTimings
 log = logging.getLogger("lantern")
 
 HISTORY_FRAMES = 300
+DRAWS_CPU_SCOPE = "Draw replay"  # CPU scope of the per-draw replays' recording (draws on)
 
 
 class FrameProfiler:
@@ -80,7 +81,8 @@ class FrameProfiler:
         if draws and self.gpu is not None and self.gpu.available:
             from .draws import DrawProfiler
 
-            self.draws = DrawProfiler(gpu_ctx, **(draw_options or {}))
+            opts = {"slots": frames_in_flight, "batch": batch, **(draw_options or {})}
+            self.draws = DrawProfiler(gpu_ctx, **opts)
         self.active = True  # engine.profiling.sink.ProfilerSink: the graph calls this sink
         self.gpu_available = self.gpu is not None and self.gpu.available
         if self.gpu is None:
@@ -148,8 +150,10 @@ class FrameProfiler:
             self.cpu.end()
 
     def end_frame(self, encoder) -> None:
-        if self.draws is not None:
+        if self.draws is not None:  # replays and resolves: a CPU scope of its own
+            self.cpu_begin(DRAWS_CPU_SCOPE)
             self.draws.end_frame(encoder)
+            self.cpu_end()
         if self.gpu_available:
             self.gpu.end_frame(encoder)
 

@@ -15,6 +15,13 @@ Arms, interleaved in blocks (off, on, gpu, cpu, enc, off, on, ...) to cancel dri
 * ``enc``: GPU timestamps written on the encoder between passes instead of on the pass
   descriptors (``timestamps="encoder"``; needs ``timestamp-query-inside-encoders``): if
   descriptor timestamps serialised passes, ``gpu`` would cost more GPU time than ``enc``.
+* ``draws``: ``--gpu-profile draws --profile``: ``on`` plus per-draw timing
+  (``engine.profiling.draws``: timestamps between draws inside the passes where the adapter
+  has ``timestamp-query-inside-passes``, every render draw replayed alone, pipeline
+  statistics per draw). Its extra CPU per frame is printed against ``on`` and ``off``; its
+  GPU frame includes the replays. For the standard frame the per-draw sums are compared
+  with their pass's own time (the truth check of per-draw timing). The device is created
+  with the features this arm uses (``engine.gpu.DRAW_PROFILE_FEATURES``) for every arm.
 
 Each frame is submitted as three command buffers in one ``queue.submit``: a stopwatch begin
 (an empty compute pass with a beginning-of-pass timestamp), the frame, a stopwatch end. The
@@ -51,7 +58,7 @@ from samples.s02_custom_pass import (
 )
 
 FORMAT = "rgba8unorm"
-ARMS = ("off", "on", "gpu", "cpu", "enc")
+ARMS = ("off", "on", "gpu", "cpu", "enc", "draws")
 
 
 class Stopwatch:
@@ -143,6 +150,7 @@ def _sinks(gpu):
     }
     if gpu.has_encoder_timestamps:
         sinks["enc"] = FrameProfiler(gpu, gpu=True, cpu=False, timestamps="encoder")
+    sinks["draws"] = FrameProfiler(gpu, gpu=True, cpu=True, draws=True)
     return sinks
 
 
@@ -187,8 +195,9 @@ def _measure(gpu, case, *, frames_per_block, blocks):
             take(watch.ring.poll())
             index += 1
     take(watch.ring.drain(5.0))
-    case.graph.profiler = sinks["on"]
-    loop.drain()
+    for arm in ("on", "draws"):  # publish what is in flight (per-draw records too)
+        case.graph.profiler = sinks[arm]
+        loop.drain()
     case.graph.profiler = None
     return cpu, gpu_ms, list(loop.telemetry.history)
 
@@ -221,17 +230,25 @@ def _report(case, cpu, gms):
         ("cpu", "--profile only (CPU scopes)"),
         ("gpu", "--gpu-profile only (pass timestamps)"),
         ("enc", "--gpu-profile, encoder timestamps"),
+        ("draws", "--gpu-profile draws --profile"),
     ):
         if arm not in cpu:
             continue
         c = (statistics.median(cpu[arm]) - statistics.median(cpu["off"])) * 1e3
         g = (statistics.median(gms[arm]) - statistics.median(gms["off"])) * 1e3
         print(f"    {what:<38} CPU {c:+8.1f} us/frame   GPU {g:+8.1f} us/frame")
+    c = (statistics.median(cpu["draws"]) - statistics.median(cpu["on"])) * 1e3
+    m = (statistics.mean(cpu["draws"]) - statistics.mean(cpu["on"])) * 1e3
+    print(f"  per-draw timing, extra CPU over 'on': median {c:+.1f} us/frame, mean {m:+.1f}")
 
 
 def run(gpu, args) -> None:
     """Print the overhead tables for the standard frame and the s02 graphs on ``gpu``."""
-    print(f"adapter: {gpu.summary}")
+    from engine.gpu import DRAW_PROFILE_FEATURES, create_gpu
+
+    if any(f in gpu.adapter.features and f not in gpu.features for f in DRAW_PROFILE_FEATURES):
+        gpu = create_gpu(getattr(args, "adapter", None), extra_features=DRAW_PROFILE_FEATURES)
+    print(f"adapter: {gpu.summary}; features {', '.join(sorted(gpu.features))}")
     if not gpu.has_timestamps:
         print("  GPU timings n/a: no 'timestamp-query' feature; nothing to measure")
         return
@@ -268,7 +285,55 @@ def run(gpu, args) -> None:
         _report(case, cpu, gms)
         if i == 0:
             _telemetry_cost(records)
+            _draw_truth(records)
+        _draw_recording_cpu(records)
     print("  goals: CPU <= 1.05x, GPU <= 1.01x (on vs off)")
+
+
+def _draw_recording_cpu(records) -> None:
+    """CPU of recording alone (pass scopes, plus the replays' scope), from the CPU scopes of
+    the ``on`` and ``draws`` arms' records: per-draw timing's extra CPU without the submit
+    (on a software GPU the submit's time follows the GPU work the replays add)."""
+    skip = {"Update", "Submit", "Present"}
+    per = {"on": [], "draws": []}
+    for r in records:
+        if r.cpu and r.gpu:
+            arm = "draws" if r.draws else "on"
+            per[arm].append(sum(s.end_ns - s.begin_ns for s in r.cpu if s.name not in skip))
+    if per["on"] and per["draws"]:
+        a, b = statistics.median(per["on"]) / 1e3, statistics.median(per["draws"]) / 1e3
+        print(
+            f"  recording CPU (pass scopes + 'Draw replay', medians): on {a:.1f} us, "
+            f"draws {b:.1f} us: {b - a:+.1f} us/frame"
+        )
+
+
+def _draw_truth(records) -> None:
+    """Per render/compute pass of the ``draws`` arm's frames (medians): the draws' inside
+    sum / the pass's own time, and split sum / inside sum (> 1: the draws overlapped)."""
+    timed = [r for r in records if r.draws and r.gpu]
+    if not timed:
+        print("  per-draw truth: no frame with draw timings came back")
+        return
+    inside = "n/a" if timed[-1].draws[0].draws[0].begin_ns is None else "inside"
+    print(f"  per-draw truth over {len(timed)} frames (medians; inside timing: {inside}):")
+    names = [p.name for p in timed[-1].draws]
+    for name in names:
+        ratios, overlap, draws = [], [], 0
+        for r in timed:
+            p = next((q for q in r.draws if q.name == name), None)
+            s = next((x for x in r.gpu if x.name == name), None)
+            if p is None or s is None:
+                continue
+            draws = len(p.draws)
+            ins, spl = p.inside_sum_ns(), p.split_sum_ns()
+            if ins is not None and s.end_ns > s.begin_ns:
+                ratios.append(ins / (s.end_ns - s.begin_ns))
+            if ins and spl is not None:
+                overlap.append(spl / ins)
+        a = f"{statistics.median(ratios):6.3f}" if ratios else "   n/a"
+        b = f"{statistics.median(overlap):6.3f}" if overlap else "   n/a"
+        print(f"    {name:<14} {draws:3d} draws  sum/pass {a}  split/inside {b}")
 
 
 def _telemetry_cost(records) -> None:
