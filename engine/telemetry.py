@@ -28,6 +28,7 @@ from .profiling.timings import FrameTimings, Scope
 log = logging.getLogger("lantern")
 
 GPU, CPU, WALL = "gpu", "cpu", "wall"
+DRAW = "draw"  # per-draw GPU readings in the stats (name "<pass>/<draw>"), --gpu-profile draws
 FRAME_SCOPE = "Frame"  # the wall-clock frame time's name in the stats (clock WALL)
 WINDOW = 60  # frames behind mean, median, max and the rolling median / MAD of the delta
 OUTLIER_MADS = 3.0  # |delta| beyond this many MADs is highlighted
@@ -102,7 +103,8 @@ class FrameRecord:
         cull: the newest cull counters at publication (their own ``frame_index``), or None.
         draws: per pass, its draws' GPU times and pipeline statistics
             (``engine.profiling.draws.PassDraws``) with ``--gpu-profile draws``, else None.
-        snapshot: the stats window after this frame (``StatsSnapshot``), from which
+        snapshot: the stats window after this frame (``StatsSnapshot``; per-draw readings
+            are rows of clock ``"draw"`` named ``"<pass>/<draw>"``), from which
             ``stats_keys`` (``(clock, name)`` per row) and ``stats_values`` (``float64
             (rows, len(STAT_FIELDS))``, NaN = none; keys without a reading in the window left
             out) are computed on first use; ``stats`` / ``stat()`` give ``PassStats``.
@@ -373,6 +375,9 @@ class Telemetry:
         if wall_ms is not None:
             keys += ((WALL, FRAME_SCOPE),)
             values.append(wall_ms)
+        draws = timings.draws if timings is not None else None
+        if draws:
+            keys, values = _add_draws(keys, values, draws)
         snapshot = self.stats.add(keys, values, t_ns / 1e9)
         record = FrameRecord(
             seq=self._seq,
@@ -385,7 +390,7 @@ class Telemetry:
             invalid=timings.invalid if timings is not None else 0,
             cull=cull,
             snapshot=snapshot,
-            draws=timings.draws if timings is not None else None,
+            draws=draws,
         )
         self._seq += 1
         t = self.totals
@@ -403,6 +408,15 @@ class Telemetry:
                 self.subscriber_errors += 1
                 self._subscribers.remove(fn)
         return record
+
+
+def _add_draws(keys: tuple, values: list, draws) -> tuple[tuple, list]:
+    """Append each draw's reading (inside, else split; ms) as a ``(DRAW, "<pass>/<draw>")``
+    row of the stats window, so views get its mean and delta like a pass's."""
+    extra = [(f"{p.name}/{d.label}", d.ns) for p in draws for d in p.draws]
+    keys += tuple((DRAW, name) for name, ns in extra if ns is not None)
+    values += [ns / 1e6 for _, ns in extra if ns is not None]
+    return keys, values
 
 
 # -- wire format: shared by --telemetry (JSON Lines) and the portal --------------------------

@@ -277,3 +277,62 @@ def test_standard_frame_names_each_batch(gpu):
     # every instance drawn early or late went through exactly one batch's vertex shader
     if "pipeline-statistics-query" in g.features:
         assert by_pass["Post"].draws[0].vertex == 3
+
+
+def _fake_draw_frame(index: int):
+    """FrameTimings of two passes, ``Main`` (render, 5 draws of known ms, wobbling by frame)
+    and ``Cull`` (compute, one unlabelled dispatch), with their draws."""
+    from engine.profiling.draws import Draw, PassDraws
+    from engine.profiling.timings import FrameTimings, Scope
+
+    f = 1.0 + 0.1 * ((index * 3) % 5 - 2) / 2
+    ms = [0.2 * f, 1.5 * f, 0.05, 0.9 * f, 0.4]
+    t, draws = 10_000, []
+    for k, m in enumerate(ms):
+        draws.append(Draw(f"d{k}", t, t + round(m * 1e6), None, 0, False, 3, 1, 1000 * (k + 1)))
+        t += round(m * 1e6)
+    main = Scope("Main", 10_000, t + 5_000)
+    cull = Scope("Cull", t + 6_000, t + 106_000)
+    cull_draw = Draw("Cull#0", t + 6_100, t + 105_900, None, 0, False, 0, 0, 0, 64)
+    passes = (PassDraws("Main", "render", tuple(draws)), PassDraws("Cull", "compute", (cull_draw,)))
+    cpu = [Scope("Main", 0, 30_000), Scope("Cull", 30_000, 40_000)]
+    return FrameTimings(index, gpu=[main, cull], cpu=cpu, draws=passes), ms
+
+
+def test_perf_table_expands_a_pass_into_its_draws():
+    from engine.debug.overlay import DebugOverlay
+    from engine.debug.perf import FORM_WIDTHS, PerfOverlay
+    from engine.telemetry import Telemetry
+
+    tel = Telemetry({"profiling": {"gpu": True, "cpu": True, "gpu_available": True}})
+    frames = [_fake_draw_frame(i) for i in range(70)]
+    for i, (ft, _) in enumerate(frames):
+        tel.publish(i, t_ns=i * 16_000_000, wall_ms=16.0, timings=ft)
+    perf = PerfOverlay(max_draws=3)
+    perf.refresh(tel, ["Main", "Cull"])
+    window = frames[-60:]
+    mean = [np.mean([m[k] for _, m in window]) for k in range(5)]
+    main_ms = np.mean([(ft.gpu[0].end_ns - ft.gpu[0].begin_ns) / 1e6 for ft, _ in window])
+    top = sorted(range(5), key=lambda k: -mean[k])[:3]  # d1, d3, d4
+    names = [r.name.strip() for r in perf.rows]
+    assert names == ["Main", *[f"d{k}" for k in top], "+2 more", "ns/frag", "Cull"]
+    for r, k in zip(perf.rows[1:4], top, strict=True):
+        assert r.child and r.gpu_ms == pytest.approx(mean[k]) and r.cpu_ms is None
+    assert perf.rows[4].gpu_ms == pytest.approx(mean[0] + mean[2])
+    frags = sum(1000 * (k + 1) for k in range(5))
+    assert perf.rows[5].gpu_ms == pytest.approx(main_ms * 1e6 / frags)
+    # the totals count passes only, never their draws twice
+    cull_ms = 0.1
+    assert perf.totals.gpu_ms == pytest.approx(main_ms + cull_ms)
+    ov = DebugOverlay(60, 20)
+    perf.draw(ov, 0, 0)
+    line = "".join(ov.glyph_at(c, 2) or " " for c in range(60))
+    assert line.split()[:2] == [f"d{top[0]}", f"{mean[top[0]]:.3f}"]  # no CPU column
+    assert line.startswith("   d")  # indented under its pass
+    # forms 3-5: the same widths without the draw rows, for when the table does not fit
+    sizes = perf.sizes()
+    assert len(sizes) == 6 and [w for w, _ in sizes] == [*FORM_WIDTHS, *FORM_WIDTHS]
+    assert sizes[0][1] - sizes[3][1] == 5
+    ov2 = DebugOverlay(60, 20)
+    perf.draw(ov2, 0, 0, form=3)
+    assert "".join(ov2.glyph_at(c, 2) or " " for c in range(60)).split()[0] == "Cull"

@@ -11,10 +11,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..telemetry import CPU, FRAME_SCOPE, GPU, WALL, WINDOW
+from ..telemetry import CPU, DRAW, FRAME_SCOPE, GPU, WALL, WINDOW
 from .overlay import DebugOverlay
 
 CPU_ONLY_SCOPES = ("Update", "Submit", "Present")
+NS_FRAG = "  ns/frag"  # the row under a render pass: GPU ns per fragment (not ms)
 
 # Opaque: the overlay blends in linear light on sRGB targets, so even 8 % of a white wall
 # (alpha 235) lifts a dark panel to sRGB ~80 and dim text drops below a 2:1 contrast.
@@ -75,6 +76,7 @@ class PerfRow:
     delta_ms: float | None = None
     outlier: bool = False
     hitch_ms: float | None = None
+    child: bool = False  # a draw under its pass (--gpu-profile draws): indented, no CPU column
 
 
 class PerfOverlay:
@@ -82,13 +84,28 @@ class PerfOverlay:
     telemetry's stats window), a signed delta column, bars of each pass's share, totals, FPS
     and frame time; each number coloured on its own (red over budget, dim under ``dim_ms``).
 
+    With per-draw timing (``--gpu-profile draws``) a pass expands into its costliest draws
+    (window means, at most ``max_draws``, the rest summed in a ``+N more`` row) and, for a
+    render pass with pipeline statistics, a ``ns/frag`` row: the pass's mean GPU time per
+    fragment shader invocation of the newest frame. Forms 3-5 are forms 0-2 without these
+    rows, for when the expanded table does not fit.
+
     Args:
         refresh_hz: how often the figures change (default 4).
         budget_ms: numbers above this are red (default 5 ms).
         dim_ms: numbers below this are dimmed (default 0.1 ms).
+        max_draws: draws shown under a pass (default 3).
     """
 
-    def __init__(self, *, refresh_hz: float = 4.0, budget_ms: float = 5.0, dim_ms: float = 0.1):
+    def __init__(
+        self,
+        *,
+        refresh_hz: float = 4.0,
+        budget_ms: float = 5.0,
+        dim_ms: float = 0.1,
+        max_draws: int = 3,
+    ):
+        self.max_draws = max_draws
         self.window = WINDOW
         self.refresh_s = 1.0 / refresh_hz
         self.budget_ms, self.dim_ms = budget_ms, dim_ms
@@ -125,11 +142,17 @@ class PerfOverlay:
             self.totals, self.frame_ms = PerfRow("Total", None, None), None
             return
         names = list(pass_names) + [n for n in CPU_ONLY_SCOPES if rec.stat(n, CPU)]
-        self.rows = [self._row(rec, n) for n in names]
+        draws = {p.name: p for p in rec.draws or ()}
+        self.rows = []
+        for n in names:
+            self.rows.append(self._row(rec, n))
+            if n in draws and self.gpu_available:
+                self.rows += self._draw_rows(rec, draws[n], self.rows[-1].gpu_ms)
+        passes = [r for r in self.rows if not r.child]
         self.totals = PerfRow(
             "Total",
-            _sum(r.cpu_ms for r in self.rows),
-            _sum(r.gpu_ms for r in self.rows),
+            _sum(r.cpu_ms for r in passes),
+            _sum(r.gpu_ms for r in passes),
         )
         wall = rec.stat(FRAME_SCOPE, WALL)
         self.frame_ms = wall.mean_ms if wall is not None else None
@@ -146,19 +169,48 @@ class PerfOverlay:
             lead.hitch_ms if lead else None,
         )
 
+    def _draw_rows(self, rec, p, pass_gpu_ms: float | None) -> list[PerfRow]:
+        """Rows under pass ``p`` (``engine.profiling.draws.PassDraws``): its costliest draws
+        by window mean, ``+N more`` for the rest, ``ns/frag`` for a render pass."""
+        rows = []
+        for d in p.draws:
+            st = rec.stat(f"{p.name}/{d.label}", DRAW)
+            if st is not None:
+                rows.append(
+                    PerfRow("  " + d.label, None, st.mean_ms, st.delta_ms, st.outlier, None, True)
+                )
+        if len(rows) == 1 and p.draws[0].label == f"{p.name}#0":
+            rows = []  # one unlabelled draw: the pass row says it all
+        rows.sort(key=lambda r: -r.gpu_ms)
+        if len(rows) > self.max_draws:
+            rest = rows[self.max_draws :]
+            rows = rows[: self.max_draws]
+            rows.append(
+                PerfRow(f"  +{len(rest)} more", None, _sum(r.gpu_ms for r in rest), child=True)
+            )
+        frags = p.total("fragment")
+        if p.kind == "render" and frags and pass_gpu_ms is not None:
+            rows.append(PerfRow(NS_FRAG, None, pass_gpu_ms * 1e6 / frags, child=True))
+        return rows
+
     def size(self, form: int = 0) -> tuple[int, int]:
         """Panel size in cells ``(cols, rows)`` of ``form`` (0 full, 1 without the SHARE
-        bars, 2 also without the DELTA column)."""
-        return FORM_WIDTHS[form], len(self.rows) + 5
+        bars, 2 also without the DELTA column; 3-5 the same without draw rows)."""
+        rows = self.rows if form < len(FORM_WIDTHS) else [r for r in self.rows if not r.child]
+        return FORM_WIDTHS[form % len(FORM_WIDTHS)], len(rows) + 5
 
     def sizes(self) -> tuple[tuple[int, int], ...]:
-        """Every form's size, widest first (``size(i)`` for each form)."""
-        return tuple(self.size(i) for i in range(len(FORM_WIDTHS)))
+        """Every form's size, widest first (``size(i)`` for each form); six forms when
+        draws are shown (the last three collapse them)."""
+        n = len(FORM_WIDTHS) * (2 if any(r.child for r in self.rows) else 1)
+        return tuple(self.size(i) for i in range(n))
 
     def draw(self, ov: DebugOverlay, col: int, row: int, form: int = 0) -> tuple[int, int]:
         """Write the table in ``form`` with its top-left cell at ``(col, row)``; return its
         size. Every line fits inside the panel (the note is cut to the panel's width)."""
         w, h = self.size(form)
+        rows = self.rows if form < len(FORM_WIDTHS) else [r for r in self.rows if not r.child]
+        form %= len(FORM_WIDTHS)
         delta = form < 2
         ov.fill(col, row, w, h, PANEL_BG)
         x = col + 1
@@ -167,13 +219,14 @@ class PerfOverlay:
             head += f" {'DELTA':>{DELTA_W}}" + ("  SHARE" if form == 0 else "")
         ov.text(x, row, head, HEADER)
         basis = self.totals.gpu_ms or self.totals.cpu_ms or 0.0
-        for i, r in enumerate(self.rows):
+        for i, r in enumerate(rows):
             y = row + 1 + i
-            self._draw_row(ov, x, y, r, TEXT, delta=delta)
+            self._draw_row(ov, x, y, r, DIM if r.child else TEXT, delta=delta)
             own = r.gpu_ms if self.totals.gpu_ms else r.cpu_ms
-            if form == 0 and own is not None and basis > 0 and r.name not in CPU_ONLY_SCOPES:
+            bar = r.name not in CPU_ONLY_SCOPES and r.name != NS_FRAG
+            if form == 0 and own is not None and basis > 0 and bar:
                 ov.bar(x + NUMBERS_W + DELTA_W + 3, y, BAR_W, own / basis, BAR, BAR_BG)
-        y = row + 1 + len(self.rows)
+        y = row + 1 + len(rows)
         self._draw_row(ov, x, y, self.totals, HEADER, delta=delta)
         fps = f"{1000.0 / self.frame_ms:6.1f}" if self.frame_ms else "   n/a"
         ov.text(x, y + 1, f"Frame {fmt_ms(self.frame_ms)} ms {fps} FPS", TEXT)
@@ -188,9 +241,11 @@ class PerfOverlay:
         total = name_color is HEADER
         ov.text(x, y, f"{r.name[:NAME_W]:<{NAME_W}}", name_color)
         x += NAME_W + 1
-        ov.text(x, y, fmt_ms(r.cpu_ms), name_color if total else self._color(r.cpu_ms))
+        if not r.child:
+            ov.text(x, y, fmt_ms(r.cpu_ms), name_color if total else self._color(r.cpu_ms))
         x += NUM_W + 1
-        ov.text(x, y, fmt_ms(r.gpu_ms), name_color if total else self._color(r.gpu_ms))
+        plain = total or r.name == NS_FRAG  # ns, not ms: no budget colours
+        ov.text(x, y, fmt_ms(r.gpu_ms), name_color if plain else self._color(r.gpu_ms))
         x += NUM_W
         if delta:
             color = DIM if not r.outlier else (SLOWER if (r.delta_ms or 0) > 0 else FASTER)
