@@ -336,3 +336,80 @@ def test_perf_table_expands_a_pass_into_its_draws():
     ov2 = DebugOverlay(60, 20)
     perf.draw(ov2, 0, 0, form=3)
     assert "".join(ov2.glyph_at(c, 2) or " " for c in range(60)).split()[0] == "Cull"
+
+
+def test_dispatches_timed_inside_a_compute_pass():
+    """Two dispatches of known relative cost (3:1 iterations of s02's loop) in one compute
+    pass, on a device of its own that has run no render pass (lavapipe's compute timestamps
+    stop waiting for dispatches once one has)."""
+    from engine.graph import ComputePass
+    from samples.s02_custom_pass import (
+        create_work_pipelines,
+        work_bind_groups,
+        work_dispatch,
+        work_params,
+    )
+    from tests.profiling_support import iterations_for
+
+    gpu = _gpu()
+    if INSIDE_FEATURE not in gpu.features:
+        pytest.skip(f"{gpu.summary} has no {INSIDE_FEATURE}")
+    dev, grid = gpu.device, 64
+    k = iterations_for(gpu, 1.0, grid)
+    pipeline = create_work_pipelines(dev, "rgba8unorm")[0]
+    groups = []
+    for label, it in (("w3", 3 * k), ("w1", k)):
+        params = dev.create_buffer_with_data(
+            data=work_params(it, grid, 0.0), usage=wgpu.BufferUsage.UNIFORM
+        )
+        cells = dev.create_buffer(size=4 * grid * grid, usage=wgpu.BufferUsage.STORAGE)
+        groups.append((label, work_bind_groups(dev, pipeline, None, params, cells)[0]))
+    n = work_dispatch(grid)
+
+    def record(ctx, cpass):
+        cpass.set_pipeline(pipeline)
+        for label, group in groups:
+            cpass.set_bind_group(0, group)
+            draw_label(cpass, label)
+            cpass.dispatch_workgroups(n, n)
+
+    graph = RenderGraph(dev, output_format="rgba8unorm", size=(8, 8))
+    graph.add(ComputePass("Work", record=record))
+    rig = Rig(gpu, graph, FrameProfiler(gpu, cpu=False, batch=1, draws=True))
+    rig.run(5, idle=True)
+    records = [r for r in rig.drain() if r.draws and r.gpu][-3:]
+    w3 = _median(records, lambda r: r.draws[0].draws[0].inside_ns)
+    w1 = _median(records, lambda r: r.draws[0].draws[1].inside_ns)
+    pass_ns = _median(records, lambda r: r.gpu[0].end_ns - r.gpu[0].begin_ns)
+    assert 2.0 < w3 / w1 < 4.5, (w3, w1)
+    assert 0.8 < (w3 + w1) / pass_ns <= 1.0 + 1e-9, (w3 + w1, pass_ns)
+    last = records[-1].draws[0]
+    assert [d.label for d in last.draws] == ["w3", "w1"]
+    assert all(d.split_ns is None and d.repeats == 0 for d in last.draws)  # never replayed
+    if "pipeline-statistics-query" in gpu.features:
+        assert [d.compute for d in last.draws] == [grid * grid] * 2
+        assert last.total("fragment") == 0
+
+
+def test_a_span_under_two_ticks_reads_below_resolution():
+    """Decoding: with a 32 ns tick, a 1-tick draw is flagged (the report prints '<res', not
+    a number) and a 10-tick draw is not."""
+    from engine.profiling.draws import _DrawRec, _FrameRec, _PassRec
+    from engine.profiling.timings import FrameTimings, Scope
+    from engine.telemetry import Telemetry
+
+    gpu = _gpu()
+    dp = DrawProfiler(gpu, capacity=8)
+    draws = [_DrawRec("tiny", 0, 0, None), _DrawRec("big", 1, 2, None)]
+    dp._waiting[7] = _FrameRec(7, 0, [_PassRec("P", "render", None, draws=draws)], ts_used=4)
+    ts = np.zeros(dp._ts_cap, np.uint64)
+    ts[:4] = [32_000, 32_032, 64_000, 64_320]
+    _, (p,) = dp._decode(7, ts.tobytes())
+    assert dp.resolution_ns == 32
+    assert [(d.inside_ns, d.below_resolution) for d in p.draws] == [(32, True), (320, False)]
+    tel = Telemetry({"profiling": {"draws": {"inside": True, "split": False, "stats": False}}})
+    tel.publish(7, t_ns=0, wall_ms=None, timings=FrameTimings(7, [Scope("P", 0, 400)], draws=(p,)))
+    report = draws_report(tel.history, tel.session["profiling"]["draws"])
+    rows = {line.split()[0]: line.split()[1:] for line in report.splitlines()[3:]}
+    assert rows["tiny"][0] == "<res" and rows["big"][0] == "0.0003"
+    assert rows["tiny"][2:] == ["n/a"] * 4  # no pipeline statistics: n/a, never 0

@@ -105,7 +105,7 @@ DRAWS_CAVEAT = (
     "even where the pass loads it), overlapping nothing, the same number of empty passes "
     "subtracted, divided by the repetitions xN; split/inside > 1: the draws overlapped in the "
     "pass (or its timestamps did not wait for them: lavapipe rasterises after binning); "
-    "compute dispatches are never replayed; '< res' = shorter than two timestamp ticks"
+    "compute dispatches are never replayed; '<res' = shorter than two timestamp ticks"
 )
 
 
@@ -126,11 +126,11 @@ def _draw_time(d, inside: bool) -> str:
         v = d.inside_ns
         if v is None:
             return "n/a"
-        return "< res" if d.below_resolution else f"{v / 1e6:.4f}"
+        return "<res" if d.below_resolution else f"{v / 1e6:.4f}"
     if d.split_ns is None:
         return "n/a"
     below = d.below_resolution and d.inside_ns is None
-    return "< res" if below else f"{d.split_ns / 1e6:.4f} x{d.repeats}"
+    return "<res" if below else f"{d.split_ns / 1e6:.4f} x{d.repeats}"
 
 
 def _pass_line(p, scope) -> str:
