@@ -188,9 +188,10 @@ class PerfOverlay:
             rows.append(
                 PerfRow(f"  +{len(rest)} more", None, _sum(r.gpu_ms for r in rest), child=True)
             )
-        frags = p.total("fragment")
-        if p.kind == "render" and frags and pass_gpu_ms is not None:
-            rows.append(PerfRow(NS_FRAG, None, pass_gpu_ms * 1e6 / frags, child=True))
+        frags = p.total("fragment")  # None without pipeline statistics: the row says n/a
+        if p.kind == "render":
+            ns = pass_gpu_ms * 1e6 / frags if frags and pass_gpu_ms is not None else None
+            rows.append(PerfRow(NS_FRAG, None, ns, child=True))
         return rows
 
     def size(self, form: int = 0) -> tuple[int, int]:

@@ -328,7 +328,7 @@ class DrawProfiler:
         self._empty: set[tuple[str, str]] = set()  # draws that ran no vertex last counted
         self.replays_skipped = 0
         self.max_replay_passes = max_replay_passes
-        self._scratch: dict[tuple, wgpu.GPUTextureView] = {}
+        self._scratch: dict[tuple, tuple] = {}  # (pass, slot) -> (key, view, texture)
         self._rec: _FrameRec | None = None
         self._waiting: dict[int, _FrameRec] = {}
         if not self.available:
@@ -505,19 +505,25 @@ class DrawProfiler:
         return out
 
     def _scratch_view(self, pass_name: str, slot, view) -> wgpu.GPUTextureView:
+        """A scratch texture like ``view``'s (size, format, samples) for one attachment of
+        one pass; replaced (the old one destroyed) when the attachment changes (resize)."""
         tex = view.texture
         w, h = view.size[:2]
-        key = (pass_name, slot, w, h, tex.format, tex.sample_count)
-        v = self._scratch.get(key)
-        if v is None:
-            scratch = self.device.create_texture(
-                label=f"draw replay {pass_name} {slot}",
-                size=(w, h, 1),
-                format=tex.format,
-                sample_count=tex.sample_count,
-                usage=wgpu.TextureUsage.RENDER_ATTACHMENT,
-            )
-            v = self._scratch[key] = scratch.create_view()
+        key = (w, h, tex.format, tex.sample_count)
+        held = self._scratch.get((pass_name, slot))
+        if held is not None and held[0] == key:
+            return held[1]
+        if held is not None:
+            held[2].destroy()
+        scratch = self.device.create_texture(
+            label=f"draw replay {pass_name} {slot}",
+            size=(w, h, 1),
+            format=tex.format,
+            sample_count=tex.sample_count,
+            usage=wgpu.TextureUsage.RENDER_ATTACHMENT,
+        )
+        v = scratch.create_view()
+        self._scratch[(pass_name, slot)] = (key, v, scratch)
         return v
 
     def after_submit(self) -> None:
