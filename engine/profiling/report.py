@@ -133,7 +133,10 @@ def _draw_time(d, inside: bool) -> str:
     return "<res" if below else f"{d.split_ns / 1e6:.4f} x{d.repeats}"
 
 
-def _pass_line(p, scope) -> str:
+def pass_summary(p, scope) -> str:
+    """One line for pass ``p`` (``PassDraws``) against its GPU ``scope`` (or None): its
+    time, the draws' inside sum as a share of it, the split sum (and split/inside), and
+    for a render pass its fragments and ns per fragment."""
     pass_ns = None if scope is None else scope.end_ns - scope.begin_ns
     parts = [f"{p.name} ({p.kind}) {_ms(pass_ns)} ms"]
     inside, split = p.inside_sum_ns(), p.split_sum_ns()
@@ -173,7 +176,7 @@ def draws_report(history, info: dict) -> str:
     ]
     scopes = {s.name: s for s in rec.gpu or ()}
     for p in rec.draws:
-        lines.append("  " + _pass_line(p, scopes.get(p.name)))
+        lines.append("  " + pass_summary(p, scopes.get(p.name)))
         lines.append(
             f"     {'draw':<24} {'inside ms':>10} {'split ms':>13} {'vertices':>10} "
             f"{'clipped':>9} {'fragments':>11} {'ns/frag':>8}"

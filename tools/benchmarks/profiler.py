@@ -334,6 +334,13 @@ def _draw_truth(records) -> None:
         a = f"{statistics.median(ratios):6.3f}" if ratios else "   n/a"
         b = f"{statistics.median(overlap):6.3f}" if overlap else "   n/a"
         print(f"    {name:<14} {draws:3d} draws  sum/pass {a}  split/inside {b}")
+    from engine.profiling.report import pass_summary
+
+    last = timed[-1]
+    print(f"  per pass, frame {last.frame_index}:")
+    scopes = {s.name: s for s in last.gpu}
+    for p in last.draws:
+        print("    " + pass_summary(p, scopes.get(p.name)))
 
 
 def _telemetry_cost(records) -> None:
