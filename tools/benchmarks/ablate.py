@@ -29,7 +29,7 @@ def _line(name: str, r, ratios: list[float], truth: list[float]) -> None:
     err = max(abs(g / t - 1.0) for g, t in zip(ratios, truth, strict=True))
     over = 100 * r.overhead_ns / r.original_ns if r.original_ns else float("nan")
     print(
-        f"{name:<10} measured {got}  (true {want}; worst {100 * err:.1f}% off)  "
+        f"{name:<34} measured {got}  (true {want}; worst {100 * err:.1f}% off)  "
         f"body {r.total_ns / 1e6:.4f} ms, original {r.original_ns / 1e6:.4f} ms, "
         f"instrumentation overhead {over:+.1f}%",
         flush=True,
@@ -44,14 +44,19 @@ def run(gpu, args) -> None:
         n, groups, size, repeats = 4096, 8192, (1920, 1080), 21
     elements = max(groups * 64, size[0] * size[1])
     common = dict(device=gpu.device, repeats=repeats, elements=elements, adapter=gpu.summary)
-    cs = ablate(SHADER, "cs_pair", groups=(groups, 1, 1), sets=units(n), **common)
-    heavy, light = _costs(cs)
-    _line("cs_pair", cs, [heavy / light], [4.0])
-    lad = ablate(
-        SHADER, "cs_ladder", groups=(groups, 1, 1), sets=[*units(n // 2), "p.reps=1"], **common
-    )
-    c = _costs(lad)
-    _line("cs_ladder", lad, [x / c[0] for x in c[1:]], [2.0, 4.0, 8.0])
+    # Two sizings: many workgroups (launching them shows in the cut-0 baseline) and about one
+    # wave (512 groups of 64: 4 per SM on a 132-SM H200), long enough to dwarf launch costs.
+    for label, g, unit in (
+        ("many groups", groups, n),
+        ("one wave", 64 if args.quick else 512, 4 * n),
+    ):
+        cs = ablate(SHADER, "cs_pair", groups=(g, 1, 1), sets=units(unit), **common)
+        heavy, light = _costs(cs)
+        _line(f"cs_pair ({label}, {g} groups)", cs, [heavy / light], [4.0])
+        sets = [*units(unit // 2), "p.reps=1"]
+        lad = ablate(SHADER, "cs_ladder", groups=(g, 1, 1), sets=sets, **common)
+        c = _costs(lad)
+        _line(f"cs_ladder ({label}, {g} groups)", lad, [x / c[0] for x in c[1:]], [2.0, 4.0, 8.0])
     for keep in (True, False):
         dead = ablate(SHADER, "cs_dead", groups=(groups, 1, 1), sets=units(n // 4),
                       keep_alive=keep, **common)  # fmt: skip
