@@ -73,15 +73,16 @@ def select_reference(packed: np.ndarray, name_flags: np.ndarray, p: ViewParams) 
     firsts = order[np.r_[True, cs[1:] != cs[:-1]]] if len(cs) else order
     win = narrow[firsts]
     wcol = col[firsts]
-    spans = np.concatenate([wide, win]).astype(np.uint32)
-    return {
-        "span": spans,
+    out = {
+        "span": np.concatenate([wide, win]).astype(np.uint32),
         "x0": np.concatenate([x0[wide], wcol.astype(F)]),
         "w": np.concatenate([w[wide], np.ones(len(win), F)]),
         "row": np.concatenate([row[wide], row[win]]),
         "flags": np.concatenate([flags[wide], flags[win] | INST_COLLAPSED]).astype(np.uint32),
         "collapsed": np.r_[np.zeros(len(wide), bool), np.ones(len(win), bool)],
     }
+    order = np.lexsort((out["span"], out["collapsed"]))
+    return {k: v[order] for k, v in out.items()}
 
 
 def pick_reference(ref: dict, p: ViewParams) -> int:

@@ -3,8 +3,8 @@
 Horizontal: ``start_ns`` (time at the chart's left edge, ns since the span table's origin,
 float64) and ``ns_per_px``. Zooming by ``k`` around the chart x ``x`` keeps the time under
 ``x`` fixed: ``t = start + x * s`` before and after, so ``start' = t - x * s / k``. Vertical:
-rows of ``row_px``; each lane has a header row (its label) and one row per depth; integer
-``scroll_px``.
+rows of ``row_px``; each lane has a header row (its label) and one row per depth;
+``scroll_px`` moves in whole rows.
 """
 
 from __future__ import annotations
@@ -125,9 +125,11 @@ class FlameView:
 
     # -- vertical -------------------------------------------------------------------------
     def scroll(self, dy_px: float) -> None:
-        """Scroll down by ``dy_px`` (negative: up), clamped to the content."""
+        """Scroll down by ``dy_px`` (negative: up) in whole rows (so lane labels stay on the
+        text grid), clamped to the content."""
         limit = max(0, self.total_rows * self.row_px - self.size[1] + self.row_px)
-        self.scroll_px = int(min(max(self.scroll_px + round(dy_px), 0), limit))
+        rows = round((self.scroll_px + dy_px) / self.row_px)
+        self.scroll_px = int(min(max(rows * self.row_px, 0), limit // self.row_px * self.row_px))
 
     # -- to the GPU -----------------------------------------------------------------------
     def params(self, out_size: tuple[int, int], *, glyph_px: int = 1) -> ViewParams:
