@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 
 import numpy as np
 import wgpu
@@ -53,6 +54,23 @@ class OffscreenTarget:
         Image.fromarray(rgba[:, :, :3], "RGB").save(path)
 
 
+@dataclass
+class PointerInput:
+    """Window input gathered between two ``take_input`` calls.
+
+    Attributes:
+        buttons: ``(button, pressed, mods, x, y)`` per mouse button event, in order; glfw
+            button (0 left, 1 right, 2 middle) and modifier bits (1 shift, 2 control); ``x``,
+            ``y`` in framebuffer pixels.
+        scroll: wheel steps (positive: away from the user).
+        chars: typed characters (glfw char callback: text, not keys).
+    """
+
+    buttons: list[tuple[int, bool, int, float, float]] = field(default_factory=list)
+    scroll: float = 0.0
+    chars: list[str] = field(default_factory=list)
+
+
 def _srgb_variant(fmt: str) -> str:
     return fmt if fmt.endswith("-srgb") else fmt + "-srgb"
 
@@ -95,11 +113,37 @@ class WindowSurface:
         self._native = native
         self.size = (0, 0)
         self.keys: list[int] = []
+        self.input = PointerInput()
         glfw.set_key_callback(self.window, self._on_key)
+        glfw.set_mouse_button_callback(self.window, self._on_mouse_button)
+        glfw.set_scroll_callback(self.window, self._on_scroll)
+        glfw.set_char_callback(self.window, self._on_char)
 
     def _on_key(self, window, key, scancode, action, mods):
         if action == self._glfw.PRESS:
             self.keys.append(key)
+
+    def _on_mouse_button(self, window, button, action, mods):
+        x, y = self.cursor_pos()
+        self.input.buttons.append((button, action == self._glfw.PRESS, mods, x, y))
+
+    def _on_scroll(self, window, dx, dy):
+        self.input.scroll += dy
+
+    def _on_char(self, window, codepoint):
+        self.input.chars.append(chr(codepoint))
+
+    def cursor_pos(self) -> tuple[float, float]:
+        """Cursor position in framebuffer pixels (top-left origin), also outside the window."""
+        x, y = self._glfw.get_cursor_pos(self.window)
+        w, h = self._glfw.get_window_size(self.window)
+        fw, fh = self.framebuffer_size()
+        return x * fw / max(w, 1), y * fh / max(h, 1)
+
+    def take_input(self) -> PointerInput:
+        """Mouse buttons, wheel and typed characters since the last call (then cleared)."""
+        got, self.input = self.input, PointerInput()
+        return got
 
     def poll(self) -> list[int]:
         """Process window events; return the keys pressed since the last poll."""

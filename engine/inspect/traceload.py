@@ -51,6 +51,7 @@ class SpanTable:
         names: distinct span names. ``lanes``: lane labels, in display order.
         origin_ns: the source clock value of ``start_ns == 0`` (ns).
         notes: one line per kind of input that was skipped (with counts).
+        source: the file it came from ('' when generated).
     """
 
     start_ns: np.ndarray
@@ -62,6 +63,7 @@ class SpanTable:
     lanes: list[str]
     origin_ns: int = 0
     notes: list[str] = field(default_factory=list)
+    source: str = ""
 
     def __len__(self) -> int:
         return len(self.start_ns)
@@ -155,6 +157,7 @@ def load_trace(path: str | Path) -> SpanTable:
         table = _load_chrome(path, data)
     for note in table.notes:
         log.warning("%s: %s", path, note)
+    table.source = str(path)
     return table
 
 
