@@ -2,6 +2,7 @@
 
     python -m samples.s14 FILE                   # a trace; without FILE a synthetic one
     python -m samples.s14 FILE --capture out.png --range 10:60 --search Main --select HiZ
+    python -m samples.s14 --capture out.png --mark 20:30 --cursor 250,60  # range, hover
 
 Every span lives in one GPU buffer; a compute pass selects what is in view each frame (the
 longest span per pixel column where spans are narrower than a pixel) and one instanced draw
@@ -123,6 +124,12 @@ class FlameViewer(Sample):
             help="select the longest span named NAME (statistics in the side panel)",
         )
         g.add_argument(
+            "--mark",
+            type=range_arg,
+            metavar="START_MS:END_MS",
+            help="a frame-range selection, as shift-drag makes (statistics in the side panel)",
+        )
+        g.add_argument(
             "--cursor",
             type=cursor_arg,
             metavar="X,Y",
@@ -171,6 +178,13 @@ class FlameViewer(Sample):
         self.last_cursor = None
         self.last_click = (-1.0, 0.0, 0.0)
         self.range_stats = None
+        if a.mark is not None:
+            self._mark(a.mark[0] * 1e6, a.mark[1] * 1e6)
+
+    def _mark(self, t0: float, t1: float) -> None:
+        t = self.table
+        self.view.range_ns = (min(t0, t1), max(t0, t1))
+        self.range_stats = range_stats(t.start_ns, t.dur_ns, t.name_id, *self.view.range_ns)
 
     def _clear(self, ctx):
         return {
@@ -270,10 +284,7 @@ class FlameViewer(Sample):
         self.drag = None
         ox = v.origin[0]
         if shift:
-            t0, t1 = v.time_at(x0 - ox), v.time_at(x - ox)
-            v.range_ns = (min(t0, t1), max(t0, t1))
-            t = self.table
-            self.range_stats = range_stats(t.start_ns, t.dur_ns, t.name_id, *v.range_ns)
+            self._mark(v.time_at(x0 - ox), v.time_at(x - ox))
             return
         if abs(x - x0) > CLICK_PX or abs(y - y0) > CLICK_PX:
             return  # a drag (already panned)

@@ -147,5 +147,5 @@ fn vs_panel(@builtin(vertex_index) vi: u32) -> @builtin(position) vec4<f32> {
 
 @fragment
 fn fs_panel() -> @location(0) vec4<f32> {
-    return vec4<f32>(0.008, 0.009, 0.012, 0.88);
+    return vec4<f32>(0.008, 0.009, 0.012, 0.95);
 }

@@ -112,7 +112,12 @@ fn classify(@builtin(global_invocation_id) gid: vec3<u32>,
     if (p.w >= 1.0) {
         emit(i, p.x0, p.w, p.flags);  // never dropped: at least a pixel wide
     } else {
-        atomicMax(&cell_key[cell_of(p)], p.key);
+        let c = cell_of(p);
+        // a plain load first: once a long span holds the cell, most bids lose without an
+        // atomic (neighbouring threads bid for the same cell: spans are sorted by start)
+        if (p.key > atomicLoad(&cell_key[c])) {
+            atomicMax(&cell_key[c], p.key);
+        }
     }
 }
 

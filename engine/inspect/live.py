@@ -25,7 +25,7 @@ from .view import FlameView
 
 log = logging.getLogger("lantern")
 
-WINDOW_S = 3.0
+WINDOW_S = 2.0
 ORIGIN_MARGIN_NS = 1_000_000_000  # GPU spans shifted by the offset may start before frame 0
 MAX_SPANS = 1 << 20  # then the older half is dropped (one re-upload)
 LABEL = (235, 235, 235)
