@@ -120,6 +120,34 @@ def test_unusable_files_raise_one_line(tmp_path, data, message):
     assert message in text and path in text and "\n" not in text
 
 
+WEIRD = [
+    {"ph": "X", "name": {"a": 1}, "pid": [1], "tid": {"x": 2}, "ts": 1, "dur": 1},
+    {"ph": "X", "ts": 1e30, "dur": 1},
+    {"ph": "X", "ts": 1, "dur": 1e300},
+    {"ph": "X", "ts": True, "dur": 1},
+    {"ph": "B", "ts": "5"},
+    {"ph": "M", "name": "process_name", "pid": None, "args": None},
+    {"ph": "M", "name": "thread_sort_index", "pid": 1, "tid": 1, "args": {"sort_index": "x"}},
+    {"ph": None},
+    {},
+]
+
+
+def test_odd_values_are_skipped_never_a_traceback(tmp_path):
+    t = load_trace(write(tmp_path, chrome(WEIRD)))
+    assert len(t) == 1 and t.names == ["{'a': 1}"] and t.lanes == ["pid [1] / tid {'x': 2}"]
+    assert t.notes == [
+        "skipped 2 event(s) with ts or dur beyond 100 days",
+        "skipped 2 event(s) without a numeric ts",
+        "ignored 2 event(s) of phases not drawn: 'None' x2",
+    ]
+    lines = [{"type": "names", "names": ["A"]},
+             {"type": "frame", "cpu": [[0, 1, 10**30]]}, {"type": "frame", "cpu": 7}]  # fmt: skip
+    path = write(tmp_path, "".join(json.dumps(x) + "\n" for x in lines).encode(), "w.jsonl")
+    with pytest.raises(TraceError, match="no frame with scopes"):
+        load_trace(path)
+
+
 def test_missing_file_raises_one_line(tmp_path):
     with pytest.raises(TraceError, match="cannot read"):
         load_trace(str(tmp_path / "nope.json"))

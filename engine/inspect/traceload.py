@@ -191,7 +191,7 @@ def _load_chrome(path, data: bytes) -> SpanTable:
     unknown: Counter = Counter()
 
     def track(e) -> int:
-        key = (e.get("pid", 0), e.get("tid", 0))
+        key = (_ident(e.get("pid", 0)), _ident(e.get("tid", 0)))
         t = tracks.get(key)
         if t is None:
             t = tracks[key] = len(tracks)
@@ -215,14 +215,19 @@ def _load_chrome(path, data: bytes) -> SpanTable:
             unknown[str(ph)] += 1
             continue
         ts = e.get("ts")
-        if not isinstance(ts, int | float):
+        if not _number(ts):
             bad["event(s) without a numeric ts"] += 1
+            continue
+        if not abs(ts) < MAX_US:
+            bad["event(s) with ts or dur beyond 100 days"] += 1
             continue
         b = round(ts * 1000)
         if ph == "X":
             dur = e.get("dur")
-            if not isinstance(dur, int | float):
+            if not _number(dur):
                 bad["X event(s) without a numeric dur"] += 1
+            elif not dur < MAX_US:
+                bad["event(s) with ts or dur beyond 100 days"] += 1
             elif dur < 0:
                 bad["X event(s) with a negative dur"] += 1
             else:
@@ -262,16 +267,28 @@ def _load_chrome(path, data: bytes) -> SpanTable:
     return build_table(remap[np.asarray(lane)], start, end, nid, list(names.ids), labels, notes)
 
 
+MAX_US = 8.64e12  # 100 days in microseconds: int64 nanoseconds stay far from overflow
+
+
+def _number(v) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _ident(v):
+    """A pid/tid usable as a key (JSON allows anything there)."""
+    return v if isinstance(v, int | float | str) and not isinstance(v, bool) else str(v)
+
+
 def _metadata(e, proc_name, thread_name, proc_sort, thread_sort) -> None:
     args = e.get("args") if isinstance(e.get("args"), dict) else {}
-    pid, tid, what = e.get("pid", 0), e.get("tid", 0), e.get("name")
+    pid, tid, what = _ident(e.get("pid", 0)), _ident(e.get("tid", 0)), e.get("name")
     if what == "process_name" and "name" in args:
         proc_name[pid] = str(args["name"])
     elif what == "thread_name" and "name" in args:
         thread_name[(pid, tid)] = str(args["name"])
-    elif what == "process_sort_index" and isinstance(args.get("sort_index"), int | float):
+    elif what == "process_sort_index" and _number(args.get("sort_index")):
         proc_sort[pid] = args["sort_index"]
-    elif what == "thread_sort_index" and isinstance(args.get("sort_index"), int | float):
+    elif what == "thread_sort_index" and _number(args.get("sort_index")):
         thread_sort[(pid, tid)] = args["sort_index"]
 
 
@@ -341,7 +358,10 @@ def _add_frame(cols, bad: Counter, scopes, lane_i: int, shift: int, n_names: int
     lane, start, end, nid = cols
     try:
         rows = [(int(i), int(b) + shift, int(e) + shift) for i, b, e in scopes]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
+        bad["frame(s) with malformed scopes"] += 1
+        return
+    if any(not (-(2**62) < r[1] <= r[2] < 2**62) for r in rows if r[2] >= r[1]):
         bad["frame(s) with malformed scopes"] += 1
         return
     ok = [r for r in rows if r[2] >= r[1] and 0 <= r[0] < n_names]
