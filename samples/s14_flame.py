@@ -158,13 +158,16 @@ class FlameViewer(Sample):
         self.scale = a.hud_scale or auto_hud_scale(graph.size)
         cell = 8 * self.scale
         self.view = FlameView(t.lane_depths(), 0, int(t.end_ns.max()), (1, 1), row_px=2 * cell)
-        self.chart = FlameChart(graph.device, graph.output_format, self.view, glyph_px=self.scale)
+        # passes "Viewer.*": the HUD's live flame chart owns "Flame.*" in the same graph
+        self.chart = FlameChart(
+            graph.device, graph.output_format, self.view, name="Viewer", glyph_px=self.scale
+        )
         self.chart.store.upload(t)
         self.overlay = DebugOverlay()
         self.text = DebugOverlayPass(graph.device, self.overlay, graph.output_format)
         graph.add(RenderPass("Clear", record=lambda ctx, rp: None, targets=self._clear))
         self.chart.add_passes(graph)
-        graph.add(RenderPass("Flame.Text", record=self.text.record, targets=self.text.targets))
+        graph.add(RenderPass("Viewer.Text", record=self.text.record, targets=self.text.targets))
         self.size = None
         self._layout(graph.size)
         if a.range is not None:
