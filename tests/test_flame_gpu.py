@@ -258,9 +258,12 @@ def test_live_flame_appends_cpu_and_shifted_gpu_scopes(device):
     live = install(app)
     assert [p.name for p in graph.passes] == ["Flame.Select", "Flame.Readback", "Flame",
                                                "Flame.Text"]  # fmt: skip
-    assert not any(p.enabled for p in graph.passes)
+    assert not any(p.enabled for p in graph.passes) and not tel.has_subscribers  # off: free
     t0 = 10_000_000_000
     for f in range(3):
+        if f == 2:  # frames 0, 1 come from the history, frame 2 through the subscription
+            live.set_mode("flame")
+            assert all(p.enabled for p in graph.passes) and tel.has_subscribers
         tel.publish(f, t_ns=t0 + f * 16_000_000, wall_ms=16.0,
                     timings=_record_timings(f, t0 + f * 16_000_000))  # fmt: skip
     c = live.columns
@@ -275,7 +278,6 @@ def test_live_flame_appends_cpu_and_shifted_gpu_scopes(device):
         np.frombuffer(raw, np.uint32).reshape(-1, 5),
         pack_spans(c.start[: c.n], c.dur[: c.n], c.lane[: c.n], c.depth[: c.n], c.name[: c.n]),
     )
-    live.set_enabled(True)
     target = OffscreenTarget(device, (320, 180))
     ctx = FrameContext(device, graph, 0, 0.0, (320, 180), target.view)
     live.update(ctx)

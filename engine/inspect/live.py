@@ -1,8 +1,9 @@
 """HUD mode ``flame``: the last few seconds of the running sample as a flame chart over the
 frame, fed by ``engine.telemetry`` (one ``FrameRecord`` per finished frame).
 
-``install(app)`` subscribes a ``LiveFlame`` to ``app.telemetry``, adds its passes at the
-end of ``app.graph`` (disabled until ``set_enabled(True)``) and returns it. Per record it
+``install(app)`` creates a ``LiveFlame`` on ``app.telemetry``, adds its passes at the end
+of ``app.graph`` (disabled until ``set_mode("flame")``) and returns it. While on, it is
+subscribed to the telemetry (while off it costs nothing); per record it
 appends the frame's CPU scopes (lane "CPU main thread") and GPU scopes (lane "GPU queue",
 shifted onto the CPU clock by ``telemetry.session["gpu_clock_offset_ns"]``, an estimate the
 lane label says so; left out while the session has none) to the GPU span store: one
@@ -97,7 +98,9 @@ class LiveFlame:
         self.text_pass = None
         self.size = None
         self.resize(size)
-        self.unsubscribe = telemetry.subscribe(self.on_record)
+        self.enabled = False
+        self.last_seq = -1
+        self._unsubscribe = None
 
     # -- data: called on the frame thread once per finished frame ----------------------------
     def _id(self, name: str) -> int:
@@ -110,6 +113,9 @@ class LiveFlame:
 
     def on_record(self, record) -> None:
         """Append one record's scopes (cheap: a few dozen spans, one buffer write)."""
+        if record.seq <= self.last_seq:
+            return
+        self.last_seq = record.seq
         rows: list[tuple[int, int, int, int, int]] = []  # start, dur, lane, depth, name
         if self.origin_ns is None:
             self.origin_ns = record.t_ns - ORIGIN_MARGIN_NS
@@ -168,7 +174,10 @@ class LiveFlame:
         self._scale = scale
 
     def update(self, ctx) -> None:
-        """Follow the newest data: the last ``window_s`` seconds across the width."""
+        """Follow the newest data: the last ``window_s`` seconds across the width. Does
+        nothing while disabled (call it every frame)."""
+        if not self.enabled:
+            return
         self.resize(ctx.size)
         end = self.latest_ns
         self.view.set_lane_depths(np.array([2, 2]))
@@ -197,20 +206,36 @@ class LiveFlame:
         )
 
     def set_enabled(self, on: bool) -> None:
-        """Show or hide (the passes are disabled, not just empty, while off)."""
+        """Show or hide. Off costs nothing per frame: the passes are disabled and the view
+        is not subscribed; on, it first takes the records still in ``telemetry.history``
+        (the last 300 frames), so the chart is full at once."""
+        on = bool(on)
         self.chart.set_enabled(on)
         if self.text_pass is not None:
             self.text_pass.enabled = on
+        if on and self._unsubscribe is None:
+            for record in list(self.telemetry.history):
+                self.on_record(record)
+            self._unsubscribe = self.telemetry.subscribe(self.on_record)
+        elif not on and self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        self.enabled = on
+
+    def set_mode(self, mode: str) -> None:
+        """``set_enabled(mode == "flame")``: call on every HUD mode change."""
+        self.set_enabled(mode == "flame")
 
     def close(self) -> None:
-        self.unsubscribe()
+        self.set_enabled(False)
 
 
 def install(app, *, enabled: bool = False) -> LiveFlame:
-    """Subscribe a ``LiveFlame`` to ``app.telemetry`` and add its passes (``Flame.Select``,
-    ``Flame.Readback``, ``Flame``, ``Flame.Text``) at the end of ``app.graph``. Call
-    ``live.update(ctx)`` every frame before recording while the mode is ``flame`` and
-    ``live.set_enabled(mode == "flame")`` on every mode change."""
+    """Create a ``LiveFlame`` on ``app.telemetry`` and add its passes (``Flame.Select``,
+    ``Flame.Readback``, ``Flame``, ``Flame.Text``) at the end of ``app.graph``, disabled
+    unless ``enabled``. Then: ``live.set_mode(mode)`` on every HUD mode change,
+    ``live.update(ctx)`` every frame before recording (returns at once while off),
+    ``live.close()`` at shutdown."""
     g = app.graph
     scale = getattr(app.args, "hud_scale", None)
     live = LiveFlame(g.device, g.output_format, app.telemetry, g.size, hud_scale=scale)
