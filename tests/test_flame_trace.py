@@ -148,6 +148,13 @@ def test_odd_values_are_skipped_never_a_traceback(tmp_path):
         load_trace(path)
 
 
+def test_too_deep_nesting_is_one_line(tmp_path):
+    ev = [{"ph": "B", "name": "x", "ts": i} for i in range(70_000)]
+    ev += [{"ph": "E", "ts": 200_000 - i} for i in range(70_000)]
+    with pytest.raises(TraceError, match="more than 65535 tracks or nesting levels"):
+        load_trace(write(tmp_path, chrome(ev)))
+
+
 def test_missing_file_raises_one_line(tmp_path):
     with pytest.raises(TraceError, match="cannot read"):
         load_trace(str(tmp_path / "nope.json"))

@@ -32,6 +32,7 @@ import orjson
 log = logging.getLogger("lantern")
 
 CPU_LANE, GPU_LANE = "CPU main thread", "GPU queue (clock offset estimated)"
+MAX_ROWS = 0xFFFF  # lanes and depths are 16-bit fields on the GPU (engine/inspect/spans.py)
 
 
 class TraceError(ValueError):
@@ -155,6 +156,11 @@ def load_trace(path: str | Path) -> SpanTable:
         table = _load_jsonl(path, data)
     else:
         table = _load_chrome(path, data)
+    if len(table.lanes) > MAX_ROWS or (len(table) and int(table.depth.max()) >= MAX_ROWS):
+        raise TraceError(
+            f"{path}: more than {MAX_ROWS} tracks or nesting levels; the flame chart draws "
+            "at most that many (split the trace)"
+        )
     for note in table.notes:
         log.warning("%s: %s", path, note)
     table.source = str(path)
