@@ -188,89 +188,120 @@ def _load_chrome(path, data: bytes) -> SpanTable:
     events = doc.get("traceEvents") if isinstance(doc, dict) else doc
     if not isinstance(events, list):
         raise TraceError(f"{path}: no traceEvents list; expected a Chrome Trace Event JSON file")
-    names = _Names()
-    tracks: dict[tuple, int] = {}
-    lane, start, end, nid = [], [], [], []
-    proc_name, thread_name, proc_sort, thread_sort = {}, {}, {}, {}
-    open_b: dict[tuple, list] = defaultdict(list)
-    bad: Counter = Counter()
-    unknown: Counter = Counter()
+    reader = _ChromeReader()
+    for e in events:
+        reader.feed(e)
+    return reader.table(path)
 
-    def track(e) -> int:
+
+class _ChromeReader:
+    """Chrome events -> span columns, one event at a time; bad events counted by kind."""
+
+    def __init__(self):
+        self.names = _Names()
+        self.tracks: dict[tuple, int] = {}
+        self.cols: tuple[list, list, list, list] = ([], [], [], [])  # lane, start, end, name
+        self.proc_name, self.thread_name, self.proc_sort, self.thread_sort = {}, {}, {}, {}
+        self.open_b: dict[int, list] = defaultdict(list)
+        self.bad: Counter = Counter()
+        self.unknown: Counter = Counter()
+
+    def track(self, e: dict) -> int:
         key = (_ident(e.get("pid", 0)), _ident(e.get("tid", 0)))
-        t = tracks.get(key)
+        t = self.tracks.get(key)
         if t is None:
-            t = tracks[key] = len(tracks)
+            t = self.tracks[key] = len(self.tracks)
         return t
 
-    def add(t, b, en, name):
-        lane.append(t)
-        start.append(b)
-        end.append(en)
-        nid.append(names(name))
+    def add(self, track: int, begin: int, end: int, name) -> None:
+        lane, start, stop, nid = self.cols
+        lane.append(track)
+        start.append(begin)
+        stop.append(end)
+        nid.append(self.names(name))
 
-    for e in events:
+    def feed(self, e) -> None:
         if not isinstance(e, dict):
-            bad["malformed event(s) (not an object)"] += 1
-            continue
+            self.bad["malformed event(s) (not an object)"] += 1
+            return
         ph = e.get("ph")
         if ph == "M":
-            _metadata(e, proc_name, thread_name, proc_sort, thread_sort)
-            continue
+            _metadata(e, self.proc_name, self.thread_name, self.proc_sort, self.thread_sort)
+            return
         if ph not in ("X", "B", "E"):
-            unknown[str(ph)] += 1
-            continue
+            self.unknown[str(ph)] += 1
+            return
         ts = e.get("ts")
         if not _number(ts):
-            bad["event(s) without a numeric ts"] += 1
-            continue
-        if not abs(ts) < MAX_US:
-            bad["event(s) with ts or dur beyond 100 days"] += 1
-            continue
-        b = round(ts * 1000)
-        if ph == "X":
-            dur = e.get("dur")
-            if not _number(dur):
-                bad["X event(s) without a numeric dur"] += 1
-            elif not dur < MAX_US:
-                bad["event(s) with ts or dur beyond 100 days"] += 1
-            elif dur < 0:
-                bad["X event(s) with a negative dur"] += 1
-            else:
-                add(track(e), b, b + round(dur * 1000), e.get("name", "?"))
+            self.bad["event(s) without a numeric ts"] += 1
+        elif not abs(ts) < MAX_US:
+            self.bad["event(s) with ts or dur beyond 100 days"] += 1
+        elif ph == "X":
+            self.complete(e, round(ts * 1000))
         elif ph == "B":
-            open_b[track(e)].append((b, e.get("name", "?")))
+            self.open_b[self.track(e)].append((round(ts * 1000), e.get("name", "?")))
         else:
-            stack = open_b.get(track(e))
-            if not stack:
-                bad["E event(s) without a B"] += 1
-                continue
-            b0, name = stack.pop()
-            if b < b0:
-                bad["B/E pair(s) ending before they begin"] += 1
-            else:
-                add(track(e), b0, b, e.get("name", name) if name == "?" else name)
-    left_open = sum(len(s) for s in open_b.values())
-    if left_open:
-        bad["B event(s) without an E"] += left_open
-    notes = [f"skipped {n} {what}" for what, n in bad.items()]
-    if unknown:
-        kinds = ", ".join(f"{ph!r} x{n}" for ph, n in sorted(unknown.items()))
-        notes.append(f"ignored {sum(unknown.values())} event(s) of phases not drawn: {kinds}")
-    if not lane:
-        raise TraceError(f"{path}: no drawable span (X or B/E events){_why(notes)}")
-    order = sorted(
-        tracks,
-        key=lambda k: (proc_sort.get(k[0], 0), _num(k[0]), thread_sort.get(k, 0), _num(k[1])),
-    )
-    remap = np.zeros(len(tracks), np.int64)
-    labels = []
-    for i, key in enumerate(order):
-        remap[tracks[key]] = i
-        pid, tid = key
-        p = proc_name.get(pid, f"pid {pid}")
-        labels.append(f"{p} / {thread_name.get(key, f'tid {tid}')}")
-    return build_table(remap[np.asarray(lane)], start, end, nid, list(names.ids), labels, notes)
+            self.end(e, round(ts * 1000))
+
+    def complete(self, e: dict, begin: int) -> None:
+        dur = e.get("dur")
+        if not _number(dur):
+            self.bad["X event(s) without a numeric dur"] += 1
+        elif not dur < MAX_US:
+            self.bad["event(s) with ts or dur beyond 100 days"] += 1
+        elif dur < 0:
+            self.bad["X event(s) with a negative dur"] += 1
+        else:
+            self.add(self.track(e), begin, begin + round(dur * 1000), e.get("name", "?"))
+
+    def end(self, e: dict, end: int) -> None:
+        """``E``: closes the newest open ``B`` of its track (the name comes from the B)."""
+        stack = self.open_b.get(self.track(e))
+        if not stack:
+            self.bad["E event(s) without a B"] += 1
+            return
+        begin, name = stack.pop()
+        if end < begin:
+            self.bad["B/E pair(s) ending before they begin"] += 1
+        else:
+            self.add(self.track(e), begin, end, e.get("name", name) if name == "?" else name)
+
+    def notes(self) -> list[str]:
+        left_open = sum(len(s) for s in self.open_b.values())
+        if left_open:
+            self.bad["B event(s) without an E"] += left_open
+        notes = [f"skipped {n} {what}" for what, n in self.bad.items()]
+        if self.unknown:
+            kinds = ", ".join(f"{ph!r} x{n}" for ph, n in sorted(self.unknown.items()))
+            notes.append(
+                f"ignored {sum(self.unknown.values())} event(s) of phases not drawn: {kinds}"
+            )
+        return notes
+
+    def table(self, path) -> SpanTable:
+        notes = self.notes()
+        lane, start, end, nid = self.cols
+        if not lane:
+            raise TraceError(f"{path}: no drawable span (X or B/E events){_why(notes)}")
+        remap, labels = self.lane_order()
+        names = list(self.names.ids)
+        return build_table(remap[np.asarray(lane)], start, end, nid, names, labels, notes)
+
+    def lane_order(self) -> tuple[np.ndarray, list[str]]:
+        """Tracks ordered by (process sort index, pid, thread sort index, tid): the index
+        remap and the labels ``"process / thread"``."""
+        ps, ts = self.proc_sort, self.thread_sort
+        order = sorted(
+            self.tracks, key=lambda k: (ps.get(k[0], 0), _num(k[0]), ts.get(k, 0), _num(k[1]))
+        )
+        remap = np.zeros(len(self.tracks), np.int64)
+        labels = []
+        for i, key in enumerate(order):
+            remap[self.tracks[key]] = i
+            pid, tid = key
+            p = self.proc_name.get(pid, f"pid {pid}")
+            labels.append(f"{p} / {self.thread_name.get(key, f'tid {tid}')}")
+        return remap, labels
 
 
 MAX_US = 8.64e12  # 100 days in microseconds: int64 nanoseconds stay far from overflow
