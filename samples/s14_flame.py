@@ -187,7 +187,9 @@ class FlameViewer(Sample):
     def _mark(self, t0: float, t1: float) -> None:
         t = self.table
         self.view.range_ns = (min(t0, t1), max(t0, t1))
-        self.range_stats = range_stats(t.start_ns, t.dur_ns, t.name_id, *self.view.range_ns)
+        self.range_stats = range_stats(
+            t.start_ns, t.dur_ns, t.name_id, *self.view.range_ns, depth=t.depth
+        )
 
     def _clear(self, ctx):
         return {
@@ -370,10 +372,12 @@ class FlameViewer(Sample):
             ov.text(x, y + 1, f"{r.t0 / 1e6:.3f} .. {r.t1 / 1e6:.3f} ms", TEXT)
             ov.text(x, y + 2, f"length  {fmt_ns(r.t1 - r.t0):>14}", TEXT)
             ov.text(x, y + 3, f"spans   {r.spans:>14,}", TEXT)
-            ov.text(x, y + 4, "most time:", DIM)
+            mean = fmt_ns(r.root_mean) if r.roots else "-"
+            ov.text(x, y + 4, f"frames  {r.roots:>6,} mean {mean:>9}", TEXT)
+            ov.text(x, y + 5, "most time:", DIM)
             for i, (nid, n, tot) in enumerate(r.top):
                 ov.text(
-                    x, y + 5 + i, f"{self.table.names[nid][:14]:<14}{n:>6}{fmt_ns(tot):>12}", TEXT
+                    x, y + 6 + i, f"{self.table.names[nid][:14]:<14}{n:>6}{fmt_ns(tot):>12}", TEXT
                 )
         if s is None and r is None:
             ov.text(x, y, "click a span: its name's", DIM)

@@ -269,6 +269,7 @@ def test_name_and_range_statistics():
     s = name_stats(dur, nid, 1, "a")
     assert (s.count, s.mean, s.median, s.max) == (4, 25.0, 25.0, 40.0)
     assert s.p95 == pytest.approx(30 + 0.85 * 10)  # numpy's linear interpolation
-    r = range_stats(start, dur, nid, 250, 100)
+    r = range_stats(start, dur, nid, 250, 100, depth=np.array([0, 0, 1, 0, 0]))
     assert (r.t0, r.t1, r.spans, r.top) == (100, 250, 2, ((1, 2, 50.0),))
+    assert (r.roots, r.root_mean) == (1, 20.0)  # spans 1 (depth 0) and 2 (depth 1) inside
     assert fmt_ns(12_345_678) == "12.35 ms" and fmt_ns(900) == "900 ns"

@@ -180,20 +180,24 @@ def name_stats(dur_ns: np.ndarray, name_id: np.ndarray, nid: int, name: str) -> 
 
 @dataclass(frozen=True)
 class RangeStats:
-    """A frame-range selection: its length, the spans wholly inside, and the names with the
+    """A frame-range selection: its length, the spans wholly inside, the outermost of them
+    (depth 0: frames in a Lantern trace) with their mean duration, and the names with the
     most time inside (``(name_id, count, total_ns)``, largest total first)."""
 
     t0: float
     t1: float
     spans: int
     top: tuple[tuple[int, int, float], ...]
+    roots: int = 0
+    root_mean: float = math.nan
 
 
 def range_stats(
     start_ns: np.ndarray, dur_ns: np.ndarray, name_id: np.ndarray, t0: float, t1: float,
-    *, top: int = 5,
+    *, depth: np.ndarray | None = None, top: int = 5,
 ) -> RangeStats:  # fmt: skip
-    """Spans with ``t0 <= start`` and ``start + dur <= t1``; per-name counts and totals."""
+    """Spans with ``t0 <= start`` and ``start + dur <= t1``; per-name counts and totals;
+    with ``depth``, the count and mean duration (ns) of the depth-0 ones."""
     t0, t1 = min(t0, t1), max(t0, t1)
     inside = (start_ns >= t0) & (start_ns + dur_ns <= t1)
     ids = name_id[inside].astype(np.int64)
@@ -203,7 +207,11 @@ def range_stats(
     totals = np.bincount(ids, weights=dur_ns[inside].astype(np.float64))
     order = np.argsort(-totals, kind="stable")[:top]
     rows = tuple((int(i), int(counts[i]), float(totals[i])) for i in order if counts[i])
-    return RangeStats(t0, t1, int(inside.sum()), rows)
+    roots, mean = 0, math.nan
+    if depth is not None:
+        d = dur_ns[inside & (depth == 0)]
+        roots, mean = len(d), float(d.mean()) if len(d) else math.nan
+    return RangeStats(t0, t1, int(inside.sum()), rows, roots, mean)
 
 
 def fmt_ns(ns: float) -> str:
