@@ -256,8 +256,7 @@ def test_live_flame_appends_cpu_and_shifted_gpu_scopes(device):
     graph = RenderGraph(device, output_format="rgba8unorm-srgb", size=(320, 180))
     app = SimpleNamespace(graph=graph, telemetry=tel, args=SimpleNamespace(hud_scale=None))
     live = install(app)
-    assert [p.name for p in graph.passes] == ["Flame.Select", "Flame.Readback", "Flame",
-                                               "Flame.Text"]  # fmt: skip
+    assert [p.name for p in graph.passes] == ["Flame.Select", "Flame", "Flame.Text"]
     assert not any(p.enabled for p in graph.passes) and not tel.has_subscribers  # off: free
     t0 = 10_000_000_000
     for f in range(3):

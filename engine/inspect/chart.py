@@ -35,6 +35,7 @@ class FlameChart:
         name: prefix of the pass names (``"Flame"``).
         panel: darken the chart area first (drawing over a frame).
         glyph_px: label glyph scale.
+        readback: add the ``Readback`` pass (hover needs it; a chart without a cursor not).
 
     Attributes:
         store: the ``SpanStore``. ``picked``: the newest pick result (span index or NONE).
@@ -51,6 +52,7 @@ class FlameChart:
         name: str = "Flame",
         panel: bool = False,
         glyph_px: int = 1,
+        readback: bool = True,
     ):
         self.device = device
         self.view = view
@@ -61,6 +63,7 @@ class FlameChart:
         self.store = SpanStore(device)
         self.select = FlameSelect(device)
         self.draw = FlameDraw(device, fmt)
+        self.readback = readback
         self.ring = ReadbackRing(device, READBACK_BYTES, slots=4, batch=1, label="flame pick")
         self.picked = NONE
         self.drawn = self.wanted = 0
@@ -70,13 +73,14 @@ class FlameChart:
         self.passes = []
 
     def add_passes(self, graph) -> list:
-        """Add ``<name>.Select``, ``<name>.Readback`` and ``<name>`` to ``graph``."""
+        """Add ``<name>.Select``, ``<name>.Readback`` (if ``readback``) and ``<name>``."""
         n = self.name
-        self.passes = [
-            graph.add(ComputePass(f"{n}.Select", record=SelectPass(self).record)),
-            graph.add(TransferPass(f"{n}.Readback", record=ReadbackPass(self).record)),
-            graph.add(RenderPass(n, record=DrawPass(self).record, targets=DrawPass.targets)),
-        ]
+        self.passes = [graph.add(ComputePass(f"{n}.Select", record=SelectPass(self).record))]
+        if self.readback:
+            rb = ReadbackPass(self)
+            self.passes.append(graph.add(TransferPass(f"{n}.Readback", record=rb.record)))
+        draw = DrawPass(self)
+        self.passes.append(graph.add(RenderPass(n, record=draw.record, targets=draw.targets)))
         return self.passes
 
     def set_enabled(self, on: bool) -> None:

@@ -92,7 +92,7 @@ class LiveFlame:
         self.frames = 0
         self.has_gpu = False
         self.view = FlameView(np.array([1, 1]), 0, self.window_ns, (1, 1), row_px=16)
-        self.chart = FlameChart(device, fmt, self.view, name="Flame", panel=True)
+        self.chart = FlameChart(device, fmt, self.view, name="Flame", panel=True, readback=False)
         self.overlay = DebugOverlay()
         self.text = DebugOverlayPass(device, self.overlay, fmt)
         self.text_pass = None
@@ -232,7 +232,7 @@ class LiveFlame:
 
 def install(app, *, enabled: bool = False) -> LiveFlame:
     """Create a ``LiveFlame`` on ``app.telemetry`` and add its passes (``Flame.Select``,
-    ``Flame.Readback``, ``Flame``, ``Flame.Text``) at the end of ``app.graph``, disabled
+    ``Flame``, ``Flame.Text``) at the end of ``app.graph``, disabled
     unless ``enabled``. Then: ``live.set_mode(mode)`` on every HUD mode change,
     ``live.update(ctx)`` every frame before recording (returns at once while off),
     ``live.close()`` at shutdown."""
