@@ -10,7 +10,15 @@ from engine.graph import FrameContext, RenderGraph, RenderPass
 from engine.inspect.chart import FlameChart
 from engine.inspect.draw import FlameDraw
 from engine.inspect.reference import pick_reference, select_reference
-from engine.inspect.select import ENTRIES, NONE, FlameSelect, ViewParams, span_grid
+from engine.inspect.select import (
+    ENTRIES,
+    NONE,
+    VIEW_BYTES,
+    FlameSelect,
+    ViewParams,
+    span_grid,
+    view_uniform,
+)
 from engine.inspect.spans import NAME_MATCH, SPAN_BYTES, SpanStore, pack_spans
 from engine.inspect.synthetic import synthetic_table
 from engine.inspect.view import FlameView
@@ -159,6 +167,8 @@ def test_span_grid_goes_2d_past_65535_workgroups():
 def test_pipelines_are_built(device):
     sel = FlameSelect(device)
     assert set(sel.pipelines) == set(ENTRIES)
+    p = ViewParams(start_ns=0, px_per_ns=1, width=8, height=8, lane_rows=np.zeros(1))
+    assert len(view_uniform(p, 0, 0)) == VIEW_BYTES and VIEW_BYTES % 16 == 0
     for fmt in ("rgba8unorm-srgb", "bgra8unorm-srgb", "rgba8unorm"):
         d = FlameDraw(device, fmt)
         assert d.spans is not None and d.panel is not None
