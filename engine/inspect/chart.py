@@ -9,8 +9,6 @@ per frame is one uniform write and the same dozen commands for any span count.
 
 from __future__ import annotations
 
-import logging
-
 import numpy as np
 import wgpu
 
@@ -20,8 +18,6 @@ from .draw import FlameDraw
 from .select import NONE, FlameSelect, ViewParams
 from .spans import SpanStore
 from .view import FlameView
-
-log = logging.getLogger("lantern")
 
 READBACK_BYTES = 48  # state words 0..11: drawn (1), wanted (7), picked (8)
 

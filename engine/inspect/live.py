@@ -13,8 +13,6 @@ frame") with its scopes at depth 1, so a pass can later expand into its draws at
 
 from __future__ import annotations
 
-import logging
-
 import numpy as np
 
 from ..debug.overlay import DebugOverlay
@@ -23,8 +21,6 @@ from ..graph import RenderPass
 from .chart import FlameChart
 from .traceload import CPU_LANE, GPU_LANE
 from .view import FlameView
-
-log = logging.getLogger("lantern")
 
 WINDOW_S = 2.0
 ORIGIN_MARGIN_NS = 1_000_000_000  # GPU spans shifted by the offset may start before frame 0

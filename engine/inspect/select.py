@@ -20,7 +20,7 @@ rows. The numpy specification is ``engine.inspect.reference``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import wgpu
@@ -71,7 +71,6 @@ class ViewParams:
     selected_name: int = NONE
     search_on: bool = False
     glyph_px: int = 1
-    extra: dict = field(default_factory=dict)
 
     @property
     def cols(self) -> int:
