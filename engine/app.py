@@ -7,9 +7,7 @@ profiling, HUD, shutdown reports).
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import signal
 import sys
 import time
 from typing import ClassVar
@@ -19,7 +17,12 @@ import wgpu
 from .cli import OVERLAY_MODES, build_parser, check_output_path, fail
 from .gpu import GpuError, create_gpu
 from .graph import FrameContext, RenderGraph
-from .surfaces import OffscreenTarget, SurfaceError, WindowSurface
+from .interrupt import Interrupt, for_run
+from .loop import FrameLoop
+from .profiling.report import shutdown_report
+from .profiling.trace import build_trace, write_trace_file
+from .surfaces import OffscreenTarget, SurfaceError, WindowSurface, save_texture_png
+from .telemetry import JsonLinesWriter, Telemetry
 
 log = logging.getLogger("lantern")
 
@@ -36,10 +39,13 @@ class Sample:
         description: one line for ``--help``. ``python -m samples`` lists the first line of
             the module docstring instead (it reads files, importing no GPU code); keep the two
             alike, e.g. ``description = __doc__.splitlines()[0]``.
+        example_args: command-line arguments of a quick demonstration run (small scene,
+            inputs); ``{tmp}`` stands for a scratch folder.
     """
 
     name: ClassVar[str] = "sample"
     description: ClassVar[str] = ""
+    example_args: ClassVar[tuple[str, ...]] = ()  # a quick demonstration run (tests use it)
 
     @classmethod
     def add_arguments(cls, parser) -> None:
@@ -67,22 +73,67 @@ class Sample:
 
 
 class App:
-    """What a running sample can reach: ``gpu``, ``args``, ``graph``, ``profiler``, ``hud``,
-    ``cull_stats``."""
+    """What a running sample can reach.
 
-    def __init__(
-        self, gpu, args, graph: RenderGraph, prog: str, interrupt: Interrupt | None = None
-    ):
+    Attributes:
+        gpu, args, graph: the device, the parsed command line, the render graph.
+        telemetry: the per-frame record stream every view reads (``engine.telemetry``).
+        loop: the ``engine.loop.FrameLoop`` that records, submits and collects frames.
+        hud: the ``engine.debug.hud.Hud``; window: the ``WindowSurface`` or None.
+        interrupt: Ctrl-C as a flag (the frame loop ends after the current frame).
+    """
+
+    def __init__(self, gpu, args, graph: RenderGraph, interrupt: Interrupt | None = None):
         self.gpu = gpu
         self.args = args
         self.graph = graph
-        self.prog = prog
-        self.profiler = None  # engine.profiling.FrameProfiler when --gpu-profile/--profile
+        self.telemetry = Telemetry(
+            {
+                "adapter": gpu.summary,
+                "backend": gpu.adapter.info.get("backend_type", ""),
+                "features": sorted(gpu.features),
+                "size": list(graph.size),
+                "settings": _json_args(args),
+            }
+        )
+        self.loop = FrameLoop(gpu, graph, telemetry=self.telemetry)
         self.hud = None  # engine.debug.hud.Hud
-        self.cull_stats = None  # set by culling samples: .latest -> CullCounts | None
         self.window = None  # engine.surfaces.WindowSurface in window mode
         self.interrupt = interrupt or Interrupt()  # Ctrl-C: the frame loop ends after this frame
         self.overlay_mode = args.overlay
+        self._capture_path: str | None = None
+
+    @property
+    def profiler(self):
+        """The ``FrameProfiler`` when profiling is on, else None."""
+        prof = self.graph.profiler
+        return prof if prof.active else None
+
+    def set_profiling(self, *, gpu: bool | None = None, cpu: bool | None = None) -> str:
+        """Turn GPU (timestamp queries) and/or CPU (scopes) profiling on or off between
+        frames (None keeps the current state). Returns a one-line description."""
+        prof = self.profiler
+        want_gpu = (prof is not None and prof.gpu is not None) if gpu is None else gpu
+        want_cpu = (prof is not None and prof.cpu is not None) if cpu is None else cpu
+        if prof is not None:
+            self.loop.drain()  # publish what is in flight before the pools go away
+        if want_gpu or want_cpu:
+            from .profiling import FrameProfiler
+
+            # A capture is offline: read every frame back at once (batch 1) rather than
+            # amortising the map over 8 frames, so short captures still show their timings.
+            batch = 1 if self.args.capture else 8
+            prof = FrameProfiler(self.gpu, gpu=want_gpu, cpu=want_cpu, batch=batch)
+            self.graph.profiler = prof
+            self.telemetry.session["profiling"] = prof.session_info(self.graph)
+        else:
+            self.graph.profiler = None
+            self.telemetry.session.pop("profiling", None)
+        return f"profiling: GPU {'on' if want_gpu else 'off'}, CPU {'on' if want_cpu else 'off'}"
+
+    def request_capture(self, path: str) -> None:
+        """Write the next frame to ``path`` (PNG) once it is rendered."""
+        self._capture_path = path
 
     def cycle_overlay(self) -> str:
         i = OVERLAY_MODES.index(self.overlay_mode)
@@ -91,6 +142,19 @@ class App:
             self.hud.set_mode(self.overlay_mode)
         log.info("overlay: %s", self.overlay_mode)
         return self.overlay_mode
+
+
+def _json_args(args) -> dict:
+    """The parsed command line as JSON-ready values (for the telemetry session)."""
+    out = {}
+    for k, v in vars(args).items():
+        if v is None or isinstance(v, bool | int | float | str):
+            out[k] = v
+        elif isinstance(v, tuple | list) and all(isinstance(x, int | float) for x in v):
+            out[k] = list(v)
+        else:
+            out[k] = str(getattr(v, "path", type(v).__name__))
+    return out
 
 
 def main(sample_cls: type[Sample], argv: list[str] | None = None) -> None:
@@ -111,6 +175,8 @@ def run(sample_cls: type[Sample], argv: list[str] | None = None) -> int:
     for option, path, suffix in (
         ("--capture", args.capture, ".png"),
         ("--trace", args.trace, ".json"),
+        ("--telemetry", args.telemetry, ".jsonl"),
+        ("--graph", args.graph if args.graph not in (None, "-") else None, ".dot"),
     ):
         if path is not None:
             check_output_path(parser, option, path, suffix)
@@ -119,33 +185,17 @@ def run(sample_cls: type[Sample], argv: list[str] | None = None) -> int:
     if args.overlay is None:
         args.overlay = "perf" if (args.gpu_profile or args.profile) else "off"
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    interrupt = Interrupt()
+    interrupt = for_run()
     with interrupt.catching_sigint():
+        if interrupt.requested:  # Ctrl-C while Python was still importing
+            return _interrupted_early(args)
         return _start_and_run(sample_cls, args, prog, interrupt)
 
 
-class Interrupt:
-    """Ctrl-C as a flag that start-up and the frame loop check, from start-up on.
-
-    Not KeyboardInterrupt: the exception can land inside a glfw or wgpu callback, where it
-    is swallowed (the loop would run on) or breaks wgpu's state (a traceback from inside
-    request_device). A second Ctrl-C raises KeyboardInterrupt as usual.
-    """
-
-    requested = False
-
-    @contextlib.contextmanager
-    def catching_sigint(self):
-        def handler(signum, frame):
-            if self.requested:
-                raise KeyboardInterrupt
-            self.requested = True
-
-        previous = signal.signal(signal.SIGINT, handler)
-        try:
-            yield self
-        finally:
-            signal.signal(signal.SIGINT, previous)
+def _interrupted_early(args) -> int:
+    if args.capture:
+        print(f"interrupted before the first frame: {args.capture} not written")
+    return 130
 
 
 def _start_and_run(sample_cls, args, prog: str, interrupt: Interrupt) -> int:
@@ -155,11 +205,11 @@ def _start_and_run(sample_cls, args, prog: str, interrupt: Interrupt) -> int:
         return fail(prog, str(e), 2 if args.adapter else 1)
     print(gpu.describe(), flush=True)
     if interrupt.requested:
-        return 130
+        return _interrupted_early(args)
 
     target = window = None
     try:
-        if args.capture:
+        if args.capture or args.graph is not None:
             target = OffscreenTarget(gpu.device, args.size)
             fmt, size = target.format, args.size
         else:
@@ -171,22 +221,46 @@ def _start_and_run(sample_cls, args, prog: str, interrupt: Interrupt) -> int:
         return fail(prog, str(e), 1)
 
     graph = RenderGraph(gpu.device, output_format=fmt, size=size)
-    app = App(gpu, args, graph, prog, interrupt)
+    app = App(gpu, args, graph, interrupt)
+    app.telemetry.session["sample"] = sample_cls.name
     app.window = window
     sample = sample_cls(app)
+    writer = None
     try:
         sample.build(graph)
         _attach_tools(app)
+        if args.graph is not None:
+            return _print_graph(app, prog)
+        if args.telemetry:
+            writer = JsonLinesWriter(args.telemetry, app.telemetry.session)
+            app.telemetry.subscribe(writer)
         if not interrupt.requested:
             _run_frames(app, sample, target, window)
     except GpuError as e:  # a GPU capability the sample needs is missing
+        return fail(prog, str(e), 1)
+    except ValueError as e:  # an inconsistent render graph (a sample's mistake)
         return fail(prog, str(e), 1)
     finally:
         if window is not None:
             window.close()
         _shutdown(app, sample)
+        if writer is not None:
+            writer.close()
+            print(f"wrote {args.telemetry} ({writer.records} records)")
         sample.close()
     return 130 if interrupt.requested else 0
+
+
+def _print_graph(app: App, prog: str) -> int:
+    """``--graph [PATH]``: the passes and their resource edges, as text (and DOT to PATH)."""
+    app.graph.validate()
+    print(app.graph.describe())
+    path = app.args.graph
+    if path != "-":
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(app.graph.to_dot())
+        print(f"wrote {path} (Graphviz: dot -Tsvg {path} -o frame.svg)")
+    return 0
 
 
 def _run_frames(app: App, sample: Sample, target, window) -> None:
@@ -201,57 +275,53 @@ def _attach_tools(app: App) -> None:
     its pass disabled while the mode is ``off`` so that F1 can turn it on."""
     args = app.args
     if args.gpu_profile or args.profile:
-        from .profiling import FrameProfiler
-
-        # A capture is offline: read every frame back at once (batch 1) rather than
-        # amortising the map over 8 frames, so short captures still show their timings.
-        batch = 1 if args.capture else 8
-        app.profiler = FrameProfiler(app.gpu, gpu=args.gpu_profile, cpu=args.profile, batch=batch)
-        app.graph.profiler = app.profiler
+        app.set_profiling(gpu=args.gpu_profile, cpu=args.profile)
     from .debug.hud import install_hud
 
     app.hud = install_hud(app)
 
 
-def _render(app: App, sample: Sample, output, index: int, t: float) -> None:
-    graph, prof = app.graph, app.profiler
-    ctx = FrameContext(app.gpu.device, graph, index, t, graph.size, output)
-    if prof is not None:
-        prof.cpu_begin("Update")
-    sample.update(ctx)
-    if app.hud is not None:
+def _update(app: App, sample: Sample):
+    def update(ctx) -> None:
+        sample.update(ctx)
         app.hud.update(ctx)
-    if prof is not None:
-        prof.cpu_end()
-    encoder = app.gpu.device.create_command_encoder(label=f"frame {index}")
-    graph.execute(encoder, ctx)
-    if prof is not None:
-        prof.cpu_begin("Submit")
-    app.gpu.queue.submit([encoder.finish()])
-    if prof is not None:
-        prof.cpu_end()
-        prof.after_submit()
+
+    return update
 
 
 def _run_capture(app: App, sample: Sample, target: OffscreenTarget) -> None:
     frames = app.args.frames or CAPTURE_FRAMES
+    update = _update(app, sample)
     for i in range(frames):
         if app.interrupt.requested:
             print(f"interrupted after {i} frame(s): {app.args.capture} not written")
             return
-        if i == frames - 1 and app.hud is not None:
+        if i == frames - 1:
             app.hud.perf.expire()  # the captured HUD shows the newest figures
-        _render(app, sample, target.view, i, i * CAPTURE_DT)
+        app.loop.frame(target.view, i * CAPTURE_DT, update)
+        _write_requested_capture(app, target.texture)
     target.save_png(app.args.capture)
     w, h = app.args.size
     print(f"wrote {app.args.capture} ({w}x{h}, {frames} frames)")
 
 
+def _write_requested_capture(app: App, texture) -> None:
+    path, app._capture_path = app._capture_path, None
+    if path is None:
+        return
+    try:
+        save_texture_png(app.gpu.device, texture, path)
+        log.info("capture: wrote %s", path)
+    except (OSError, ValueError, wgpu.GPUError) as e:
+        log.error("capture: cannot write %s: %s", path, e)
+
+
 def _run_window(app: App, sample: Sample, window: WindowSurface) -> None:
-    frames, prof = app.args.frames, app.profiler
-    start, index = time.perf_counter(), 0
+    frames = app.args.frames
+    start = time.perf_counter()
+    update = _update(app, sample)
     while not (window.should_close() or app.interrupt.requested) and (
-        frames is None or index < frames
+        frames is None or app.loop.index < frames
     ):
         for key in window.poll():
             if key == KEY_ESCAPE:
@@ -270,26 +340,30 @@ def _run_window(app: App, sample: Sample, window: WindowSurface) -> None:
             window.configure(size)
             app.graph.resize(size)
         try:
-            output = window.acquire()
+            output, texture = window.acquire()
         except wgpu.DrawCancelled:
             continue
-        _render(app, sample, output, index, time.perf_counter() - start)
-        if prof is not None:
-            prof.cpu_begin("Present")
-        window.present()
-        if prof is not None:
-            prof.cpu_end()
-        index += 1
+        app.loop.frame(output, time.perf_counter() - start, update)
+        _write_requested_capture(app, texture)
+        app.loop.present(window)
 
 
 def _shutdown(app: App, sample: Sample) -> None:
-    """Drain pending timings and print the timeline(s) and the sample's report; write the trace."""
+    """Drain what is in flight, print the reports (timeline, cull counters, the sample's own)
+    from the telemetry, and write the trace."""
+    app.loop.drain()
     if app.profiler is None:
         return
-    app.profiler.drain()
-    for report in (app.profiler.report(), sample.report()):
+    cull = app.telemetry.latest.cull if app.telemetry.latest is not None else None
+    for report in (
+        shutdown_report(app.telemetry),
+        cull.report() if cull is not None else None,
+        sample.report(),
+    ):
         if report:
             print(report)
     if app.args.trace:
-        app.profiler.write_trace(app.args.trace)
+        prof = app.profiler
+        cal = prof.gpu.calibrate() if prof.gpu_available else None
+        write_trace_file(app.args.trace, build_trace(app.telemetry, calibration=cal))
         print(f"wrote {app.args.trace}")

@@ -11,10 +11,21 @@ OVERLAY_MODES = ("off", "perf", "cull", "timeline", "all")
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse with a single-line error (no usage block) and exit status 2."""
+    """argparse with a single-line error (no usage block) and exit status 2; an unknown
+    ``WGPU_BACKEND_TYPE`` is a bad value too, reported like a bad option."""
 
     def error(self, message: str):  # noqa: D401 - argparse API
         self.exit(2, f"{self.prog}: error: {message}\n")
+
+    def parse_known_args(self, args=None, namespace=None):
+        result = super().parse_known_args(args, namespace)
+        from .gpu import GpuError, check_backend_env  # imports wgpu: only once parsed
+
+        try:
+            check_backend_env()
+        except GpuError as e:
+            self.error(str(e))
+        return result
 
 
 def size_type(text: str) -> tuple[int, int]:
@@ -85,6 +96,20 @@ def build_parser(prog: str, description: str) -> ArgumentParser:
         "--trace",
         metavar="PATH",
         help="write a Chrome trace (Perfetto) JSON file at shutdown; implies --profile",
+    )
+    g.add_argument(
+        "--telemetry",
+        metavar="PATH",
+        help="write one JSON Lines record per finished frame to PATH (.jsonl): a session "
+        "line, scope names once, then frames",
+    )
+    g.add_argument(
+        "--graph",
+        nargs="?",
+        const="-",
+        metavar="PATH",
+        help="print the frame's passes and their resource edges and exit; with PATH (.dot) "
+        "also write a Graphviz file",
     )
     g.add_argument(
         "--overlay",

@@ -91,7 +91,7 @@ NO_ADAPTER = (
 )
 
 
-def _check_backend_env() -> str | None:
+def check_backend_env() -> str | None:
     """``WGPU_BACKEND_TYPE`` as wgpu-py will read it; a one-line GpuError if it is unknown."""
     backend = os.environ.get("WGPU_BACKEND_TYPE", "").strip()
     if backend and backend not in BACKENDS:
@@ -103,7 +103,7 @@ def _check_backend_env() -> str | None:
 
 
 def _pick_adapter(name: str | None) -> wgpu.GPUAdapter:
-    backend = _check_backend_env()
+    backend = check_backend_env()
     wanted = name or os.environ.get("WGPUPY_WGPU_ADAPTER_NAME") or None
     adapters = wgpu.gpu.enumerate_adapters_sync()
     if backend:

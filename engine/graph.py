@@ -11,51 +11,104 @@ A pass is one of three kinds:
 
 Because the graph begins every pass itself, it can put the profiler's ``timestamp_writes``
 on the pass descriptor and bracket the recording with a CPU scope: a pass added by anyone
-is timed without asking. ``graph.profiler`` is ``None`` by default and then costs one
-``is None`` test per pass: no query set exists and no timestamp is written.
+is timed without asking. ``graph.profiler`` is ``NULL_PROFILER`` by default and then costs
+one attribute test per frame: no query set exists and no timestamp is written. The sink's
+protocol is ``engine.profiling.sink.ProfilerSink`` (implemented by
+``engine.profiling.FrameProfiler``).
 
-The profiler sink protocol (implemented by ``engine.profiling.FrameProfiler``)::
-
-    begin_frame(frame_index, encoder)
-    begin_pass(name, kind, encoder) -> timestamp_writes dict or None
-    end_pass(name, kind, encoder)
-    end_frame(encoder)           # resolve queries into this frame's pool
+Each pass declares the resources it ``reads`` and ``writes``; before recording a set of
+enabled passes for the first time the graph checks that nothing is read before an earlier
+pass wrote it (``validate``), and ``describe``/``to_dot`` print the frame (``--graph``).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import wgpu
 
+from .profiling.sink import NULL_PROFILER, ProfilerSink
+
 RENDER, COMPUTE, TRANSFER = "render", "compute", "transfer"
+OUTPUT = "output"  # the imported output texture: written by whichever pass draws to it
 
 
-@dataclass(eq=False)
 class Pass:
-    """A named step of the frame. ``name`` is what every table, trace and capture shows."""
+    """A named step of the frame. ``name`` is what every table, trace and capture shows; it
+    is fixed at construction (read-only) and compared after stripping spaces.
 
-    name: str
-    record: Callable[..., None]
+    Subclass and override ``record`` (and ``targets`` for render passes), or pass callables.
+
+    Args:
+        name: the pass name (a non-empty string; leading/trailing spaces are stripped).
+        record: ``record(ctx, encoder)`` when not overridden: the pass encoder for render and
+            compute passes, the command encoder for transfer passes.
+        reads, writes: names of the graph resources the pass reads / writes (textures,
+            buffers, or logical ones such as ``"cull.counters"``). The graph checks that
+            every read was written by an earlier enabled pass or imported.
+        enabled: whether the graph records it.
+
+    Raises:
+        ValueError: an empty name.
+    """
+
     kind: ClassVar[str] = ""
-    enabled: bool = True
+    reads: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ()
+
+    def __init__(
+        self,
+        name: str,
+        record: Callable[..., None] | None = None,
+        *,
+        reads: tuple[str, ...] | None = None,
+        writes: tuple[str, ...] | None = None,
+        enabled: bool = True,
+    ):
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(f"render graph pass name must be a non-empty string, got {name!r}")
+        self._name = name.strip()
+        if record is not None:
+            self.record = record
+        if reads is not None:
+            self.reads = tuple(reads)
+        if writes is not None:
+            self.writes = tuple(writes)
+        self.enabled = enabled
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def record(self, ctx: FrameContext, encoder) -> None:
+        raise NotImplementedError(f"pass {self.name!r} has no record()")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
 
 
-@dataclass(eq=False)
 class RenderPass(Pass):
-    targets: Callable[[FrameContext], dict] = field(default=lambda ctx: {})
+    """A render pass: the graph begins it from ``targets(ctx)`` (a dict of
+    ``color_attachments`` / ``depth_stencil_attachment``) and calls ``record(ctx, rpass)``."""
+
     kind: ClassVar[str] = RENDER
 
+    def __init__(self, name: str, record=None, *, targets=None, **kw):
+        super().__init__(name, record, **kw)
+        if targets is not None:
+            self.targets = targets
 
-@dataclass(eq=False)
+    def targets(self, ctx: FrameContext) -> dict:
+        return {}
+
+
 class ComputePass(Pass):
     kind: ClassVar[str] = COMPUTE
 
 
-@dataclass(eq=False)
 class TransferPass(Pass):
     kind: ClassVar[str] = TRANSFER
 
@@ -107,25 +160,101 @@ class RenderGraph:
         self.output_format = output_format
         self.size = size
         self.passes: list[Pass] = []
-        self.profiler = None  # optional sink; see module docstring
+        self._profiler: ProfilerSink = NULL_PROFILER
         self._texture_descs: dict[str, TextureDesc] = {}
         self._textures: dict[str, wgpu.GPUTexture] = {}
         self._views: dict[str, wgpu.GPUTextureView] = {}
         self._buffers: dict[str, wgpu.GPUBuffer] = {}
         self._resize_callbacks: list[Callable[[tuple[int, int]], None]] = []
         self.generation = 0  # bumped whenever size-dependent textures are recreated
+        self.readbacks: list = []  # engine.loop.ReadbackClient objects the frame loop drives
+        self.imports: set[str] = {OUTPUT}  # resources written outside the graph's passes
+        self._validated: tuple | None = None
+
+    @property
+    def profiler(self) -> ProfilerSink:
+        """The profiler sink (``engine.profiling.FrameProfiler``), or ``NULL_PROFILER`` when
+        profiling is off; assigning None turns it off."""
+        return self._profiler
+
+    @profiler.setter
+    def profiler(self, sink: ProfilerSink | None) -> None:
+        self._profiler = NULL_PROFILER if sink is None else sink
 
     # -- passes ---------------------------------------------------------------------------
     def add(self, p: Pass) -> Pass:
-        if not isinstance(p.name, str) or not p.name.strip():
-            raise ValueError(f"render graph pass name must be a non-empty string, got {p.name!r}")
+        """Append ``p`` (runs after every pass added before it).
+
+        Raises:
+            ValueError: a pass with the same name (after stripping) is already in the graph.
+        """
         if any(q.name == p.name for q in self.passes):
             raise ValueError(f"render graph already has a pass named {p.name!r}")
         self.passes.append(p)
+        self._validated = None
         return p
 
     def pass_names(self) -> list[str]:
         return [p.name for p in self.passes if p.enabled]
+
+    def add_readback(self, client) -> None:
+        """Register a readback client (``engine.loop.ReadbackClient``) for the frame loop."""
+        self.readbacks.append(client)
+
+    def import_resource(self, *names: str) -> None:
+        """Declare resources written outside the passes (CPU uploads, the output)."""
+        self.imports.update(names)
+        self._validated = None
+
+    def validate(self) -> None:
+        """Check that every enabled pass reads only what an earlier enabled pass wrote (or
+        what was imported).
+
+        Raises:
+            ValueError: naming the pass, the resource, and the pass that writes it too late
+                (or that nothing writes it).
+        """
+        written = set(self.imports)
+        enabled = [p for p in self.passes if p.enabled]
+        for i, p in enumerate(enabled):
+            for r in p.reads:
+                if r in written:
+                    continue
+                later = next((q.name for q in enabled[i + 1 :] if r in q.writes), None)
+                who = f"only the later pass {later!r} writes it" if later else "no pass writes it"
+                raise ValueError(
+                    f"render graph: pass {p.name!r} reads {r!r} but {who}; "
+                    "reorder the passes or import the resource"
+                )
+            written.update(p.writes)
+
+    def describe(self) -> str:
+        """The enabled passes in order with their resource edges, as text."""
+        lines = []
+        for i, p in enumerate(self.passes, 1):
+            state = "" if p.enabled else "  (disabled)"
+            lines.append(f"{i:3d}. {p.name:<14} {p.kind}{state}")
+            if p.reads:
+                lines.append(f"       reads  {', '.join(p.reads)}")
+            if p.writes:
+                lines.append(f"       writes {', '.join(p.writes)}")
+        return "\n".join(lines)
+
+    def to_dot(self) -> str:
+        """Graphviz DOT: passes as boxes (disabled ones dashed), resources as ellipses, an
+        edge resource -> pass for a read and pass -> resource for a write."""
+        out = ["digraph frame {", "  rankdir=LR;", '  node [fontname="monospace"];']
+        for i, p in enumerate(self.passes):
+            style = "" if p.enabled else ", style=dashed"
+            out.append(f'  p{i} [shape=box, label="{i + 1}. {p.name}\\n{p.kind}"{style}];')
+        resources = sorted({r for p in self.passes for r in (*p.reads, *p.writes)})
+        for r in resources:
+            out.append(f'  "{r}" [shape=ellipse];')
+        for i, p in enumerate(self.passes):
+            out += [f'  "{r}" -> p{i};' for r in p.reads]
+            out += [f'  p{i} -> "{r}";' for r in p.writes]
+        out.append("}")
+        return "\n".join(out) + "\n"
 
     # -- resources ------------------------------------------------------------------------
     def create_texture(self, name: str, desc: TextureDesc) -> wgpu.GPUTexture:
@@ -186,9 +315,17 @@ class RenderGraph:
 
     # -- execution ------------------------------------------------------------------------
     def execute(self, encoder: wgpu.GPUCommandEncoder, ctx: FrameContext) -> None:
-        """Record every enabled pass into ``encoder``, in declaration order."""
-        prof = self.profiler
-        if prof is None:
+        """Record every enabled pass into ``encoder``, in declaration order.
+
+        Raises:
+            ValueError: from ``validate`` when the enabled set changed and is inconsistent.
+        """
+        key = tuple(p.enabled for p in self.passes)
+        if key != self._validated:
+            self.validate()
+            self._validated = key
+        prof = self._profiler
+        if not prof.active:
             for p in self.passes:
                 if p.enabled:
                     _encode(p, encoder, ctx, None)

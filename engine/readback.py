@@ -38,8 +38,6 @@ import wgpu
 
 log = logging.getLogger("lantern")
 
-_FREE, _FILLING, _MAPPING = "free", "filling", "mapping"
-
 
 def _map_read(buffer: wgpu.GPUBuffer, size: int):
     try:
@@ -59,7 +57,6 @@ def map_finished(promise) -> bool | None:
 class _Slot:
     buffer: wgpu.GPUBuffer
     index: int
-    state: str = _FREE
     frames: list = field(default_factory=list)  # (frame_index, offset, size), submitted
     promise: object = None
     first_ns: int = 0  # perf_counter_ns when its first frame was submitted
@@ -185,7 +182,6 @@ class ReadbackRing:
                 self.dropped += 1
                 return False
             slot = self._filling = self._free.popleft()
-            slot.state = _FILLING
         offset = len(slot.frames) * self._stride
         self._recorded = (offset, size)
         encoder.copy_buffer_to_buffer(source, source_offset, slot.buffer, offset, size)
@@ -197,7 +193,6 @@ class ReadbackRing:
         slot = self._filling
         if slot is not None and not slot.frames:
             self._filling = None
-            slot.state = _FREE
             self._free.appendleft(slot)
 
     def submitted(self, frame_index: int) -> None:
@@ -223,7 +218,6 @@ class ReadbackRing:
     def _map(self, slot: _Slot) -> None:
         self._filling = None
         slot.promise = _map_read(slot.buffer, slot.mapped_size)
-        slot.state = _MAPPING
         self._mapping.append(slot)
 
     def poll(self) -> list[tuple[int, bytes]]:
@@ -275,5 +269,4 @@ class ReadbackRing:
             out.extend((f, bytes(data[o : o + n])) for f, o, n in slot.frames)
             slot.buffer.unmap()
         slot.frames = []
-        slot.state = _FREE
         self._free.append(slot)

@@ -5,11 +5,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import ctypes.util
+import logging
 import os
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
 import wgpu
+
+log = logging.getLogger("lantern")
 
 CAPTURE_FORMAT = "rgba8unorm-srgb"
 
@@ -41,17 +48,133 @@ class OffscreenTarget:
 
         The bytes are sRGB-encoded, as a PNG stores them. Blocks: use at shutdown only.
         """
-        w, h = self.size
-        data = self.device.queue.read_texture(
-            {"texture": self.texture}, {"bytes_per_row": w * 4, "rows_per_image": h}, (w, h, 1)
-        )
-        return np.frombuffer(data, np.uint8).reshape(h, w, 4).copy()
+        return read_rgba(self.device, self.texture)
 
     def save_png(self, path: str) -> None:
-        from PIL import Image
+        save_texture_png(self.device, self.texture, path)
 
-        rgba = self.read_rgba()
-        Image.fromarray(rgba[:, :, :3], "RGB").save(path)
+
+def read_rgba(device: wgpu.GPUDevice, texture: wgpu.GPUTexture) -> np.ndarray:
+    """``uint8 (H, W, 4)`` RGBA of an 8-bit colour ``texture`` (``bgra*`` swizzled to RGBA).
+    Waits for the GPU: for captures and commands, never the per-frame path."""
+    w, h = texture.size[0], texture.size[1]
+    bpr = (w * 4 + 255) // 256 * 256
+    data = device.queue.read_texture(
+        {"texture": texture}, {"bytes_per_row": bpr, "rows_per_image": h}, (w, h, 1)
+    )
+    rgba = np.frombuffer(data, np.uint8).reshape(h, bpr // 4, 4)[:, :w].copy()
+    if texture.format.startswith("bgra"):
+        rgba = rgba[:, :, [2, 1, 0, 3]]
+    return rgba
+
+
+def save_texture_png(device: wgpu.GPUDevice, texture: wgpu.GPUTexture, path: str) -> None:
+    """Write ``texture`` (8-bit colour, needs ``COPY_SRC``) to ``path`` as an RGB PNG.
+
+    Raises:
+        OSError: the file cannot be written.
+    """
+    from PIL import Image
+
+    Image.fromarray(read_rgba(device, texture)[:, :, :3], "RGB").save(path)
+
+
+class _XErrorEvent(ctypes.Structure):
+    _fields_ = [
+        ("type", ctypes.c_int),
+        ("display", ctypes.c_void_p),
+        ("resourceid", ctypes.c_ulong),
+        ("serial", ctypes.c_ulong),
+        ("error_code", ctypes.c_ubyte),
+        ("request_code", ctypes.c_ubyte),
+        ("minor_code", ctypes.c_ubyte),
+    ]
+
+
+_X_ERROR_HANDLER = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(_XErrorEvent))
+_X_IO_ERROR_HANDLER = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
+_X_IO_EXIT_HANDLER = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
+BAD_WINDOW, BAD_DRAWABLE = 3, 9  # X protocol error codes
+
+
+class X11ErrorTrap:
+    """An Xlib error handler that notes errors about ``window`` instead of exiting.
+
+    Xlib's default handler prints the error and exits the process; glfw installs its own only
+    around a few calls. So when another client destroys our window (``xdotool windowclose``,
+    ``XDestroyWindow``) the next glfw call that touches it (``XGetWindowAttributes``) killed
+    the sample before its reports. With this handler ``lost`` becomes True on ``BadWindow`` or
+    ``BadDrawable`` for ``window``; other errors are logged once per kind and ignored.
+
+    Args:
+        window: the X window id (``glfw.get_x11_window``).
+    """
+
+    def __init__(self, window: int, display: int | None = None):
+        self.window, self.lost, self.disconnected = window, False, False
+        self._seen: set[tuple[int, int]] = set()
+        lib = self._lib = ctypes.CDLL(ctypes.util.find_library("X11") or "libX11.so.6")
+        for name in ("XSetErrorHandler", "XSetIOErrorHandler"):
+            getattr(lib, name).restype = ctypes.c_void_p
+            getattr(lib, name).argtypes = [ctypes.c_void_p]
+        self._handler = _X_ERROR_HANDLER(self._on_error)  # kept alive as long as installed
+        self._previous = lib.XSetErrorHandler(ctypes.cast(self._handler, ctypes.c_void_p))
+        self._previous_io = None
+        # The connection itself killed (xkill, XKillClient): Xlib calls the I/O error handler,
+        # then the display's exit handler (libX11 >= 1.7; default exit(1)). Returning from it
+        # leaves the display marked broken and later calls fail quietly.
+        if display and hasattr(lib, "XSetIOErrorExitHandler"):
+            self._io_handler = _X_IO_ERROR_HANDLER(self._on_io_error)
+            self._io_exit = _X_IO_EXIT_HANDLER(self._on_io_exit)
+            self._previous_io = lib.XSetIOErrorHandler(
+                ctypes.cast(self._io_handler, ctypes.c_void_p)
+            )
+            lib.XSetIOErrorExitHandler.argtypes = [ctypes.c_void_p] * 3
+            lib.XSetIOErrorExitHandler(display, ctypes.cast(self._io_exit, ctypes.c_void_p), None)
+
+    def _on_io_error(self, display) -> int:
+        if not self.lost:
+            log.info("the connection to the X server was lost: shutting down")
+        self.lost = self.disconnected = True
+        return 0
+
+    def _on_io_exit(self, display, data) -> None:
+        self.lost = self.disconnected = True  # return instead of exit(1)
+
+    def _on_error(self, display, event) -> int:
+        e = event.contents
+        if e.resourceid == self.window and e.error_code in (BAD_WINDOW, BAD_DRAWABLE):
+            if not self.lost:
+                log.info("the window was destroyed by another X client: shutting down")
+            self.lost = True
+        elif (e.error_code, e.request_code) not in self._seen:
+            self._seen.add((e.error_code, e.request_code))
+            log.warning(
+                "X error %d (request %d) on resource 0x%x ignored",
+                e.error_code, e.request_code, e.resourceid,
+            )  # fmt: skip
+        return 0
+
+    def restore(self) -> None:
+        """Put the previous handler back (after glfw has closed its display)."""
+        self._lib.XSetErrorHandler(self._previous)
+        if self._previous_io is not None:
+            self._lib.XSetIOErrorHandler(self._previous_io)
+
+
+@contextlib.contextmanager
+def _fd2_silenced():
+    """Send file descriptor 2 (C libraries' stderr) to /dev/null for the block."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
 
 
 @dataclass
@@ -118,6 +241,14 @@ class WindowSurface:
         glfw.set_mouse_button_callback(self.window, self._on_mouse_button)
         glfw.set_scroll_callback(self.window, self._on_scroll)
         glfw.set_char_callback(self.window, self._on_char)
+        self._x11 = None
+        if glfw.get_platform() == glfw.PLATFORM_X11:
+            self._x11 = X11ErrorTrap(glfw.get_x11_window(self.window), glfw.get_x11_display())
+
+    @property
+    def lost(self) -> bool:
+        """True once another client destroyed the window: treat it as closed."""
+        return self._x11 is not None and self._x11.lost
 
     def _on_key(self, window, key, scancode, action, mods):
         if action == self._glfw.PRESS:
@@ -159,13 +290,15 @@ class WindowSurface:
         return self._glfw.get_key(self.window, key) == self._glfw.PRESS
 
     def should_close(self) -> bool:
-        return bool(self._glfw.window_should_close(self.window))
+        return self.lost or bool(self._glfw.window_should_close(self.window))
 
     def request_close(self) -> None:
         self._glfw.set_window_should_close(self.window, True)
 
     def framebuffer_size(self) -> tuple[int, int]:
         w, h = self._glfw.get_framebuffer_size(self.window)
+        if self.lost:  # the query failed: its numbers are garbage
+            return 0, 0
         return int(w), int(h)
 
     def configure(self, size: tuple[int, int]) -> None:
@@ -175,13 +308,16 @@ class WindowSurface:
             device=self.device,
             format=self._native,
             view_formats=[self.format] if self.format != self._native else [],
-            usage=wgpu.TextureUsage.RENDER_ATTACHMENT,
+            # COPY_SRC: the console's ``capture PATH`` reads the presented frame back.
+            usage=wgpu.TextureUsage.RENDER_ATTACHMENT | wgpu.TextureUsage.COPY_SRC,
         )
         self.size = size
 
     def acquire(self):
-        """The view to render into this frame. Raises ``wgpu.DrawCancelled`` to skip it."""
-        return self.context.get_current_texture().create_view(format=self.format)
+        """``(view, texture)`` to render into this frame. Raises ``wgpu.DrawCancelled`` to
+        skip it."""
+        texture = self.context.get_current_texture()
+        return texture.create_view(format=self.format), texture
 
     def present(self) -> None:
         self.context.present()
@@ -191,5 +327,12 @@ class WindowSurface:
         if self.context is not None:
             self.context.unconfigure()
             self.context = None
-        self._glfw.destroy_window(self.window)
-        self._glfw.terminate()
+        disconnected = self._x11 is not None and self._x11.disconnected
+        # Without a connection Xlib prints a line per request it cannot send; terminate glfw
+        # anyway, or rendercanvas does it at interpreter exit and those lines appear then.
+        with _fd2_silenced() if disconnected else contextlib.nullcontext():
+            self._glfw.destroy_window(self.window)
+            self._glfw.terminate()
+        if self._x11 is not None:
+            self._x11.restore()
+            self._x11 = None

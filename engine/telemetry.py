@@ -33,6 +33,7 @@ WINDOW = 60  # frames behind mean, median, max and the rolling median / MAD of t
 OUTLIER_MADS = 3.0  # |delta| beyond this many MADs is highlighted
 MAD_FLOOR_MS = 1e-3  # a perfectly steady pass still needs a 3 us change to be flagged
 HITCH_HOLD_S = 2.0  # a hitch marker holds a frame's max this long
+HITCH_RATIO = 1.25  # a hitch is an outlier at least this many times the rolling median
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,8 +51,9 @@ class PassStats:
             standard deviation.
         outlier: ``|delta_ms| > OUTLIER_MADS * max(mad_ms, MAD_FLOOR_MS)`` with at least 10
             readings — shown highlighted; steady noise inside 3 MADs never flickers.
-        hitch_ms: the largest outlier reading of the last ``HITCH_HOLD_S`` seconds, held
-            (None when there was none).
+        hitch_ms: the largest hitch of the last ``HITCH_HOLD_S`` seconds, held (None when
+            there was none). A hitch is a reading above both 3 MADs and ``HITCH_RATIO`` times
+            the rolling median (refreshed every ``StatsWindow.BASELINE_EVERY`` frames).
         samples: frames with a reading in the window.
     """
 
@@ -98,10 +100,10 @@ class FrameRecord:
         dropped: GPU scopes over the query pool's capacity in this frame.
         invalid: GPU readings left out (zero, or end before begin).
         cull: the newest cull counters at publication (their own ``frame_index``), or None.
-        stats_keys: ``(clock, name)`` of each row of ``stats_values``.
-        stats_values: ``float64 (len(stats_keys), len(STAT_FIELDS))``, NaN = none; rows with
-            no reading in the window are left out. ``stats`` / ``stat()`` give
-            ``PassStats`` objects (built on demand: this is the per-frame hot path).
+        snapshot: the stats window after this frame (``StatsSnapshot``), from which
+            ``stats_keys`` (``(clock, name)`` per row) and ``stats_values`` (``float64
+            (rows, len(STAT_FIELDS))``, NaN = none; keys without a reading in the window left
+            out) are computed on first use; ``stats`` / ``stat()`` give ``PassStats``.
     """
 
     seq: int
@@ -113,8 +115,17 @@ class FrameRecord:
     dropped: int = 0
     invalid: int = 0
     cull: CullCounts | None = None
-    stats_keys: tuple[tuple[str, str], ...] = ()
-    stats_values: np.ndarray | None = None
+    snapshot: StatsSnapshot | None = None
+
+    @property
+    def stats_keys(self) -> tuple[tuple[str, str], ...]:
+        return () if self.snapshot is None else self.snapshot.result()[0]
+
+    @property
+    def stats_values(self) -> np.ndarray:
+        if self.snapshot is None:
+            return np.zeros((0, len(STAT_FIELDS)))
+        return self.snapshot.result()[1]
 
     @property
     def stats(self) -> tuple[PassStats, ...]:
@@ -122,15 +133,17 @@ class FrameRecord:
         return tuple(self._stat(i) for i in range(len(self.stats_keys)))
 
     def stat(self, name: str, clock: str = GPU) -> PassStats | None:
-        """The ``PassStats`` of ``name`` on ``clock``, or None."""
+        """The ``PassStats`` of ``name`` on ``clock``, or None (computes the record's stats
+        on first use)."""
         try:
             return self._stat(self.stats_keys.index((clock, name)))
         except ValueError:
             return None
 
     def _stat(self, i: int) -> PassStats:
-        clock, name = self.stats_keys[i]
-        last, mean, med, mx, delta, mad, outlier, hitch, n = self.stats_values[i].tolist()
+        keys, values = self.snapshot.result()
+        clock, name = keys[i]
+        last, mean, med, mx, delta, mad, outlier, hitch, n = values[i].tolist()
         return PassStats(
             name,
             clock,
@@ -146,23 +159,71 @@ class FrameRecord:
         )
 
 
+class StatsSnapshot:
+    """The stats window as it stood after one frame. The statistics are computed on first
+    use (``values``) and cached: publishing a record costs a copy of the window, and a view
+    that reads every 15th record pays for 1 in 15.
+
+    Attributes:
+        keys: ``(clock, name)`` per row; rows without a reading in the window are left out
+            of ``values``' result (see ``FrameRecord``).
+    """
+
+    __slots__ = ("_keys", "_window", "_hitch", "_result")
+
+    def __init__(self, keys: tuple, window: np.ndarray, hitch: np.ndarray):
+        self._keys, self._window, self._hitch = keys, window, hitch
+        self._result = None
+
+    def result(self) -> tuple[tuple, np.ndarray]:
+        """``(keys, values)``: ``values`` float64 ``(rows, len(STAT_FIELDS))``."""
+        if self._result is None:
+            self._result = self._compute()
+        return self._result
+
+    def _compute(self):
+        window, rows = self._window, np.arange(len(self._keys))
+        last = window[:, -1]
+        s = np.sort(window, axis=1)  # NaN sorts last
+        n = np.count_nonzero(s == s, axis=1)
+        median = _median(s, n, rows)
+        top = s[rows, np.maximum(n - 1, 0)]
+        mean = np.nansum(s, axis=1) / np.maximum(n, 1)
+        mad = _median(np.sort(np.abs(window - median[:, None]), axis=1), n, rows) * 1.4826
+        delta = last - median
+        with np.errstate(invalid="ignore"):
+            outlier = (np.abs(delta) > OUTLIER_MADS * np.fmax(mad, MAD_FLOOR_MS)) & (n >= 10)
+        out = np.stack([last, mean, median, top, delta, mad, outlier, self._hitch, n], 1)
+        keep = n > 0
+        if keep.all():
+            return self._keys, out
+        return tuple(k for k, ok in zip(self._keys, keep, strict=True) if ok), out[keep]
+
+
 class StatsWindow:
-    """Rolling per-(clock, name) readings in one numpy ring; ``add`` returns the stats of
-    every key after adding one frame, as one array (two sorts of a ``(keys, WINDOW)`` array
-    per frame, whatever the run length).
+    """Rolling per-(clock, name) readings in one numpy ring (one row per key, the newest
+    frame in the last column of each snapshot).
+
+    Per frame ``add`` writes the readings, copies the window into a ``StatsSnapshot`` (whose
+    mean / median / max / delta / MAD are computed only if a view reads them) and holds
+    hitches: a reading above the baseline median by more than 3 MADs, the baseline being
+    refreshed every ``BASELINE_EVERY`` frames (two sorts) rather than every frame.
 
     Outliers use the MAD scaled to a standard deviation (``1.4826 * MAD``, the consistent
     estimator for normal noise), so "3 MADs" flags about 0.3% of steady frames, not 5%.
     """
 
-    def __init__(self, capacity: int = WINDOW, columns: int = 32):
+    BASELINE_EVERY = 15
+
+    def __init__(self, capacity: int = WINDOW, rows: int = 32):
         self.capacity = capacity
         self.keys: list[tuple[str, str]] = []  # (clock, name) of each row of ``ring``
         self._row: dict[tuple[str, str], int] = {}
-        self.ring = np.full((columns, capacity), np.nan)  # one row per key: sorts are contiguous
+        self.ring = np.full((rows, capacity), np.nan)
         self.count = 0
-        self._hitch = np.full(columns, np.nan)  # held value per key, ms
-        self._hitch_until = np.full(columns, -np.inf)  # seconds
+        self._hitch = np.full(rows, np.nan)  # held value per key, ms
+        self._hitch_until = np.full(rows, -np.inf)  # seconds
+        self._upper = np.full(rows, np.inf)  # hitch threshold: median + 3 MADs, ms
         self._keys_tuple: tuple = ()
 
     def reset(self) -> None:
@@ -170,6 +231,7 @@ class StatsWindow:
         self.count = 0
         self._hitch[:] = np.nan
         self._hitch_until[:] = -np.inf
+        self._upper[:] = np.inf
 
     def row(self, clock: str, name: str) -> int:
         key = (clock, name)
@@ -182,11 +244,11 @@ class StatsWindow:
                 self.ring = np.concatenate([self.ring, np.full((n, self.capacity), np.nan)])
                 self._hitch = np.concatenate([self._hitch, np.full(n, np.nan)])
                 self._hitch_until = np.concatenate([self._hitch_until, np.full(n, -np.inf)])
+                self._upper = np.concatenate([self._upper, np.full(n, np.inf)])
         return i
 
-    def add(self, readings: Iterable[tuple[str, str, float]], now_s: float):
-        """Add one frame's ``(clock, name, ms)`` readings at wall time ``now_s`` (seconds);
-        return ``(keys, values)`` as ``FrameRecord.stats_keys`` / ``stats_values``."""
+    def add(self, readings: Iterable[tuple[str, str, float]], now_s: float) -> StatsSnapshot:
+        """Add one frame's ``(clock, name, ms)`` readings at wall time ``now_s`` (seconds)."""
         rows, vals = [], []
         for clock, name, ms in readings:
             rows.append(self.row(clock, name))
@@ -195,32 +257,30 @@ class StatsWindow:
         self.ring[:, slot] = np.nan
         self.ring[rows, slot] = vals
         self.count += 1
-        window = self.ring[:k, : min(self.count, self.capacity)]  # order does not matter
-        last = self.ring[:k, slot]
-        s = np.sort(window, axis=1)  # NaN sorts last
-        n = np.count_nonzero(s == s, axis=1)
-        keys = np.arange(k)
-        median = _median(s, n, keys)
-        top = s[keys, np.maximum(n - 1, 0)]
-        mean = np.nansum(s, axis=1) / np.maximum(n, 1)
-        mad = _median(np.sort(np.abs(window - median[:, None]), axis=1), n, keys) * 1.4826
-        delta = last - median
-        with np.errstate(invalid="ignore"):
-            outlier = (np.abs(delta) > OUTLIER_MADS * np.fmax(mad, MAD_FLOOR_MS)) & (n >= 10)
-        held = self._hold_hitches(last, outlier & (delta > 0), now_s)
-        out = np.stack([last, mean, median, top, delta, mad, outlier, held, n], 1)
+        n = min(self.count, self.capacity)
+        # oldest first, the newest frame last
+        window = np.roll(self.ring[:k, :n], -((slot + 1) % n), axis=1)
+        if self.count % self.BASELINE_EVERY == 0:
+            self._baseline(window)
+        held = self._hold_hitches(window[:, -1], now_s)
         if len(self._keys_tuple) != k:
             self._keys_tuple = tuple(self.keys)
-        keep = n > 0
-        if keep.all():
-            return self._keys_tuple, out
-        return tuple(key for key, ok in zip(self.keys, keep, strict=True) if ok), out[keep]
+        return StatsSnapshot(self._keys_tuple, window, held)
 
-    def _hold_hitches(self, last, spikes, now_s: float) -> np.ndarray:
+    def _baseline(self, window: np.ndarray) -> None:
+        k, rows = window.shape[0], np.arange(window.shape[0])
+        s = np.sort(window, axis=1)
+        n = np.count_nonzero(s == s, axis=1)
+        median = _median(s, n, rows)
+        mad = _median(np.sort(np.abs(window - median[:, None]), axis=1), n, rows) * 1.4826
+        upper = np.fmax(median + OUTLIER_MADS * np.fmax(mad, MAD_FLOOR_MS), HITCH_RATIO * median)
+        self._upper[:k] = np.where((n >= 10) & np.isfinite(upper), upper, np.inf)
+
+    def _hold_hitches(self, last: np.ndarray, now_s: float) -> np.ndarray:
         k = len(self.keys)
         hitch, until = self._hitch[:k], self._hitch_until[:k]
         with np.errstate(invalid="ignore"):
-            take = spikes & ((now_s > until) | ~(last <= hitch))
+            take = (last > self._upper[:k]) & ((now_s > until) | ~(last <= hitch))
         hitch[take] = last[take]
         until[take] = now_s + HITCH_HOLD_S
         return np.where(now_s <= until, hitch, np.nan)
@@ -252,6 +312,9 @@ class Telemetry:
         session: see Args; views may read it at any time.
         history: ``deque[FrameRecord]``, oldest first. ``latest``: the newest or None.
         subscriber_errors: subscribers removed because they raised.
+        totals: run totals over every published record: ``frames``, ``dropped`` and
+            ``invalid`` GPU scopes, ``gpu_missing`` (records without GPU scopes although
+            timings came: every query pool was in flight).
     """
 
     def __init__(self, session: dict | None = None, *, history: int = 300):
@@ -260,6 +323,7 @@ class Telemetry:
         self.latest: FrameRecord | None = None
         self.stats = StatsWindow()
         self.subscriber_errors = 0
+        self.totals = {"frames": 0, "dropped": 0, "invalid": 0, "gpu_missing": 0}
         self._subscribers: list[Subscriber] = []
         self._seq = 0
 
@@ -294,7 +358,7 @@ class Telemetry:
         readings += [(CPU, s.name, (s.end_ns - s.begin_ns) / 1e6) for s in cpu or ()]
         if wall_ms is not None:
             readings.append((WALL, FRAME_SCOPE, wall_ms))
-        keys, values = self.stats.add(readings, t_ns / 1e9)
+        snapshot = self.stats.add(readings, t_ns / 1e9)
         record = FrameRecord(
             seq=self._seq,
             frame_index=frame_index,
@@ -305,10 +369,14 @@ class Telemetry:
             dropped=timings.dropped if timings is not None else 0,
             invalid=timings.invalid if timings is not None else 0,
             cull=cull,
-            stats_keys=keys,
-            stats_values=values,
+            snapshot=snapshot,
         )
         self._seq += 1
+        t = self.totals
+        t["frames"] += 1
+        t["dropped"] += record.dropped
+        t["invalid"] += record.invalid
+        t["gpu_missing"] += timings is not None and gpu is None
         self.history.append(record)
         self.latest = record
         for fn in list(self._subscribers):
@@ -398,9 +466,11 @@ class JsonLinesWriter:
         self.path = path
         self._f = open(path, "wb")  # noqa: SIM115 - closed in close()
         self._table = NameTable()
+        self.records = 0
         self._line({"type": "session", **session})
 
     def __call__(self, record: FrameRecord) -> None:
+        self.records += 1
         new, msg = encode_record(record, self._table)
         if new:
             self._line({"type": "names", "names": new})

@@ -13,6 +13,11 @@ import re
 import sys
 from pathlib import Path
 
+if sys.argv[:1] == ["-m"]:  # python -m samples.sNN: catch Ctrl-C before the heavy imports
+    from engine.interrupt import install
+
+    install()
+
 HERE = Path(__file__).resolve().parent
 _SHORT = re.compile(r"samples\.(s\d\d)$")
 

@@ -10,7 +10,7 @@ from engine.app import Sample, main
 from engine.debug.hud import PALETTE
 from engine.debug.overlay import DebugOverlay
 from engine.debug.overlay_pass import DebugOverlayPass, auto_hud_scale, grid_for
-from engine.graph import RenderPass
+from engine.graph import OUTPUT, RenderPass
 
 BG = (0.10, 0.12, 0.16, 1.0)
 PANEL = (30, 34, 46, 255)
@@ -26,9 +26,13 @@ class HudGallery(Sample):
 
     def build(self, graph):
         self.overlay = DebugOverlay()
-        self.opass = DebugOverlayPass(graph.device, self.overlay, graph.output_format)
-        graph.add(RenderPass("Clear", record=lambda ctx, rp: None, targets=self.clear))
-        graph.add(RenderPass("Gallery", record=self.opass.record, targets=self.opass.targets))
+        self.opass = DebugOverlayPass(
+            graph.device, self.overlay, graph.output_format, name="Gallery"
+        )
+        graph.add(
+            RenderPass("Clear", record=lambda ctx, rp: None, targets=self.clear, writes=(OUTPUT,))
+        )
+        graph.add(self.opass)
         self.size = None
         self.chart = None
 

@@ -13,8 +13,9 @@ from dataclasses import replace
 import numpy as np
 
 from engine.app import KEY_F2, Sample, main
-from engine.frame import StandardFrame, add_frame_arguments, settings_from_args
-from engine.scene.camera import FlyCamera
+from engine.frame import StandardFrame
+from engine.scene.camera import FlyCamera, fly_speed
+from engine.settings import add_frame_arguments, settings_from_args
 
 log = logging.getLogger("lantern")
 
@@ -23,6 +24,7 @@ DEFAULT_INSTANCES = 100_000
 
 class City(Sample):
     name = "s13"
+    example_args = ("--instances", "2000")
     description = __doc__.splitlines()[0].split(": ", 1)[1]
 
     @classmethod
@@ -37,7 +39,8 @@ class City(Sample):
             scene = args.scene
             if args.instances is not None and args.instances > scene.count:
                 scene = repeat_grid(scene, args.instances // scene.count)
-            path = default_camera(scene)
+            w, h = graph.size  # landscape: fits any landscape window; portrait: this one
+            path = default_camera(scene, aspect=min(w / h, 1.0))
         else:
             from engine.scene.procedural import city
 
@@ -48,15 +51,14 @@ class City(Sample):
             path = FixedPath(args.camera)
         self.scene, self.path = scene, path
         self.fly, self._last_time = None, 0.0
-        lo, hi = scene.extent  # fly across the scene in about 20 s
-        self.fly_speed = max(float(np.linalg.norm(hi - lo)) / 20.0, 1.0)
+        self.fly_speed = fly_speed(scene.extent)  # walking to driving pace
         settings = settings_from_args(args)
         if args.scene is not None:  # fog and shadows sized to the model, not to a city street
             lo, hi = scene.extent
             diag = max(float(np.linalg.norm(hi - lo)), 1e-3)
-            settings = replace(settings, fog_density=0.1 / diag, shadow_radius=0.5 * diag)
+            # shadow distance past the model's far side from the orbit: all of it is shadowed
+            settings = replace(settings, fog_density=0.1 / diag, shadow_radius=3.0 * diag)
         self.frame = StandardFrame(self.app.gpu, graph, scene, settings)
-        self.app.cull_stats = self.frame.stats
         log.info(
             "s13: %s instances, %d draw batches", f"{scene.count:,}", self.frame.gs.batch_count
         )
@@ -78,8 +80,9 @@ class City(Sample):
                 log.info("fly: W/S A/D Q/E move, arrow keys turn, Shift is faster; F2 returns")
 
     def report(self) -> str | None:
-        latest = self.frame.stats.drain()
-        return latest.report() if latest is not None else "Cull: no counters read back"
+        if self.frame.stats.latest is None:
+            return "Cull: no counters read back"
+        return None  # the app prints the telemetry's cull line
 
 
 if __name__ == "__main__":

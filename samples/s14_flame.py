@@ -30,7 +30,7 @@ from engine.app import Sample, main
 from engine.cli import int_type
 from engine.debug.overlay import DebugOverlay
 from engine.debug.overlay_pass import DebugOverlayPass, auto_hud_scale, grid_for
-from engine.graph import RenderPass
+from engine.graph import OUTPUT, RenderPass
 from engine.inspect.chart import FlameChart
 from engine.inspect.select import NONE
 from engine.inspect.spans import NAME_MATCH
@@ -87,6 +87,7 @@ def cursor_arg(text: str) -> tuple[float, float]:
 class FlameViewer(Sample):
     name = "s14"
     description = __doc__.splitlines()[0].split(":", 1)[1].strip()
+    example_args = ("--spans", "20000")
 
     @classmethod
     def add_arguments(cls, parser) -> None:
@@ -146,7 +147,8 @@ class FlameViewer(Sample):
         if a.select is not None:
             if a.select not in t.names:
                 print(
-                    f"{app.prog}: error: argument --select: no span is named {a.select!r}",
+                    f"python -m samples.{self.name}: error: argument --select: "
+                    f"no span is named {a.select!r}",
                     file=sys.stderr,
                 )
                 raise SystemExit(2)
@@ -164,10 +166,13 @@ class FlameViewer(Sample):
         )
         self.chart.store.upload(t)
         self.overlay = DebugOverlay()
-        self.text = DebugOverlayPass(graph.device, self.overlay, graph.output_format)
-        graph.add(RenderPass("Clear", record=lambda ctx, rp: None, targets=self._clear))
+        self.text = DebugOverlayPass(
+            graph.device, self.overlay, graph.output_format, name="Viewer.Text"
+        )
+        clear = RenderPass("Clear", lambda ctx, rp: None, targets=self._clear, writes=(OUTPUT,))
+        graph.add(clear)
         self.chart.add_passes(graph)
-        graph.add(RenderPass("Viewer.Text", record=self.text.record, targets=self.text.targets))
+        graph.add(self.text)
         self.size = None
         self._layout(graph.size)
         if a.range is not None:
@@ -207,7 +212,8 @@ class FlameViewer(Sample):
         self.overlay.resize(cols, rows)
         self.text.set_scale(self.scale)
         self.text.target_size = self.size
-        chart_w = max(cell, size[0] - PANEL_COLS * cell)
+        panel = min(PANEL_COLS, cols // 3)  # small windows keep two thirds for the chart
+        chart_w = max(cell, size[0] - panel * cell)
         self.view.resize((chart_w, max(cell, size[1] - 2 * cell)), origin=(0, 2 * cell))
         self.view.reset()
 

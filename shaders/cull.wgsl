@@ -12,12 +12,21 @@ const FLAG_OCCLUSION: u32 = 2u;  // Hi-Z test on
 const FLAG_TWO_PHASE: u32 = 4u;  // Cull.Early/Main.Early ran this frame
 const FLAG_RESET: u32 = 8u;      // ignore last frame's visibility (first frame, resize, cut)
 
+// |value| bits of MAX_WORLD = 1e18 (engine/scene/scene.py): a bounding sphere with any value
+// beyond it, infinite or NaN is unusable: counted as frustum-culled, never drawn or casting.
+const MAX_WORLD_BITS: u32 = 0x5d5e0b6bu;
+
 const CLASS_FRUSTUM: u32 = 0u;
 const CLASS_SMALL: u32 = 1u;
 const CLASS_OCCLUDED: u32 = 2u;
 const CLASS_VISIBLE: u32 = 3u;
 
+// The eight counters (engine/culling/counters.py COUNTER_NAMES), each incremented by name.
 const C_TESTED: u32 = 0u;
+const C_FRUSTUM_CULLED: u32 = 1u;
+const C_SMALL_CULLED: u32 = 2u;
+const C_OCCLUDED: u32 = 3u;
+const C_VISIBLE: u32 = 4u;
 const C_DRAWN_EARLY: u32 = 5u;
 const C_DRAWN_LATE: u32 = 6u;
 const C_SHADOW: u32 = 7u;
@@ -56,6 +65,15 @@ fn count(c: u32) {
     atomicAdd(&wg_counts[c], 1u);
 }
 
+fn count_class(cls: u32) {
+    switch cls {
+        case CLASS_FRUSTUM: { count(C_FRUSTUM_CULLED); }
+        case CLASS_SMALL: { count(C_SMALL_CULLED); }
+        case CLASS_OCCLUDED: { count(C_OCCLUDED); }
+        default: { count(C_VISIBLE); }
+    }
+}
+
 // Explicit zeroing: not every driver zero-initialises workgroup memory.
 fn clear_counts(lid: u32) {
     if (lid < 8u) {
@@ -72,6 +90,12 @@ fn flush_counts(lid: u32) {
             atomicAdd(&counters[lid], v);
         }
     }
+}
+
+// Checked on the bit patterns: compilers may assume floats are never NaN or inf (WGSL
+// allows it), so a float comparison could be folded away. Trusts no check made on the CPU.
+fn usable(b: vec4f) -> bool {
+    return all((bitcast<vec4u>(b) & vec4u(0x7fffffffu)) <= vec4u(MAX_WORLD_BITS));
 }
 
 fn outside_camera(c: vec3f, r: f32) -> bool {
@@ -204,7 +228,7 @@ fn cull_early(@builtin(global_invocation_id) gid: vec3u, @builtin(local_invocati
     let id = gid.x;
     if (id < cull.counts.x && was_visible(id)) {
         let b = bounds[id];
-        let culled = (cull.counts.y & FLAG_CULL) != 0u && outside_camera(b.xyz, b.w);
+        let culled = !usable(b) || ((cull.counts.y & FLAG_CULL) != 0u && outside_camera(b.xyz, b.w));
         if (!culled) {
             emit(0u, id, select_lod(b.xyz, b.w, meshes[mesh_ids[id]].lod_count));
             count(C_DRAWN_EARLY);
@@ -219,10 +243,13 @@ fn cull_late(@builtin(global_invocation_id) gid: vec3u, @builtin(local_invocatio
     let id = gid.x;
     if (id < cull.counts.x) {
         let b = bounds[id];
-        let cls = classify(b.xyz, b.w);
+        var cls = CLASS_FRUSTUM;
+        if (usable(b)) {
+            cls = classify(b.xyz, b.w);
+        }
         let lod = select_lod(b.xyz, b.w, meshes[mesh_ids[id]].lod_count);
         count(C_TESTED);
-        count(1u + cls);  // counters 1..4 follow the class order
+        count_class(cls);
         let drawn_early = (cull.counts.y & FLAG_TWO_PHASE) != 0u && was_visible(id);
         if (cls == CLASS_VISIBLE && !drawn_early) {
             emit(1u, id, lod);
@@ -239,7 +266,7 @@ fn cull_shadow(@builtin(global_invocation_id) gid: vec3u, @builtin(local_invocat
     let id = gid.x;
     if (id < cull.counts.x) {
         let b = bounds[id];
-        let culled = (cull.counts.y & FLAG_CULL) != 0u && outside_light(b.xyz, b.w);
+        let culled = !usable(b) || ((cull.counts.y & FLAG_CULL) != 0u && outside_light(b.xyz, b.w));
         if (!culled) {
             emit(2u, id, select_lod(b.xyz, b.w, meshes[mesh_ids[id]].lod_count));
             count(C_SHADOW);

@@ -7,13 +7,15 @@ import wgpu
 
 from engine.culling.gpu_scene import REGIONS
 from engine.culling.reference import CullView
-from engine.frame import FrameSettings, StandardFrame
-from engine.graph import FrameContext, RenderGraph
+from engine.frame import StandardFrame
+from engine.graph import RenderGraph
+from engine.loop import FrameLoop
 from engine.math3d import translation
 from engine.passes.shadow import frustum_planes
 from engine.scene.camera import Camera
 from engine.scene.meshes import box, plane
 from engine.scene.scene import Mesh, Scene
+from engine.settings import FrameSettings
 from engine.surfaces import OffscreenTarget
 
 
@@ -44,22 +46,16 @@ class Harness:
         self.target = OffscreenTarget(gpu.device, size)
         self.graph = RenderGraph(gpu.device, output_format=self.target.format, size=size)
         self.frame = StandardFrame(gpu, self.graph, scene, settings)
-        self.index = 0
+        self.loop = FrameLoop(gpu, self.graph)
 
     def resize(self, size):
         self.target = OffscreenTarget(self.device, size)
         self.graph.resize(size)
 
     def render(self, camera: Camera, frames: int = 1) -> None:
+        """Record and submit ``frames`` frames from ``camera`` through the one frame loop."""
         for _ in range(frames):
-            ctx = FrameContext(
-                self.device, self.graph, self.index, 0.0, self.graph.size, self.target.view
-            )
-            self.frame.update(ctx, camera)
-            enc = self.device.create_command_encoder()
-            self.graph.execute(enc, ctx)
-            self.device.queue.submit([enc.finish()])
-            self.index += 1
+            self.loop.frame(self.target.view, 0.0, lambda ctx: self.frame.update(ctx, camera))
 
     # -- blocking readbacks --------------------------------------------------------------------
     def read(self, buf, dtype=np.uint32) -> np.ndarray:

@@ -1,12 +1,10 @@
-"""Deterministic stand-ins for the profiler and the cull statistics (same attributes)."""
+"""A deterministic telemetry stream for the HUD tests: fixed pass timings and cull counters."""
 
 from __future__ import annotations
 
-from collections import deque
-from types import SimpleNamespace
-
 from engine.culling.counters import CullCounts
 from engine.profiling.timings import FrameTimings, Scope
+from engine.telemetry import Telemetry
 
 # (pass name, GPU ms, CPU ms): fixed figures, so a rendered HUD is fixed too
 FAKE_PASSES = (
@@ -17,6 +15,7 @@ FAKE_PASSES = (
     ("Main.Late", 0.250, 0.150),
     ("Post", 6.250, 0.045),
 )
+FAKE_COUNTS = CullCounts(117, (100000, 41250, 8500, 30125, 20125, 19000, 1125, 36000))
 FAKE_CPU_EXTRA = (("Update", 0.5), ("Submit", 0.3), ("Present", 1.2))
 
 
@@ -33,23 +32,35 @@ def fake_frame(index: int, passes=FAKE_PASSES, *, gpu: bool = True, wobble: bool
     return FrameTimings(index, gpu=gpu_scopes if gpu else None, cpu=cpu_scopes)
 
 
-class FakeProfiler:
-    """``history`` (deque of FrameTimings) and ``gpu_available``; ``advance`` adds frames."""
+class FakeStream:
+    """A real ``Telemetry`` fed with ``fake_frame`` records at 60 FPS of simulated wall time
+    (``advance``), its session saying GPU timing is (or is not) available."""
 
-    def __init__(self, *, gpu_available: bool = True, passes=FAKE_PASSES):
-        self.history: deque[FrameTimings] = deque(maxlen=240)
+    def __init__(self, *, gpu_available: bool = True, passes=FAKE_PASSES, cull=FAKE_COUNTS):
+        self.telemetry = Telemetry(
+            {
+                "profiling": {
+                    "gpu": True,
+                    "cpu": True,
+                    "gpu_available": gpu_available,
+                    "gpu_unavailable_reason": None if gpu_available else "no timestamp-query",
+                    "capacity": 64,
+                    "untimed": [],
+                }
+            }
+        )
         self.gpu_available = gpu_available
-        self.passes = passes
+        self.passes, self.cull = passes, cull
         self.next = 0
 
     def advance(self, n: int = 1) -> None:
         for _ in range(n):
-            self.history.append(fake_frame(self.next, self.passes, gpu=self.gpu_available))
+            f = self.next
+            self.telemetry.publish(
+                f,
+                t_ns=round(f * 1e9 / 60),
+                wall_ms=1000 / 60 if f else None,
+                timings=fake_frame(f, self.passes, gpu=self.gpu_available),
+                cull=self.cull,
+            )
             self.next += 1
-
-
-FAKE_COUNTS = CullCounts(117, (100000, 41250, 8500, 30125, 20125, 19000, 1125, 36000))
-
-
-def fake_cull_stats(counts=FAKE_COUNTS):
-    return SimpleNamespace(latest=counts)

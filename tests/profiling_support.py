@@ -1,11 +1,14 @@
-"""Shared pieces of the profiler tests: compute passes with known work, a frame driver."""
+"""Shared pieces of the profiler tests: compute passes with known work, a frame rig."""
 
 from __future__ import annotations
 
 import numpy as np
 import wgpu
 
-from engine.graph import ComputePass, FrameContext, RenderGraph
+from engine.graph import ComputePass, RenderGraph
+from engine.loop import FrameLoop
+from engine.profiling.report import shutdown_report
+from engine.telemetry import Telemetry
 from samples.s02_custom_pass import (
     create_work_pipelines,
     work_bind_groups,
@@ -50,19 +53,32 @@ def wait_idle(device) -> None:
     device.queue.read_buffer(buf)
 
 
-def run_frame(gpu, graph: RenderGraph, prof, index: int) -> None:
-    """One frame the way engine.app drives it: Update scope, graph, Submit scope."""
-    if prof is not None:
-        prof.cpu_begin("Update")
-        prof.cpu_end()
-    encoder = gpu.device.create_command_encoder()
-    graph.execute(encoder, FrameContext(gpu.device, graph, index, 0.0, graph.size, None))
-    if prof is not None:
-        prof.cpu_begin("Submit")
-    gpu.queue.submit([encoder.finish()])
-    if prof is not None:
-        prof.cpu_end()
-        prof.after_submit()
+class Rig:
+    """A graph with a profiler driven by the one frame loop (``engine.loop.FrameLoop``), the
+    way ``engine.app`` drives it; records land in ``telemetry``."""
+
+    def __init__(self, gpu, graph: RenderGraph, prof, *, history: int = 300):
+        self.gpu, self.graph, self.prof = gpu, graph, prof
+        graph.profiler = prof
+        self.loop = FrameLoop(gpu, graph, telemetry=Telemetry(history=history))
+        self.telemetry = self.loop.telemetry
+        if prof is not None:
+            self.telemetry.session["profiling"] = prof.session_info(graph)
+
+    def run(self, frames: int = 1, *, idle: bool = False) -> None:
+        """Record and submit ``frames`` frames; ``idle`` waits for the queue after each."""
+        for _ in range(frames):
+            self.loop.frame(None, 0.0)
+            if idle:
+                wait_idle(self.gpu.device)
+
+    def drain(self) -> list:
+        """Shutdown: publish what is in flight; every record so far, oldest first."""
+        self.loop.drain()
+        return list(self.telemetry.history)
+
+    def report(self) -> str:
+        return shutdown_report(self.telemetry)
 
 
 def measure_work_ms(gpu, iterations: int, grid: int = 256) -> float:

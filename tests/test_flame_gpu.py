@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.graph import FrameContext, RenderGraph, RenderPass
+from engine.graph import OUTPUT, FrameContext, RenderGraph, RenderPass
 from engine.inspect.chart import FlameChart
 from engine.inspect.draw import FlameDraw
 from engine.inspect.reference import pick_reference, select_reference
@@ -194,7 +194,7 @@ def render_chart(device, table, size, setup, frames=3):
         return {"color_attachments": [{"view": ctx.output, "load_op": "clear",
                 "clear_value": (0.015, 0.016, 0.022, 1.0), "store_op": "store"}]}  # fmt: skip
 
-    graph.add(RenderPass("Clear", record=lambda ctx, rp: None, targets=clear))
+    graph.add(RenderPass("Clear", record=lambda ctx, rp: None, targets=clear, writes=(OUTPUT,)))
     view = FlameView(table.lane_depths(), 0, int(table.end_ns.max()), size, row_px=16)
     chart = FlameChart(device, target.format, view)
     chart.store.upload(table)

@@ -167,17 +167,23 @@ def _timings(frame: int, t0: int) -> FrameTimings:
 
 
 def test_lantern_trace_file_loads(tmp_path):
-    hist = [_timings(f, 1_000_000 + f * 10_000) for f in range(3)]
-    trace = build_trace(hist, gpu_offset_ns=1_000_000, metadata={"sample": "x"})
+    tel = Telemetry()
+    for f in range(3):
+        tel.publish(f, t_ns=1_000_000 + f * 10_000, wall_ms=0.01,
+                    timings=_timings(f, 1_000_000 + f * 10_000))  # fmt: skip
     path = str(tmp_path / "lantern.json")
-    write_trace_file(path, trace)
+    write_trace_file(path, build_trace(tel, calibration=(1_000_000, 100)))
     t = load_trace(path)
-    assert t.lanes == ["Lantern CPU / main thread", "Lantern GPU (clock offset estimated) / queue"]
+    gpu = "Lantern GPU (clock offset estimated)"
+    assert t.lanes == ["Lantern CPU / frames", "Lantern CPU / main thread",
+                       f"{gpu} / frames", f"{gpu} / queue"]  # fmt: skip
     names = [t.names[i] for i in t.name_id]
-    assert names.count("Main") == 6 and names.count("Update") == 3
-    gpu_main = (t.lane == 1) & (t.name_id == t.names.index("Main"))
-    assert sorted(t.dur_ns[gpu_main]) == [2500] * 3
-    assert sorted(t.depth[gpu_main]) == [1, 1, 1]  # inside "GPU frame N"
+    assert names.count("Main") == 6 and names.count("Update") == 3 and names.count("Frame") == 6
+    main = t.name_id == t.names.index("Main")
+    assert sorted(t.dur_ns[main & (t.lane == 3)]) == [2500] * 3
+    # GPU Main on the CPU clock: begin 50 ns + offset 1 ms, minus the trace origin (the CPU's
+    # first span at 1 ms)
+    assert sorted(t.start_ns[main & (t.lane == 3)]) == [50, 10_050, 20_050]
 
 
 def _telemetry_file(tmp_path, offset) -> str:

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from engine.culling import reference as ref
-from engine.frame import PASS_NAMES, FrameSettings
+from engine.frame import PASS_NAMES
 from engine.scene.camera import Camera
+from engine.settings import FrameSettings
 from tests.frame_harness import Harness, random_scene
 
 CAM = Camera(np.array([0.0, 4.0, 28.0]), np.array([0.0, 1.0, 0.0]), 60.0, 0.1)
@@ -41,17 +42,51 @@ def scene():
     return random_scene(300, seed=1)
 
 
-def test_passes_and_pipelines(gpu, scene):
+def test_passes_are_objects_with_their_own_enable_rules(gpu, scene):
+    from engine.passes.cull import CullPass, CullResetPass
+    from engine.passes.hiz import HiZPass
+    from engine.passes.mesh import MainPass, ShadowPass
+    from engine.passes.post import PostPass
+
     h = Harness(gpu, scene)
     assert h.graph.pass_names() == list(PASS_NAMES)
-    fr = h.frame
-    for fmt in ("rgba16float", h.graph.output_format):
-        assert fr.mesh.main(fmt) is not None
-    assert fr.mesh.shadow() and fr.mesh.ids() and fr.post.pipeline
-    assert fr.cull.early and fr.cull.late and fr.cull.shadow
-    assert fr.pyramid.pipe0 and fr.pyramid.pipe_reduce
-    fr.set_settings(occlusion=False, shadows=False, post=False)
-    assert h.graph.pass_names() == ["Cull.Reset", "Cull.Late", "Main.Late"]
+    kinds = [type(p) for p in h.frame.passes]
+    assert kinds == [CullResetPass, CullPass, ShadowPass, CullPass, MainPass, HiZPass,
+                     CullPass, MainPass, PostPass]  # fmt: skip
+    assert [p.entry for p in h.frame.passes if isinstance(p, CullPass)] == [
+        "cull_shadow",
+        "cull_early",
+        "cull_late",
+    ]
+    # each knob switches exactly the passes whose rule names it
+    expect = {
+        (): PASS_NAMES,
+        ("occlusion",): ("Cull.Reset", "Shadow.Cull", "Shadow", "Cull.Late", "Main.Late", "Post"),
+        ("shadows",): tuple(n for n in PASS_NAMES if not n.startswith("Shadow")),
+        ("post",): PASS_NAMES[:-1],
+        ("occlusion", "shadows", "post"): ("Cull.Reset", "Cull.Late", "Main.Late"),
+    }
+    for off, names in expect.items():
+        h.frame.set_settings(**dict.fromkeys(off, False))
+        assert h.graph.pass_names() == list(names), off
+        h.graph.validate()  # every enabled combination reads only what was written before
+        h.frame.set_settings(occlusion=True, shadows=True, post=True)
+    # Main.Late loads colour and depth only in two-phase mode
+    late = h.frame.passes[7]
+    assert "frame.depth" in late.reads
+    h.frame.set_settings(occlusion=False)
+    assert "frame.depth" not in late.reads
+
+
+def test_graph_rejects_a_read_before_the_write(gpu, scene):
+    h = Harness(gpu, scene)
+    hiz, main_early = h.frame.passes[5], h.frame.passes[4]
+    h.graph.passes.remove(hiz)
+    h.graph.passes.insert(h.graph.passes.index(main_early), hiz)  # HiZ before its depth
+    with pytest.raises(ValueError) as e:
+        h.graph.validate()
+    msg = str(e.value)
+    assert "'HiZ' reads 'frame.depth'" in msg and "later pass 'Main.Early'" in msg
 
 
 def test_invariants_and_convergence(gpu, scene):
@@ -232,8 +267,9 @@ def test_cull_stats_ring_matches_counters(gpu, scene):
         h.render(CAM)
         direct = tuple(h.counters().values())
     h.render(CAM)  # Cull.Reset of this frame copies the previous frame's counters
-    latest = h.frame.stats.drain()
-    assert latest is not None and latest.frame_index == h.index - 2
+    h.loop.drain()  # the frame loop collects them from the graph's readback clients
+    latest = h.loop.telemetry.latest.cull
+    assert latest is not None and latest.frame_index == h.loop.index - 2
     assert latest.values == direct
     assert latest.report().startswith(f"Cull frame {latest.frame_index}: tested {scene.count},")
 
@@ -252,3 +288,54 @@ def test_frozen_culling_camera_keeps_culling_from_frozen_view(gpu, scene):
     assert not h.frame.freeze_culling(False)
     h.render(elsewhere, 2)
     assert set(h.drawn("early")) | set(h.drawn("late")) != frozen_set
+
+
+def test_non_finite_and_huge_instances_are_frustum_culled_on_the_gpu(gpu):
+    """NaN / inf written straight into the GPU buffers (the shader checks for itself) and a
+    finite scale of 3e38 (its radius overflows) are frustum-culled, never drawn or casting,
+    also with culling off; every other instance classifies as the reference says."""
+    import warnings
+
+    scene = random_scene(300, seed=1)
+    n = scene.count
+    h = Harness(gpu, scene)
+    h.render(CAM, 2)
+    visible = np.flatnonzero(h.state()[0] == ref.VISIBLE)
+    nan_row, inf_row, big_row = (int(i) for i in visible[:3])  # drawn early next frame if trusted
+    big = scene.transforms[big_row].copy()
+    big[:3, :3] = np.eye(3, dtype=np.float32) * np.float32(3e38)  # finite, radius overflows
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no numpy overflow warning on stderr
+        scene.set_transforms(np.array([big_row]), big[None])
+    gs = h.frame.gs
+    for row, value in ((nan_row, np.nan), (inf_row, np.inf)):  # past every CPU check
+        m = scene.transforms[row].T.copy()  # column-major, as GpuScene writes it
+        m[3, 0] = value
+        gpu.queue.write_buffer(gs.transforms, row * 64, np.ascontiguousarray(m, np.float32))
+        sphere = scene.bounds()[row].copy()
+        sphere[0] = value
+        gpu.queue.write_buffer(gs.bounds, row * 16, sphere)
+    bad = [nan_row, inf_row, big_row]
+    for settings in ({}, {"cull": False}):
+        h.frame.set_settings(**settings) if settings else None
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            h.render(CAM, 2)
+        c = check_invariants(h)
+        cls, lod = h.state()
+        assert (cls[bad] == ref.FRUSTUM).all()
+        for region in ("early", "late", "shadow"):
+            assert not set(bad) & set(h.drawn(region)), region
+        bounds = h.read(gs.bounds, np.float32).reshape(-1, 4)
+        assert (
+            not ref.usable_spheres(bounds)[bad].any() and ref.usable_spheres(bounds).sum() == n - 3
+        )
+        if settings:  # culling off: everything else drawn and casting
+            assert c["frustum_culled"] == 3 and c["visible"] == c["shadow_casters"] == n - 3
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            want = ref.classify(bounds, h.cull_view(CAM), h.pyramid())
+        assert (cls != want).sum() == 0, np.flatnonzero(cls != want)
+        assert c["frustum_culled"] == (want == ref.FRUSTUM).sum()
+        assert c["shadow_casters"] <= n - 3

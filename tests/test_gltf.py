@@ -125,17 +125,40 @@ def test_repeat_grid():
         repeat_grid(scene, 0)
 
 
-def test_default_camera_sees_the_whole_extent():
-    scene = repeat_grid(load_gltf(str(ASSETS / "house.glb")), 5)
-    path = default_camera(scene)
-    lo, hi = scene.extent
+def _corner_ndc(path, extent, aspect: float, times) -> np.ndarray:
+    """Largest |NDC x or y| of the extent's 8 corners over ``times``; all must be in front."""
+    lo, hi = extent
     corners = np.array([[x, y, z, 1] for x in (lo[0], hi[0]) for y in (lo[1], hi[1])
                         for z in (lo[2], hi[2])])  # fmt: skip
-    for t in (0.0, 1.0, 7.5):
+    worst = 0.0
+    for t in times:
         cam = path.at(t)
-        clip = corners @ (cam.proj(16 / 9) @ cam.view()).T.astype(np.float64)
-        ndc = clip[:, :3] / clip[:, 3:]
-        assert np.all(clip[:, 3] > 0) and np.all(np.abs(ndc[:, :2]) <= 1.0)
+        clip = corners @ (cam.proj(aspect) @ cam.view()).T.astype(np.float64)
+        assert np.all(clip[:, 3] > cam.near)
+        worst = max(worst, float(np.abs(clip[:, :2] / clip[:, 3:]).max()))
+    return worst
+
+
+@pytest.mark.parametrize("shape", [(1, 40, 1), (10, 10, 10), (40, 1, 40), (60, 2, 1)])
+def test_default_camera_keeps_the_whole_extent_in_view_at_any_aspect(shape):
+    from engine.scene.scene import Mesh, Scene
+
+    t = np.diag([*shape, 1]).astype(np.float32)[None]
+    scene = Scene([Mesh.from_lods("box", [box()])], t, np.zeros(1, np.uint32), np.ones((1, 4)))
+    times = np.linspace(0.0, 24.0, 97)  # a whole turn
+    landscape = default_camera(scene)  # aspect 1: every landscape output
+    for aspect in (1.0, 4 / 3, 16 / 9, 21 / 9):
+        assert _corner_ndc(landscape, scene.extent, aspect, times) <= 1.0
+    for aspect in (9 / 16, 1 / 3):  # portrait: told the aspect
+        assert _corner_ndc(default_camera(scene, aspect), scene.extent, aspect, times) <= 1.0
+    with pytest.raises(ValueError, match="aspect"):
+        default_camera(scene, 0.0)
+
+
+def test_default_camera_sees_the_house_grid():
+    scene = repeat_grid(load_gltf(str(ASSETS / "house.glb")), 5)
+    worst = _corner_ndc(default_camera(scene), scene.extent, 16 / 9, (0.0, 1.0, 7.5))
+    assert 0.5 < worst <= 1.0  # in view, and not a speck
 
 
 # -- errors: one line naming the file and the problem -----------------------------------------
@@ -156,17 +179,17 @@ def test_missing_file(tmp_path):
 
 def test_malformed_json(tmp_path):
     (tmp_path / "bad.gltf").write_text('{"asset": {"version": "2.0"}, "nodes": [')
-    _raises(tmp_path / "bad.gltf", "cannot parse glTF")
+    _raises(tmp_path / "bad.gltf", "not valid JSON (line 1 column 41")
 
 
 def test_malformed_glb(tmp_path):
     (tmp_path / "bad.glb").write_bytes(b"not a glb file at all")
-    _raises(tmp_path / "bad.glb", "cannot parse glTF")
+    _raises(tmp_path / "bad.glb", "not a binary glTF file")
 
 
 def test_wrong_version(tmp_path):
     (tmp_path / "v1.gltf").write_text(json.dumps({"asset": {"version": "1.0"}}))
-    _raises(tmp_path / "v1.gltf", "version '1.0' is not 2.x")
+    _raises(tmp_path / "v1.gltf", "glTF 1.0 is not supported", "glTF 2.0 (.gltf or .glb)")
 
 
 def test_missing_bin(tmp_path):
@@ -209,3 +232,165 @@ def test_node_cycle(tmp_path):
 def test_no_triangles(tmp_path):
     (tmp_path / "empty.gltf").write_text(json.dumps({"asset": {"version": "2.0"}}))
     _raises(tmp_path / "empty.gltf", "no triangle primitives")
+
+
+# -- extensions, other formats, wrong JSON types (issue 9 items 2 and 3) ----------------------
+
+DRACO = "KHR_draco_mesh_compression"
+
+
+def _draco_gltf(path: Path) -> Path:
+    """A Draco-compressed triangle as exporters write it: the accessors have no bufferView
+    (the data is in the extension's compressed bufferView), which plain glTF reads as zeros."""
+    doc = {
+        "asset": {"version": "2.0"},
+        "extensionsUsed": [DRACO],
+        "extensionsRequired": [DRACO],
+        "scene": 0,
+        "scenes": [{"nodes": [0]}],
+        "nodes": [{"mesh": 0}],
+        "meshes": [
+            {
+                "primitives": [
+                    {
+                        "attributes": {"POSITION": 0},
+                        "indices": 1,
+                        "extensions": {DRACO: {"bufferView": 0, "attributes": {"POSITION": 0}}},
+                    }
+                ]
+            }
+        ],
+        "accessors": [
+            {"componentType": 5126, "count": 3, "type": "VEC3", "min": [0, 0, 0], "max": [1, 1, 0]},
+            {"componentType": 5123, "count": 3, "type": "SCALAR"},
+        ],
+        "bufferViews": [{"buffer": 0, "byteLength": 4}],
+        "buffers": [{"byteLength": 4, "uri": "data:application/octet-stream;base64,AAAAAA=="}],
+    }
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_required_extension_is_refused_by_name(tmp_path):
+    _raises(_draco_gltf(tmp_path / "draco.gltf"), f"requires glTF extension(s) {DRACO}")
+
+
+def test_used_extensions_are_named_once_in_one_warning(tmp_path, caplog):
+    doc, blob = two_nodes()
+    doc.extensionsUsed = ["KHR_texture_transform", "KHR_materials_unlit"]
+    save(doc, blob, tmp_path / "ext.gltf")
+    with caplog.at_level(logging.WARNING, logger="lantern"):
+        scene = load_gltf(str(tmp_path / "ext.gltf"))
+    assert scene.count == 2
+    lines = [r.getMessage() for r in caplog.records if "extension" in r.getMessage()]
+    assert lines == [
+        f"{tmp_path / 'ext.gltf'}: ignoring glTF extension(s) KHR_materials_unlit, "
+        "KHR_texture_transform (not implemented; the scene may look different)"
+    ]
+
+
+def _glb(version: int = 2, json_text: str = '{"asset":{"version":"2.0"}}', cut: int = 0) -> bytes:
+    body = json_text.encode().ljust((len(json_text) + 3) // 4 * 4, b" ")
+    chunk = len(body).to_bytes(4, "little") + b"JSON" + body
+    total = 12 + len(chunk)
+    data = b"glTF" + version.to_bytes(4, "little") + total.to_bytes(4, "little") + chunk
+    return data[: len(data) - cut]
+
+
+V2 = '{"asset": {"version": "2.0"}, '
+# name, content (bytes, str, or None for a directory), what the message must say
+OTHER_INPUTS = [
+    ("cube.obj", "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n", "Wavefront OBJ files are not supported"),
+    ("cube.3ds", b"MM\x10\x00\x00\x00\x02\x00\x0a\x00", "3D Studio files are not supported"),
+    ("v1.gltf", '{"asset": {"version": "1.0"}, "meshes": {"m": {"primitives": []}}}',
+     "glTF 1.0 is not supported"),
+    ("empty.glb", b"", "the file is empty"),
+    ("one.glb", b"g", "not a binary glTF file"),
+    ("v1.glb", _glb(version=1), "binary glTF version 1 is not supported"),
+    ("short.glb", _glb()[:16], "truncated .glb (16 bytes"),
+    ("cut.glb", _glb(cut=4), "truncated .glb (header says"),
+    ("random.gltf", bytes(range(128, 256)), "binary data that is neither glTF JSON nor .glb"),
+    ("folder.gltf", None, "is a directory"),
+    ("array.gltf", "[1, 2]", "glTF JSON must be an object, not an array"),
+    ("noversion.gltf", '{"asset": {"version": 2.0}}', "no asset.version string"),
+    ("nodes.gltf", V2 + '"nodes": "x"}',
+     'nodes must be an array, not the string "x"'),
+    ("mesh.gltf", V2 + '"nodes": [{"mesh": "a"}]}',
+     'nodes[0].mesh must be a non-negative integer, not the string "a"'),
+    ("trs.gltf", V2 + '"nodes": [{"translation": [1, 2]}]}',
+     "nodes[0].translation must be an array of 3 numbers, not an array"),
+    ("attr.gltf",
+     V2 + '"meshes": [{"primitives": [{"attributes": {"POSITION": true}}]}]}',
+     "meshes[0].primitives[0].attributes.POSITION must be a non-negative integer, not a boolean"),
+    ("count.gltf", V2 + '"accessors": [{"count": -1}]}',
+     "accessors[0].count must be a non-negative integer, not the number -1"),
+    ("color.gltf",
+     V2 + '"materials": [{"pbrMetallicRoughness": {"baseColorFactor": 1}}]}',
+     "materials[0].pbrMetallicRoughness.baseColorFactor must be an array of 4 numbers"),
+]  # fmt: skip
+
+
+def _make(tmp_path: Path, name: str, content) -> Path:
+    path = tmp_path / name
+    if content is None:
+        path.mkdir()
+    elif isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "says"), OTHER_INPUTS, ids=[c[0] for c in OTHER_INPUTS]
+)
+def test_other_formats_and_wrong_types_are_one_line_about_the_file(tmp_path, name, content, says):
+    path = _make(tmp_path, name, content)
+    _raises(path, says)
+    with pytest.raises(SceneError) as e:
+        load_gltf(str(path))
+    # a message about the file, not a Python exception's text
+    for leak in ("Error:", "object has no attribute", "unpack", "Expecting value", "line 1 col"):
+        assert leak not in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [("draco.gltf", DRACO), ("cube.obj", "Wavefront OBJ"), ("folder.gltf", "is a directory")],
+)
+def test_bad_scene_file_on_the_command_line_is_one_line_exit_2(tmp_path, name, says):
+    from tests.helpers import run_sample
+
+    if name == "draco.gltf":
+        path = _draco_gltf(tmp_path / name)
+    else:
+        path = _make(tmp_path, name, dict((n, c) for n, c, _ in OTHER_INPUTS)[name])
+    r = run_sample("s13", "--scene", str(path), "--capture", str(tmp_path / "x.png"), timeout=120)
+    assert r.returncode == 2, r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "--scene" in lines[0] and says in lines[0], r.stderr
+    assert str(path) in lines[0] and "Traceback" not in r.stderr
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_fields_the_loader_does_not_read_cannot_break_it(tmp_path):
+    """pygltflib raised AttributeError/TypeError on a wrong type in any field (cameras,
+    animations, a node's camera); only the fields the loader reads are checked and parsed."""
+    doc, blob = two_nodes()
+    save(doc, blob, tmp_path / "ok.gltf")
+    obj = json.loads((tmp_path / "ok.gltf").read_text())
+    obj["cameras"], obj["animations"], obj["samplers"] = "x", [1], 5
+    obj["nodes"][0]["camera"] = "c"
+    (tmp_path / "odd.gltf").write_text(json.dumps(obj))
+    scene = load_gltf(str(tmp_path / "odd.gltf"))
+    ref = load_gltf(str(tmp_path / "ok.gltf"))
+    assert np.array_equal(scene.transforms, ref.transforms) and scene.count == 2
+
+
+def test_sparse_accessor_is_still_refused(tmp_path):
+    doc, blob = two_nodes()
+    save(doc, blob, tmp_path / "ok.gltf")
+    obj = json.loads((tmp_path / "ok.gltf").read_text())
+    obj["accessors"][0]["sparse"] = {"count": 1, "indices": {}, "values": {}}
+    (tmp_path / "sparse.gltf").write_text(json.dumps(obj))
+    _raises(tmp_path / "sparse.gltf", "sparse accessors are not supported")

@@ -7,6 +7,7 @@ import pytest
 import wgpu
 
 from engine.graph import (
+    OUTPUT,
     ComputePass,
     FrameContext,
     RenderGraph,
@@ -14,6 +15,7 @@ from engine.graph import (
     TextureDesc,
     TransferPass,
 )
+from engine.profiling.sink import NULL_PROFILER, ProfilerSink
 
 
 class RecordingEncoder:
@@ -110,6 +112,66 @@ def test_duplicate_pass_name_is_a_value_error_naming_it(device):
     assert graph.pass_names() == ["Cull"]
 
 
+def test_names_are_stripped_and_fixed_once_added(device):
+    graph = RenderGraph(device, output_format="rgba8unorm", size=(8, 8))
+    p = graph.add(ComputePass("Cull", record=lambda ctx, c: None))
+    with pytest.raises(AttributeError):
+        p.name = "Other"  # a rename after add would slip past the duplicate check
+    with pytest.raises(ValueError, match="already has a pass named 'Cull'"):
+        graph.add(ComputePass("Cull  ", record=lambda ctx, c: None))
+    assert ComputePass(" Sim\t").name == "Sim"
+    assert graph.pass_names() == ["Cull"]
+
+
+def test_reads_need_an_earlier_write_and_describe_shows_the_edges(device):
+    graph = RenderGraph(device, output_format="rgba8unorm", size=(8, 8))
+    graph.import_resource("scene")
+    graph.add(ComputePass("Sim", reads=("scene",), writes=("particles",)))
+    graph.add(RenderPass("Draw", reads=("particles", "lut"), writes=(OUTPUT,)))
+    late = graph.add(ComputePass("Bake", writes=("lut",)))
+    with pytest.raises(ValueError) as e:
+        graph.validate()
+    assert str(e.value) == (
+        "render graph: pass 'Draw' reads 'lut' but only the later pass 'Bake' writes it; "
+        "reorder the passes or import the resource"
+    )
+    late.enabled = False
+    with pytest.raises(ValueError, match="reads 'lut' but no pass writes it"):
+        graph.validate()
+    graph.passes.remove(late)
+    graph.passes.insert(0, late)
+    late.enabled = True
+    graph.validate()  # Bake, Sim, Draw: every read has an earlier write
+    text = graph.describe()
+    assert text.splitlines()[2:5] == [
+        "  2. Sim            compute",
+        "       reads  scene",
+        "       writes particles",
+    ]
+    dot = graph.to_dot()
+    assert '"particles" -> p2;' in dot and 'p1 -> "particles";' in dot and 'p0 -> "lut";' in dot
+
+
+def test_execute_validates_a_changed_set_of_enabled_passes(device):
+    graph = RenderGraph(device, output_format="rgba8unorm", size=(8, 8))
+    maker = graph.add(ComputePass("Make", record=lambda ctx, c: None, writes=("x",)))
+    graph.add(ComputePass("Use", record=lambda ctx, c: None, reads=("x",)))
+    _execute(device, graph)
+    maker.enabled = False
+    with pytest.raises(ValueError, match="'Use' reads 'x' but no pass writes it"):
+        _execute(device, graph)
+
+
+def test_null_profiler_implements_the_sink_protocol():
+    from engine.profiling import FrameProfiler
+
+    assert isinstance(NULL_PROFILER, ProfilerSink)
+    methods = [n for n, v in vars(ProfilerSink).items() if callable(v) and n[0] != "_"]
+    assert len(methods) == 9
+    for cls in (FrameProfiler, type(NULL_PROFILER)):
+        assert all(callable(getattr(cls, m, None)) for m in methods), cls
+
+
 def test_graph_owned_textures_follow_resize(device):
     graph = _graph(device, [], size=(32, 16))
     seen = []
@@ -142,7 +204,7 @@ def test_no_profiler_means_no_query_set_and_no_timestamp(device, monkeypatch):
     monkeypatch.setattr(type(device), "create_query_set", counting_qs)
     monkeypatch.setattr(extras, "write_timestamp", counting_wt)
     graph = _graph(device, [])
-    assert graph.profiler is None
+    assert graph.profiler is NULL_PROFILER and not graph.profiler.active
     calls = [c for i in range(3) for c in _execute(device, graph, i).calls]
     assert counts == {"query_sets": 0, "write_timestamp": 0}
     assert all(tw is None for kind, _, tw in calls if kind in ("render", "compute"))

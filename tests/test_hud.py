@@ -16,7 +16,7 @@ import wgpu
 from engine.debug.overlay import DebugOverlay, font_atlas
 from engine.debug.overlay_pass import DebugOverlayPass, auto_hud_scale, grid_for
 from tests.helpers import run_sample
-from tests.hud_fakes import FAKE_COUNTS, FAKE_PASSES, FakeProfiler, fake_cull_stats, fake_frame
+from tests.hud_fakes import FAKE_COUNTS, FAKE_PASSES, FakeStream, fake_frame
 
 ROOT = Path(__file__).resolve().parents[1]
 FG, BG = (255, 200, 40), (20, 40, 90)
@@ -225,12 +225,12 @@ def test_hud_scale_and_grid_from_size():
 def test_perf_table_means_and_na():
     from engine.debug.perf import PerfOverlay
 
-    prof = FakeProfiler()
-    prof.advance(40)
-    perf = PerfOverlay(window=30)
+    stream = FakeStream()
+    stream.advance(100)
+    perf = PerfOverlay()
     names = [p[0] for p in FAKE_PASSES]
-    perf.tick(prof, names, 0.0)
-    frames = [fake_frame(i) for i in range(10, 40)]
+    perf.tick(stream.telemetry, names, 0.0)
+    frames = [fake_frame(i) for i in range(40, 100)]  # the stats window: the last 60 frames
     for r, (name, _, cpu) in zip(perf.rows, FAKE_PASSES, strict=False):
         gpu = np.mean([next(s for s in f.gpu if s.name == name).duration_ms for f in frames])
         assert r.gpu_ms == pytest.approx(gpu) and r.cpu_ms == pytest.approx(cpu)
@@ -238,36 +238,46 @@ def test_perf_table_means_and_na():
     perf.draw(ov, 0, 0)
     post = "".join(ov.glyph_at(c, 6) or " " for c in range(60))
     gpu_post = np.mean([f.gpu[5].duration_ms for f in frames])
-    assert post.split() == ["Post", "0.045", f"{gpu_post:.3f}"]
+    # delta: the newest frame (99) against the median of the window
+    last_post = fake_frame(99).gpu[5].duration_ms
+    delta = last_post - np.median([f.gpu[5].duration_ms for f in frames])
+    assert post.split() == ["Post", "0.045", f"{gpu_post:.3f}", f"{delta:+.3f}"]
     # right-aligned fixed width: the decimal points line up in every row
     dots = {"".join(ov.glyph_at(c, r) or " " for c in range(60)).rfind(".") for r in range(1, 7)}
     assert len(dots) == 1
-    # colours: Post (> 5 ms) red, Cull.Reset (< 0.1 ms) dimmed
+    # each number coloured on its own: Post's GPU 6.25 ms (> 5) red while its CPU 0.045 ms
+    # (< 0.1) is dimmed and its name stays plain; Shadow's 0.112 / 0.834 plain
     from engine.debug.overlay import unpack_color
-    from engine.debug.perf import DIM, HOT
+    from engine.debug.perf import DIM, HOT, NAME_W, NUM_W, TEXT
 
-    assert unpack_color(int(ov.cells[6, 1, 1])) == HOT
-    assert unpack_color(int(ov.cells[1, 1, 1])) == DIM
+    cpu_col, gpu_col = 1 + NAME_W + NUM_W - 1, 1 + NAME_W + 2 * NUM_W  # last digit of each
+
+    def color(col, row):
+        return unpack_color(int(ov.cells[row, col, 1]))
+
+    assert (color(1, 6), color(cpu_col, 6), color(gpu_col, 6)) == (TEXT, DIM, HOT)
+    assert (color(cpu_col, 2), color(gpu_col, 2)) == (TEXT, TEXT)
     # GPU unavailable: n/a, never 0.000
-    prof2 = FakeProfiler(gpu_available=False)
-    prof2.advance(5)
+    stream2 = FakeStream(gpu_available=False)
+    stream2.advance(5)
     perf2 = PerfOverlay()
-    perf2.tick(prof2, names, 0.0)
+    perf2.tick(stream2.telemetry, names, 0.0)
     ov2 = DebugOverlay(60, 20)
     perf2.draw(ov2, 0, 0)
     row = "".join(ov2.glyph_at(c, 2) or " " for c in range(60))
     assert row.split()[:3] == ["Shadow", "0.112", "n/a"]
-    assert "0.000" not in "".join(ov2.glyph_at(c, r) or " " for r in range(20) for c in range(60))
+    text2 = "".join(ov2.glyph_at(c, r) or " " for r in range(20) for c in range(60))
+    assert " 0.000" not in text2  # (a signed "+0.000" delta is a real reading: steady CPU)
 
 
 def test_perf_refreshes_at_readable_rate():
     from engine.debug.perf import PerfOverlay
 
-    prof, perf = FakeProfiler(), PerfOverlay(refresh_hz=4.0)
+    stream, perf = FakeStream(), PerfOverlay(refresh_hz=4.0)
     refreshes = []
     for i in range(120):  # two seconds at 60 FPS
-        prof.advance()
-        refreshes.append(perf.tick(prof, ["Shadow"], i / 60))
+        stream.advance()
+        refreshes.append(perf.tick(stream.telemetry, ["Shadow"], i / 60))
     assert sum(refreshes[60:]) == 4  # steady state: 4 Hz
     assert perf.frame_ms == pytest.approx(1000 / 60)
 
@@ -313,15 +323,15 @@ def run_hud(gpu, mode, *, frames=130, size=HUD_SIZE, hud_scale=None, cull=FAKE_C
         format=fmt,
         usage=wgpu.TextureUsage.RENDER_ATTACHMENT | wgpu.TextureUsage.COPY_SRC,
     )
-    prof = FakeProfiler(
-        passes=(("Scene", 0.12, 0.02), *FAKE_PASSES[1:], ("DebugOverlay", 0.031, 0.015))
+    stream = FakeStream(
+        passes=(("Scene", 0.12, 0.02), *FAKE_PASSES[1:], ("DebugOverlay", 0.031, 0.015)),
+        cull=cull,
     )
     app = SimpleNamespace(
         gpu=gpu,
         args=SimpleNamespace(overlay=mode, hud_scale=hud_scale),
         graph=graph,
-        profiler=prof,
-        cull_stats=fake_cull_stats(cull),
+        telemetry=stream.telemetry,
         overlay_mode=mode,
         hud=None,
     )
@@ -329,7 +339,7 @@ def run_hud(gpu, mode, *, frames=130, size=HUD_SIZE, hud_scale=None, cull=FAKE_C
     assert graph.passes[-1].name == "DebugOverlay"
     view = tex.create_view()
     for i in range(frames):
-        prof.advance()
+        stream.advance()
         ctx = FrameContext(gpu.device, graph, i, i / 60, size, view)
         hud.update(ctx)
         enc = gpu.device.create_command_encoder()

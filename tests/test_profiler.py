@@ -15,10 +15,9 @@ from engine.profiling import FrameProfiler, GpuProfiler, Scope
 from engine.profiling.gpu import _Recording
 from engine.profiling.report import timeline
 from tests.profiling_support import (
+    Rig,
     compute_graph,
     iterations_for,
-    run_frame,
-    wait_idle,
     work_pass,
 )
 
@@ -38,10 +37,8 @@ def timing_gpu():
     return create_gpu()
 
 
-def _attach(gpu, graph, **kw):
-    prof = FrameProfiler(gpu, **kw)
-    graph.profiler = prof
-    return prof
+def _attach(gpu, graph, **kw) -> Rig:
+    return Rig(gpu, graph, FrameProfiler(gpu, **kw))
 
 
 def test_four_times_the_work_measures_four_times_the_time(timing_gpu):
@@ -50,13 +47,10 @@ def test_four_times_the_work_measures_four_times_the_time(timing_gpu):
     graph = compute_graph(
         dev, [work_pass(dev, "Work1x", n, 256), work_pass(dev, "Work4x", 4 * n, 256)]
     )
-    prof = _attach(gpu, graph)
-    for f in range(9):
-        run_frame(gpu, graph, prof, f)
-        wait_idle(dev)  # lavapipe shares 2 cores with Python: keep recording off them
-    prof.drain()
+    rig = _attach(gpu, graph)
+    rig.run(9, idle=True)  # lavapipe shares 2 cores with Python: keep recording off them
     # frame 0 pays for shader JIT; a frame finding every pool in flight is not GPU-timed
-    frames = [t for t in prof.history if t.frame_index > 0 and t.gpu is not None]
+    frames = [t for t in rig.drain() if t.frame_index > 0 and t.gpu is not None]
     assert len(frames) >= 5
     ones, fours = [], []
     for t in frames:
@@ -73,26 +67,23 @@ def test_four_times_the_work_measures_four_times_the_time(timing_gpu):
     # CPU scopes: Update, both passes' recording, Submit, in start order
     names = [s.name for s in frames[-1].cpu]
     assert names == ["Update", "Work1x", "Work4x", "Submit"]
-    assert "in declaration order." in prof.report()
+    assert "in declaration order." in rig.report()
 
 
 def test_result_is_tagged_with_the_frame_that_produced_it(gpu):
     dev = gpu.device
     passes = [work_pass(dev, n, 1, grid=8) for n in ("A", "B", "C")]
     graph = compute_graph(dev, passes)
-    prof = _attach(gpu, graph)
-    got = []
+    rig = _attach(gpu, graph)
     for f in range(10):
         for i, p in enumerate(passes):  # frame f runs the first (f % 3) + 1 passes
             p.enabled = i <= f % 3
-        run_frame(gpu, graph, prof, f)
-        while (t := prof.collect()) is not None:
-            got.append(t)
-    prof.drain()
-    while (t := prof.collect()) is not None:
-        got.append(t)
+        rig.run()
+    got = rig.drain()
     assert [t.frame_index for t in got] == list(range(10))
-    assert sum(t.gpu is None for t in got) == prof.gpu.skipped_frames  # pools all in flight
+    assert [t.seq for t in got] == list(range(10))
+    # a frame that found every query pool in flight has no GPU scopes, and is counted
+    assert sum(t.gpu is None for t in got) == rig.prof.gpu.skipped_frames
     for t in got:
         expected = ["A", "B", "C"][: t.frame_index % 3 + 1]
         assert t.gpu is None or [s.name for s in t.gpu] == expected, t
@@ -102,14 +93,12 @@ def test_result_is_tagged_with_the_frame_that_produced_it(gpu):
 def test_scopes_beyond_capacity_are_dropped_and_counted(gpu):
     dev = gpu.device
     graph = compute_graph(dev, [work_pass(dev, f"P{i}", 1, grid=8) for i in range(5)])
-    prof = _attach(gpu, graph, capacity=2, cpu=False)
-    for f in range(2):
-        run_frame(gpu, graph, prof, f)
-    prof.drain()
-    last = prof.history[-1]
+    rig = _attach(gpu, graph, capacity=2, cpu=False)
+    rig.run(2)
+    last = rig.drain()[-1]
     assert [s.name for s in last.gpu] == ["P0", "P1"]
-    assert last.dropped == 3 and prof.gpu.dropped == 6
-    assert "dropped: 3 scope(s) over capacity 2 in this frame, 6 in the run" in prof.report()
+    assert last.dropped == 3 and rig.prof.gpu.dropped == 6 and rig.telemetry.totals["dropped"] == 6
+    assert "dropped: 3 scope(s) over capacity 2 in this frame, 6 in the run" in rig.report()
 
 
 def test_zero_and_backwards_readings_are_invalid_not_clamped(gpu):
@@ -126,10 +115,9 @@ def test_transfer_pass_uses_encoder_timestamps(gpu):
     buf = dev.create_buffer(size=1 << 20, usage=wgpu.BufferUsage.COPY_DST)
     clear = TransferPass("Clear", record=lambda ctx, enc: enc.clear_buffer(buf))
     graph = compute_graph(dev, [clear, work_pass(dev, "Work", 1, grid=8)])
-    prof = _attach(gpu, graph, cpu=False)
-    run_frame(gpu, graph, prof, 0)
-    prof.drain()
-    [t] = prof.history
+    rig = _attach(gpu, graph, cpu=False)
+    rig.run()
+    [t] = rig.drain()
     assert [s.name for s in t.gpu] == ["Clear", "Work"]
     assert t.gpu[0].end_ns <= t.gpu[1].begin_ns
 
@@ -139,16 +127,17 @@ def test_collect_returns_none_until_ready_and_never_blocks(timing_gpu):
     # >= 50 ms of GPU work (~0.3 s on lavapipe at the starting 3000 iterations)
     heavy = iterations_for(gpu, 50.0, start=3000)
     graph = compute_graph(dev, [work_pass(dev, "Heavy", heavy, grid=256)])
-    prof = _attach(gpu, graph, cpu=False)
-    run_frame(gpu, graph, prof, 0)  # includes after_submit, which polls too
+    rig = _attach(gpu, graph, cpu=False)
     t0 = time.perf_counter()
-    first = prof.collect()
+    rig.run()  # record, submit, then the loop's after_submit collects what finished
+    rig.loop.poll()
     elapsed_ms = (time.perf_counter() - t0) * 1e3
-    assert first is None
-    assert elapsed_ms < 20.0, f"collect() took {elapsed_ms:.1f} ms: it waited for the GPU"
+    assert rig.telemetry.latest is None  # nothing published: the GPU is still busy
+    assert elapsed_ms < 20.0, f"a frame took {elapsed_ms:.1f} ms: it waited for the GPU"
     deadline = time.perf_counter() + 30.0
-    while (t := prof.collect()) is None and time.perf_counter() < deadline:
+    while (t := rig.telemetry.latest) is None and time.perf_counter() < deadline:
         time.sleep(0.01)  # the frame finishes on its own, without a blocking call
+        rig.loop.poll()
     assert t is not None and t.frame_index == 0 and t.gpu[0].name == "Heavy"
     assert t.gpu[0].duration_ms > 20.0  # it really was heavy, so None above was meaningful
 
@@ -172,15 +161,14 @@ def test_device_without_timestamps_reports_na(gpu_without_timestamps, monkeypatc
         lambda self, **kw: created.append(kw) or real(self, **kw),
     )
     graph = compute_graph(g.device, [work_pass(g.device, "Work", 1, grid=8)])
-    prof = _attach(g, graph)
-    assert not prof.gpu_available
-    for f in range(3):
-        run_frame(g, graph, prof, f)
-    prof.drain()
+    rig = _attach(g, graph)
+    assert not rig.prof.gpu_available
+    rig.run(3)
+    records = rig.drain()
     assert created == []
-    assert [t.frame_index for t in prof.history] == [0, 1, 2]
-    assert all(t.gpu is None and t.cpu for t in prof.history)
-    report = prof.report()
+    assert [t.frame_index for t in records] == [0, 1, 2]
+    assert all(t.gpu is None and t.cpu for t in records)
+    report = rig.report()
     assert report.startswith("GPU timings n/a: the device has no 'timestamp-query' feature")
     assert "CPU frame 2:" in report
 
@@ -192,12 +180,13 @@ def test_transfer_pass_untimed_without_encoder_timestamps(gpu_without_timestamps
     buf = g.device.create_buffer(size=256, usage=wgpu.BufferUsage.COPY_DST)
     clear = TransferPass("Clear", record=lambda ctx, enc: enc.clear_buffer(buf))
     graph = compute_graph(g.device, [clear, ComputePass("Empty", record=lambda c, p: None)])
-    prof = _attach(g, graph, cpu=False)
-    run_frame(g, graph, prof, 0)
-    prof.drain()
-    assert [s.name for s in prof.history[-1].gpu] == ["Empty"]
-    assert prof.gpu.untimed == 1
-    assert "transfer passes not GPU-timed" in prof.report()
+    rig = _attach(g, graph, cpu=False)
+    rig.run()
+    assert [s.name for s in rig.drain()[-1].gpu] == ["Empty"]
+    assert rig.prof.gpu.untimed == 1
+    assert "transfer passes not GPU-timed: no 'timestamp-query-inside-encoders' (Clear)" in (
+        rig.report()
+    )
 
 
 def _ms(name, begin_ms, dur_ms):

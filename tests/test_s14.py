@@ -9,6 +9,7 @@ from PIL import Image
 
 from engine.profiling.timings import FrameTimings, Scope
 from engine.profiling.trace import build_trace, write_trace_file
+from engine.telemetry import Telemetry
 from tests.helpers import run_sample
 
 
@@ -35,14 +36,14 @@ def test_bad_input_is_one_line_and_status_2(tmp_path, args, needle):
 
 
 def test_capture_of_a_lantern_trace(tmp_path):
-    hist = []
+    tel = Telemetry()
     for f in range(20):
         t0 = 1_000_000 + f * 16_000_000
         cpu = [Scope("Update", t0, t0 + 2_000_000), Scope("Main", t0 + 2_000_000, t0 + 9_000_000)]
         gpu = [Scope("Main", f * 16_000_000, f * 16_000_000 + 5_000_000)]
-        hist.append(FrameTimings(f, gpu=gpu, cpu=cpu))
+        tel.publish(f, t_ns=t0, wall_ms=16.0, timings=FrameTimings(f, gpu=gpu, cpu=cpu))
     path = tmp_path / "run.json"
-    write_trace_file(str(path), build_trace(hist, gpu_offset_ns=2_000_000, metadata={}))
+    write_trace_file(str(path), build_trace(tel, calibration=(2_000_000, 100)))
     png = tmp_path / "flame.png"
     r = run_sample("s14", str(path), "--capture", str(png), "--size", "640x360", "--frames",
                    "4", "--select", "Main", "--search", "main")  # fmt: skip

@@ -236,6 +236,43 @@ def test_nan_transform_is_rejected_naming_the_row():
     assert scene.take_dirty() == [(0, 10)]
 
 
+def test_huge_scale_is_an_unusable_sphere_without_warnings_and_leaves_the_extent():
+    import warnings
+
+    from engine.scene.scene import MAX_WORLD, usable_spheres
+
+    scene = _small_scene(10)
+    big = np.identity(4, np.float32)
+    big[:3, :3] *= np.float32(3e38)  # finite; the squared column norms overflow
+    sheared = big.copy()
+    sheared[0, 1] = 1e38
+    scene.extent  # noqa: B018 - read once: set_transforms then grows it
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        scene.set_transforms([7, 3], np.stack([big, sheared]))
+        extent = scene.recompute_extent()
+    assert list(usable_spheres(scene.bounds())) == [i not in (3, 7) for i in range(10)]
+    # the extent is that of the eight usable instances
+    keep = [0, 1, 2, 4, 5, 6, 8, 9]
+    ref = Scene(scene.meshes, scene.transforms[keep], scene.mesh_ids[keep], scene.colors[keep])
+    assert np.array_equal(extent[0], ref.extent[0]) and np.array_equal(extent[1], ref.extent[1])
+    # the rule, on values: NaN, inf and beyond MAX_WORLD are unusable; MAX_WORLD itself is not
+    rows = np.array([[0, 0, 0, MAX_WORLD], [-MAX_WORLD, 0, 0, 1], [0, np.nan, 0, 1],
+                     [0, 0, -np.inf, 1], [0, 0, 0, 2e18], [3e38, 0, 0, 1]], np.float32)  # fmt: skip
+    assert list(usable_spheres(rows)) == [True, True, False, False, False, False]
+
+
+def test_cull_shader_uses_the_same_limit():
+    import re
+
+    from engine.scene.scene import MAX_WORLD
+    from engine.shaders import SHADER_DIR
+
+    text = (SHADER_DIR / "cull.wgsl").read_text()
+    bits = int(re.search(r"const MAX_WORLD_BITS: u32 = (0x[0-9a-f]+)u;", text).group(1), 16)
+    assert np.uint32(bits).view(np.float32) == np.float32(MAX_WORLD)
+
+
 def test_scene_validates_shapes_and_mesh_ids():
     scene = _small_scene(4)
     with pytest.raises(ValueError, match=r"mesh_ids: row 2 is 7, outside 0..1"):

@@ -150,3 +150,73 @@ def test_ctrl_c_during_capture_writes_nothing(tmp_path):
     assert p.returncode == 130, err
     assert "Traceback" not in err
     assert "not written" in out and not png.exists()
+
+
+def _destroy_windows(display: str, title_part: str, kill: bool = False, dry_run=False) -> int:
+    """What ``xdotool windowclose`` does, from a second X connection: XDestroyWindow on every
+    top-level window whose name contains ``title_part`` (``kill``: XKillClient, what ``xkill``
+    and ``xdotool windowkill`` do: the owner's connection is closed); returns how many."""
+    import ctypes
+    import ctypes.util
+
+    x = ctypes.CDLL(ctypes.util.find_library("X11"))
+    x.XOpenDisplay.restype = ctypes.c_void_p
+    x.XOpenDisplay.argtypes = [ctypes.c_char_p]
+    x.XDefaultRootWindow.restype = ctypes.c_ulong
+    x.XDefaultRootWindow.argtypes = [ctypes.c_void_p]
+    ulong_p = ctypes.POINTER(ctypes.c_ulong)
+    x.XQueryTree.argtypes = [ctypes.c_void_p, ctypes.c_ulong, ulong_p, ulong_p,
+                             ctypes.POINTER(ulong_p), ctypes.POINTER(ctypes.c_uint)]  # fmt: skip
+    x.XFetchName.argtypes = [ctypes.c_void_p, ctypes.c_ulong, ctypes.POINTER(ctypes.c_char_p)]
+    x.XDestroyWindow.argtypes = [ctypes.c_void_p, ctypes.c_ulong]
+    x.XKillClient.argtypes = [ctypes.c_void_p, ctypes.c_ulong]
+    x.XSync.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    x.XCloseDisplay.argtypes = [ctypes.c_void_p]
+    d = x.XOpenDisplay(display.encode())
+    assert d, f"cannot open display {display}"
+    root, parent, kids, n = ctypes.c_ulong(), ctypes.c_ulong(), ulong_p(), ctypes.c_uint()
+    x.XQueryTree(d, x.XDefaultRootWindow(d), root, parent, kids, n)
+    destroyed = 0
+    for i in range(n.value):
+        name = ctypes.c_char_p()
+        if x.XFetchName(d, kids[i], ctypes.byref(name)) and title_part.encode() in name.value:
+            if not dry_run:
+                (x.XKillClient if kill else x.XDestroyWindow)(d, kids[i])
+            destroyed += 1
+    x.XSync(d, 0)
+    x.XCloseDisplay(d)
+    return destroyed
+
+
+@pytest.mark.parametrize(
+    ("sample", "kill"), [("s01", False), ("s13", False), ("s01", True)],
+    ids=["s01-windowclose", "s13-windowclose", "s01-xkill"],
+)  # fmt: skip
+def test_window_destroyed_by_another_client_ends_like_a_close(display, sample, kill):
+    args = ["--instances", "500"] if sample == "s13" else []
+    p = subprocess.Popen(
+        [sys.executable, "-m", f"samples.{sample}", "--size", "160x120", "--profile", *args],
+        cwd=ROOT,
+        env=_env(display),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60  # a loaded machine starts slowly: wait for the window
+        time.sleep(3)
+        while _destroy_windows(display, "Lantern", kill, dry_run=True) == 0:
+            assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+            time.sleep(0.5)
+        time.sleep(2)  # the window is up: let it render frames
+        assert _destroy_windows(display, "Lantern", kill) == 1
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 0, err
+    assert "CPU frame" in out  # the shutdown report
+    assert "X Error" not in err and "BadWindow" not in err and "Traceback" not in err
+    assert "Xlib" not in err and "XIO" not in err
+    said = "connection to the X server was lost" if kill else "destroyed by another X client"
+    assert said in err

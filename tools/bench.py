@@ -36,11 +36,7 @@ def main() -> None:
     gpu = create_gpu(args.adapter)
     print(gpu.describe(), flush=True)
     for name in SECTIONS if args.section == "all" else (args.section,):
-        try:
-            mod = importlib.import_module(f"benchmarks.{name}")
-        except ModuleNotFoundError:
-            print(f"[{name}] not available yet")
-            continue
+        mod = importlib.import_module(f"benchmarks.{name}")
         print(f"== {name}", flush=True)
         mod.run(gpu, args)
 

@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.scene:
             scene = load_gltf(args.scene)
             scene = repeat_grid(scene, args.instances) if args.instances > 1 else scene
-            path = default_camera(scene)
+            path = default_camera(scene, aspect=min(args.size[0] / args.size[1], 1.0))
         else:
             scene, path = city(args.city or 20_000, seed=args.seed)
     except (SceneError, ValueError) as e:

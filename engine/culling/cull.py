@@ -1,4 +1,5 @@
-"""GPU cull pipelines (shaders/cull.wgsl) and their per-frame parameters.
+"""The GPU cull's shared pieces (shaders/cull.wgsl): its uniform, bind group layout and
+dispatch size. The passes themselves are in ``engine.passes.cull``.
 
 Two-phase occlusion culling after zeux/niagara (Arseny Kapoulkine, "niagara" renderer,
 2020): ``Cull.Early`` draws what was visible last frame (frustum test only), a depth pyramid
@@ -12,15 +13,27 @@ from __future__ import annotations
 import numpy as np
 import wgpu
 
-from engine.shaders import shader_module
-
 WORKGROUP = 64
 MAX_INSTANCES = 4_000_000  # ceil(N / 64) must fit one dispatch dimension (65535)
-CULL_UNIFORM_SIZE = 336
 
 FLAG_CULL, FLAG_OCCLUSION, FLAG_TWO_PHASE, FLAG_RESET = 1, 2, 4, 8
-CLASS_FRUSTUM, CLASS_SMALL, CLASS_OCCLUDED, CLASS_VISIBLE = 0, 1, 2, 3
 LOD_BASE_PX = 160.0  # projected diameter (pixels at 720p) below which LOD 1 is used
+
+
+#: The WGSL ``Cull`` uniform (shaders/cull.wgsl), field by field; matrices column-major.
+CULL_DTYPE = np.dtype(
+    [
+        ("view", "<f4", (4, 4)),  # world -> view of the culling camera
+        ("planes", "<f4", (6, 4)),  # camera frustum planes, world
+        ("light_planes", "<f4", (6, 4)),  # sun volume planes
+        ("eye", "<f4", 4),  # xyz: culling camera position; w: LOD 0 size in pixels
+        ("proj", "<f4", 4),  # P00, P11, near, output height in pixels
+        ("screen", "<f4", 4),  # output size px; pyramid level-0 size in texels
+        ("counts", "<u4", 4),  # instances N, flags, batches B, remap region T
+        ("misc", "<u4", 4),  # pyramid mip count, camera planes, light planes, 0
+    ]
+)
+CULL_UNIFORM_SIZE = CULL_DTYPE.itemsize  # 336 bytes
 
 
 def cull_uniform(
@@ -41,77 +54,39 @@ def cull_uniform(
     region_slots: int,
     lod_base_px: float,
 ) -> bytes:
-    """Pack the WGSL ``Cull`` struct (336 bytes); see shaders/cull.wgsl for the fields."""
-    f = np.zeros(84, np.float32)
-    f[0:16] = np.asarray(view, np.float32).T.reshape(-1)
-    pl = np.zeros((6, 4), np.float32)
-    pl[: len(planes)] = planes
-    lp = np.zeros((6, 4), np.float32)
-    lp[: len(light_planes)] = light_planes
-    f[16:40] = pl.reshape(-1)
-    f[40:64] = lp.reshape(-1)
-    f[64:68] = (*eye, lod_base_px)
-    f[68:72] = (p00, p11, near, screen[1])
-    f[72:76] = (*screen, *pyramid)
-    u = f.view(np.uint32)
-    u[76:80] = (count, flags, batches, region_slots)
-    u[80:84] = (levels, len(planes), len(light_planes), 0)
-    return f.tobytes()
+    """Pack the WGSL ``Cull`` struct (``CULL_DTYPE``, 336 bytes) by field name. ``view`` is a
+    4x4 row-major matrix (stored transposed: WGSL matrices are column-major); ``planes`` and
+    ``light_planes`` are up to 6 ``(a, b, c, d)`` rows each."""
+    u = np.zeros((), CULL_DTYPE)
+    u["view"] = np.asarray(view, np.float32).T
+    u["planes"][: len(planes)] = planes
+    u["light_planes"][: len(light_planes)] = light_planes
+    u["eye"] = (*eye, lod_base_px)
+    u["proj"] = (p00, p11, near, screen[1])
+    u["screen"] = (*screen, *pyramid)
+    u["counts"] = (count, flags, batches, region_slots)
+    u["misc"] = (levels, len(planes), len(light_planes), 0)
+    return u.tobytes()
 
 
-class CullPipelines:
-    """The three cull entry points sharing one explicit bind group layout.
+def cull_bind_group_layout(device: wgpu.GPUDevice) -> wgpu.GPUBindGroupLayout:
+    """The explicit layout every cull entry point shares (group 0 of shaders/cull.wgsl)."""
+    c = wgpu.ShaderStage.COMPUTE
+    ro, rw = {"type": "read-only-storage"}, {"type": "storage"}
+    kinds = [{"type": "uniform"}, ro, ro, ro, rw, rw, rw, rw]
+    entries = [{"binding": i, "visibility": c, "buffer": k} for i, k in enumerate(kinds)]
+    entries.append(
+        {"binding": 8, "visibility": c, "texture": {"sample_type": "unfilterable-float"}}
+    )
+    return device.create_bind_group_layout(label="cull", entries=entries)
 
-    Args:
-        device: the ``wgpu.GPUDevice``.
-    """
 
-    def __init__(self, device: wgpu.GPUDevice):
-        self.device = device
-        c = wgpu.ShaderStage.COMPUTE
-        ro, rw = {"type": "read-only-storage"}, {"type": "storage"}
-        self.layout = device.create_bind_group_layout(
-            label="cull",
-            entries=[
-                {"binding": 0, "visibility": c, "buffer": {"type": "uniform"}},
-                {"binding": 1, "visibility": c, "buffer": ro},
-                {"binding": 2, "visibility": c, "buffer": ro},
-                {"binding": 3, "visibility": c, "buffer": ro},
-                {"binding": 4, "visibility": c, "buffer": rw},
-                {"binding": 5, "visibility": c, "buffer": rw},
-                {"binding": 6, "visibility": c, "buffer": rw},
-                {"binding": 7, "visibility": c, "buffer": rw},
-                {
-                    "binding": 8,
-                    "visibility": c,
-                    "texture": {"sample_type": "unfilterable-float"},
-                },
-            ],
-        )
-        layout = device.create_pipeline_layout(bind_group_layouts=[self.layout])
-        m = shader_module(device, "cull.wgsl")
-        self.early, self.late, self.shadow = (
-            device.create_compute_pipeline(
-                label=name, layout=layout, compute={"module": m, "entry_point": name}
-            )
-            for name in ("cull_early", "cull_late", "cull_shadow")
-        )
-
-    def bind(self, uniform, gs, counters, pyramid_view) -> wgpu.GPUBindGroup:
-        """Bind group over a ``GpuScene`` ``gs``, the counters buffer and the pyramid view."""
-        bufs = [
-            uniform,
-            gs.bounds,
-            gs.mesh_ids,
-            gs.mesh_table,
-            gs.state,
-            gs.args,
-            gs.remap,
-            counters,
-        ]
-        entries = [{"binding": i, "resource": {"buffer": b}} for i, b in enumerate(bufs)]
-        entries.append({"binding": 8, "resource": pyramid_view})
-        return self.device.create_bind_group(label="cull", layout=self.layout, entries=entries)
+def cull_bind_group(device, layout, uniform, gs, counters, pyramid_view) -> wgpu.GPUBindGroup:
+    """Bind group over a ``GpuScene`` ``gs``, the counters buffer and the pyramid view."""
+    bufs = [uniform, gs.bounds, gs.mesh_ids, gs.mesh_table, gs.state, gs.args, gs.remap, counters]
+    entries = [{"binding": i, "resource": {"buffer": b}} for i, b in enumerate(bufs)]
+    entries.append({"binding": 8, "resource": pyramid_view})
+    return device.create_bind_group(label="cull", layout=layout, entries=entries)
 
 
 def workgroups(count: int) -> int:

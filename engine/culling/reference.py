@@ -3,6 +3,9 @@ shaders/hiz.wgsl implement, decision for decision (tests compare the two).
 
 Classification of one instance (world bounding sphere centre ``c``, radius ``r``), in order:
 
+0. **unusable** — any of ``c``, ``r`` NaN, infinite or beyond ``±MAX_WORLD`` (a transform
+   with NaN/inf, or a scale so large its radius overflows): counted as **frustum**, never
+   drawn, never a shadow caster, even with culling off (``usable_spheres``, on bit patterns).
 1. **frustum** — outside any camera frustum plane by more than ``r`` (left, right, bottom,
    top, near; the far plane is at infinity). Planes from the view-projection matrix
    (Gribb & Hartmann 2001), normalised.
@@ -41,6 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.passes.hiz import pyramid_base, pyramid_levels
+from engine.scene.scene import MAX_WORLD, usable_spheres  # noqa: F401 (part of this spec)
 
 FRUSTUM, SMALL, OCCLUDED, VISIBLE = 0, 1, 2, 3
 
@@ -90,9 +94,11 @@ def build_pyramid(depth: np.ndarray) -> list[np.ndarray]:
 
 
 def select_lod(bounds: np.ndarray, lod_counts: np.ndarray, cv: CullView) -> np.ndarray:
-    """LOD per instance ``(N,)`` uint32 from ``bounds`` ``(N, 4)`` and ``lod_counts`` ``(N,)``."""
-    d = np.maximum(np.linalg.norm(bounds[:, :3] - cv.eye, axis=1), cv.near)
-    size = bounds[:, 3] * cv.p11 * cv.screen[1] / d
+    """LOD per instance ``(N,)`` uint32 from ``bounds`` ``(N, 4)`` and ``lod_counts`` ``(N,)``
+    (unusable rows: whatever the arithmetic gives; they are never drawn)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        d = np.maximum(np.linalg.norm(bounds[:, :3] - cv.eye, axis=1), cv.near)
+        size = bounds[:, 3] * cv.p11 * cv.screen[1] / d
     lod = np.zeros(len(bounds), np.uint32)
     t = cv.lod_base_px
     for k in range(1, int(lod_counts.max(initial=1))):
@@ -112,11 +118,12 @@ def classify(
 ) -> np.ndarray:
     """Class per instance ``(N,)`` uint32 (FRUSTUM, SMALL, OCCLUDED, VISIBLE) for world
     spheres ``bounds`` ``(N, 4)``; ``pyramid`` None means no occlusion test."""
-    b = np.asarray(bounds, np.float64)
+    usable = usable_spheres(bounds)
+    b = np.where(usable[:, None], np.asarray(bounds, np.float64), 0.0)  # no NaN arithmetic
     c, r = b[:, :3], b[:, 3]
     out = np.full(len(b), VISIBLE, np.uint32)
     pl = np.asarray(cv.planes, np.float64)
-    outside = ((c @ pl[:, :3].T + pl[:, 3]) < -r[:, None]).any(axis=1)
+    outside = ((c @ pl[:, :3].T + pl[:, 3]) < -r[:, None]).any(axis=1) | ~usable
     v = c @ np.asarray(cv.view, np.float64)[:3, :3].T + np.asarray(cv.view, np.float64)[:3, 3]
     z = -v[:, 2]
     proj = ~outside & (z - r > cv.near)

@@ -31,6 +31,8 @@ class CullStats:
         first.
     """
 
+    channel = "cull"  # engine.loop.ReadbackClient: fills FrameRecord.cull
+
     def __init__(
         self, device: wgpu.GPUDevice, *, history: int = 120, slots: int = 3, batch: int = 8
     ):
@@ -44,11 +46,11 @@ class CullStats:
 
     def record_copy(self, encoder: wgpu.GPUCommandEncoder, counters, frame_index: int) -> None:
         """Record the copy of ``frame_index``'s counters (call before they are cleared)."""
-        self.mark_submitted()
+        self.after_submit()
         if self.ring.copy(encoder, counters):
             self._pending = frame_index
 
-    def mark_submitted(self) -> None:
+    def after_submit(self) -> None:
         """The encoder holding the last recorded copy was submitted: start its map."""
         if self._pending is not None:
             self.ring.submitted(self._pending)
@@ -56,13 +58,13 @@ class CullStats:
 
     def collect(self) -> CullCounts | None:
         """Take every finished readback (never blocks); return the newest or None."""
-        self.mark_submitted()
+        self.after_submit()
         self._take(self.ring.poll())
         return self.latest
 
     def drain(self, timeout_s: float = 1.0) -> CullCounts | None:
         """Shutdown only: wait for readbacks in flight and return the newest."""
-        self.mark_submitted()
+        self.after_submit()
         self._take(self.ring.drain(timeout_s))
         return self.latest
 

@@ -5,8 +5,9 @@ finished frame and draws over it, and the graph times it like any pass) and retu
 whose ``update(ctx)`` the run loop calls every frame before recording. Modes (``--overlay``,
 F1 cycles): ``off`` (pass disabled), ``perf``, ``cull``, ``timeline``, ``all``.
 
-Data sources: ``app.profiler`` (``history`` deque of ``FrameTimings``, ``gpu_available``) and
-``app.cull_stats.latest`` (``CullCounts`` or None); either may be missing.
+Data source: ``app.telemetry`` (``engine.telemetry``) and nothing else: the newest record's
+stats and cull counters, the records' GPU scopes for the timeline, the session's profiling
+state.
 """
 
 from __future__ import annotations
@@ -20,9 +21,8 @@ import numpy as np
 
 from ..cli import OVERLAY_MODES
 from ..culling.counters import COUNTER_NAMES, CullCounts
-from ..graph import RenderPass
 from .overlay import DebugOverlay
-from .overlay_pass import PASS_NAME, DebugOverlayPass, auto_hud_scale, grid_for
+from .overlay_pass import DebugOverlayPass, auto_hud_scale, grid_for
 from .perf import DIM, HEADER, PANEL_BG, TEXT, PerfOverlay
 
 log = logging.getLogger("lantern")
@@ -76,6 +76,59 @@ class CullPanel:
         return self.size()
 
 
+class GpuHistory:
+    """GPU ms per pass of the last ``frames`` telemetry records, in a numpy ring fed with the
+    records published since the last call (per-frame work follows the new records only).
+
+    Attributes:
+        names: pass names in first-seen order (column ``i`` of ``ring``).
+    """
+
+    def __init__(self, frames: int = TIMELINE_FRAMES, columns: int = 16):
+        self.frames = frames
+        self.names: list[str] = []
+        self._col: dict[str, int] = {}
+        self.ring = np.zeros((frames, columns), np.float32)
+        self.count = 0
+        self._seq = -1
+
+    def _column(self, name: str) -> int:
+        i = self._col.get(name)
+        if i is None:
+            i = self._col[name] = len(self.names)
+            self.names.append(name)
+            if i >= self.ring.shape[1]:  # grow before anyone indexes the new column
+                pad = np.zeros((self.frames, self.ring.shape[1]), np.float32)
+                self.ring = np.concatenate([self.ring, pad], axis=1)
+        return i
+
+    def ingest(self, history) -> None:
+        new = []
+        for rec in reversed(history):
+            if rec.seq <= self._seq:
+                break
+            new.append(rec)
+        for rec in reversed(new):
+            cols = [(self._column(s.name), s.duration_ms) for s in rec.gpu or ()]
+            row = self.ring[self.count % self.frames]
+            row[:] = 0.0
+            for c, ms in cols:
+                row[c] = ms
+            self.count += 1
+            self._seq = rec.seq
+
+    def values(self, names: list[str]) -> np.ndarray:
+        """``(frames, len(names))`` GPU ms, oldest first, zero-padded on the left."""
+        out = np.zeros((self.frames, max(1, len(names))), np.float32)
+        n = min(self.count, self.frames)
+        known = [(j, self._col[name]) for j, name in enumerate(names) if name in self._col]
+        if known and n:  # one gather for all passes: this runs every frame
+            js, cs = zip(*known, strict=True)
+            idx = np.arange(self.count - n, self.count) % self.frames
+            out[self.frames - n :, list(js)] = self.ring[idx][:, list(cs)]
+        return out
+
+
 class TimelinePanel:
     """GPU ms per pass over the last ``TIMELINE_FRAMES`` frames as a stacked column chart, with
     a colour legend and the scale (ms at the top of the chart)."""
@@ -85,6 +138,7 @@ class TimelinePanel:
     def __init__(self):
         self.vmax = 1.0
         self.handle: int | None = None
+        self.history = GpuHistory()
 
     def size(self, names: list[str]) -> tuple[int, int]:
         return self.W, 2 + self.CHART_H + self._legend_rows(names)
@@ -92,25 +146,14 @@ class TimelinePanel:
     def _legend_rows(self, names: list[str]) -> int:
         return max(1, math.ceil(len(names) / 3))
 
-    def values(self, perf: PerfOverlay, names: list[str]) -> np.ndarray:
-        """``(TIMELINE_FRAMES, len(names))`` GPU ms, oldest first, zero-padded on the left."""
-        h = perf.history
-        out = np.zeros((TIMELINE_FRAMES, max(1, len(names))), np.float32)
-        recent = h.recent(TIMELINE_FRAMES, "gpu")
-        known = [(j, h._col[n]) for j, n in enumerate(names) if n in h._col]
-        if known and len(recent):  # one gather for all passes: this runs every frame
-            js, cs = zip(*known, strict=True)
-            out[TIMELINE_FRAMES - len(recent) :, list(js)] = np.nan_to_num(recent[:, list(cs)])
-        return out
-
-    def draw(self, ov: DebugOverlay, col: int, row: int, perf: PerfOverlay, names: list[str]):
+    def draw(self, ov: DebugOverlay, col: int, row: int, gpu_available: bool, names: list[str]):
         w, h = self.size(names)
         ov.fill(col, row, w, h, PANEL_BG)
-        vals = self.values(perf, names)
+        vals = self.history.values(names)
         self.vmax = _nice_ceiling(float(vals.sum(axis=1).max()))
         title = f"GPU TIMELINE {TIMELINE_FRAMES} frames"
         ov.text(col + 1, row, title, HEADER)
-        if not perf.gpu_available:
+        if not gpu_available:
             ov.text(col + 2 + len(title), row, "GPU n/a", DIM)
         ov.text(col + w - 12, row, f"{self.vmax:7.2f} ms", TEXT)
         colors = [PALETTE[i % len(PALETTE)] for i in range(vals.shape[1])]
@@ -123,10 +166,10 @@ class TimelinePanel:
             ov.text(x + 2, y, name[:18], TEXT)
         return w, h
 
-    def update(self, ov: DebugOverlay, perf: PerfOverlay, names: list[str]) -> None:
+    def update(self, ov: DebugOverlay, names: list[str]) -> None:
         """Per-frame: new columns into the existing chart (no layout work)."""
         if self.handle is not None:
-            ov.update_chart(self.handle, self.values(perf, names))
+            ov.update_chart(self.handle, self.history.values(names))
 
 
 def _nice_ceiling(v: float) -> float:
@@ -143,7 +186,7 @@ class Hud:
     """Builds the panels of the current mode into the overlay grid each frame.
 
     Args:
-        app: the running ``App`` (``graph``, ``args``, ``profiler``, ``cull_stats``).
+        app: the running ``App`` (``graph``, ``args``, ``telemetry``).
         overlay, overlay_pass: the grid and the pass that draws it.
         render_pass: the graph's ``DebugOverlay`` pass (enabled unless the mode is ``off``).
         mode: one of ``OVERLAY_MODES``.
@@ -199,18 +242,20 @@ class Hud:
             self.resize(ctx.size)
         names = self.app.graph.pass_names()
         now = ctx.time if self.clock is None else self.clock()
-        refreshed = self.perf.tick(self.app.profiler, names, now)
+        telemetry = self.app.telemetry
+        self.timeline.history.ingest(telemetry.history)
+        refreshed = self.perf.tick(telemetry, names, now)
         if self.mode == "off":
             return
         if refreshed or self._layout_due:  # cull counters also refresh at the readable rate
             self._layout_due = False
             self._build(names, self._cull_counts())
         elif self.mode in ("timeline", "all"):
-            self.timeline.update(self.overlay, self.perf, names)
+            self.timeline.update(self.overlay, names)
 
     def _cull_counts(self) -> CullCounts | None:
-        stats = self.app.cull_stats
-        return None if stats is None else stats.latest
+        latest = self.app.telemetry.latest
+        return None if latest is None else latest.cull
 
     def _build(self, names: list[str], counts: CullCounts | None) -> None:
         ov = self.overlay
@@ -221,7 +266,7 @@ class Hud:
             "cull": (self.cull.size(), lambda c, r: self.cull.draw(ov, c, r, counts)),
             "timeline": (
                 self.timeline.size(names),
-                lambda c, r: self.timeline.draw(ov, c, r, self.perf, names),
+                lambda c, r: self.timeline.draw(ov, c, r, self.perf.gpu_available, names),
             ),
         }
         order = ("perf", "cull", "timeline") if self.mode == "all" else (self.mode,)
@@ -243,7 +288,7 @@ def install_hud(app, *, clock: Callable[[], float] | None = time.perf_counter) -
     graph = app.graph
     overlay = DebugOverlay()
     opass = DebugOverlayPass(graph.device, overlay, graph.output_format)
-    rpass = graph.add(RenderPass(PASS_NAME, record=opass.record, targets=opass.targets))
+    rpass = graph.add(opass)
     mode = getattr(app, "overlay_mode", None) or getattr(app.args, "overlay", None) or "off"
     hud = Hud(app, overlay, opass, rpass, mode, clock)
     hud.resize(graph.size)

@@ -25,6 +25,7 @@ import logging
 import numpy as np
 import wgpu
 
+from ..graph import OUTPUT, RenderPass
 from ..shaders import shader_module
 from .overlay import CELL_PX, MAX_COLS, MAX_ROWS, DebugOverlay, font_atlas
 
@@ -50,8 +51,9 @@ def grid_for(size: tuple[int, int], scale: int) -> tuple[int, int]:
     )
 
 
-class DebugOverlayPass:
-    """Owns the pipeline and buffers that draw ``overlay`` into a target of ``output_format``.
+class DebugOverlayPass(RenderPass):
+    """The ``DebugOverlay`` render pass: owns the pipeline and buffers that draw ``overlay``
+    over the finished frame in a target of ``output_format`` (reads and writes ``output``).
 
     Args:
         device: the wgpu device.
@@ -59,6 +61,7 @@ class DebugOverlayPass:
         output_format: colour format of the target; on ``*-srgb`` formats the shader outputs
             linear colour so the stored bytes equal the requested sRGB bytes.
         scale: integer HUD scale (framebuffer pixels per HUD pixel), >= 1.
+        name: the pass name (``"DebugOverlay"`` for the engine's HUD).
 
     Attributes:
         target_size: framebuffer ``(width, height)`` in pixels used when ``record`` gets no
@@ -70,8 +73,15 @@ class DebugOverlayPass:
     """
 
     def __init__(
-        self, device: wgpu.GPUDevice, overlay: DebugOverlay, output_format: str, scale: int = 1
+        self,
+        device: wgpu.GPUDevice,
+        overlay: DebugOverlay,
+        output_format: str,
+        scale: int = 1,
+        *,
+        name: str = PASS_NAME,
     ):
+        super().__init__(name, reads=(OUTPUT,), writes=(OUTPUT,))
         self.device = device
         self.overlay = overlay
         self.output_format = output_format

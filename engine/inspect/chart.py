@@ -1,9 +1,11 @@
-"""One flame chart as render-graph passes: ``Flame.Select`` (compute: selection and
-picking), ``Flame.Readback`` (transfer: the pick result and counts into a ``ReadbackRing``,
-never waited for) and ``Flame`` (render: the instanced draw into the output).
+"""One flame chart as render-graph passes: ``<name>.Select`` (compute: selection and
+picking), ``<name>.Readback`` (transfer: the pick result and counts into a ``ReadbackRing``,
+never waited for; the frame loop drives it as a readback client) and ``<name>`` (render: the
+instanced draw over the output).
 
-``FlameChart.add_passes(graph)`` adds the three in that order; each pass is a small object
-with ``record(ctx, pass_encoder)`` (and ``targets(ctx)`` for the render pass). The CPU work
+``FlameChart.add_passes(graph)`` adds them in that order. Each is a pass object with
+``record(ctx, pass_encoder)`` (and ``targets(ctx)``), declaring the logical resources
+``<name>.instances`` (select -> draw) and ``<name>.state`` (select -> readback). The CPU work
 per frame is one uniform write and the same dozen commands for any span count.
 """
 
@@ -12,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import wgpu
 
-from ..graph import ComputePass, FrameContext, RenderPass, TransferPass
+from ..graph import OUTPUT, ComputePass, FrameContext, RenderPass, TransferPass
 from ..readback import ReadbackRing
 from .draw import FlameDraw
 from .select import NONE, FlameSelect, ViewParams
@@ -69,14 +71,13 @@ class FlameChart:
         self.passes = []
 
     def add_passes(self, graph) -> list:
-        """Add ``<name>.Select``, ``<name>.Readback`` (if ``readback``) and ``<name>``."""
-        n = self.name
-        self.passes = [graph.add(ComputePass(f"{n}.Select", record=SelectPass(self).record))]
+        """Add ``<name>.Select``, ``<name>.Readback`` (if ``readback``) and ``<name>``; the
+        readback is registered with ``graph.add_readback`` for the frame loop."""
+        self.passes = [graph.add(SelectPass(self))]
         if self.readback:
-            rb = ReadbackPass(self)
-            self.passes.append(graph.add(TransferPass(f"{n}.Readback", record=rb.record)))
-        draw = DrawPass(self)
-        self.passes.append(graph.add(RenderPass(n, record=draw.record, targets=draw.targets)))
+            self.passes.append(graph.add(ReadbackPass(self)))
+            graph.add_readback(PickReadback(self))
+        self.passes.append(graph.add(DrawPass(self)))
         return self.passes
 
     def set_enabled(self, on: bool) -> None:
@@ -84,11 +85,16 @@ class FlameChart:
         for p in self.passes:
             p.enabled = on
 
-    def poll(self) -> None:
-        """Take finished readbacks (newest wins); never blocks."""
-        if self._pending is not None:  # the frame that copied was submitted since
+    def submitted(self) -> None:
+        """The frame holding this frame's readback copy was submitted."""
+        if self._pending is not None:
             self.ring.submitted(self._pending)
             self._pending = None
+
+    def poll(self) -> None:
+        """Take finished readbacks (newest wins); never blocks. Also works without a frame
+        loop (tests, tools): a copy still pending here was submitted since it was recorded."""
+        self.submitted()
         for frame, data in self.ring.poll():
             w = np.frombuffer(data, np.uint32)
             self.drawn, self.wanted, self.picked = int(w[1]), int(w[7]), int(w[8])
@@ -101,10 +107,12 @@ class FlameChart:
         self.draw.prepare(self.store, self.select)
 
 
-class SelectPass:
+class SelectPass(ComputePass):
     """Compute: the selection and picking dispatches (``FlameSelect``)."""
 
     def __init__(self, chart: FlameChart):
+        n = chart.name
+        super().__init__(f"{n}.Select", writes=(f"{n}.instances", f"{n}.state"))
         self.chart = chart
 
     def record(self, ctx: FrameContext, cpass) -> None:
@@ -112,10 +120,11 @@ class SelectPass:
         self.chart.select.record(cpass)
 
 
-class ReadbackPass:
+class ReadbackPass(TransferPass):
     """Transfer: copy the pick result and counts into the readback ring."""
 
     def __init__(self, chart: FlameChart):
+        super().__init__(f"{chart.name}.Readback", reads=(f"{chart.name}.state",))
         self.chart = chart
 
     def record(self, ctx: FrameContext, encoder: wgpu.GPUCommandEncoder) -> None:
@@ -124,14 +133,36 @@ class ReadbackPass:
             c._pending = ctx.frame_index
 
 
-class DrawPass:
-    """Render: the chart's instanced draw over the output (loaded, not cleared)."""
+class PickReadback:
+    """The chart's ring as an ``engine.loop.ReadbackClient`` (channel ``"flame"``: the
+    result stays in the chart, no telemetry field)."""
+
+    channel = "flame"
 
     def __init__(self, chart: FlameChart):
         self.chart = chart
 
-    @staticmethod
-    def targets(ctx: FrameContext) -> dict:
+    def after_submit(self) -> None:
+        self.chart.submitted()
+
+    def collect(self):
+        self.chart.poll()
+        return None
+
+    def drain(self, timeout_s: float = 1.0):
+        self.chart.ring.drain(timeout_s)
+        return None
+
+
+class DrawPass(RenderPass):
+    """Render: the chart's instanced draw over the output (loaded, not cleared)."""
+
+    def __init__(self, chart: FlameChart):
+        n = chart.name
+        super().__init__(n, reads=(OUTPUT, f"{n}.instances"), writes=(OUTPUT,))
+        self.chart = chart
+
+    def targets(self, ctx: FrameContext) -> dict:
         return {"color_attachments": [{"view": ctx.output, "load_op": "load", "store_op": "store"}]}
 
     def record(self, ctx: FrameContext, rpass) -> None:

@@ -17,7 +17,6 @@ import numpy as np
 
 from ..debug.overlay import DebugOverlay
 from ..debug.overlay_pass import DebugOverlayPass, auto_hud_scale, grid_for
-from ..graph import RenderPass
 from .chart import FlameChart
 from .traceload import CPU_LANE, GPU_LANE
 from .view import FlameView
@@ -90,7 +89,7 @@ class LiveFlame:
         self.view = FlameView(np.array([1, 1]), 0, self.window_ns, (1, 1), row_px=16)
         self.chart = FlameChart(device, fmt, self.view, name="Flame", panel=True, readback=False)
         self.overlay = DebugOverlay()
-        self.text = DebugOverlayPass(device, self.overlay, fmt)
+        self.text = DebugOverlayPass(device, self.overlay, fmt, name="Flame.Text")
         self.text_pass = None
         self.size = None
         self.resize(size)
@@ -197,9 +196,7 @@ class LiveFlame:
 
     def add_passes(self, graph) -> None:
         self.chart.add_passes(graph)
-        self.text_pass = graph.add(
-            RenderPass("Flame.Text", record=self.text.record, targets=self.text.targets)
-        )
+        self.text_pass = graph.add(self.text)
 
     def set_enabled(self, on: bool) -> None:
         """Show or hide. Off costs nothing per frame: the passes are disabled and the view

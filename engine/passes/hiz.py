@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import wgpu
 
+from engine.graph import ComputePass
 from engine.shaders import shader_module
 
 FORMAT = "r32float"
@@ -155,3 +156,21 @@ class DepthPyramid:
             lw, lh = max(1, w >> (i * n)), max(1, h >> (i * n))
             cpass.set_bind_group(0, g)
             cpass.dispatch_workgroups((lw + per - 1) // per, (lh + per - 1) // per, 1)
+
+
+class HiZPass(ComputePass):
+    """``HiZ``: the depth pyramid of this frame's ``frame.depth`` (after ``Main.Early``)."""
+
+    reads = ("frame.depth",)
+    writes = ("hiz.pyramid",)
+
+    def __init__(self, frame):
+        super().__init__("HiZ")
+        self.frame = frame
+        self.pyramid = DepthPyramid(frame.device, frame.graph.size)
+
+    def enabled_by(self, settings) -> bool:
+        return settings.cull and settings.occlusion
+
+    def record(self, ctx, cpass) -> None:
+        self.pyramid.record(cpass, self.frame.graph.view("frame.depth"))

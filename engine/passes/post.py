@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import wgpu
 
+from engine.graph import OUTPUT, RenderPass
 from engine.shaders import shader_module
 
 HDR_FORMAT = "rgba16float"
@@ -31,8 +32,24 @@ class PostPipeline:
             },
         )
 
-    def bind(self, view_uniform, hdr_view, depth_view) -> wgpu.GPUBindGroup:
-        return self.device.create_bind_group(
+
+class PostPass(RenderPass):
+    """``Post``: sky behind the scene, exposure and tone map from ``frame.hdr`` to the output."""
+
+    reads = ("frame.hdr", "frame.depth")
+    writes = (OUTPUT,)
+
+    def __init__(self, frame):
+        super().__init__("Post")
+        self.frame = frame
+        self.pipeline = PostPipeline(frame.device, frame.graph.output_format).pipeline
+
+    def enabled_by(self, settings) -> bool:
+        return settings.post
+
+    def bind(self, view_uniform, hdr_view, depth_view) -> None:
+        """(Re)bind after the HDR and depth textures were created or resized."""
+        self.group = self.frame.device.create_bind_group(
             label="post",
             layout=self.pipeline.get_bind_group_layout(0),
             entries=[
@@ -41,3 +58,20 @@ class PostPipeline:
                 {"binding": 2, "resource": depth_view},
             ],
         )
+
+    def targets(self, ctx) -> dict:
+        return {
+            "color_attachments": [
+                {
+                    "view": ctx.output,
+                    "load_op": "clear",
+                    "clear_value": (0, 0, 0, 1),
+                    "store_op": "store",
+                }
+            ]
+        }
+
+    def record(self, ctx, rpass) -> None:
+        rpass.set_pipeline(self.pipeline)
+        rpass.set_bind_group(0, self.group)
+        rpass.draw(3)

@@ -1,19 +1,26 @@
 """The sun's orthographic shadow projection, fitted to the view, and frustum planes.
 
-The light's box covers a sphere of radius ``radius`` around a point ahead of the camera
-(snapped to whole shadow texels so edges do not shimmer as the camera moves). Its near side
-is pushed back to the scene's extent toward the sun, so every caster between the sun and the
-receivers is inside; the cull therefore tests casters against the sides and the far plane only
-(extended toward the light), never against the camera frustum.
+The shadowed region (the receivers) is what the camera sees: its view frustum from the near
+plane to a shadow distance, clipped to the scene's extent (:func:`shadow_region`); one
+instance far away does not stretch it. The light's box covers that region's bounding sphere
+(snapped to whole shadow texels so edges do not shimmer as the camera moves). Its near side is
+pushed back toward the sun only as far as the scene reaches inside the column the region
+sweeps toward the sun (what can cast into it), so every caster is inside; the cull therefore
+tests casters against the sides and the far plane only (extended toward the light), never
+against the camera frustum. Single-cascade stable fitting after Valient 2008, "Stable
+Rendering of Cascaded Shadow Maps" (ShaderX6).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from engine.math3d import look_at, orthographic
+
+SHADOW_DISTANCE = 90.0  # default view depth (world units, metres in the city) shadowed
 
 
 @dataclass
@@ -56,21 +63,97 @@ def fit_sun(
         focus: ``(3,)`` world centre of the shadowed region; ``radius`` its radius (world units).
         extent: scene world AABB ``(min xyz, max xyz)``; casters are all inside it.
         map_size: shadow map size in texels.
+    Returns:
+        the projection whose box holds the sphere and, toward the sun, every part of
+        ``extent`` that can shadow it (:func:`caster_reach`).
     """
     sun = np.asarray(sun_dir, np.float64)
     rot = look_at(np.zeros(3), -sun).astype(np.float64)  # rotation only: eye at origin
     texel = 2.0 * radius / map_size
     f = rot[:3, :3] @ np.asarray(focus, np.float64)
     fx, fy = np.floor(f[0] / texel) * texel, np.floor(f[1] / texel) * texel
-    lo, hi = (np.asarray(v, np.float64) for v in extent)
-    corners = np.array(
-        [[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])]
-    )
-    depth = -(corners @ rot[:3, :3].T)[:, 2]  # distance along the light's view direction
-    near = float(depth.min()) - 1.0
+    reach = caster_reach(sun, focus, radius, extent)
+    near = float(-f[2]) - radius - reach - 1.0  # depth = distance along the light's view
     far = max(float(-f[2]) + radius, near + 1.0)
     shift = np.identity(4)
     shift[:3, 3] = (-fx, -fy, 0.0)
     vp = orthographic(radius, radius, near, far).astype(np.float64) @ shift @ rot
     vp = vp.astype(np.float32)
     return SunFit(vp, frustum_planes(vp, near=False, far=True), texel)
+
+
+def caster_reach(sun_dir, focus, radius: float, extent) -> float:
+    """How far toward the sun (world units, >= 0) casters of the sphere (``focus``,
+    ``radius``) can be: where the ray from ``focus`` along ``sun_dir`` leaves ``extent`` grown
+    by ``radius`` (slab test, Kay & Kajiya 1986). A point that shadows the sphere is
+    ``q + t * sun`` with ``|q - focus| <= radius``, inside ``extent``, so ``t`` is at most this.
+    A scene that reaches far sideways (one box at x = 1e5) adds nothing unless the column
+    toward the sun runs through it."""
+    sun = np.asarray(sun_dir, np.float64)
+    c = np.asarray(focus, np.float64)
+    lo = np.asarray(extent[0], np.float64) - radius
+    hi = np.asarray(extent[1], np.float64) + radius
+    exits = [
+        ((hi[a] if sun[a] > 0 else lo[a]) - c[a]) / sun[a] for a in range(3) if abs(sun[a]) > 1e-12
+    ]
+    return max(min(exits, default=0.0), 0.0)
+
+
+def shadow_region(view_proj: np.ndarray, distance: float, extent) -> tuple[np.ndarray, float]:
+    """The sphere to shadow: centre ``(3,)`` float64 and radius (world units).
+
+    The receivers are the camera's view frustum from its near plane to view depth
+    ``distance``, inside ``extent``. Of the frustum slice's bounding sphere and the sphere of
+    the slice's AABB clipped to ``extent``, the smaller is used, or the sphere of the whole
+    ``extent`` when it is no larger than the slice's (then the fit does not move as the
+    camera turns). The radius is rounded up to a power of 2^(1/8), so the texel size stays
+    fixed while the clipped box changes a little.
+
+    Args:
+        view_proj: ``(4, 4)`` the camera's world→clip, reverse-Z infinite perspective
+            (``engine.math3d.perspective_reverse_z`` @ view); NDC depth = near / view depth.
+        distance: shadow distance, view depth in world units (> the camera's near plane).
+        extent: receivers' world AABB ``(min xyz, max xyz)`` (the scene's).
+    """
+    m = np.asarray(view_proj, np.float64)
+    near = m[2, 3]  # perspective_reverse_z: row 2 is (0, 0, 0, near)
+    inv = np.linalg.inv(m)
+    ndc = np.array(
+        [
+            [x, y, near / d, 1.0]
+            for x in (-1, 1)
+            for y in (-1, 1)
+            for d in (near, max(distance, near))
+        ]
+    )
+    w = ndc @ inv.T
+    corners = w[:, :3] / w[:, 3:]
+    slice_c, slice_r = _slice_sphere(corners)
+    lo, hi = (np.asarray(v, np.float64) for v in extent)
+    whole_c, whole_r = (lo + hi) / 2.0, float(np.linalg.norm(hi - lo)) / 2.0
+    if whole_r <= slice_r:
+        center, radius = whole_c, whole_r
+    else:
+        clo, chi = np.maximum(corners.min(axis=0), lo), np.minimum(corners.max(axis=0), hi)
+        if (clo <= chi).all() and np.linalg.norm(chi - clo) / 2.0 < slice_r:
+            center, radius = (clo + chi) / 2.0, float(np.linalg.norm(chi - clo)) / 2.0
+        else:  # nothing of the scene in view, or the slice is the tighter fit
+            center, radius = slice_c, slice_r
+    radius = 2.0 ** (math.ceil(8.0 * math.log2(max(radius, 1e-3))) / 8.0)
+    return center, radius
+
+
+def _slice_sphere(corners: np.ndarray) -> tuple[np.ndarray, float]:
+    """Smallest sphere holding a symmetric frustum slice, ``corners`` ``(8, 3)`` in
+    (x, y, near/far) order: centred on the view axis where the near and far corners are
+    equally far (clamped to the far cap), so it does not change as the camera turns."""
+    near_pts, far_pts = corners[0::2], corners[1::2]
+    cn, cf = near_pts.mean(axis=0), far_pts.mean(axis=0)
+    a2 = float(((near_pts[0] - cn) ** 2).sum())  # squared half-diagonals
+    b2 = float(((far_pts[0] - cf) ** 2).sum())
+    length = float(np.linalg.norm(cf - cn))
+    if length < 1e-12:
+        return cn, math.sqrt(max(a2, b2))
+    t = min(max((length * length + b2 - a2) / (2.0 * length), 0.0), length)
+    center = cn + (cf - cn) * (t / length)
+    return center, float(np.linalg.norm(corners - center, axis=1).max())

@@ -7,9 +7,7 @@ import logging
 
 from .cpu import CpuProfiler
 from .gpu import GpuFrame, GpuProfiler
-from .report import timeline
 from .timings import FrameTimings
-from .trace import build_trace, write_trace_file
 
 log = logging.getLogger("lantern")
 
@@ -34,7 +32,7 @@ class FrameProfiler:
             to ``frames_in_flight * batch`` frames late; a batch is read back early once its
             first frame is 0.25 s old (slow frame loops).
         capacity: GPU scopes per frame; more are counted as dropped.
-        history: finished frames kept in ``history`` (and in the trace).
+        history: finished frames kept in ``history``.
         timestamps: where GPU timestamps go: ``"auto"``, ``"pass"`` (pass descriptors) or
             ``"encoder"`` (between passes); see ``engine.profiling.gpu``.
 
@@ -72,6 +70,7 @@ class FrameProfiler:
             else None
         )
         self.cpu = CpuProfiler() if cpu else None
+        self.active = True  # engine.profiling.sink.ProfilerSink: the graph calls this sink
         self.gpu_available = self.gpu is not None and self.gpu.available
         if self.gpu is None:
             self.gpu_unavailable_reason = "GPU profiling is off (run with --gpu-profile)"
@@ -81,6 +80,21 @@ class FrameProfiler:
         self._ready: collections.deque[FrameTimings] = collections.deque(maxlen=history)
         self._pending: dict[int, FrameTimings] = {}
         self._frame = -1
+
+    def session_info(self, graph) -> dict:
+        """What the telemetry session says about profiling (``session["profiling"]``): which
+        clocks are on, whether GPU timing is possible and why not, the query pool's capacity
+        and the transfer passes that cannot be GPU-timed on this device."""
+        gpu_on = self.gpu is not None
+        untimed = gpu_on and self.gpu_available and not self.gpu.encoder_timestamps
+        return {
+            "gpu": gpu_on,
+            "cpu": self.cpu is not None,
+            "gpu_available": self.gpu_available,
+            "gpu_unavailable_reason": self.gpu_unavailable_reason,
+            "capacity": self.gpu.capacity if gpu_on else 0,
+            "untimed": [p.name for p in graph.passes if p.kind == "transfer"] if untimed else [],
+        }
 
     # -- graph protocol ---------------------------------------------------------------------------
     def begin_frame(self, frame_index: int, encoder) -> None:
@@ -167,68 +181,3 @@ class FrameProfiler:
         if t is None:
             t = self._pending[frame_index] = FrameTimings(frame_index)
         return t
-
-    # -- output -----------------------------------------------------------------------------------
-    def report(self) -> str:
-        """The shutdown timeline of the last finished frame (GPU table, then CPU table)."""
-        lines = []
-        last_gpu = next((t for t in reversed(self.history) if t.gpu is not None), None)
-        if not self.gpu_available:
-            lines.append(f"GPU timings n/a: {self.gpu_unavailable_reason}.")
-        elif last_gpu is None:
-            lines.append("GPU timings n/a: no frame's timestamps came back before shutdown.")
-        else:
-            lines.append(timeline("GPU", last_gpu.frame_index, last_gpu.gpu))
-            g = self.gpu
-            if last_gpu.dropped or g.dropped:
-                lines.append(
-                    f"   dropped: {last_gpu.dropped} scope(s) over capacity {g.capacity} in "
-                    f"this frame, {g.dropped} in the run"
-                )
-            if last_gpu.invalid or g.invalid:
-                lines.append(
-                    f"   invalid: {last_gpu.invalid} reading(s) zero or ending before they "
-                    f"begin in this frame, {g.invalid} in the run (left out, not clamped)"
-                )
-            if g.untimed:
-                lines.append(
-                    "   transfer passes not GPU-timed: no 'timestamp-query-inside-encoders'"
-                )
-            if g.skipped_frames:
-                lines.append(
-                    f"   {g.skipped_frames} frame(s) not GPU-timed: every query pool was "
-                    "still in flight"
-                )
-        if self.cpu is not None:
-            last_cpu = next((t for t in reversed(self.history) if t.cpu), None)
-            if last_cpu is not None:
-                lines.append(timeline("CPU", last_cpu.frame_index, last_cpu.cpu, "scope(s)"))
-        return "\n".join(lines)
-
-    def write_trace(self, path: str) -> None:
-        """Write the ``history`` as Chrome Trace Event JSON to ``path`` (shutdown only: the
-        GPU clock calibration waits for the GPU)."""
-        cal = self.gpu.calibrate() if self.gpu_available else None
-        meta = {
-            "producer": "Lantern engine.profiling",
-            "adapter": self.gpu_ctx.summary,
-            "frames": len(self.history),
-        }
-        if self.gpu_available:
-            meta["gpu_timestamp_mode"] = self.gpu.mode
-        if cal is not None:
-            meta.update(
-                gpu_clock_offset_ns=cal[0],
-                gpu_clock_offset_uncertainty_ns=cal[1],
-                gpu_clock_offset_estimated=True,
-                gpu_clock_offset_method=(
-                    "estimated: best of 5 calibrations on an idle queue; an empty compute "
-                    "pass's beginning timestamp is placed at the moment queue.submit "
-                    "returned (true time lies between the submit call and the readback, "
-                    "uncertainty = that window)"
-                ),
-            )
-        else:
-            meta["gpu"] = f"n/a: {self.gpu_unavailable_reason}"
-        trace = build_trace(self.history, gpu_offset_ns=cal[0] if cal else None, metadata=meta)
-        write_trace_file(path, trace)

@@ -43,11 +43,12 @@ import numpy as np
 import wgpu
 from wgpu.backends.wgpu_native import extras  # extras.write_timestamp: looked up per call
 
-from ..graph import TRANSFER
 from ..readback import ReadbackRing
 from .timings import Scope
 
 log = logging.getLogger("lantern")
+
+TRANSFER = "transfer"  # engine.graph.TRANSFER (the graph imports this package, not the reverse)
 
 
 @dataclass
@@ -158,12 +159,10 @@ class GpuProfiler:
 
     # -- recording (graph protocol) -----------------------------------------------------------
     def begin_frame(self, frame_index: int, encoder) -> None:
-        if self._rec is not None and not self._rec.resolved:
-            pass  # previous frame never reached end_frame: forget it
-        elif self._rec is not None:  # resolved but never submitted
+        if self._rec is not None and self._rec.resolved:  # resolved but never submitted
             self._waiting.pop(self._rec.frame_index, None)
             self._ring.discard_recorded()
-        self._rec = None
+        self._rec = None  # (a frame that never reached end_frame is simply forgotten)
         if not self.available:
             return
         pool = self._ring.next_region()

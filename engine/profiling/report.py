@@ -1,4 +1,5 @@
-"""The shutdown timeline: one frame's scopes ranked by cost, as fixed-format text."""
+"""The shutdown timeline: one frame's scopes ranked by cost, as fixed-format text, read from
+the telemetry records (the same numbers as the HUD, the trace and ``--telemetry``)."""
 
 from __future__ import annotations
 
@@ -44,4 +45,52 @@ def timeline(clock: str, frame_index: int, scopes: Sequence[Scope], unit: str = 
     for rank, s in enumerate(ranked, 1):
         pct = 100.0 * s.duration_ms / attributed if attributed > 0 else 0.0
         lines.append(f"{rank:4d}. {s.name:<28} {s.duration_ms:8.3f} ms {pct:6.1f}%")
+    return "\n".join(lines)
+
+
+def shutdown_report(telemetry) -> str:
+    """The GPU table of the last record with GPU scopes (then run totals of dropped and
+    invalid readings), then the CPU table of the last record with CPU scopes.
+
+    ``telemetry.session["profiling"]`` says what was on (``engine.app.App.set_profiling``);
+    an empty string when nothing was."""
+    prof = telemetry.session.get("profiling")
+    if not prof:
+        return ""
+    history, totals = telemetry.history, telemetry.totals
+    lines = []
+    last_gpu = next((r for r in reversed(history) if r.gpu is not None), None)
+    if not prof["gpu"]:
+        lines.append("GPU timings n/a: GPU profiling is off (run with --gpu-profile).")
+    elif not prof["gpu_available"]:
+        lines.append(f"GPU timings n/a: {prof['gpu_unavailable_reason']}.")
+    elif last_gpu is None:
+        lines.append("GPU timings n/a: no frame's timestamps came back before shutdown.")
+    else:
+        lines.append(timeline("GPU", last_gpu.frame_index, last_gpu.gpu))
+        if last_gpu.dropped or totals["dropped"]:
+            lines.append(
+                f"   dropped: {last_gpu.dropped} scope(s) over capacity {prof['capacity']} in "
+                f"this frame, {totals['dropped']} in the run"
+            )
+        if last_gpu.invalid or totals["invalid"]:
+            lines.append(
+                f"   invalid: {last_gpu.invalid} reading(s) zero or ending before they "
+                f"begin in this frame, {totals['invalid']} in the run (left out, not clamped)"
+            )
+        if prof.get("untimed"):
+            lines.append(
+                "   transfer passes not GPU-timed: no 'timestamp-query-inside-encoders' ("
+                + ", ".join(prof["untimed"])
+                + ")"
+            )
+        if totals["gpu_missing"]:
+            lines.append(
+                f"   {totals['gpu_missing']} frame(s) not GPU-timed: every query pool was "
+                "still in flight"
+            )
+    if prof["cpu"]:
+        last_cpu = next((r for r in reversed(history) if r.cpu), None)
+        if last_cpu is not None:
+            lines.append(timeline("CPU", last_cpu.frame_index, last_cpu.cpu, "scope(s)"))
     return "\n".join(lines)

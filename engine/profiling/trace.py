@@ -1,20 +1,38 @@
-"""Chrome Trace Event JSON (opens in Perfetto and chrome://tracing).
+"""Chrome Trace Event JSON of the telemetry records (opens in Perfetto, chrome://tracing and
+speedscope).
 
-Format: https://docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsKchNAySU
-("Trace Event Format"): complete events ``ph: "X"`` with ``ts``/``dur`` in microseconds,
+Format: "Trace Event Format" (Google, docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQ
+tYMH4h6I0nSsKchNAySU): complete events ``ph: "X"`` with ``ts``/``dur`` in microseconds,
 metadata events ``ph: "M"`` naming processes and threads. The CPU is process 1, the GPU
-process 2. Spans on one track (thread) must nest; overlapping spans that would not are put
-on an extra track of the same process ("... (overlap)") instead of being moved or clipped.
+process 2.
+
+Third-party viewers rebuild each track's stack from ``ts`` and ``ts + dur`` in IEEE double
+arithmetic, so:
+
+* every span's times come from integer nanoseconds (3 decimals of a microsecond: the
+  pass durations are exact to the nanosecond, as in the shutdown table and the JSONL, once
+  rounded to 3 decimals), and a ``dur`` whose double sum ``ts + dur`` would land past the
+  true end, or on the begin of a sibling that starts where it ends, is lowered by one ulp;
+* a span's end as the viewer computes it is monotonic in its nanosecond end, so a parent
+  never ends before its last child after rounding;
+* each frame is a ``Frame`` span on a "frames" track of its process (frames of a busy GPU
+  touch or overlap each other; scopes stay on their own track), its index in ``args`` rather
+  than the name, so speedscope aggregates frames by name;
+* spans on one track nest; overlapping spans that would not are put on an extra track of
+  the same process ("... (overlap)") instead of being moved or clipped.
 """
 
 from __future__ import annotations
 
-import json
+import math
 from collections.abc import Iterable
 
-from .timings import FrameTimings, Scope
+import orjson
+
+from .timings import Scope
 
 CPU_PID, GPU_PID = 1, 2
+FRAME_SPAN = "Frame"
 
 
 def _lanes(spans: list[tuple[int, int, str, dict]]) -> list[tuple[int, tuple]]:
@@ -36,30 +54,51 @@ def _lanes(spans: list[tuple[int, int, str, dict]]) -> list[tuple[int, tuple]]:
     return out
 
 
-def _frame_spans(frames: Iterable[tuple[int, list[Scope]]], label: str, shift: int):
-    spans = []
+def _spans(frames: Iterable[tuple[int, tuple[Scope, ...]]], shift: int):
+    """``(frame spans, scope spans)`` as (begin, end, name, args), shifted by ``shift`` ns."""
+    frame_spans, spans = [], []
     for f, scopes in frames:
         if not scopes:
             continue
         b = min(s.begin_ns for s in scopes) + shift
         e = max(s.end_ns for s in scopes) + shift
-        spans.append((b, e, f"{label} frame {f}", {"frame": f}))
+        frame_spans.append((b, e, FRAME_SPAN, {"frame": f}))
         spans += [(s.begin_ns + shift, s.end_ns + shift, s.name, {"frame": f}) for s in scopes]
-    return spans
+    return frame_spans, spans
 
 
-def build_trace(
-    history: Iterable[FrameTimings], *, gpu_offset_ns: int | None, metadata: dict
-) -> dict:
-    """The trace as a JSON-ready dict. GPU scopes are shifted by ``gpu_offset_ns`` onto the
+def ts_dur(begin_ns: int, end_ns: int) -> tuple[float, float]:
+    """``(ts, dur)`` in microseconds (3 decimals) for a span of integer nanoseconds relative
+    to the trace origin, such that ``ts + dur`` in double arithmetic equals the end as the
+    reader parses it when a double allows, and never exceeds it."""
+    ts, end = round(begin_ns / 1e3, 3), round(end_ns / 1e3, 3)
+    dur = round((end_ns - begin_ns) / 1e3, 3)
+    for _ in range(4):
+        total = ts + dur
+        if total == end:
+            break
+        dur = math.nextafter(dur, math.inf if total < end else 0.0)
+    while ts + dur > end:
+        dur = math.nextafter(dur, 0.0)
+    return ts, dur
+
+
+def build_trace(telemetry, *, calibration: tuple[int, int] | None) -> dict:
+    """The trace of ``telemetry.history`` as a JSON-ready dict. GPU scopes are shifted by the
+    estimated clock offset ``calibration[0]`` (ns, from ``GpuProfiler.calibrate``) onto the
     CPU clock; with ``None`` they are left out (no calibration possible)."""
-    history = list(history)
-    cpu = [(t.frame_index, t.cpu) for t in history if t.cpu]
-    gpu = [(t.frame_index, t.gpu) for t in history if t.gpu] if gpu_offset_ns is not None else []
-    tracks = [(CPU_PID, "main thread", _frame_spans(cpu, "CPU", 0))]
-    if gpu:
-        tracks.append((GPU_PID, "queue", _frame_spans(gpu, "GPU", gpu_offset_ns)))
-    starts = [s[0] for _, _, spans in tracks for s in spans]
+    history = list(telemetry.history)
+    cpu = [(r.frame_index, r.cpu) for r in history if r.cpu]
+    gpu = [(r.frame_index, r.gpu) for r in history if r.gpu] if calibration else []
+    tracks = []  # (pid, first tid, thread name, spans)
+    for pid, thread, frames, shift in (
+        (CPU_PID, "main thread", cpu, 0),
+        (GPU_PID, "queue", gpu, calibration[0] if calibration else 0),
+    ):
+        if frames:
+            frame_spans, spans = _spans(frames, shift)
+            tracks += [(pid, 1, "frames", frame_spans), (pid, 2, thread, spans)]
+    starts = [s[0] for *_, spans in tracks for s in spans]
     t0 = min(starts) if starts else 0
     events = [
         _meta("process_name", CPU_PID, 0, "Lantern CPU"),
@@ -70,30 +109,64 @@ def build_trace(
             _meta("process_name", GPU_PID, 0, "Lantern GPU (clock offset estimated)"),
             _meta("process_sort_index", GPU_PID, 0, 2, key="sort_index"),
         ]
-    for pid, thread, spans in tracks:
+    for pid, tid0, thread, spans in tracks:
         used = set()
+        open_spans: dict[int, list[tuple[int, dict]]] = {}  # lane -> stack of (end_ns, event)
         for lane, (b, e, name, args) in _lanes(spans):
             used.add(lane)
-            events.append(
-                {
-                    "name": name,
-                    "cat": "gpu" if pid == GPU_PID else "cpu",
-                    "ph": "X",
-                    "pid": pid,
-                    "tid": lane + 1,
-                    "ts": round((b - t0) / 1e3, 3),
-                    "dur": round((e - b) / 1e3, 3),
-                    "args": args,
-                }
-            )
+            ts, dur = ts_dur(b - t0, e - t0)
+            stack = open_spans.setdefault(lane, [])
+            while stack and stack[-1][0] <= b:
+                end, prev = stack.pop()
+                while end == b and prev["ts"] + prev["dur"] >= ts:  # touching siblings
+                    prev["dur"] = math.nextafter(prev["dur"], 0.0)
+            event = {
+                "name": name,
+                "cat": "gpu" if pid == GPU_PID else "cpu",
+                "ph": "X",
+                "pid": pid,
+                "tid": tid0 + lane,
+                "ts": ts,
+                "dur": dur,
+                "args": args,
+            }
+            events.append(event)
+            stack.append((e, event))
         for lane in sorted(used):
             name = thread if lane == 0 else f"{thread} (overlap {lane})"
-            events.append(_meta("thread_name", pid, lane + 1, name))
+            events.append(_meta("thread_name", pid, tid0 + lane, name))
     return {
         "traceEvents": events,
         "displayTimeUnit": "ms",
-        "otherData": {**metadata, "time_origin_perf_counter_ns": t0},
+        "otherData": {**_metadata(telemetry, calibration), "time_origin_perf_counter_ns": t0},
     }
+
+
+def _metadata(telemetry, calibration) -> dict:
+    s = telemetry.session
+    prof = s.get("profiling") or {}
+    meta = {
+        "producer": "Lantern engine.profiling",
+        "adapter": s.get("adapter", ""),
+        "frames": len(telemetry.history),
+    }
+    if calibration is not None:
+        meta.update(
+            gpu_clock_offset_ns=calibration[0],
+            gpu_clock_offset_uncertainty_ns=calibration[1],
+            gpu_clock_offset_estimated=True,
+            gpu_clock_offset_method=(
+                "estimated: best of 5 calibrations on an idle queue; an empty compute "
+                "pass's beginning timestamp is placed at the moment queue.submit "
+                "returned (true time lies between the submit call and the readback, "
+                "uncertainty = that window)"
+            ),
+        )
+    elif prof.get("gpu"):
+        meta["gpu"] = f"n/a: {prof.get('gpu_unavailable_reason') or 'no calibration'}"
+    else:
+        meta["gpu"] = "n/a: GPU profiling is off (run with --gpu-profile)"
+    return meta
 
 
 def _meta(what: str, pid: int, tid: int, value, key: str = "name") -> dict:
@@ -102,5 +175,5 @@ def _meta(what: str, pid: int, tid: int, value, key: str = "name") -> dict:
 
 def write_trace_file(path: str, trace: dict) -> None:
     """Write ``trace`` as JSON to ``path``. Raises OSError when it cannot be written."""
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(trace, f, separators=(",", ":"))
+    with open(path, "wb") as f:
+        f.write(orjson.dumps(trace))

@@ -194,6 +194,19 @@ KEY_W, KEY_A, KEY_S, KEY_D, KEY_Q, KEY_E = 87, 65, 83, 68, 81, 69
 KEY_RIGHT, KEY_LEFT, KEY_DOWN, KEY_UP, KEY_LEFT_SHIFT = 262, 263, 264, 265, 340
 
 
+WALK_SPEED, DRIVE_SPEED = 1.5, 15.0  # metres per second (glTF and the city are in metres)
+
+
+def fly_speed(extent) -> float:
+    """Speed for :class:`FlyCamera` in world units per second: a tenth of the diagonal of
+    ``extent`` (``(min xyz, max xyz)``) per second, kept between walking pace (1.5 m/s, a
+    house) and city driving pace (15 m/s), so two seconds of W never leave the scene behind
+    and a far-away outlier does not make it a rocket. Shift is 4x that."""
+    lo, hi = (np.asarray(v, np.float64) for v in extent)
+    diag = float(np.linalg.norm(hi - lo))
+    return float(np.clip(diag / 10.0, WALK_SPEED, DRIVE_SPEED)) if np.isfinite(diag) else WALK_SPEED
+
+
 class FlyCamera:
     """A free camera driven by held keys: W/S forward/back, A/D left/right, Q/E down/up,
     arrow keys turn (yaw, pitch), Shift moves four times faster.

@@ -8,15 +8,18 @@ without NORMAL get flat normals (as the specification requires); without indices
 generated. Textures, skins, morph targets, cameras and lights are ignored.
 
 Every problem with the file is a :class:`SceneError` whose one-line message names the file and
-the problem.
+the problem. Extensions listed in ``extensionsRequired`` are refused (none is implemented);
+those only in ``extensionsUsed`` are named in one warning and ignored.
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import json
 import logging
 import math
+import struct
 import warnings
 from pathlib import Path
 from urllib.parse import unquote
@@ -54,12 +57,14 @@ def load_gltf(path: str) -> Scene:
         A :class:`Scene` in the file's units (glTF: metres, +Y up), one instance per triangle
         primitive per node, colours = base colour factors (linear RGBA).
     Raises:
-        SceneError: missing or unreadable file, malformed JSON or glb, a missing buffer, an
+        SceneError: missing or unreadable file, another format (OBJ, 3DS, glTF 1.0, ...),
+            malformed JSON or glb, a field of the wrong JSON type, an extension in
+            ``extensionsRequired`` that is not implemented, a missing buffer, an
             accessor outside its buffer, indices out of range, non-finite positions or node
             matrices, a node cycle, or no triangle primitive at all.
     """
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise SceneError(f"{path}: file not found")
     doc = _parse(p)
     try:
@@ -111,42 +116,261 @@ def repeat_grid(scene: Scene, copies: int) -> Scene:
     )
 
 
-def default_camera(scene: Scene) -> CameraPath:
-    """An orbit around the centre of ``scene.extent`` that keeps the whole extent in view
-    (distance = 0.9 × bounding radius / sin(fov/2), 25° above the horizon, 24 s per turn)."""
+def default_camera(scene: Scene, aspect: float = 1.0) -> CameraPath:
+    """An orbit around the centre of ``scene.extent`` that keeps the whole extent in view at
+    every point of the orbit for any output of width / height >= ``aspect`` (25° above the
+    horizon, 24 s per turn, 50° vertical field of view).
+
+    The extent's bounding sphere (radius = half its diagonal) is kept inside the view cone of
+    the narrower field of view: distance = radius / sin(half of min(vertical, horizontal
+    fov)); the frustum holds that cone, and the cone holds the sphere, so every corner of the
+    extent projects inside NDC [-1, 1]. Raises ValueError for ``aspect`` <= 0.
+    """
+    if not aspect > 0:
+        raise ValueError(f"aspect must be > 0, got {aspect!r}")
     lo, hi = scene.extent
     center = (lo + hi) / 2.0
     radius = max(float(np.linalg.norm(hi - lo)) / 2.0, 1e-3)
     fov = 50.0
-    distance = radius / math.sin(math.radians(fov) / 2.0) * 0.9  # sphere is loose
+    half_y = math.radians(fov) / 2.0
+    half = min(half_y, math.atan(aspect * math.tan(half_y)))
+    distance = radius / math.sin(half)
     return OrbitPath(center, distance, fov_y_deg=fov, near=max(distance * 1e-3, 1e-3))
 
 
 # -- parsing --------------------------------------------------------------------------------
 
 
+SUPPORTED = "Lantern loads glTF 2.0 (.gltf or .glb); convert it, e.g. in Blender (glTF 2.0 export)"
+# Extensions this loader implements; one listed in ``extensionsRequired`` and not here is an
+# error (glTF 2.0 section 3.12: a loader must refuse what it cannot honour).
+IMPLEMENTED_EXTENSIONS: frozenset[str] = frozenset()
+OTHER_FORMATS = {
+    ".obj": "Wavefront OBJ",
+    ".mtl": "Wavefront material",
+    ".3ds": "3D Studio",
+    ".fbx": "FBX",
+    ".stl": "STL",
+    ".ply": "PLY",
+    ".dae": "COLLADA",
+    ".blend": "Blender",
+    ".usd": "USD",
+    ".usda": "USD",
+    ".usdc": "USD",
+    ".usdz": "USD",
+    ".x3d": "X3D",
+    ".wrl": "VRML",
+}
+GLB_MAGIC, GLB_JSON, GLB_BIN = b"glTF", 0x4E4F534A, 0x004E4942
+
+# The fields the loader reads, with their JSON types (glTF 2.0 JSON schema, simplified):
+# a dict is an object ("*": any key), a one-item list an array of that, "id" a non-negative
+# integer, ("number", n) an array of n numbers, "object" any object. Only these fields reach
+# pygltflib (``_prune``): a wrong type elsewhere (``"cameras": "x"``) cannot crash its parser.
+_SCHEMA = {
+    "asset": {"version": "string", "minVersion": "string"},
+    "scene": "id",
+    "scenes": [{"nodes": ["id"]}],
+    "nodes": [
+        {
+            "mesh": "id",
+            "children": ["id"],
+            "matrix": ("number", 16),
+            "translation": ("number", 3),
+            "rotation": ("number", 4),
+            "scale": ("number", 3),
+        }
+    ],
+    "meshes": [
+        {
+            "name": "string",
+            "primitives": [
+                {"attributes": {"*": "id"}, "indices": "id", "material": "id", "mode": "id"}
+            ],
+        }
+    ],
+    "accessors": [
+        {
+            "bufferView": "id",
+            "byteOffset": "id",
+            "componentType": "id",
+            "count": "id",
+            "type": "string",
+            "normalized": "boolean",
+            "sparse": "object",  # refused by the loader, so it must see it
+        }
+    ],
+    "bufferViews": [{"buffer": "id", "byteOffset": "id", "byteLength": "id", "byteStride": "id"}],
+    "buffers": [{"uri": "string", "byteLength": "id"}],
+    "materials": [{"pbrMetallicRoughness": {"baseColorFactor": ("number", 4)}}],
+    "extensionsUsed": ["string"],
+    "extensionsRequired": ["string"],
+}
+
+
 def _parse(p: Path):
+    """The file as a ``pygltflib.GLTF2`` whose fields the loader reads have their JSON types,
+    or a SceneError saying what the file is and what is supported."""
     import pygltflib
 
+    if p.is_dir():
+        raise SceneError(f"{p}: is a directory; give a .gltf or .glb file")
     try:
-        with warnings.catch_warnings():  # its warnings would break the one-line error
-            warnings.simplefilter("ignore")
-            if p.suffix.lower() == ".glb":
-                doc = pygltflib.GLTF2.load_binary(str(p))
-            else:
-                doc = pygltflib.GLTF2.load_json(str(p))
+        data = p.read_bytes()
+    except OSError as e:
+        raise SceneError(f"{p}: cannot read the file ({e.strerror})") from None
+    if data[:4] == GLB_MAGIC:
+        text, blob = _split_glb(p, data)
+    else:
+        text, blob = _not_glb(p, data), None
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as e:
+        if p.suffix.lower() in OTHER_FORMATS:
+            raise SceneError(_other_format(p)) from None
+        raise SceneError(
+            f"{p}: not valid JSON (line {e.lineno} column {e.colno}: {e.msg}); is it glTF 2.0?"
+        ) from None
+    _check_version(p, obj)
+    _check_types(p, obj, _SCHEMA, "")
+    _check_extensions(p, obj)
+    with warnings.catch_warnings():  # its warnings would break the one-line error
+        warnings.simplefilter("ignore")
+        doc = pygltflib.GLTF2.from_json(json.dumps(_prune(obj, _SCHEMA)))
+    if blob is not None:
+        doc.set_binary_blob(blob)
+    return doc
+
+
+def _other_format(p: Path) -> str:
+    return f"{p}: {OTHER_FORMATS[p.suffix.lower()]} files are not supported; {SUPPORTED}"
+
+
+def _not_glb(p: Path, data: bytes) -> str:
+    """The text of a file without the binary glTF header, or why it is not glTF."""
+    suffix = p.suffix.lower()
+    if not data:
+        raise SceneError(f"{p}: the file is empty; {SUPPORTED}")
+    if suffix in OTHER_FORMATS:
+        raise SceneError(_other_format(p))
+    if suffix == ".glb":
+        raise SceneError(f"{p}: not a binary glTF file (it does not start with 'glTF')")
+    try:
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise SceneError(
-            f"{p}: not a glTF JSON file (binary data; use .glb for binary glTF)"
+            f"{p}: binary data that is neither glTF JSON nor .glb; {SUPPORTED}"
         ) from None
-    except Exception as e:  # pygltflib raises json, IO, struct and dataclass errors alike
-        raise SceneError(f"{p}: cannot parse glTF ({type(e).__name__}: {e})") from None
-    if doc is None:
-        raise SceneError(f"{p}: no JSON chunk in the .glb file")
-    version = str(getattr(doc.asset, "version", "") or "")
+
+
+def _split_glb(p: Path, data: bytes) -> tuple[str, bytes | None]:
+    """JSON text and BIN chunk of a binary glTF (glTF 2.0 section 4.4 "GLB File Format")."""
+    if len(data) < 20:
+        raise SceneError(f"{p}: truncated .glb ({len(data)} bytes; the header alone is 20)")
+    version, length, json_len, json_type = struct.unpack_from("<4I", data, 4)
+    if version != 2:
+        raise SceneError(f"{p}: binary glTF version {version} is not supported; {SUPPORTED}")
+    if length > len(data):
+        raise SceneError(f"{p}: truncated .glb (header says {length} bytes, file has {len(data)})")
+    if json_type != GLB_JSON or 20 + json_len > length:
+        raise SceneError(f"{p}: malformed .glb (the first chunk must be JSON within the file)")
+    try:
+        text = data[20 : 20 + json_len].decode("utf-8")
+    except UnicodeDecodeError:
+        raise SceneError(f"{p}: malformed .glb (its JSON chunk is not UTF-8)") from None
+    at = 20 + json_len
+    blob = None
+    if at + 8 <= length:
+        bin_len, bin_type = struct.unpack_from("<2I", data, at)
+        if bin_type == GLB_BIN:
+            if at + 8 + bin_len > length:
+                raise SceneError(f"{p}: truncated .glb (its BIN chunk ends past the file)")
+            blob = data[at + 8 : at + 8 + bin_len]
+    return text, blob
+
+
+def _check_version(p: Path, obj) -> None:
+    if not isinstance(obj, dict):
+        raise SceneError(f"{p}: glTF JSON must be an object, not {_json_type(obj)}; {SUPPORTED}")
+    asset = obj.get("asset")
+    version = asset.get("version") if isinstance(asset, dict) else None
+    if not isinstance(version, str):
+        raise SceneError(f"{p}: no asset.version string; not a glTF 2.0 file. {SUPPORTED}")
     if not version.startswith("2."):
-        raise SceneError(f"{p}: glTF version {version or 'missing'!r} is not 2.x")
-    return doc
+        raise SceneError(f"{p}: glTF {version} is not supported; {SUPPORTED}")
+
+
+def _check_extensions(p: Path, obj: dict) -> None:
+    required = sorted(set(obj.get("extensionsRequired", [])) - IMPLEMENTED_EXTENSIONS)
+    if required:
+        raise SceneError(
+            f"{p}: requires glTF extension(s) {', '.join(required)}, which Lantern does not "
+            "implement; export the file without them (e.g. without Draco compression)"
+        )
+    ignored = sorted(set(obj.get("extensionsUsed", [])) - IMPLEMENTED_EXTENSIONS)
+    if ignored:
+        log.warning(
+            "%s: ignoring glTF extension(s) %s (not implemented; the scene may look different)",
+            p, ", ".join(ignored),
+        )  # fmt: skip
+
+
+def _json_type(v) -> str:
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, int | float):
+        return f"the number {v}"
+    if isinstance(v, str):
+        return f"the string {json.dumps(v[:24])}"
+    return {list: "an array", dict: "an object"}.get(type(v), "null")
+
+
+def _prune(value, spec):
+    """``value`` (already type-checked against ``spec``) with only the fields ``spec`` names."""
+    if isinstance(spec, dict):
+        return {k: _prune(v, spec.get(k, spec.get("*"))) for k, v in value.items()
+                if k in spec or "*" in spec}  # fmt: skip
+    if isinstance(spec, list):
+        return [_prune(v, spec[0]) for v in value]
+    return value
+
+
+def _check_types(p: Path, value, spec, where: str) -> None:
+    """Raise a SceneError naming the first field (``nodes[3].translation``) whose JSON type
+    differs from ``spec`` (see ``_SCHEMA``); unknown fields are not checked."""
+
+    def bad(expected: str) -> SceneError:
+        return SceneError(f"{p}: {where} must be {expected}, not {_json_type(value)}")
+
+    if isinstance(spec, dict):
+        if not isinstance(value, dict):
+            raise bad("an object")
+        for key, item in value.items():
+            sub = spec.get(key, spec.get("*"))
+            if sub is not None:
+                _check_types(p, item, sub, f"{where}.{key}" if where else key)
+    elif isinstance(spec, list):
+        if not isinstance(value, list):
+            raise bad("an array")
+        for i, item in enumerate(value):
+            _check_types(p, item, spec[0], f"{where}[{i}]")
+    elif isinstance(spec, tuple):
+        n = spec[1]
+        if not (
+            isinstance(value, list)
+            and len(value) == n
+            and all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
+        ):
+            raise bad(f"an array of {n} numbers")
+    elif spec == "id":
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise bad("a non-negative integer")
+    elif spec == "string" and not isinstance(value, str):
+        raise bad("a string")
+    elif spec == "object" and not isinstance(value, dict):
+        raise bad("an object")
+    elif spec == "boolean" and not isinstance(value, bool):
+        raise bad("a boolean")
 
 
 class _Loader:

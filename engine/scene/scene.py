@@ -16,6 +16,20 @@ import numpy as np
 
 from .meshes import MeshData
 
+# Largest |coordinate| or radius of a bounding sphere the GPU cull can handle: its squares and
+# dot products stay finite in float32 (3 * (2e18)^2 < 3.4e38). A light-year is 9.5e15 m.
+MAX_WORLD = 1e18
+_MAX_BITS = np.float32(MAX_WORLD).view(np.uint32)  # shaders/cull.wgsl MAX_WORLD_BITS
+
+
+def usable_spheres(bounds: np.ndarray) -> np.ndarray:
+    """``(N,)`` bool: rows of float32 ``bounds`` ``(N, 4)`` (centre, radius) whose four values
+    are all within ``±MAX_WORLD``; False for NaN, inf and huge values. Compared on the bit
+    patterns, exactly as shaders/cull.wgsl does, so no NaN arithmetic is involved."""
+    bits = np.ascontiguousarray(bounds, np.float32).view(np.uint32) & np.uint32(0x7FFFFFFF)
+    return (bits <= _MAX_BITS).all(axis=1)
+
+
 DEFAULT_SUN = (0.35, 0.8, 0.45)  # towards the sun: high, from +X+Z (normalised in Scene)
 
 
@@ -69,7 +83,8 @@ class Scene:
         colors: ``(N, 4)`` float32 linear RGBA base colour.
         sun_direction: ``(3,)`` float32 unit vector pointing towards the sun.
         extent: world AABB ``(min xyz, max xyz)`` of all instances (float32 ``(3,)`` each),
-            exact for each mesh's transformed local AABB.
+            exact for each mesh's transformed local AABB; instances whose bounding sphere is
+            not usable (:func:`usable_spheres`: a scale so large it overflows) are left out.
 
     Modify transforms only through :meth:`set_transforms` so that bounds, extent and the dirty
     ranges stay right.
@@ -156,6 +171,8 @@ class Scene:
         for start in range(0, self.count, 1 << 18):  # bounded temporaries for 1M+ rows
             a, b = self._aabb(slice(start, start + (1 << 18)))
             lo, hi = np.minimum(lo, a), np.maximum(hi, b)
+        if (lo > hi).any():  # no instance can be drawn
+            lo = hi = np.zeros(3, np.float32)
         self._extent = (lo, hi)
         return self._extent
 
@@ -188,7 +205,7 @@ class Scene:
             raise ValueError(f"matrices: transform for row {bad} is not finite (NaN or inf)")
         self.transforms[idx] = m
         self._update_bounds(idx)
-        if self._extent is not None and len(idx):  # grow, O(K): per-frame safe
+        if self._extent is not None and usable_spheres(self._bounds[idx]).any():  # grow, O(K)
             lo, hi = self._aabb(idx)
             self._extent = (np.minimum(self._extent[0], lo), np.maximum(self._extent[1], hi))
         if not self._all_dirty:
@@ -221,17 +238,22 @@ class Scene:
         ids = self.mesh_ids[idx]
         c = self._mesh_center[ids]
         linear = m[:, :3, :3]
-        self._bounds[idx, :3] = (linear @ c[:, :, None])[:, :, 0] + m[:, :3, 3]
-        self._bounds[idx, 3] = self._mesh_radius[ids] * max_scale(linear)
+        # A huge finite scale (3e38) overflows to inf here: that row is then not a usable
+        # sphere and the cull never draws it; no warning on stderr for it.
+        with np.errstate(over="ignore", invalid="ignore"):
+            self._bounds[idx, :3] = (linear @ c[:, :, None])[:, :, 0] + m[:, :3, 3]
+            self._bounds[idx, 3] = self._mesh_radius[ids] * max_scale(linear)
 
     def _aabb(self, idx: np.ndarray | slice) -> tuple[np.ndarray, np.ndarray]:
-        """World AABB of rows ``idx``: each mesh's local AABB transformed exactly."""
-        m = self.transforms[idx]
-        ids = self.mesh_ids[idx]
+        """World AABB of rows ``idx``: each mesh's local AABB transformed exactly. Rows whose
+        bounding sphere is not usable (never drawn) are left out; none usable: lo > hi."""
+        keep = usable_spheres(self._bounds[idx])
+        m = self.transforms[idx][keep]
+        ids = self.mesh_ids[idx][keep]
         lin = m[:, :3, :3]
         c = (lin @ self._mesh_aabb_c[ids][:, :, None])[:, :, 0] + m[:, :3, 3]
         h = (np.abs(lin) @ self._mesh_aabb_h[ids][:, :, None])[:, :, 0]
-        return (c - h).min(axis=0), (c + h).max(axis=0)
+        return (c - h).min(axis=0, initial=np.inf), (c + h).max(axis=0, initial=-np.inf)
 
 
 def max_scale(linear: np.ndarray) -> np.ndarray:
@@ -249,6 +271,7 @@ def max_scale(linear: np.ndarray) -> np.ndarray:
     tol = 1e-10  # |cos| <= 1e-5 between columns counts as orthogonal
     sheared = (d01 * d01 > tol * n0 * n1) | (d02 * d02 > tol * n0 * n2)
     sheared |= d12 * d12 > tol * n1 * n2
+    sheared &= np.isfinite(scale)  # an overflowed row stays inf (unusable), eigvalsh would raise
     if sheared.any():
         lin = linear[sheared].astype(np.float64)
         eig = np.linalg.eigvalsh(np.swapaxes(lin, 1, 2) @ lin)  # of M^T M, ascending

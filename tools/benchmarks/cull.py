@@ -17,6 +17,7 @@ SIZE = (1920, 1080)
 def _setup(gpu, n: int, profile: bool):
     from engine.frame import StandardFrame
     from engine.graph import RenderGraph
+    from engine.loop import FrameLoop
     from engine.scene.procedural import city
     from engine.surfaces import OffscreenTarget
 
@@ -24,30 +25,21 @@ def _setup(gpu, n: int, profile: bool):
     target = OffscreenTarget(gpu.device, SIZE)
     graph = RenderGraph(gpu.device, output_format=target.format, size=SIZE)
     frame = StandardFrame(gpu, graph, scene)
-    prof = None
     if profile:
         from engine.profiling import FrameProfiler
 
-        prof = graph.profiler = FrameProfiler(gpu, gpu=True, cpu=False)
-    return frame, graph, target, path, prof
+        graph.profiler = FrameProfiler(gpu, gpu=True, cpu=False)
+    return frame, graph, target, path, FrameLoop(gpu, graph)
 
 
-def _frames(gpu, frame, graph, target, path, prof, count: int) -> list[float]:
-    """Render ``count`` frames; return the CPU ms of update + record + finish of each."""
-    from engine.graph import FrameContext
-
+def _frames(gpu, frame, graph, target, path, loop, count: int) -> list[float]:
+    """Render ``count`` frames through the frame loop; return the CPU ms of each (update,
+    record, submit, collect)."""
     times = []
     for i in range(count):
         t0 = time.perf_counter()
-        ctx = FrameContext(gpu.device, graph, i, 4.0 + i / 60, graph.size, target.view)
-        frame.update(ctx, path.at(ctx.time))
-        enc = gpu.device.create_command_encoder()
-        graph.execute(enc, ctx)
-        cb = enc.finish()
+        loop.frame(target.view, 4.0 + i / 60, lambda ctx: frame.update(ctx, path.at(ctx.time)))
         times.append((time.perf_counter() - t0) * 1e3)
-        gpu.queue.submit([cb])
-        if prof is not None:
-            prof.after_submit()
         gpu.queue.read_buffer(frame.counters)  # benchmark only: keep the software GPU in step
     return times
 
@@ -65,10 +57,10 @@ def run(gpu, args) -> None:
         print(f"record frame  N={n:>9,}: {med:7.3f} ms CPU (median of {len(t)}), "
               f"{med / base:4.2f}x of N={counts[0]:,}", flush=True)  # fmt: skip
     n = counts[-1]
-    frame, graph, target, path, prof = _setup(gpu, n, profile=True)
-    _frames(gpu, frame, graph, target, path, prof, frames)
-    prof.drain()
-    hist = [t for t in prof.history if t.gpu][2:]
+    frame, graph, target, path, loop = _setup(gpu, n, profile=True)
+    _frames(gpu, frame, graph, target, path, loop, frames)
+    loop.drain()
+    hist = [t for t in loop.telemetry.history if t.gpu][2:]
     if not hist:
         print("GPU timings: n/a (no timestamp-query)")
         return
@@ -89,7 +81,7 @@ def run(gpu, args) -> None:
     shape = f"{p.dispatches} dispatches for {p.levels} levels, level 0 {p.base[0]}x{p.base[1]}"
     print(f"  pyramid      {med.get('HiZ', 0.0):8.3f} ms (goal <= 0.05 on H200); {shape}")
     print(f"  frame        {med['frame']:8.3f} ms (first pass begin to last pass end)")
-    c = frame.stats.drain()
+    c = loop.telemetry.latest.cull
     if c is not None:
         print(f"  {c.report()}")
     _pyramid_alone(gpu, graph, 12 if quick else 60)

@@ -12,7 +12,6 @@ Goals: <= 0.3 ms CPU per frame, <= 0.05 ms GPU (H200).
 from __future__ import annotations
 
 import time
-from collections import deque
 from types import SimpleNamespace
 
 import numpy as np
@@ -22,6 +21,7 @@ from engine.culling.counters import CullCounts
 from engine.debug.hud import install_hud
 from engine.graph import FrameContext, RenderGraph, RenderPass
 from engine.profiling.timings import FrameTimings, Scope
+from engine.telemetry import Telemetry
 
 SIZE = (1920, 1080)
 PASSES = (
@@ -30,12 +30,15 @@ PASSES = (
 )  # fmt: skip
 
 
-class _Profiler:
-    """Realistic fake: ~10 passes, jittered durations, GPU results arriving 3 frames late."""
+class _Stream:
+    """A real Telemetry fed like a running standard frame: ~10 passes, jittered durations,
+    GPU results published 3 frames late, cull counters."""
 
-    def __init__(self, seed: int = 1):
-        self.history: deque[FrameTimings] = deque(maxlen=240)
-        self.gpu_available = True
+    def __init__(self, counts: CullCounts, seed: int = 1):
+        self.telemetry = Telemetry(
+            {"profiling": {"gpu": True, "cpu": True, "gpu_available": True, "capacity": 64}}
+        )
+        self.counts = counts
         self.rng = np.random.default_rng(seed)
         self.frame = 0
 
@@ -47,7 +50,14 @@ class _Profiler:
             cpu.append(Scope(name, t, t + int(d * 1e5)))
             t += int(d * 1e6)
         cpu += [Scope(n, t, t + 200_000) for n in ("Update", "Submit", "Present")]
-        self.history.append(FrameTimings(self.frame - 3, gpu=gpu, cpu=cpu))
+        f = self.frame - 3
+        self.telemetry.publish(
+            f,
+            t_ns=round(f * 1e9 / 60),
+            wall_ms=1000 / 60,
+            timings=FrameTimings(f, gpu=gpu, cpu=cpu),
+            cull=self.counts,
+        )
         self.frame += 1
 
 
@@ -60,12 +70,12 @@ def _app(gpu, fmt: str):
     for name in PASSES[:-1]:
         graph.add(RenderPass(name, record=lambda ctx, rp: None, targets=load))
     counts = CullCounts(0, (100000, 40000, 10000, 30000, 20000, 19000, 1000, 35000))
-    return SimpleNamespace(
+    stream = _Stream(counts)
+    return stream, SimpleNamespace(
         gpu=gpu,
         args=SimpleNamespace(overlay="all", hud_scale=None),
         graph=graph,
-        profiler=_Profiler(),
-        cull_stats=SimpleNamespace(latest=counts),
+        telemetry=stream.telemetry,
         overlay_mode="all",
         hud=None,
     )
@@ -74,7 +84,7 @@ def _app(gpu, fmt: str):
 def run(gpu, args) -> None:
     frames = 240 if args.quick else 1200
     fmt = "rgba8unorm-srgb"
-    app = _app(gpu, fmt)
+    stream, app = _app(gpu, fmt)
     hud = install_hud(app)
     tex = gpu.device.create_texture(
         size=(*SIZE, 1), format=fmt, usage=wgpu.TextureUsage.RENDER_ATTACHMENT
@@ -83,7 +93,7 @@ def run(gpu, args) -> None:
     # CPU: Hud.update + upload of what changed, per frame (60 FPS simulated clock)
     cpu_ms = np.empty(frames)
     for i in range(frames):
-        app.profiler.advance()
+        stream.advance()
         ctx = FrameContext(gpu.device, app.graph, i, i / 60, SIZE, view)
         t0 = time.perf_counter_ns()
         hud.update(ctx)

@@ -7,9 +7,10 @@ where a fixed cost shows most.
 
 Arms, interleaved in blocks (off, on, gpu, cpu, enc, off, on, ...) to cancel drift:
 
-* ``off``: ``graph.profiler`` is None (no query set, no timestamp, no CPU scope).
-* ``on``: ``--gpu-profile --profile``: pass-descriptor timestamps and CPU scopes, with
-  ``after_submit`` and a ``collect`` per frame (what the HUD does).
+* ``off``: no profiler (no query set, no timestamp, no CPU scope).
+* ``on``: ``--gpu-profile --profile``: pass-descriptor timestamps and CPU scopes, collected
+  after each submit and published as a telemetry record with its statistics (what the
+  HUD reads).
 * ``gpu``: ``--gpu-profile`` only; ``cpu``: ``--profile`` only (splits the CPU cost).
 * ``enc``: GPU timestamps written on the encoder between passes instead of on the pass
   descriptors (``timestamps="encoder"``; needs ``timestamp-query-inside-encoders``): if
@@ -18,9 +19,10 @@ Arms, interleaved in blocks (off, on, gpu, cpu, enc, off, on, ...) to cancel dri
 Each frame is submitted as three command buffers in one ``queue.submit``: a stopwatch begin
 (an empty compute pass with a beginning-of-pass timestamp), the frame, a stopwatch end. The
 stopwatch is identical in every arm and independent of the per-pass profiler, so "GPU frame"
-means the same thing with profiling off. CPU frame = update + record + finish + submit (+
-``after_submit`` + ``collect`` when on), ``perf_counter_ns``; the stopwatch's own command
-buffers are built outside it. The queue is drained between frames (bench side, untimed) so
+means the same thing with profiling off. CPU frame = one ``FrameLoop.frame`` (update, record,
+finish, submit, after_submit: readbacks, collection, the telemetry record),
+``perf_counter_ns``; the stopwatch's own command buffers are built outside it. The queue is
+drained between frames (bench side, untimed) so
 frames do not overlap. Medians are the headline; means are printed too because readbacks are
 batched (one map every ``batch`` frames), which a median alone would hide. Overheads are
 printed per frame and per pass in microseconds. Goals: CPU <= 1.05x, GPU <= 1.01x.
@@ -28,15 +30,19 @@ printed per frame and per pass in microseconds. Goals: CPU <= 1.05x, GPU <= 1.01
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 
 import numpy as np
 import wgpu
 
-from engine.graph import ComputePass, FrameContext, RenderGraph, RenderPass
+from engine.graph import ComputePass, RenderGraph, RenderPass
+from engine.loop import FrameLoop
 from engine.profiling import FrameProfiler
+from engine.profiling.timings import FrameTimings
 from engine.readback import ReadbackRing
+from engine.telemetry import JsonLinesWriter, Telemetry
 from samples.s02_custom_pass import (
     create_work_pipelines,
     work_bind_groups,
@@ -140,27 +146,12 @@ def _sinks(gpu):
     return sinks
 
 
-def _frame(gpu, case, sink, watch, index):
-    """One frame the way engine.app renders it; returns its CPU ns."""
-    dev, q, graph = gpu.device, gpu.queue, case.graph
+def _frame(loop, case, watch, index):
+    """One frame through the one frame loop (``engine.loop.FrameLoop``: update, record,
+    submit, after_submit with its collection and telemetry record); returns its CPU ns."""
     begin, end = watch.begin(), watch.end()  # stopwatch: same in every arm, untimed
     t0 = time.perf_counter_ns()
-    ctx = FrameContext(dev, graph, index, index / 60, graph.size, case.output)
-    if sink is not None:
-        sink.cpu_begin("Update")
-    case.update(ctx)
-    if sink is not None:
-        sink.cpu_end()
-    enc = dev.create_command_encoder()
-    graph.execute(enc, ctx)
-    cmd = enc.finish()
-    if sink is not None:
-        sink.cpu_begin("Submit")
-    q.submit([begin, cmd, end])
-    if sink is not None:
-        sink.cpu_end()
-        sink.after_submit()
-        sink.collect()
+    loop.frame(case.output, index / 60, case.update, before=[begin], after=[end])
     t1 = time.perf_counter_ns()
     watch.ring.submitted(index)
     return t1 - t0
@@ -183,11 +174,12 @@ def _measure(gpu, case, *, frames_per_block, blocks):
                 gpu_ms[arm_of[f]].append((e - b) / 1e6)
 
     order = list(sinks)
+    loop = FrameLoop(gpu, case.graph)
     for block in range(len(order) * (blocks + 1)):
         arm = order[block % len(order)]
         case.graph.profiler = sinks[arm]
         for _ in range(frames_per_block):
-            ns = _frame(gpu, case, sinks[arm], watch, index)
+            ns = _frame(loop, case, watch, index)
             if block >= len(order):  # the first round warms up (shader JIT, first maps)
                 cpu[arm].append(ns / 1e6)
                 arm_of[index] = arm
@@ -195,11 +187,10 @@ def _measure(gpu, case, *, frames_per_block, blocks):
             take(watch.ring.poll())
             index += 1
     take(watch.ring.drain(5.0))
+    case.graph.profiler = sinks["on"]
+    loop.drain()
     case.graph.profiler = None
-    for sink in sinks.values():
-        if sink is not None:
-            sink.drain()
-    return cpu, gpu_ms
+    return cpu, gpu_ms, list(loop.telemetry.history)
 
 
 def _row(label, off, on, passes, frame_pct=False):
@@ -271,8 +262,38 @@ def run(gpu, args) -> None:
             output,
         ),
     ]
-    for make in cases:
+    for i, make in enumerate(cases):
         case = make()
-        cpu, gms = _measure(gpu, case, frames_per_block=fpb, blocks=blocks)
+        cpu, gms, records = _measure(gpu, case, frames_per_block=fpb, blocks=blocks)
         _report(case, cpu, gms)
+        if i == 0:
+            _telemetry_cost(records)
     print("  goals: CPU <= 1.05x, GPU <= 1.01x (on vs off)")
+
+
+def _telemetry_cost(records) -> None:
+    """CPU cost of the telemetry record and its statistics, replaying the standard frame's
+    timings into a fresh ``Telemetry`` (part of the 'on' arm above; shown apart here)."""
+    timed = [r for r in records if r.gpu and r.cpu]
+    if not timed:
+        return
+    reps = max(1, 600 // len(timed))
+    frames = [FrameTimings(r.frame_index, gpu=list(r.gpu), cpu=list(r.cpu)) for r in timed]
+    arms = {}
+    for arm in ("publish", "publish + stats read", "publish + --telemetry JSONL"):
+        tel = Telemetry()
+        if arm.endswith("JSONL"):
+            tel.subscribe(JsonLinesWriter(os.devnull, {}))
+        ns = []
+        for i in range(reps * len(frames)):
+            ft = frames[i % len(frames)]
+            t0 = time.perf_counter_ns()
+            rec = tel.publish(i, t_ns=t0, wall_ms=16.7, timings=ft)
+            if arm.endswith("read"):
+                rec.stat(ft.gpu[0].name)
+            ns.append(time.perf_counter_ns() - t0)
+        arms[arm] = statistics.median(ns[len(frames) :]) / 1e3
+    scopes = len(timed[-1].gpu) + len(timed[-1].cpu)
+    print(f"  telemetry per frame ({scopes} scopes, medians; goal <= 50 us):")
+    for arm, us in arms.items():
+        print(f"    {arm:<30} {us:8.1f} us")

@@ -1,0 +1,79 @@
+"""The profiler sink protocol the render graph and the frame loop call, and its null
+implementation (the default: profiling off costs one attribute test per pass)."""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from .timings import FrameTimings
+
+
+@runtime_checkable
+class ProfilerSink(Protocol):
+    """What ``RenderGraph.execute`` and ``engine.loop.FrameLoop`` call, per frame:
+    ``begin_frame``, then per pass ``begin_pass``/``end_pass``, ``end_frame`` (resolve
+    queries), CPU scopes around Update/Submit/Present, ``after_submit`` after
+    ``queue.submit``, ``collect`` until None. ``active`` False means the graph skips every
+    call (and records no timestamp)."""
+
+    active: bool
+    gpu_available: bool
+
+    def begin_frame(self, frame_index: int, encoder) -> None: ...
+
+    def begin_pass(self, name: str, kind: str, encoder) -> dict | None:
+        """Start a pass's scope; returns the ``timestamp_writes`` for its descriptor or None."""
+        ...
+
+    def end_pass(self, name: str, kind: str, encoder) -> None: ...
+
+    def end_frame(self, encoder) -> None: ...
+
+    def cpu_begin(self, name: str) -> None: ...
+
+    def cpu_end(self) -> None: ...
+
+    def after_submit(self) -> None: ...
+
+    def collect(self) -> FrameTimings | None:
+        """The oldest finished frame's timings, or None; never blocks."""
+        ...
+
+    def drain(self) -> None: ...
+
+
+class NullProfiler:
+    """Profiling off: every call does nothing, no query set exists."""
+
+    active = False
+    gpu_available = False
+
+    def begin_frame(self, frame_index: int, encoder) -> None:
+        pass
+
+    def begin_pass(self, name: str, kind: str, encoder) -> None:
+        return None
+
+    def end_pass(self, name: str, kind: str, encoder) -> None:
+        pass
+
+    def end_frame(self, encoder) -> None:
+        pass
+
+    def cpu_begin(self, name: str) -> None:
+        pass
+
+    def cpu_end(self) -> None:
+        pass
+
+    def after_submit(self) -> None:
+        pass
+
+    def collect(self) -> None:
+        return None
+
+    def drain(self) -> None:
+        pass
+
+
+NULL_PROFILER = NullProfiler()

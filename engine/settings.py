@@ -1,0 +1,130 @@
+"""The standard frame's knobs (``FrameSettings``) and the command-line switches that set them.
+
+Kept apart from ``engine.frame`` so a sample, the console or a test can read and parse the
+knobs without building a frame.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+from engine.cli import int_type
+from engine.culling.cull import LOD_BASE_PX, MAX_INSTANCES
+
+
+@dataclass(frozen=True)
+class FrameSettings:
+    """The standard frame's knobs.
+
+    Attributes:
+        shadows: render the sun shadow map. ``shadow_size``: its size in texels, a power of
+            two in 256..8192.
+        cull: GPU culling on (off: every instance is drawn, LODs still chosen).
+        occlusion: two-phase Hi-Z occlusion culling on (needs ``cull``).
+        post: HDR target + tone-mapping Post pass (off: Main renders to the output).
+        fog_density: exponential fog per world unit (0 = none).
+        exposure: multiplier before tone mapping.
+        shadow_radius: shadow distance: receivers the camera sees up to this view depth
+            (world units) are shadowed (None: ``engine.passes.shadow.SHADOW_DISTANCE``, 90).
+        lod_base_px: projected diameter in pixels below which LOD 1 is used (halving per LOD).
+
+    Raises:
+        ValueError: a bad ``shadow_size`` or a negative number.
+    """
+
+    shadows: bool = True
+    shadow_size: int = 2048
+    cull: bool = True
+    occlusion: bool = True
+    post: bool = True
+    fog_density: float = 0.004
+    exposure: float = 0.9
+    shadow_radius: float | None = None
+    lod_base_px: float = LOD_BASE_PX
+
+    def __post_init__(self):
+        s = self.shadow_size
+        if not isinstance(s, int) or s < 256 or s > 8192 or s & (s - 1):
+            raise ValueError(f"shadow_size must be a power of two in 256..8192, got {s!r}")
+        if self.fog_density < 0 or self.exposure <= 0 or self.lod_base_px <= 0:
+            raise ValueError("fog_density must be >= 0, exposure and lod_base_px > 0")
+
+
+_shadow_range = int_type(256, 8192, "a power of two")
+
+
+def shadow_size_type(text: str) -> int:
+    """argparse type: a power of two in 256..8192 (texels)."""
+    v = _shadow_range(text)
+    if v & (v - 1):
+        raise argparse.ArgumentTypeError(f"expected a power of two from 256 to 8,192, got {text!r}")
+    return v
+
+
+instances_type = int_type(1, MAX_INSTANCES, "an instance count")
+
+
+def scene_type(path: str):
+    """argparse type: a glTF scene the standard frame can hold (at most MAX_INSTANCES)."""
+    from engine.scene.gltf import scene_file_type
+
+    scene = scene_file_type(path)
+    if scene.count > MAX_INSTANCES:
+        raise argparse.ArgumentTypeError(
+            f"{path}: {scene.count:,} instances (node x primitive); at most {MAX_INSTANCES:,}"
+        )
+    return scene
+
+
+def add_frame_arguments(parser: argparse.ArgumentParser, *, default_instances: int) -> None:
+    """Add the standard frame's switches (any sample can reuse them).
+
+    ``--instances`` is None unless given, so a sample can tell "the procedural default"
+    from "repeat the --scene file this many times"."""
+    from engine.scene.camera import CAMERA_FORMAT, parse_camera
+
+    g = parser.add_argument_group("standard frame")
+    g.add_argument("--no-cull", action="store_true", help="draw every instance (no GPU culling)")
+    g.add_argument("--no-occlusion", action="store_true", help="frustum + sub-pixel culling only")
+    g.add_argument("--no-shadows", action="store_true", help="no sun shadow map")
+    g.add_argument("--no-post", action="store_true", help="no HDR/tone mapping: Main to output")
+    g.add_argument(
+        "--shadow-size",
+        type=shadow_size_type,
+        default=2048,
+        metavar="N",
+        help="shadow map size in texels, a power of two 256..8192 (default 2048)",
+    )
+    g.add_argument(
+        "--instances",
+        type=instances_type,
+        default=None,
+        metavar="N",
+        help=f"instances, 1..{MAX_INSTANCES:,}: the procedural city's size (default "
+        f"{default_instances:,}), or with --scene the file repeated on a grid up to N",
+    )
+    g.add_argument(
+        "--camera",
+        type=parse_camera,
+        default=None,
+        metavar=CAMERA_FORMAT,
+        help="fixed camera instead of the fly-through (world units, degrees)",
+    )
+    g.add_argument(
+        "--scene",
+        type=scene_type,
+        metavar="FILE",
+        default=None,
+        help="render a glTF 2.0 scene (.gltf/.glb) instead of the procedural city",
+    )
+
+
+def settings_from_args(args: argparse.Namespace) -> FrameSettings:
+    return FrameSettings(
+        shadows=not args.no_shadows,
+        shadow_size=args.shadow_size,
+        cull=not args.no_cull,
+        occlusion=not (args.no_occlusion or args.no_cull),
+        post=not args.no_post,
+    )

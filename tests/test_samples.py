@@ -1,0 +1,83 @@
+"""Every sample that ``python -m samples`` lists runs headless and draws a picture; a sample
+with many passes of its own is timed by every view without breaking one."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from engine.app import Sample, run
+from engine.graph import ComputePass
+from samples import sample_files
+from tests.helpers import ROOT, run_sample
+
+
+def _listed() -> list[str]:
+    out = subprocess.run(
+        [sys.executable, "-m", "samples"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+    return [line.split()[0] for line in out.splitlines()[1:] if line.strip()]
+
+
+def test_the_listing_names_every_sample_file():
+    assert _listed() == list(sample_files())
+
+
+@pytest.mark.parametrize("short", list(sample_files()))
+def test_every_listed_sample_captures_a_picture(short, tmp_path):
+    from importlib import import_module
+
+    cls = next(
+        v
+        for v in vars(import_module(f"samples.{short}")).values()
+        if isinstance(v, type) and issubclass(v, Sample) and v is not Sample
+    )
+    out = tmp_path / f"{short}.png"
+    args = [a.replace("{tmp}", str(tmp_path)) for a in cls.example_args]
+    r = run_sample(short, *args, "--capture", str(out), "--frames", "3", "--size", "160x90")
+    assert r.returncode == 0, r.stderr
+    assert "Traceback" not in r.stderr
+    rgb = np.asarray(Image.open(out).convert("RGB"))
+    assert rgb.shape == (90, 160, 3)
+    assert len(np.unique(rgb.reshape(-1, 3), axis=0)) > 4, f"{short}: a flat picture"
+
+
+class ManyPasses(Sample):
+    """40 compute passes of its own: more than the 32 columns a HUD ring once had."""
+
+    name = "many"
+    count = 40
+
+    def build(self, graph):
+        for i in range(self.count):
+            graph.add(ComputePass(f"P{i:02d}", record=lambda ctx, cpass: None))
+
+
+class TooManyPasses(ManyPasses):
+    count = 70  # + DebugOverlay: 71 scopes for a query pool of 64
+
+
+def test_scopes_over_the_pool_capacity_are_dropped_and_reported(tmp_path, capsys):
+    argv = ["--gpu-profile", "--capture", str(tmp_path / "x.png"), "--frames", "3"]
+    assert run(TooManyPasses, [*argv, "--size", "64x64", "--overlay", "perf"]) == 0
+    out = capsys.readouterr().out
+    assert "across 64 pass(es)" in out
+    assert "dropped: 7 scope(s) over capacity 64 in this frame, 21 in the run" in out
+
+
+@pytest.mark.parametrize(
+    "flags", [["--gpu-profile"], ["--profile"], ["--gpu-profile", "--profile"]]
+)
+def test_forty_passes_are_timed_by_every_view(flags, tmp_path, capsys):
+    trace = tmp_path / "t.json"
+    argv = [*flags, "--capture", str(tmp_path / "x.png"), "--frames", "3", "--size", "64x64"]
+    status = run(ManyPasses, [*argv, "--overlay", "all", "--trace", str(trace)])
+    out = capsys.readouterr().out
+    assert status == 0
+    head = next(line for line in out.splitlines() if line.startswith(("GPU frame", "CPU frame")))
+    # 40 passes + the HUD's DebugOverlay (GPU); CPU adds Update and Submit
+    assert "across 41 pass(es)" in head or "across 43 scope(s)" in head, head

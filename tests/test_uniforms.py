@@ -1,0 +1,74 @@
+"""Uniform structs packed by field name from numpy structured dtypes that mirror the WGSL:
+the names, order, offsets and sizes are read from the shader source and compared."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.culling.cull import CULL_DTYPE, cull_uniform
+from engine.frame import VIEW_DTYPE
+
+SHADERS = Path(__file__).resolve().parents[1] / "shaders"
+# WGSL (size, alignment) of the member types these structs use (WGSL spec, "Memory Layout")
+SIZES = {"mat4x4f": (64, 16), "vec4f": (16, 16), "vec4u": (16, 16), "f32": (4, 4), "u32": (4, 4)}
+
+
+def wgsl_layout(file: str, struct: str) -> list[tuple[str, int, int]]:
+    """``(name, offset, size)`` of each member of ``struct`` in ``shaders/file``."""
+    src = (SHADERS / file).read_text()
+    body = re.search(rf"struct {struct}\s*{{(.*?)}};", src, re.S).group(1)
+    out, offset = [], 0
+    for name, ty in re.findall(r"(\w+)\s*:\s*([\w<>, ]+?)\s*,\s*(?://[^\n]*)?\n", body + "\n"):
+        m = re.fullmatch(r"array<(\w+),\s*(\d+)>", ty)
+        size, align = SIZES[m.group(1)] if m else SIZES[ty]
+        if m:
+            size *= int(m.group(2))  # vec4 elements: stride 16, no padding
+        offset = -(-offset // align) * align
+        out.append((name, offset, size))
+        offset += size
+    return out
+
+
+@pytest.mark.parametrize(
+    "file,struct,dtype",
+    [("cull.wgsl", "Cull", CULL_DTYPE), ("frame_common.wgsl", "View", VIEW_DTYPE)],
+)
+def test_dtype_mirrors_the_wgsl_struct(file, struct, dtype):
+    layout = wgsl_layout(file, struct)
+    assert [n for n, _, _ in layout] == list(dtype.names)
+    for name, offset, size in layout:
+        field, at = dtype.fields[name][:2]
+        assert (at, field.itemsize) == (offset, size), name
+    end = layout[-1][1] + layout[-1][2]
+    assert dtype.itemsize == -(-end // 16) * 16 and dtype.itemsize % 16 == 0
+
+
+def test_cull_uniform_puts_each_value_in_its_field():
+    view = np.arange(16, dtype=np.float32).reshape(4, 4)
+    data = cull_uniform(
+        view=view,
+        planes=np.ones((6, 4)),
+        light_planes=np.full((5, 4), 2.0),
+        eye=(1.0, 2.0, 3.0),
+        p00=0.5,
+        p11=0.75,
+        near=0.1,
+        screen=(640, 360),
+        pyramid=(512, 256),
+        levels=10,
+        count=1234,
+        flags=5,
+        batches=12,
+        region_slots=99,
+        lod_base_px=160.0,
+    )
+    u = np.frombuffer(data, CULL_DTYPE)[0]
+    raw = np.frombuffer(data, np.float32)
+    assert raw[1] == view[1, 0]  # column-major: the second float is row 1 of column 0
+    assert (u["light_planes"][:5] == 2.0).all() and (u["light_planes"][5] == 0.0).all()
+    assert tuple(u["counts"]) == (1234, 5, 12, 99) and tuple(u["misc"]) == (10, 6, 5, 0)
+    assert tuple(u["proj"]) == pytest.approx((0.5, 0.75, 0.1, 360.0))
