@@ -21,6 +21,7 @@ from .interrupt import Interrupt, for_run
 from .loop import FrameLoop
 from .profiling.report import shutdown_report
 from .profiling.trace import build_trace, write_trace_file
+from .progress import Progress
 from .surfaces import OffscreenTarget, SurfaceError, WindowSurface, save_texture_png
 from .telemetry import JsonLinesWriter, Telemetry
 
@@ -292,14 +293,17 @@ def _update(app: App, sample: Sample):
 def _run_capture(app: App, sample: Sample, target: OffscreenTarget) -> None:
     frames = app.args.frames or CAPTURE_FRAMES
     update = _update(app, sample)
-    for i in range(frames):
-        if app.interrupt.requested:
-            print(f"interrupted after {i} frame(s): {app.args.capture} not written")
-            return
-        if i == frames - 1:
-            app.hud.perf.expire()  # the captured HUD shows the newest figures
-        app.loop.frame(target.view, i * CAPTURE_DT, update)
-        _write_requested_capture(app, target.texture)
+    with Progress(frames) as progress:  # one \r-updated line on a terminal, else nothing
+        for i in range(frames):
+            if app.interrupt.requested:
+                progress.close()
+                print(f"interrupted after {i} frame(s): {app.args.capture} not written")
+                return
+            if i == frames - 1:
+                app.hud.perf.expire()  # the captured HUD shows the newest figures
+            app.loop.frame(target.view, i * CAPTURE_DT, update)
+            _write_requested_capture(app, target.texture)
+            progress.update(i + 1)
     target.save_png(app.args.capture)
     w, h = app.args.size
     print(f"wrote {app.args.capture} ({w}x{h}, {frames} frames)")

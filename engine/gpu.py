@@ -128,20 +128,28 @@ def _pick_adapter(name: str | None) -> wgpu.GPUAdapter:
         raise GpuError(f"{NO_ADAPTER} ({str(e).splitlines()[0]})") from None
 
 
-def create_gpu(adapter_name: str | None = None, *, disable: tuple[str, ...] = ()) -> Gpu:
+def create_gpu(
+    adapter_name: str | None = None,
+    *,
+    disable: tuple[str, ...] = (),
+    extra_features: tuple[str, ...] = (),
+) -> Gpu:
     """Choose an adapter and create the device.
 
     Args:
         adapter_name: case-insensitive substring of the adapter summary, or None.
         disable: optional features not to request even if present (tests use this to
             emulate an adapter without timestamp queries).
+        extra_features: more optional features (e.g. ``"pipeline-statistics-query"``),
+            requested only where the adapter has them; they appear in ``Gpu.features``.
 
     Raises:
         GpuError: no adapter, or none matching ``adapter_name``.
     """
     _configure_instance()
     adapter = _pick_adapter(adapter_name)
-    features = frozenset(f for f in OPTIONAL_FEATURES if f in adapter.features and f not in disable)
+    wanted = (*OPTIONAL_FEATURES, *extra_features)
+    features = frozenset(f for f in wanted if f in adapter.features and f not in disable)
     # Large scenes need big storage buffers: ask for what the adapter allows.
     limits = {
         k: adapter.limits[k]

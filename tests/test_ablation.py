@@ -1,0 +1,318 @@
+"""Statement cost by ablation: WGSL front end, instrumentation, measurement, CLI, flame graph."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.ablation import CUT_NONE, ablate, instrument
+from engine.ablation.flame import build_tree, result_tree, write_flame
+from engine.ablation.instrument import checksum_term, local_types
+from engine.ablation.measure import build
+from engine.ablation.wgsl import layout, load_source, member_offsets, parse, tokenize
+
+ROOT = Path(__file__).resolve().parents[1]
+TRUTH = ROOT / "tools" / "benchmarks" / "ablate_truth.wgsl"
+SHADERS = sorted((ROOT / "shaders").glob("*.wgsl"))
+
+TRICKY = """\
+/* header /* nested */ still comment { */
+struct S { a: vec3<f32>, b: f32, c: array<vec4<u32>,2>, };  // { not a block
+@group(0) @binding(0) var<storage, read_write> out: array<S>;
+@compute @workgroup_size(4, 1, 1)
+fn main(@builtin(global_invocation_id) id: vec3u) {
+    let x = 1u; var y: i32 = 2; const z = 3.0;
+    for (var i = 0u; i < 4u; i++) { if (i == 2u) { continue; } y += 1; }
+    for (;;) { break; }
+    if (x == 0u) { y = 1; } else if (x == 1u) { y = 2; } else { y = 3; }
+    switch (x) { case 0u, 1u: { y = 4; } default { y = 5; } }
+    loop {
+        y -= 1;
+        continuing { break if y < 0; }
+    }
+    while (y < 3) { y++; }
+    { let inner = array<vec2<f32>, 2>(vec2f(1.0), vec2f(2.0)); out[0].b = inner[1].x; }
+    if (true) { out[id.x].a = vec3f(z); }
+}
+"""
+
+
+def test_tokenizer_skips_nested_comments_and_keeps_lines():
+    toks = tokenize("a /* x /* y */ z */ b // c\n d >>= e")
+    assert [t.text for t in toks] == ["a", "b", "d", ">>=", "e"]
+    assert [t.line for t in toks] == [1, 1, 2, 2, 2]
+
+
+def test_statement_tree_on_tricky_syntax():
+    m = parse(TRICKY)
+    body = m.functions["main"].body.stmts
+    kinds = [s.kind for s in body]
+    assert kinds == [
+        "let", "var", "const", "for", "for", "if", "switch", "loop", "while", "block", "if",
+    ]  # fmt: skip
+    assert [s.line for s in body] == [6, 6, 6, 7, 8, 9, 10, 11, 15, 16, 17]
+    loop = body[7].blocks[0].stmts
+    assert [s.kind for s in loop] == ["assign", "continuing"]
+    assert loop[1].blocks[0].stmts[0].kind == "break_if"
+    assert len(body[5].blocks) == 3  # if / else if / else
+    assert len(body[6].blocks) == 2  # two clauses
+    assert [s.kind for s in body[3].blocks[0].stmts] == ["if", "assign"]
+    assert m.structs["S"][2].type == "array<vec4<u32>,2>"
+
+
+def test_tricky_syntax_instruments_and_compiles(device):
+    m = parse(TRICKY)
+    ins = instrument(m, "main")
+    device.create_shader_module(code=ins.source)
+    # No guard inside continuing; every other statement of the body has one before it.
+    inside = [r for r in ins.rows if r.text.startswith("break if")]
+    assert len(inside) == 1 and not inside[0].measurable
+    assert "continuing { break if" in ins.source
+    assert all(r.before is not None for r in ins.rows if r not in inside)
+    assert ins.source.count("_ablate_cut.x ==") == ins.cuts
+
+
+def test_layout_matches_the_wgsl_rules():
+    m = parse(TRICKY)
+    # vec3<f32> has size 12, align 16: b packs into its last 4 bytes; array stride 16.
+    assert member_offsets("S", m) == {
+        "a": (0, "vec3<f32>"),
+        "b": (12, "f32"),
+        "c": (16, "array<vec4<u32>,2>"),
+    }
+    assert layout("S", m) == (48, 16)
+    # ">>" closes two templates; aliases and module constants resolve.
+    nested = parse(
+        "const N = 4u; alias Row = array<f32, N>;\n"
+        "@group(0) @binding(0) var<storage> rows: array<Row>;\n"
+        "@group(0) @binding(1) var<storage> v: array<vec4<f32>>;"
+    )
+    assert nested.globals["v"][0].type == "array<vec4<f32>>"
+    assert layout("array<Row>", nested, runtime_count=3) == (48, 4)
+    assert layout("array<vec4<f32>>", nested, runtime_count=3) == (48, 16)
+    cull = parse(load_source(ROOT / "shaders" / "cull.wgsl")[0])
+    assert layout("Cull", cull)[0] == 64 + 6 * 16 + 6 * 16 + 5 * 16
+
+
+@pytest.fixture(scope="module")
+def scratch_device():
+    """A device of its own for tests that draw (see ``timing_device``)."""
+    from engine.gpu import create_gpu
+
+    return create_gpu().device
+
+
+@pytest.mark.parametrize("path", SHADERS, ids=lambda p: p.name)
+def test_every_entry_point_of_every_shader_is_measured(scratch_device, path):
+    """Instrument (with the keep-alive checksum), build the pipelines, fill the bindings and
+    time every cut once: the whole path on every entry point of every shader."""
+    src, _ = load_source(path)
+    m = parse(src)
+    # frame_common.wgsl is an include: it parses, and has no entry point of its own.
+    assert bool(m.entry_points) == (path.name != "frame_common.wgsl")
+    for f in m.entry_points:
+        r = ablate(path, f.name, device=scratch_device, repeats=1, elements=64,
+                   texture_size=(8, 8), size=(8, 8), vertices=3, groups=(1, 1, 1))  # fmt: skip
+        cuts = {row.before for row in r.rows} | {row.after for row in r.rows}
+        assert cuts - {None} <= set(r.cut_ns) and {0, CUT_NONE} <= set(r.cut_ns)
+        assert all(ns > 0 for ns in r.cut_ns.values()), r.cut_ns  # every pass was timed
+        assert any(row.measurable for row in r.rows), f.name
+        if f.stage == "vertex":
+            assert not r.keeps_alive  # vertex shaders cannot write storage buffers
+
+
+def _run_once(device, variant, restore, groups, out_buffer) -> np.ndarray:
+    e = device.create_command_encoder()
+    restore(e)
+    p = e.begin_compute_pass()
+    p.set_pipeline(variant.pipeline)
+    for k, g in enumerate(variant.groups):
+        p.set_bind_group(k, g)
+    p.dispatch_workgroups(*groups)
+    p.end()
+    device.queue.submit([e.finish()])
+    return np.frombuffer(device.queue.read_buffer(out_buffer), np.float32).copy()
+
+
+def test_cuts_change_only_what_runs(device):
+    """No cut: bit-identical to the original shader; cut before the store: nothing written;
+    cut 0: nothing written."""
+    path = ROOT / "shaders" / "s02_work.wgsl"
+    src, origin = load_source(path)
+    m = parse(src)
+    ins = instrument(m, "cs_work")
+    sets = ["params.iterations=20", "params.grid=16", "params.time=1.5"]
+    work, original, variants, restore, keep = build(
+        device, m, ins, origin, sets=sets, elements=256, groups=(2, 2, 1)
+    )
+    cells = keep[0].resources[(0, 1)]["buffer"]
+    want = _run_once(device, original, restore, (2, 2, 1), cells)
+    assert (want > 0).sum() > 100  # the Julia set did run
+    got = _run_once(device, variants[CUT_NONE], restore, (2, 2, 1), cells)
+    np.testing.assert_array_equal(got, want)
+    store = next(r for r in ins.rows if r.text.startswith("cells["))
+    assert not _run_once(device, variants[store.before], restore, (2, 2, 1), cells).any()
+    assert not _run_once(device, variants[0], restore, (2, 2, 1), cells).any()
+
+
+@pytest.fixture(scope="module")
+def timing_device():
+    """A device of its own that never runs a render pass: on lavapipe (Mesa 22.3) once a
+    device has rendered, compute timestamps stop waiting for the dispatch (a 4 ms dispatch
+    reads 0.02 ms), so compute timings get a device that only computes."""
+    from engine.gpu import create_gpu
+
+    return create_gpu().device
+
+
+def _chain_costs(r) -> list[float]:
+    return [r.cost_ns(row) for row in r.rows if "chain(" in row.text]
+
+
+def test_known_pair_and_ladder_rank_correctly(timing_device):
+    d = timing_device
+    pair = ablate(TRUTH, "cs_pair", device=d, groups=(8, 1, 1), sets=["p.n=256"],
+                  repeats=31, elements=512)  # fmt: skip
+    heavy, light = _chain_costs(pair)
+    assert heavy > 2.0 * light > 0, (heavy, light)
+    ladder = ablate(TRUTH, "cs_ladder", device=d, groups=(8, 1, 1), sets=["p.n=64", "p.reps=2"],
+                    repeats=31, elements=512)  # fmt: skip
+    c = _chain_costs(ladder)
+    assert 0 < c[0] < c[1] < c[2] < c[3], c
+    loop = next(r for r in ladder.rows if r.stmt.kind == "for")
+    # The loop row covers both iterations: more than one iteration of its body.
+    assert ladder.cost_ns(loop) > sum(c)
+
+
+def test_keep_alive_bills_the_heavy_let_not_the_store(timing_device):
+    r = ablate(TRUTH, "cs_dead", device=timing_device, groups=(8, 1, 1), sets=["p.n=64"],
+               repeats=31, elements=512)  # fmt: skip
+    let, store = r.rows
+    assert r.keeps_alive
+    assert r.cost_ns(let) > 10 * abs(r.cost_ns(store)), (r.cost_ns(let), r.cost_ns(store))
+
+
+def test_local_types_come_from_naga_and_feed_the_checksum(device):
+    src, _ = load_source(ROOT / "shaders" / "s02_work.wgsl")
+    m = parse(src)
+    types = local_types(m, "cs_work", lambda code: device.create_shader_module(code=code))
+    by_name = {m.tokens[k].text: t for k, t in types.items()}
+    assert by_name == {
+        "n": "u32", "uv": "vec2<f32>", "a": "f32", "c": "vec2<f32>", "z": "vec2<f32>",
+        "bounded": "bool", "count": "u32", "i": "u32", "next": "vec2<f32>",
+    }  # fmt: skip
+    ins = instrument(m, "cs_work", types)
+    device.create_shader_module(code=ins.source)
+
+    def guard_before(statement: str) -> str:
+        head = ins.source[: ins.source.index(statement)]
+        return head[head.rindex("if (_ablate_cut.x ==") :]
+
+    # Before the final store only n and count are read again: the checksum holds just those
+    # (uv, a, c, z are dead there in the original shader too).
+    assert "_ablate_sink[0] = n + count;" in guard_before("cells[id.y * n + id.x] = f32(count);")
+    # Inside the loop: next (read below), and z, c, bounded, count (read in the loop body).
+    inside = guard_before("bounded = bounded && dot(next, next) <= 4.0;")
+    for term in ("dot(bitcast<vec2<u32>>(next), vec2<u32>(1u))", "bitcast<vec2<u32>>(z)",
+                 "bitcast<vec2<u32>>(c)", "select(0u, 1u, bounded)", "count"):  # fmt: skip
+        assert term in inside
+    assert "(uv)" not in inside and "(a)" not in inside
+    col = "dot(bitcast<vec3<u32>>(m[{}]), vec3<u32>(1u))"
+    assert checksum_term("m", "mat2x3<f32>") == col.format(0) + " + " + col.format(1)
+    assert checksum_term("s", "VsOut") is None
+
+
+def test_known_pair_ranks_correctly_in_a_fragment_shader():
+    from engine.gpu import create_gpu
+
+    d = create_gpu().device  # renders: not the compute-only timing device
+    frag = ablate(TRUTH, "fs_pair", device=d, size=(32, 32), sets=["p.n=128", "p.width=32"],
+                  repeats=31, elements=1024)  # fmt: skip
+    heavy, light = _chain_costs(frag)
+    assert heavy > 2.0 * light > 0, (heavy, light)
+
+
+def test_flame_graph_widths_follow_measured_costs(timing_device, tmp_path):
+    r = ablate(TRUTH, "cs_ladder", device=timing_device, groups=(8, 1, 1),
+               sets=["p.n=128", "p.reps=1"], repeats=31, elements=512)  # fmt: skip
+    out = tmp_path / "ladder.svg"
+    write_flame(out, result_tree(r))
+    svg = ET.parse(out).getroot()
+    ns = "{http://www.w3.org/2000/svg}"
+    bars = {}
+    for g in svg.iter(f"{ns}g"):
+        title = g.find(f"{ns}title").text
+        rect = g.find(f"{ns}rect")
+        bars[title.split(" | ")[0]] = float(rect.get("width"))
+    widths = [w for name, w in bars.items() if "chain(" in name]
+    costs = _chain_costs(r)
+    assert min(costs) > 0, costs
+    # Children of the loop are scaled together: their widths keep the measured proportions.
+    np.testing.assert_allclose(np.array(widths) / widths[0], np.array(costs) / costs[0], rtol=1e-3)
+    html = tmp_path / "ladder.html"
+    write_flame(html, result_tree(r))
+    assert "<svg" in html.read_text()
+
+
+def test_flame_graph_without_measurement_is_labelled_modeled():
+    m = parse(load_source(ROOT / "shaders" / "s02_work.wgsl")[0])
+    ins = instrument(m, "cs_work")
+    root = build_tree(ins.rows, "cs_work")
+    assert "modeled" in root.label
+    assert root.value == pytest.approx(sum(c.value for c in root.children))
+    kinds = {c.kind for c in root.children}
+    assert "transcendental" in kinds and "memory" in kinds  # cos/sin line; params/cells
+
+
+BAD = {
+    "parse": ("fn main( {", "does not compile"),
+    "compile": ("@compute @workgroup_size(1) fn main() { let x = nope; }", "does not compile"),
+    "entry": ("@compute @workgroup_size(1) fn main() { }", "no entry point 'other'"),
+    "empty": ("@compute @workgroup_size(1) fn other() { }", "has no statements"),
+    "binding": (
+        "@group(0) @binding(0) var<storage, read_write> big: array<mat4x4f>;\n"
+        "@compute @workgroup_size(1) fn other() { big[0] = mat4x4f(); }",
+        "cannot fill: needs 4,294,967,296 bytes",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_input_is_one_line_exit_2(case, tmp_path, capsys):
+    sys.path.insert(0, str(ROOT / "tools"))
+    import ablate as cli
+
+    text, expect = BAD[case]
+    shader = tmp_path / f"{case}.wgsl"
+    shader.write_text(text)
+    rc = cli.main([str(shader), "--entry", "other" if case != "parse" else "main",
+                   "--repeats", "1", "--elements", str(1 << 26)])  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    lines = [x for x in err if x.startswith("ablate.py")]
+    assert rc == 2
+    assert len(lines) == 1 and expect in lines[0], err
+    assert "Traceback" not in "\n".join(err)
+
+
+def test_cli_prints_ranked_table_and_no_traceback_on_bad_set(tmp_path):
+    run = [sys.executable, str(ROOT / "tools" / "ablate.py"), str(TRUTH)]
+    bad = subprocess.run([*run, "--entry", "cs_pair", "--set", "p.nope=1"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)  # fmt: skip
+    assert bad.returncode == 2
+    assert "Traceback" not in bad.stderr and "no field 'nope'" in bad.stderr
+    ok = subprocess.run([*run, "--entry", "cs_pair", "--set", "p.n=256", "--groups", "8",
+                         "--repeats", "9", "--flame", str(tmp_path / "f.svg")],
+                        capture_output=True, text=True, cwd=ROOT, timeout=120)  # fmt: skip
+    assert ok.returncode == 0, ok.stderr
+    assert "instrumentation overhead" in ok.stdout
+    lines = TRUTH.read_text().splitlines()
+    heavy = lines.index("    a[id.x] = chain(a[id.x], 4u * p.n);") + 1
+    rows = [x for x in ok.stdout.splitlines() if "ablate_truth.wgsl:" in x]
+    assert f"ablate_truth.wgsl:{heavy} " in rows[0]  # ranked first
+    assert f"ablate_truth.wgsl:{heavy + 1} " in rows[1]
+    assert (tmp_path / "f.svg").exists()

@@ -1,0 +1,80 @@
+"""Ablation truthfulness: known-answer shaders (``ablate_truth.wgsl``) measured by
+``engine.ablation.ablate``; prints the measured ratios next to the true ones (4:1 pair, compute
+and fragment; 1:2:4:8 ladder in one loop body), the instrumentation overhead, and where a
+heavy ``let`` used only by a later store is billed with and without the keep-alive checksum."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.ablation import ablate
+
+SHADER = Path(__file__).resolve().parent / "ablate_truth.wgsl"
+
+
+def _costs(r) -> list[float]:
+    """Costs of the pair / ladder statements in source order (ns)."""
+    rows = [row for row in r.rows if "chain(" in row.text]
+    return [r.cost_ns(row) for row in rows]
+
+
+def _line(name: str, r, ratios: list[float], truth: list[float]) -> None:
+    got = " : ".join(f"{x:.3f}" for x in ratios)
+    want = " : ".join(f"{x:g}" for x in truth)
+    err = max(abs(g / t - 1.0) for g, t in zip(ratios, truth, strict=True))
+    over = 100 * r.overhead_ns / r.original_ns if r.original_ns else float("nan")
+    print(
+        f"{name:<10} measured {got}  (true {want}; worst {100 * err:.1f}% off)  "
+        f"body {r.total_ns / 1e6:.4f} ms, original {r.original_ns / 1e6:.4f} ms, "
+        f"instrumentation overhead {over:+.1f}%",
+        flush=True,
+    )
+
+
+def run(gpu, args) -> None:
+    """``--quick``: sizes for a software GPU; otherwise sized for a large discrete GPU."""
+    if args.quick:
+        n, groups, size, repeats = 256, 8, (64, 64), 9
+    else:  # ~0.1-1 ms per variant on an H200: far above the timestamp noise
+        n, groups, size, repeats = 4096, 8192, (1920, 1080), 21
+    elements = max(groups * 64, size[0] * size[1])
+    common = dict(device=gpu.device, repeats=repeats, elements=elements, adapter=gpu.summary)
+    cs = ablate(SHADER, "cs_pair", groups=(groups, 1, 1), sets=[f"p.n={n}"], **common)
+    heavy, light = _costs(cs)
+    _line("cs_pair", cs, [heavy / light], [4.0])
+    lad = ablate(
+        SHADER, "cs_ladder", groups=(groups, 1, 1), sets=[f"p.n={n // 2}", "p.reps=1"], **common
+    )
+    c = _costs(lad)
+    _line("cs_ladder", lad, [x / c[0] for x in c[1:]], [2.0, 4.0, 8.0])
+    for keep in (True, False):
+        dead = ablate(SHADER, "cs_dead", groups=(groups, 1, 1), sets=[f"p.n={n // 4}"],
+                      keep_alive=keep, **common)  # fmt: skip
+        let, store = (dead.cost_ns(row) for row in dead.rows)
+        print(
+            f"cs_dead    {'keep-alive' if keep else 'bare returns':<12}: heavy let "
+            f"{let / 1e6:.4f} ms, cheap store {store / 1e6:.4f} ms (truth: the let costs all; "
+            "a bill on the store means the compiler deleted work before the cut)",
+            flush=True,
+        )
+    # A real shader: s02's Work pass, with and without the keep-alive checksum.
+    work = Path(__file__).resolve().parents[2] / "shaders" / "s02_work.wgsl"
+    grid = 64 if args.quick else 1024
+    for keep in (True, False):
+        r = ablate(work, "cs_work", groups=(grid // 8, grid // 8, 1), keep_alive=keep,
+                   sets=["params.iterations=256", f"params.grid={grid}", "params.time=1.0"],
+                   device=gpu.device, repeats=repeats, adapter=gpu.summary,
+                   elements=grid * grid)  # fmt: skip
+        top = ", ".join(f"L{row.line} {c / 1e6:.4f} ms" for row, c in r.ranked()[:4])
+        print(
+            f"s02 cs_work {'keep-alive' if keep else 'bare returns':<12}: overhead "
+            f"{100 * r.overhead_ns / r.original_ns:+.1f}% of {r.original_ns / 1e6:.4f} ms; "
+            f"top rows {top}",
+            flush=True,
+        )
+    # Last: on lavapipe, compute timestamps on a device that has rendered read short.
+    fs = ablate(
+        SHADER, "fs_pair", size=size, sets=[f"p.n={n // 4}", f"p.width={size[0]}"], **common
+    )
+    heavy, light = _costs(fs)
+    _line("fs_pair", fs, [heavy / light], [4.0])
