@@ -160,7 +160,8 @@ class LiveFlame:
         cell = 8 * scale
         self.view.row_px = 2 * cell
         self.chart.glyph_px = scale
-        rows_px = max(4 * self.view.row_px, int(size[1] * 0.4) // cell * cell)
+        # 40% of the height, and at least the 6 rows of the two lanes (header + 2 depths)
+        rows_px = min(max(6 * self.view.row_px, int(size[1] * 0.4)) // cell * cell, size[1])
         top = max(0, (size[1] - rows_px) // cell * cell)
         self.view.resize((size[0], size[1] - top), origin=(0, top))
         self.overlay.resize(*grid_for(size, scale))
@@ -189,10 +190,8 @@ class LiveFlame:
         gpu = GPU_LANE if self.has_gpu else "GPU queue (no clock offset yet)"
         for r, label in zip(rows.tolist(), (CPU_LANE, gpu), strict=True):
             ov.text(1, top + r * v.row_px // cell, label, LABEL)
-        ov.text(
-            ov.cols - 34, top, f"flame: last {self.window_ns / 1e9:.0f} s, {self.frames} frames",
-            DIM_LABEL,
-        )  # fmt: skip
+        title = f"last {self.window_ns / 1e9:g} s"
+        ov.text(ov.cols - len(title) - 1, top, title, DIM_LABEL)
 
     def add_passes(self, graph) -> None:
         self.chart.add_passes(graph)
