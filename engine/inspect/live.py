@@ -86,12 +86,14 @@ class LiveFlame:
         self.latest_ns = 0
         self.frames = 0
         self.has_gpu = False
+        self.lane_depths = np.array([2, 2])  # rows per lane: grows if a record nests deeper
         self.view = FlameView(np.array([1, 1]), 0, self.window_ns, (1, 1), row_px=16)
         self.chart = FlameChart(device, fmt, self.view, name="Flame", panel=True, readback=False)
         self.overlay = DebugOverlay()
         self.text = DebugOverlayPass(device, self.overlay, fmt, name="Flame.Text")
         self.text_pass = None
         self.size = None
+        self._layout_key = None
         self.resize(size)
         self.enabled = False
         self.last_seq = -1
@@ -130,6 +132,7 @@ class LiveFlame:
         self.columns.append(a[:, 0], a[:, 1], a[:, 2], a[:, 3], a[:, 4])
         self.chart.store.append(a[:, 0], a[:, 1], a[:, 2], a[:, 3], a[:, 4])
         self.latest_ns = max(self.latest_ns, int((a[:, 0] + a[:, 1]).max()))
+        np.maximum.at(self.lane_depths, a[:, 2], a[:, 3] + 1)  # e.g. a pass's draws later
         self.frames += 1
 
     def _frame(self, rows: list, scopes, lane: int, shift: int) -> None:
@@ -151,17 +154,21 @@ class LiveFlame:
 
     # -- per frame ---------------------------------------------------------------------------
     def resize(self, size) -> None:
-        """Chart over the lower 40% of the output; text grid at the HUD scale."""
+        """Chart over the lower 40% of the output (more if the lanes' rows need it); text
+        grid at the HUD scale. Re-laid out when the size or the lanes' depths change."""
         size = (int(size[0]), int(size[1]))
-        if size == self.size:
+        key = (size, tuple(self.lane_depths.tolist()))
+        if key == self._layout_key:
             return
+        self._layout_key = key
         self.size = size
         scale = self.hud_scale or auto_hud_scale(size)
         cell = 8 * scale
         self.view.row_px = 2 * cell
         self.chart.glyph_px = scale
         # 40% of the height, and at least the 6 rows of the two lanes (header + 2 depths)
-        rows_px = min(max(6 * self.view.row_px, int(size[1] * 0.4)) // cell * cell, size[1])
+        need = int(np.sum(1 + self.lane_depths)) * self.view.row_px  # both lanes' rows
+        rows_px = min(max(need, int(size[1] * 0.4)) // cell * cell, size[1])
         top = max(0, (size[1] - rows_px) // cell * cell)
         self.view.resize((size[0], size[1] - top), origin=(0, top))
         self.overlay.resize(*grid_for(size, scale))
@@ -176,7 +183,7 @@ class LiveFlame:
             return
         self.resize(ctx.size)
         end = self.latest_ns
-        self.view.set_lane_depths(np.array([2, 2]))
+        self.view.set_lane_depths(self.lane_depths)
         self.view.set_data_range(end - self.window_ns, end)
         self.view.show(end - self.window_ns, end)
         self._labels()
