@@ -15,10 +15,13 @@ from typing import ClassVar
 import wgpu
 
 from .cli import OVERLAY_MODES, build_parser, check_output_path, fail
+from .debug.console import CommandRegistry
+from .debug.logtail import install_log_tail
 from .gpu import GpuError, create_gpu
 from .graph import FrameContext, RenderGraph
 from .interrupt import Interrupt, for_run
 from .loop import FrameLoop
+from .portal import PortalError
 from .profiling.report import shutdown_report
 from .profiling.trace import build_trace, write_trace_file
 from .progress import Progress
@@ -98,6 +101,10 @@ class App:
             }
         )
         self.loop = FrameLoop(gpu, graph, telemetry=self.telemetry)
+        self.commands = CommandRegistry()  # the console's and the portal's; samples add theirs
+        self.console = None  # engine.debug.console.Console (installed with the HUD)
+        self.log_tail = install_log_tail()  # the lantern logger's last lines, from start-up on
+        self.portal = None  # engine.portal.Portal with --portal
         self.hud = None  # engine.debug.hud.Hud
         self.window = None  # engine.surfaces.WindowSurface in window mode
         self.interrupt = interrupt or Interrupt()  # Ctrl-C: the frame loop ends after this frame
@@ -239,6 +246,8 @@ def _start_and_run(sample_cls, args, prog: str, interrupt: Interrupt) -> int:
             _run_frames(app, sample, target, window)
     except GpuError as e:  # a GPU capability the sample needs is missing
         return fail(prog, str(e), 1)
+    except PortalError as e:  # port in use, bad host
+        return fail(prog, str(e), 2)
     except ValueError as e:  # an inconsistent render graph (a sample's mistake)
         return fail(prog, str(e), 1)
     finally:
@@ -277,9 +286,13 @@ def _attach_tools(app: App) -> None:
     args = app.args
     if args.gpu_profile or args.profile:
         app.set_profiling(gpu=args.gpu_profile, cpu=args.profile)
+    from .debug.console import install as install_console
     from .debug.hud import install_hud
+    from .portal import start as start_portal
 
     app.hud = install_hud(app)
+    install_console(app)  # commands run between frames; keys routed to it in a window
+    app.portal = start_portal(app)
 
 
 def _update(app: App, sample: Sample):
@@ -356,6 +369,9 @@ def _shutdown(app: App, sample: Sample) -> None:
     """Drain what is in flight, print the reports (timeline, cull counters, the sample's own)
     from the telemetry, and write the trace."""
     app.loop.drain()
+    if app.portal is not None:
+        app.portal.close()
+    logging.getLogger("lantern").removeHandler(app.log_tail)
     if app.profiler is None:
         return
     cull = app.telemetry.latest.cull if app.telemetry.latest is not None else None

@@ -7,7 +7,7 @@ import os
 import re
 import sys
 
-OVERLAY_MODES = ("off", "perf", "cull", "timeline", "all")
+OVERLAY_MODES = ("off", "perf", "cull", "timeline", "log", "all")
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -59,6 +59,7 @@ def int_type(minimum: int, maximum: int | None = None, what: str = "an integer")
 positive_int = int_type(1, what="a positive integer")
 non_negative_int = int_type(0)
 hud_scale_type = int_type(1, 16, "an integer HUD scale")
+port_type = int_type(0, 65535, "a TCP port (0 = any free port)")
 
 
 def build_parser(prog: str, description: str) -> ArgumentParser:
@@ -135,6 +136,23 @@ def build_parser(prog: str, description: str) -> ArgumentParser:
         "(default: $WGPUPY_WGPU_ADAPTER_NAME, else high-performance)",
     )
     g.add_argument("--no-vsync", action="store_true", help="present without waiting for vsync")
+    g.add_argument(
+        "--portal",
+        type=port_type,
+        nargs="?",
+        const=3030,
+        default=None,
+        metavar="PORT",
+        help="serve a live web page of this run on http://127.0.0.1:PORT/ "
+        "(default 3030; 0 = a free port; also LANTERN_PORTAL=1)",
+    )
+    g.add_argument(
+        "--portal-host",
+        metavar="HOST",
+        default=None,
+        help="address the portal listens on (default 127.0.0.1; anything else is reachable "
+        "from other machines)",
+    )
     g.add_argument(
         "--seed",
         type=non_negative_int,

@@ -236,7 +236,10 @@ class WindowSurface:
         self._native = native
         self.size = (0, 0)
         self.keys: list[int] = []
-        self.input = PointerInput()
+        # Text entry (the in-game console): ``on_key(key) -> consumed`` and ``on_char(ch)``,
+        # called in event order during ``poll``; a consumed key never reaches ``keys``.
+        self.text_input = None
+        self.input = PointerInput()  # mouse, wheel and characters not consumed by text entry
         glfw.set_key_callback(self.window, self._on_key)
         glfw.set_mouse_button_callback(self.window, self._on_mouse_button)
         glfw.set_scroll_callback(self.window, self._on_scroll)
@@ -251,8 +254,19 @@ class WindowSurface:
         return self._x11 is not None and self._x11.lost
 
     def _on_key(self, window, key, scancode, action, mods):
+        if action == self._glfw.RELEASE:
+            return
+        sink = self.text_input
+        if sink is not None and sink.on_key(key, repeat=action == self._glfw.REPEAT):
+            return
         if action == self._glfw.PRESS:
             self.keys.append(key)
+
+    def _on_char(self, window, codepoint):
+        # the character as typed on the user's layout (glfw's char callback), not the key
+        ch = chr(codepoint)
+        if self.text_input is None or not self.text_input.on_char(ch):
+            self.input.chars.append(ch)
 
     def _on_mouse_button(self, window, button, action, mods):
         x, y = self.cursor_pos()
@@ -260,9 +274,6 @@ class WindowSurface:
 
     def _on_scroll(self, window, dx, dy):
         self.input.scroll += dy
-
-    def _on_char(self, window, codepoint):
-        self.input.chars.append(chr(codepoint))
 
     def cursor_pos(self) -> tuple[float, float]:
         """Cursor position in framebuffer pixels (top-left origin), also outside the window."""

@@ -16,10 +16,12 @@ BG = (0.10, 0.12, 0.16, 1.0)
 PANEL = (30, 34, 46, 255)
 LABEL = (120, 200, 255)
 WHITE = (235, 235, 235)
+GALLERY_COLS = 89  # the gallery's width in cells (the stacked chart ends at column 88)
 
 
 class HudGallery(Sample):
-    """Its own DebugOverlay + pass ("Gallery"), so the F1 HUD modes still draw on top."""
+    """Its own DebugOverlay + pass ("Gallery"); the engine HUD (F1) keeps clear of the
+    gallery's content (``Hud.keep_clear``) and uses the free strip below or beside it."""
 
     name = "s03"
     description = "HUD gallery: every glyph in both sizes, colours, bars, pies, lines, a chart."
@@ -50,8 +52,18 @@ class HudGallery(Sample):
             self.opass.set_scale(scale)
             self.overlay.resize(*grid_for(ctx.size, scale))
             self.chart = draw_gallery(self.overlay, ctx.time)
+            if self.app.hud is not None:
+                self.app.hud.keep_clear(content_box(self.overlay, scale, ctx.size))
         else:
             self.overlay.update_chart(self.chart, chart_values(ctx.time))
+
+
+def content_box(ov: DebugOverlay, scale: int, size) -> tuple[int, int, int, int]:
+    """Pixel box ``(0, 0, x1, y1)`` around everything the gallery drew, within ``size``."""
+    rects = ov.occupied_rects()
+    px = 8 * scale
+    x1, y1 = int(rects[:, 2].max()) * px, int(rects[:, 3].max()) * px
+    return 0, 0, min(x1, int(size[0])), min(y1, int(size[1]))
 
 
 def chart_values(t: float) -> np.ndarray:
@@ -62,7 +74,7 @@ def chart_values(t: float) -> np.ndarray:
 def draw_gallery(ov: DebugOverlay, t: float) -> int:
     """Draw everything the overlay can; return the chart handle for per-frame updates."""
     ov.clear()
-    ov.fill(0, 0, ov.cols, 1, PANEL)
+    ov.fill(0, 0, GALLERY_COLS, 1, PANEL)
     ov.text(1, 0, "LANTERN HUD GALLERY  (s03)", LABEL)
     # all 95 glyphs, small: 3 rows of 32
     chars = "".join(chr(c) for c in range(32, 127))

@@ -13,6 +13,7 @@ from dataclasses import replace
 import numpy as np
 
 from engine.app import KEY_F2, Sample, main
+from engine.debug.console import register_frame_commands
 from engine.frame import StandardFrame
 from engine.scene.camera import FlyCamera, fly_speed
 from engine.settings import add_frame_arguments, settings_from_args
@@ -59,6 +60,7 @@ class City(Sample):
             # shadow distance past the model's far side from the orbit: all of it is shadowed
             settings = replace(settings, fog_density=0.1 / diag, shadow_radius=3.0 * diag)
         self.frame = StandardFrame(self.app.gpu, graph, scene, settings)
+        register_frame_commands(self.app.commands, self.frame, freeze=self.freeze)
         log.info(
             "s13: %s instances, %d draw batches", f"{scene.count:,}", self.frame.gs.batch_count
         )
@@ -74,10 +76,16 @@ class City(Sample):
 
     def on_key(self, key: int) -> None:
         if key == KEY_F2:
-            frozen = self.frame.freeze_culling()
-            self.fly = FlyCamera(self.frame.camera, self.fly_speed) if frozen else None
-            if frozen:
-                log.info("fly: W/S A/D Q/E move, arrow keys turn, Shift is faster; F2 returns")
+            self.freeze()
+
+    def freeze(self, frozen: bool | None = None) -> str:
+        """F2 and the console's ``cull freeze [on|off]``: freeze culling and fly (None
+        toggles)."""
+        frozen = self.frame.freeze_culling(frozen)
+        self.fly = FlyCamera(self.frame.camera, self.fly_speed) if frozen else None
+        if frozen:
+            log.info("fly: W/S A/D Q/E move, arrow keys turn, Shift is faster; F2 returns")
+        return f"culling camera {'frozen: fly with W/S A/D Q/E' if frozen else 'released'}"
 
     def report(self) -> str | None:
         if self.frame.stats.latest is None:

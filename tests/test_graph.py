@@ -188,10 +188,10 @@ def test_graph_owned_textures_follow_resize(device):
 
 def test_no_profiler_means_no_query_set_and_no_timestamp(device, monkeypatch):
     """Counts query-set creation, pass-descriptor timestamp_writes and encoder timestamps."""
-    from wgpu.backends.wgpu_native import extras
+    from engine.profiling import gpu as gpu_profiling
 
     counts = {"query_sets": 0, "write_timestamp": 0}
-    real_qs, real_wt = type(device).create_query_set, extras.write_timestamp
+    real_qs, real_wt = type(device).create_query_set, gpu_profiling.write_timestamp
 
     def counting_qs(self, **kw):
         counts["query_sets"] += 1
@@ -202,7 +202,7 @@ def test_no_profiler_means_no_query_set_and_no_timestamp(device, monkeypatch):
         return real_wt(getattr(encoder, "_enc", encoder), *a)  # unwrap RecordingEncoder
 
     monkeypatch.setattr(type(device), "create_query_set", counting_qs)
-    monkeypatch.setattr(extras, "write_timestamp", counting_wt)
+    monkeypatch.setattr(gpu_profiling, "write_timestamp", counting_wt)
     graph = _graph(device, [])
     assert graph.profiler is NULL_PROFILER and not graph.profiler.active
     calls = [c for i in range(3) for c in _execute(device, graph, i).calls]

@@ -286,7 +286,10 @@ def test_perf_refreshes_at_readable_rate():
 HUD_SIZE = (640, 360)
 
 
-def _scene_graph(device, fmt, size):
+SCENE_CLEAR = (0.2, 0.3, 0.45, 1.0)
+
+
+def _scene_graph(device, fmt, size, clear_value=SCENE_CLEAR):
     from engine.graph import RenderGraph, RenderPass
 
     graph = RenderGraph(device, output_format=fmt, size=size)
@@ -297,7 +300,7 @@ def _scene_graph(device, fmt, size):
                 {
                     "view": ctx.output,
                     "load_op": "clear",
-                    "clear_value": (0.2, 0.3, 0.45, 1.0),
+                    "clear_value": clear_value,
                     "store_op": "store",
                 }
             ]
@@ -312,20 +315,17 @@ def _scene_graph(device, fmt, size):
     return graph
 
 
-def run_hud(gpu, mode, *, frames=130, size=HUD_SIZE, hud_scale=None, cull=FAKE_COUNTS):
+def make_hud(gpu, mode, *, size=HUD_SIZE, hud_scale=None, cull=FAKE_COUNTS, **kw):
+    """A HUD on a graph of empty passes fed by a ``FakeStream``; ``kw``: ``clear_value``
+    (the scene colour), ``window`` (a window run), ``gpu_available``, ``clock``."""
     from engine.debug.hud import install_hud
-    from engine.graph import FrameContext
 
     fmt = "rgba8unorm-srgb"
-    graph = _scene_graph(gpu.device, fmt, size)
-    tex = gpu.device.create_texture(
-        size=(*size, 1),
-        format=fmt,
-        usage=wgpu.TextureUsage.RENDER_ATTACHMENT | wgpu.TextureUsage.COPY_SRC,
-    )
+    graph = _scene_graph(gpu.device, fmt, size, kw.get("clear_value", SCENE_CLEAR))
     stream = FakeStream(
         passes=(("Scene", 0.12, 0.02), *FAKE_PASSES[1:], ("DebugOverlay", 0.031, 0.015)),
         cull=cull,
+        gpu_available=kw.get("gpu_available", True),
     )
     app = SimpleNamespace(
         gpu=gpu,
@@ -334,9 +334,25 @@ def run_hud(gpu, mode, *, frames=130, size=HUD_SIZE, hud_scale=None, cull=FAKE_C
         telemetry=stream.telemetry,
         overlay_mode=mode,
         hud=None,
+        window=kw.get("window"),
     )
-    hud = install_hud(app, clock=None)  # simulated time: fixed refreshes and FPS
+    hud = install_hud(app, clock=kw.get("clock"))  # None: simulated time, fixed figures
     assert graph.passes[-1].name == "DebugOverlay"
+    return hud, stream
+
+
+def run_hud(gpu, mode, *, frames=130, size=HUD_SIZE, hud_scale=None, cull=FAKE_COUNTS, **kw):
+    """Run ``frames`` frames of ``make_hud`` at 60 FPS simulated time; return the HUD and
+    the last frame ``(H, W, 3) uint8``."""
+    from engine.graph import FrameContext
+
+    hud, stream = make_hud(gpu, mode, size=size, hud_scale=hud_scale, cull=cull, **kw)
+    graph = hud.app.graph
+    tex = gpu.device.create_texture(
+        size=(*size, 1),
+        format=graph.output_format,
+        usage=wgpu.TextureUsage.RENDER_ATTACHMENT | wgpu.TextureUsage.COPY_SRC,
+    )
     view = tex.create_view()
     for i in range(frames):
         stream.advance()
@@ -365,10 +381,124 @@ def test_hud_mode_reference(gpu, compare_reference, mode):
     compare_reference(f"hud_{mode}", img)
 
 
-def test_cull_panel_without_data_says_so(gpu):
-    hud, _ = run_hud(gpu, "cull", frames=2, cull=None)
-    text = ["".join(hud.overlay.glyph_at(c, r) or " " for c in range(80)) for r in range(4)]
-    assert any("no cull data" in t for t in text)
+def overlay_text(hud) -> list[str]:
+    ov = hud.overlay
+    return ["".join(ov.glyph_at(c, r) or " " for c in range(ov.cols)) for r in range(ov.rows)]
+
+
+def test_panels_with_nothing_to_show_are_left_out(gpu):
+    hud, _ = run_hud(gpu, "all", frames=2, cull=None)  # a sample that does not cull
+    assert [p.key for p in hud.layout.placements] == ["perf", "timeline"]
+    assert not any("CULL" in t for t in overlay_text(hud))
+    hud, _ = run_hud(gpu, "cull", frames=2, cull=None)  # the mode's only panel: one line says so
+    assert hud.layout.placements == ()
+    assert overlay_text(hud)[1].split() == ["CULL:", "no", "cull", "counters", "in", "this", "run"]
+    hud, _ = run_hud(gpu, "all", frames=2, gpu_available=False)  # no GPU scopes at all
+    assert [p.key for p in hud.layout.placements] == ["perf", "cull"]
+    hud, _ = run_hud(gpu, "timeline", frames=2, gpu_available=False)
+    assert overlay_text(hud)[1].strip() == "TIMELINE: no GPU timings (run with --gpu-profile)"
+
+
+def test_small_output_uses_compact_forms_and_says_what_does_not_fit(gpu):
+    hud, img = run_hud(gpu, "all", frames=2, size=(320, 180))
+    assert [(p.key, p.form) for p in hud.layout.placements] == [("perf", 2)]
+    text = overlay_text(hud)
+    # perf: 7 passes + Update/Submit/Present + 5 = 15 rows from row 1; a gap, then the
+    # notices (the timeline's smallest form: 2 + a 4-row chart + 4 legend rows of 2 names)
+    assert text[17].strip() == "no room for cull (38x11 cells)"
+    assert text[18].strip() == "no room for timeline (32x10 cells)"
+    assert "DELTA" not in text[1] and text[0].rstrip().endswith("HUD all [F1]")
+    # the perf table stays inside its 35 columns: nothing drawn in columns 36..39 below row 0
+    assert all(t[36:].strip() == "" for t in text[1:16])
+
+
+def wcag_luminance(rgb: np.ndarray) -> np.ndarray:
+    """Relative luminance of sRGB bytes (WCAG 2.x definition)."""
+    c = rgb.astype(np.float64) / 255.0
+    lin = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+    return lin @ np.array([0.2126, 0.7152, 0.0722])
+
+
+def test_text_reads_over_a_white_wall(gpu):
+    """Every glyph of every panel, over a white scene: the WCAG contrast ratio between its
+    pixels and the pixels around it inside the cell is at least 4.5 (AA for body text)."""
+    hud, img = run_hud(gpu, "all", frames=3, clear_value=(1.0, 1.0, 1.0, 1.0))
+    assert (img[-1, -1] == 255).all()  # the wall is white where the HUD is not
+    ov, worst = hud.overlay, []
+    for r, c in np.argwhere((ov.cells[..., 0] & 0xFF) > 32):
+        ch = ov.glyph_at(c, r)
+        bits = glyph(ch).astype(bool)
+        cell = img[r * 8 : r * 8 + 8, c * 8 : c * 8 + 8]
+        fg, bg = wcag_luminance(cell[bits]).mean(), wcag_luminance(cell[~bits]).mean()
+        hi, lo = max(fg, bg), min(fg, bg)
+        worst.append(((hi + 0.05) / (lo + 0.05), ch, int(r), int(c)))
+    assert len(worst) > 500  # all three panels are there
+    assert min(worst)[0] >= 4.5, min(worst)
+
+
+def test_off_mode_hint_for_three_seconds(gpu):
+    from engine.debug.hud import HINT
+
+    def at(hud, t):
+        hud.update(SimpleNamespace(size=HUD_SIZE, time=t))
+        return hud.render_pass.enabled, overlay_text(hud)[0].strip()
+
+    hud, _ = make_hud(gpu, "off", window=object())  # a window run: hint at the start
+    assert at(hud, 10.0) == (True, HINT) and at(hud, 12.99) == (True, HINT)
+    assert at(hud, 13.0) == (False, "")  # gone, and the pass costs nothing again
+    hud.set_mode("perf")
+    assert at(hud, 14.0)[0] and at(hud, 14.0)[1].endswith("HUD perf [F1]")
+    hud.set_mode("off")  # F1 back to off: the hint again, for 3 s from the next frame
+    assert at(hud, 20.0) == (True, HINT) and at(hud, 23.0) == (False, "")
+    hud, _ = make_hud(gpu, "off")  # a capture (no window): nothing, from the first frame
+    assert at(hud, 0.0) == (False, "")
+
+
+def test_off_mode_hint_is_drawn_top_right(gpu):
+    hud, img = run_hud(gpu, "off", frames=2, window=object())
+    _, ref = run_hud(gpu, "off", frames=2)
+    changed = np.argwhere((img != ref).any(axis=2))
+    cols = hud.overlay.cols
+    # "F1: HUD" (7 cells) right-aligned with one cell of margin on row 0
+    assert changed[:, 0].min() >= 0 and changed[:, 0].max() < 8
+    assert changed[:, 1].min() >= (cols - 8) * 8 and changed[:, 1].max() < (cols - 1) * 8
+
+
+def test_panel_forms_stay_inside_their_boxes():
+    """Each form of each panel draws exactly inside the size it reports (never past it)."""
+    from engine.debug.hud import CullPanel, HudData, PerfPanel, TimelinePanel
+    from engine.debug.perf import PerfOverlay
+
+    stream = FakeStream()
+    stream.advance(70)
+    names = [p[0] for p in FAKE_PASSES] + ["DebugOverlay"]
+    perf = PerfOverlay()
+    perf.tick(stream.telemetry, names, 0.0)
+    timeline = TimelinePanel()
+    timeline.history.ingest(stream.telemetry.history)
+    data = HudData(names, FAKE_COUNTS, True, True, True)
+    for panel in (PerfPanel(perf), CullPanel(), timeline):
+        sizes = panel.sizes(data)
+        assert len(sizes) >= 2 and sizes[0][0] == max(w for w, _ in sizes)  # full form first
+        for form, (w, h) in enumerate(sizes):
+            ov = DebugOverlay(120, 40)
+            panel.draw(ov, 3, 2, form, data)
+            occ = ((ov.cells[..., 0] & 0xFF) > 0) | ((ov.cells[..., 2] >> 24) > 0)
+            occ |= ov.cells[..., 3] > 0
+            rows, cols = np.nonzero(occ)
+            assert (cols.min(), rows.min(), cols.max() + 1, rows.max() + 1) == (
+                3,
+                2,
+                3 + w,
+                2 + h,
+            ), (panel.key, form)
+
+
+def test_mode_panels_cover_every_mode():
+    from engine.cli import OVERLAY_MODES
+    from engine.debug.hud import MODE_PANELS
+
+    assert set(MODE_PANELS) == set(OVERLAY_MODES) and MODE_PANELS["off"] == ()
 
 
 def test_cull_panel_percentages(gpu):
@@ -394,11 +524,61 @@ def test_set_mode_rejects_unknown(gpu):
     assert not hud.render_pass.enabled
 
 
-def test_s03_gallery_capture(tmp_path):
-    out = tmp_path / "gallery.png"
-    r = run_sample("s03", "--capture", str(out), "--frames", "2", "--size", "640x360")
-    assert r.returncode == 0, r.stderr
+def test_s03_hud_keeps_clear_of_the_gallery(tmp_path):
+    """s03 with the engine HUD in ``all`` mode: inside the box around everything the gallery
+    draws (found from the HUD-off capture) the pixels are the gallery's; the HUD is there,
+    below it."""
     from PIL import Image
 
-    img = np.asarray(Image.open(out))
-    assert img.shape == (360, 640, 3) and len(np.unique(img.reshape(-1, 3), axis=0)) > 10
+    imgs = {}
+    for mode in ("off", "all"):
+        out = tmp_path / f"gallery_{mode}.png"
+        r = run_sample(
+            "s03", "--gpu-profile", "--capture", str(out), "--frames", "2",
+            "--size", "800x480", "--overlay", mode,
+        )  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        imgs[mode] = np.asarray(Image.open(out)).astype(int)
+    off, on = imgs["off"], imgs["all"]
+    assert off.shape == (480, 800, 3) and len(np.unique(off.reshape(-1, 3), axis=0)) > 10
+    ys, xs = np.nonzero((off != off[-1, -1]).any(axis=2))  # the gallery's pixels
+    y1, x1 = ys.max() + 1, xs.max() + 1
+    assert 200 < y1 < 400 and 600 < x1 < 800  # 89x33 cells at scale 1, give or take a pie
+    assert np.array_equal(on[:y1, :x1], off[:y1, :x1])
+    hud = (on != off).any(axis=2)
+    assert hud[y1:].sum() > 20_000  # the HUD (its perf table at least), below the gallery
+
+
+def test_console_opens_over_any_mode_and_log_mode_shows_the_tail(gpu):
+    import logging
+
+    from engine.debug.console import CommandRegistry, Console
+    from engine.debug.logtail import install_log_tail
+
+    hud, _ = make_hud(gpu, "off", size=(640, 360))
+    app = hud.app
+    app.console = Console(CommandRegistry())
+    app.log_tail = tail = install_log_tail()
+    try:
+        hud.update(SimpleNamespace(size=(640, 360), time=0.0))
+        assert not hud.render_pass.enabled  # off, console closed: the pass costs nothing
+        app.console.on_key(96, repeat=False)  # backtick opens it (glfw then sends its char)
+        for ch in "`help":
+            app.console.on_char(ch)
+        hud.update(SimpleNamespace(size=(640, 360), time=0.1))
+        text = overlay_text(hud)
+        assert hud.render_pass.enabled
+        bottom = [i for i, t in enumerate(text) if "> help" in t]
+        assert bottom and bottom[0] > len(text) // 2  # the prompt is on the lower half
+        app.console.on_key(96, repeat=False)  # closes
+        hud.update(SimpleNamespace(size=(640, 360), time=0.2))
+        assert not hud.render_pass.enabled and not any(t.strip() for t in overlay_text(hud))
+        # log mode: the newest lines of the lantern logger, repeats collapsed
+        for _ in range(3):
+            logging.getLogger("lantern").warning("shadow map too small")
+        hud.set_mode("log")
+        hud.update(SimpleNamespace(size=(640, 360), time=1.0))
+        text = overlay_text(hud)
+        assert any("shadow map too small" in t and "3" in t for t in text), text
+    finally:
+        logging.getLogger("lantern").removeHandler(tail)

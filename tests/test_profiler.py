@@ -116,6 +116,7 @@ def test_transfer_pass_uses_encoder_timestamps(gpu):
     clear = TransferPass("Clear", record=lambda ctx, enc: enc.clear_buffer(buf))
     graph = compute_graph(dev, [clear, work_pass(dev, "Work", 1, grid=8)])
     rig = _attach(gpu, graph, cpu=False)
+    assert rig.prof.gpu.mode == "encoder"  # "auto" with the feature: one native call a side
     rig.run()
     [t] = rig.drain()
     assert [s.name for s in t.gpu] == ["Clear", "Work"]
@@ -181,6 +182,7 @@ def test_transfer_pass_untimed_without_encoder_timestamps(gpu_without_timestamps
     clear = TransferPass("Clear", record=lambda ctx, enc: enc.clear_buffer(buf))
     graph = compute_graph(g.device, [clear, ComputePass("Empty", record=lambda c, p: None)])
     rig = _attach(g, graph, cpu=False)
+    assert rig.prof.gpu.mode == "pass"  # "auto" without encoder timestamps: descriptors
     rig.run()
     assert [s.name for s in rig.drain()[-1].gpu] == ["Empty"]
     assert rig.prof.gpu.untimed == 1

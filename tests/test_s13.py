@@ -125,8 +125,8 @@ def test_f2_freezes_culling_and_flies_the_camera():
     class Frame:  # the StandardFrame calls that on_key/update make
         camera, frozen, rendered = None, False, []
 
-        def freeze_culling(self):
-            self.frozen = not self.frozen
+        def freeze_culling(self, frozen=None):
+            self.frozen = (not self.frozen) if frozen is None else frozen
             return self.frozen
 
         def update(self, ctx, camera):

@@ -16,17 +16,28 @@ from .overlay import DebugOverlay
 
 CPU_ONLY_SCOPES = ("Update", "Submit", "Present")
 
-PANEL_BG = (12, 14, 22, 235)
+# Opaque: the overlay blends in linear light on sRGB targets, so even 8 % of a white wall
+# (alpha 235) lifts a dark panel to sRGB ~80 and dim text drops below a 2:1 contrast.
+# Every text colour below reads at WCAG contrast >= 5 on this background (tests/test_hud.py).
+PANEL_BG = (12, 14, 22, 255)
 HEADER = (120, 200, 255, 255)
 TEXT = (235, 235, 235, 255)
-DIM = (120, 120, 130, 255)
+DIM = (140, 140, 150, 255)
 HOT = (255, 80, 70, 255)
 SLOWER = (255, 200, 60, 255)  # a delta beyond 3 MADs, slower
 FASTER = (110, 220, 120, 255)  # a delta beyond 3 MADs, faster
 BAR_BG = (50, 54, 66, 255)
 BAR = (90, 190, 120, 255)
 NAME_W, NUM_W, DELTA_W, BAR_W = 14, 8, 8, 12
-PANEL_W = 1 + NAME_W + 1 + NUM_W + 1 + NUM_W + 1 + DELTA_W + 1 + 1 + BAR_W + 1  # 57 cells
+NUMBERS_W = NAME_W + 1 + NUM_W + 1 + NUM_W  # name, CPU and GPU columns
+# the table's forms, widest first: with SHARE bars, without them, without the DELTA column
+# (each keeps a cell for the hitch marker and one of margin on either side)
+FORM_WIDTHS = (
+    1 + NUMBERS_W + 1 + DELTA_W + 1 + 1 + BAR_W + 1,  # 57 cells
+    1 + NUMBERS_W + 1 + DELTA_W + 1 + 1,  # 44
+    1 + NUMBERS_W + 1 + 1,  # 35
+)
+PANEL_W = FORM_WIDTHS[0]
 
 
 def fmt_ms(v: float | None, width: int = NUM_W) -> str:
@@ -135,45 +146,58 @@ class PerfOverlay:
             lead.hitch_ms if lead else None,
         )
 
-    def size(self) -> tuple[int, int]:
-        """Panel size in cells ``(cols, rows)``."""
-        return PANEL_W, len(self.rows) + 5
+    def size(self, form: int = 0) -> tuple[int, int]:
+        """Panel size in cells ``(cols, rows)`` of ``form`` (0 full, 1 without the SHARE
+        bars, 2 also without the DELTA column)."""
+        return FORM_WIDTHS[form], len(self.rows) + 5
 
-    def draw(self, ov: DebugOverlay, col: int, row: int) -> tuple[int, int]:
-        """Write the table with its top-left cell at ``(col, row)``; return its size."""
-        w, h = self.size()
+    def sizes(self) -> tuple[tuple[int, int], ...]:
+        """Every form's size, widest first (``size(i)`` for each form)."""
+        return tuple(self.size(i) for i in range(len(FORM_WIDTHS)))
+
+    def draw(self, ov: DebugOverlay, col: int, row: int, form: int = 0) -> tuple[int, int]:
+        """Write the table in ``form`` with its top-left cell at ``(col, row)``; return its
+        size. Every line fits inside the panel (the note is cut to the panel's width)."""
+        w, h = self.size(form)
+        delta = form < 2
         ov.fill(col, row, w, h, PANEL_BG)
         x = col + 1
-        head = f"{'PASS':<{NAME_W}} {'CPU ms':>{NUM_W}} {'GPU ms':>{NUM_W}} {'DELTA':>{DELTA_W}}"
-        ov.text(x, row, head + "  SHARE", HEADER)
+        head = f"{'PASS':<{NAME_W}} {'CPU ms':>{NUM_W}} {'GPU ms':>{NUM_W}}"
+        if delta:
+            head += f" {'DELTA':>{DELTA_W}}" + ("  SHARE" if form == 0 else "")
+        ov.text(x, row, head, HEADER)
         basis = self.totals.gpu_ms or self.totals.cpu_ms or 0.0
         for i, r in enumerate(self.rows):
             y = row + 1 + i
-            self._draw_row(ov, x, y, r, TEXT)
+            self._draw_row(ov, x, y, r, TEXT, delta=delta)
             own = r.gpu_ms if self.totals.gpu_ms else r.cpu_ms
-            if own is not None and basis > 0 and r.name not in CPU_ONLY_SCOPES:
-                ov.bar(x + NAME_W + 2 * NUM_W + DELTA_W + 5, y, BAR_W, own / basis, BAR, BAR_BG)
+            if form == 0 and own is not None and basis > 0 and r.name not in CPU_ONLY_SCOPES:
+                ov.bar(x + NUMBERS_W + DELTA_W + 3, y, BAR_W, own / basis, BAR, BAR_BG)
         y = row + 1 + len(self.rows)
-        self._draw_row(ov, x, y, self.totals, HEADER)
+        self._draw_row(ov, x, y, self.totals, HEADER, delta=delta)
         fps = f"{1000.0 / self.frame_ms:6.1f}" if self.frame_ms else "   n/a"
         ov.text(x, y + 1, f"Frame {fmt_ms(self.frame_ms)} ms {fps} FPS", TEXT)
-        ov.text(x, y + 2, self._note(), DIM)
+        ov.text(x, y + 2, self._note()[: w - 2], DIM)
         return w, h
 
-    def _draw_row(self, ov: DebugOverlay, x: int, y: int, r: PerfRow, name_color) -> None:
+    def _draw_row(
+        self, ov: DebugOverlay, x: int, y: int, r: PerfRow, name_color, *, delta: bool = True
+    ) -> None:
         """A row; each number coloured by its own value (the Total row keeps ``name_color``:
-        the per-pass budget does not apply to a frame's sum)."""
+        the per-pass budget does not apply to a frame's sum). ``delta``: with that column."""
         total = name_color is HEADER
         ov.text(x, y, f"{r.name[:NAME_W]:<{NAME_W}}", name_color)
         x += NAME_W + 1
         ov.text(x, y, fmt_ms(r.cpu_ms), name_color if total else self._color(r.cpu_ms))
         x += NUM_W + 1
         ov.text(x, y, fmt_ms(r.gpu_ms), name_color if total else self._color(r.gpu_ms))
-        x += NUM_W + 1
-        color = DIM if not r.outlier else (SLOWER if (r.delta_ms or 0) > 0 else FASTER)
-        ov.text(x, y, fmt_delta(r.delta_ms), color)
+        x += NUM_W
+        if delta:
+            color = DIM if not r.outlier else (SLOWER if (r.delta_ms or 0) > 0 else FASTER)
+            ov.text(x + 1, y, fmt_delta(r.delta_ms), color)
+            x += 1 + DELTA_W
         if r.hitch_ms is not None:  # held for HITCH_HOLD_S after a slow outlier
-            ov.text(x + DELTA_W, y, "!", HOT)
+            ov.text(x, y, "!", HOT)
 
     def _note(self) -> str:
         if not self.has_profiler:

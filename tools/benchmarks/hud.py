@@ -31,16 +31,16 @@ PASSES = (
 
 
 class _Stream:
-    """A real Telemetry fed like a running standard frame: ~10 passes, jittered durations,
-    GPU results published 3 frames late, cull counters."""
+    """Realistic fake telemetry: ~10 passes, jittered durations, GPU results arriving 3
+    frames late, published into a real ``Telemetry`` (what the HUD reads)."""
 
-    def __init__(self, counts: CullCounts, seed: int = 1):
-        self.telemetry = Telemetry(
-            {"profiling": {"gpu": True, "cpu": True, "gpu_available": True, "capacity": 64}}
-        )
-        self.counts = counts
+    def __init__(self, seed: int = 1):
         self.rng = np.random.default_rng(seed)
         self.frame = 0
+        self.counts = CullCounts(0, (100000, 40000, 10000, 30000, 20000, 19000, 1000, 35000))
+        self.telemetry = Telemetry(
+            {"profiling": {"gpu": True, "cpu": True, "gpu_available": True, "untimed": []}}
+        )
 
     def advance(self) -> None:
         ms = self.rng.gamma(2.0, 0.2, len(PASSES))
@@ -53,7 +53,7 @@ class _Stream:
         f = self.frame - 3
         self.telemetry.publish(
             f,
-            t_ns=round(f * 1e9 / 60),
+            t_ns=round(self.frame * 1e9 / 60),
             wall_ms=1000 / 60,
             timings=FrameTimings(f, gpu=gpu, cpu=cpu),
             cull=self.counts,
@@ -69,12 +69,12 @@ def _app(gpu, fmt: str):
 
     for name in PASSES[:-1]:
         graph.add(RenderPass(name, record=lambda ctx, rp: None, targets=load))
-    counts = CullCounts(0, (100000, 40000, 10000, 30000, 20000, 19000, 1000, 35000))
-    stream = _Stream(counts)
-    return stream, SimpleNamespace(
+    stream = _Stream()
+    return SimpleNamespace(
         gpu=gpu,
         args=SimpleNamespace(overlay="all", hud_scale=None),
         graph=graph,
+        stream=stream,
         telemetry=stream.telemetry,
         overlay_mode="all",
         hud=None,
@@ -84,7 +84,7 @@ def _app(gpu, fmt: str):
 def run(gpu, args) -> None:
     frames = 240 if args.quick else 1200
     fmt = "rgba8unorm-srgb"
-    stream, app = _app(gpu, fmt)
+    app = _app(gpu, fmt)
     hud = install_hud(app)
     tex = gpu.device.create_texture(
         size=(*SIZE, 1), format=fmt, usage=wgpu.TextureUsage.RENDER_ATTACHMENT
@@ -93,7 +93,7 @@ def run(gpu, args) -> None:
     # CPU: Hud.update + upload of what changed, per frame (60 FPS simulated clock)
     cpu_ms = np.empty(frames)
     for i in range(frames):
-        stream.advance()
+        app.stream.advance()
         ctx = FrameContext(gpu.device, app.graph, i, i / 60, SIZE, view)
         t0 = time.perf_counter_ns()
         hud.update(ctx)

@@ -1,0 +1,158 @@
+"""Synthetic telemetry and a raw-socket SSE / HTTP client for the portal's tests and benchmark."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import numpy as np
+import orjson
+
+from engine.culling.counters import CullCounts
+from engine.profiling.timings import FrameTimings, Scope
+from engine.telemetry import Telemetry
+
+PASSES = (
+    "Cull.Reset",
+    "Shadow.Cull",
+    "Shadow",
+    "Cull.Early",
+    "Main.Early",
+    "HiZ",
+    "Cull.Late",
+    "Main.Late",
+    "Post",
+    "Bloom",
+    "FXAA",
+    "DebugOverlay",
+)  # 12 passes: the issue's size budget is given at 12
+CPU_ONLY = ("Update", "Submit", "Present")
+
+
+def publish_frame(tel: Telemetry, index: int, rng: np.random.Generator, *, cpu: bool = True):
+    """Publish one synthetic frame (GPU scopes for every pass, CPU scopes when ``cpu``, cull
+    counters that depend on ``index``); return the record."""
+    gb = 10**15 + index * 16_000_000
+    c = time.perf_counter_ns()
+    gpu, cpus = [], []
+    for name in PASSES:
+        d = int(rng.integers(10_000, 2_000_000))
+        gpu.append(Scope(name, gb, gb + d))
+        gb += d
+        d = int(rng.integers(5_000, 200_000))
+        cpus.append(Scope(name, c, c + d))
+        c += d
+    for name in CPU_ONLY:
+        cpus.append(Scope(name, c, c + 40_000))
+        c += 40_000
+    visible = 30_000 + index % 1000
+    counts = (100_000, 40_000, 10_000, 60_000 - visible, visible, visible - 5, 5, 70_000)
+    return tel.publish(
+        index,
+        t_ns=time.perf_counter_ns(),
+        wall_ms=16.6 + float(rng.random()),
+        timings=FrameTimings(index, gpu=gpu, cpu=cpus if cpu else None),
+        cull=CullCounts(index - 2, counts),
+    )
+
+
+class FramePump:
+    """Publishes synthetic frames at ``fps`` on its own thread (the "frame thread") and runs
+    ``commands.run_pending()`` between frames, like the frame loop. Stops after ``max_s``."""
+
+    def __init__(self, tel: Telemetry, commands=None, *, fps: float = 60.0, max_s: float = 60.0):
+        self.tel, self.commands, self.fps, self.max_s = tel, commands, fps, max_s
+        self.stop = threading.Event()
+        self.records: dict[int, object] = {}  # seq -> record
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join(5)
+
+    def _run(self):
+        rng = np.random.default_rng(1)
+        end = time.monotonic() + self.max_s
+        i = 0
+        while not self.stop.is_set() and time.monotonic() < end:
+            rec = publish_frame(self.tel, i, rng)
+            self.records[rec.seq] = rec
+            if self.commands is not None:
+                self.commands.run_pending()
+            i += 1
+            self.stop.wait(1.0 / self.fps)
+
+
+def http(port: int, raw: bytes, *, timeout: float = 5.0) -> tuple[int, dict, bytes]:
+    """Send ``raw`` bytes to 127.0.0.1:port, read to EOF; ``(status, headers, body)``."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(raw)
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    return parse_response(data)
+
+
+def parse_response(data: bytes) -> tuple[int, dict, bytes]:
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    headers = {k.strip().lower(): v.strip() for k, v in (x.split(":", 1) for x in lines[1:])}
+    return status, headers, body
+
+
+def request(port: int, method: str, path: str, body: bytes = b"", headers: dict | None = None):
+    h = {"Host": f"127.0.0.1:{port}", **(headers or {})}
+    if body or method == "POST":
+        h.setdefault("Content-Length", str(len(body)))
+    lines = [f"{method} {path} HTTP/1.1", *(f"{k}: {v}" for k, v in h.items()), "", ""]
+    return http(port, "\r\n".join(lines).encode() + body)
+
+
+def post_command(port: int, line: str):
+    status, _, body = request(
+        port,
+        "POST",
+        "/command",
+        orjson.dumps({"line": line}),
+        {"Content-Type": "application/json"},
+    )
+    return status, orjson.loads(body) if body.startswith(b"{") else body
+
+
+class SseReader:
+    """A raw event-stream reader: ``next_event() -> (name, data_dict, t_received_ns)``."""
+
+    def __init__(self, port: int, *, timeout: float = 5.0):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        self.sock.sendall(f"GET /events HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+        self.buf = b""
+        head = self._until(b"\r\n\r\n")
+        self.status = int(head.split()[1])
+
+    def _until(self, sep: bytes) -> bytes:
+        while sep not in self.buf:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise EOFError("stream closed")
+            self.buf += chunk
+        out, _, self.buf = self.buf.partition(sep)
+        return out
+
+    def next_event(self):
+        while True:
+            block = self._until(b"\n\n")
+            t = time.perf_counter_ns()
+            fields = dict(
+                line.split(": ", 1) for line in block.decode().split("\n") if ": " in line
+            )
+            if "event" in fields:
+                return fields["event"], orjson.loads(fields["data"]), t
+
+    def close(self):
+        self.sock.close()

@@ -1,0 +1,527 @@
+"""The portal server and its protocol, without a browser: loopback only, every loop bounded,
+every server closed by the test that started it."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from types import SimpleNamespace
+
+import numpy as np
+import orjson
+import pytest
+
+from engine.cli import build_parser
+from engine.debug.console import CommandRegistry
+from engine.debug.logtail import LogTail
+from engine.portal import DEFAULT_PORT, Portal, PortalError, portal_port, protocol, server, start
+from engine.portal.protocol import Client
+from engine.telemetry import NameTable, Telemetry, encode_record
+from tests.portal_support import (
+    PASSES,
+    FramePump,
+    SseReader,
+    http,
+    post_command,
+    publish_frame,
+    request,
+)
+
+SESSION = {"adapter": "synthetic", "sample": "test", "size": [320, 180]}
+
+
+@pytest.fixture
+def portal():
+    tel = Telemetry(SESSION)
+    reg = CommandRegistry()
+    tail = LogTail()
+    logging.getLogger("lantern").addHandler(tail)
+    p = Portal(tel, reg, tail, port=0)
+    try:
+        yield SimpleNamespace(p=p, tel=tel, reg=reg, tail=tail, port=p.port)
+    finally:
+        p.close()
+        logging.getLogger("lantern").removeHandler(tail)
+
+
+def frames(reader: SseReader, n: int, names: list[str]) -> list[dict]:
+    """The next ``n`` frame events (names events extend ``names``)."""
+    out = []
+    while len(out) < n:
+        event, data, _ = reader.next_event()
+        if event == "names":
+            names.extend(data["names"])
+        elif event == "frame":
+            out.append(data)
+    return out
+
+
+# -- stream ---------------------------------------------------------------------------------
+def test_stream_sends_session_names_then_each_record_as_encoded(portal):
+    with FramePump(portal.tel, portal.reg, fps=120, max_s=20) as pump:
+        r = SseReader(portal.port)
+        try:
+            assert r.status == 200
+            event, session, _ = r.next_event()
+            assert event == "session"
+            assert {k: session[k] for k in SESSION} == SESSION and "pid" in session
+            event, names, _ = r.next_event()
+            assert event == "names"  # the table so far (maybe empty)
+            names = names["names"]
+            got = frames(r, 20, names)
+        finally:
+            r.close()
+    table = NameTable()  # re-encode independently: same numbers, same names by id
+    for i, msg in enumerate(got):
+        rec = pump.records[msg["seq"]]
+        _, expected = encode_record(rec, table)
+        if i > 0:
+            assert msg["seq"] == got[i - 1]["seq"] + 1  # this reader kept up: no gap
+        assert [names[s[0]] for s in msg["gpu"]] == list(PASSES)
+        assert [[s[1], s[2]] for s in msg["gpu"]] == [[s.begin_ns, s.end_ns] for s in rec.gpu]
+        assert msg["cull"] == {"frame": rec.cull.frame_index, "values": list(rec.cull.values)}
+        assert msg["wall_ms"] == expected["wall_ms"]
+        assert [[names[row[1]], *row[2:]] for row in msg["stats"]] == [
+            [table_name(table, row[1]), *row[2:]] for row in expected["stats"]
+        ]
+
+
+def table_name(table: NameTable, i: int) -> str:
+    return list(table.ids)[i]
+
+
+def test_frame_event_is_at_most_4_kb_at_12_passes():
+    """GPU scopes for 12 passes plus CPU scopes for them and Update/Submit/Present, and the
+    stats rows of all of those: the heaviest record a 12-pass frame makes."""
+    tel = Telemetry()
+    b = protocol.Broadcaster(tel)
+    c = b.connect()
+    rng = np.random.default_rng(3)
+    for i in range(80):  # a full stats window
+        publish_frame(tel, i, rng)
+    assert b.flush()
+    assert len(tel.latest.gpu) == 12 and len(tel.latest.cpu) == 15
+    assert 1500 < b.last_bytes <= 4096
+    assert c.lost == 0
+    b.close()
+
+
+def test_late_client_gets_the_whole_name_table(portal):
+    rng = np.random.default_rng(0)
+    first = SseReader(portal.port)
+    while not portal.p.broadcaster.clients:  # connected once the headers are out
+        time.sleep(0.01)
+    for i in range(5):
+        publish_frame(portal.tel, i, rng)
+    assert portal.p.broadcaster.flush()  # encoded and queued before the late client comes
+    late = SseReader(portal.port)
+    try:
+        for _ in range(200):
+            if len(portal.p.broadcaster.clients) == 2:
+                break
+            time.sleep(0.01)
+        assert late.next_event()[0] == "session"
+        event, data, _ = late.next_event()
+        assert event == "names" and data["names"] == list(PASSES) + [
+            "Update",
+            "Submit",
+            "Present",
+            "Frame",
+        ]  # the whole table, in id order
+        assert data["full"] is True
+        late_names = data["names"]
+        assert late.next_event()[0] == "log"  # the tail so far
+        publish_frame(portal.tel, 5, rng)
+        a = frames(first, 6, [])[-1]
+        b = frames(late, 1, late_names)[-1]
+        assert a == b and a["seq"] == 5  # one encoding for every client
+        assert [late_names[s[0]] for s in b["gpu"]] == list(PASSES)
+    finally:
+        first.close()
+        late.close()
+
+
+def test_log_lines_are_streamed(portal):
+    rng = np.random.default_rng(0)
+    r = SseReader(portal.port)
+    try:
+        for _ in range(3):
+            event, data, _ = r.next_event()
+        assert event == "log" and data["reset"] is True
+        for _ in range(3):
+            logging.getLogger("lantern").warning("portal test warning")
+        publish_frame(portal.tel, 0, rng)
+        while True:
+            event, data, _ = r.next_event()
+            if event == "log":
+                break
+        assert data["lines"][-1] == {
+            "id": data["lines"][-1]["id"],
+            "level": "warning",
+            "text": "portal test warning",
+            "count": 3,
+        }
+    finally:
+        r.close()
+
+
+def test_log_lines_go_out_while_no_frame_comes(portal):
+    r = SseReader(portal.port)
+    try:
+        assert [r.next_event()[0] for _ in range(3)] == ["session", "names", "log"]
+        logging.getLogger("lantern").error("paused, but still logging")
+        t0 = time.monotonic()
+        event, data, _ = r.next_event()  # no frame is ever published here
+        assert event == "log" and data["lines"][-1]["text"] == "paused, but still logging"
+        assert data["lines"][-1]["level"] == "error"
+        assert time.monotonic() - t0 < 5 * protocol.LOG_POLL_S + 1
+    finally:
+        r.close()
+
+
+def test_a_changed_session_is_sent_again(portal):
+    rng = np.random.default_rng(0)
+    r = SseReader(portal.port)
+    try:
+        assert [r.next_event()[0] for _ in range(3)] == ["session", "names", "log"]
+        publish_frame(portal.tel, 0, rng)
+        assert [r.next_event()[0] for _ in range(2)] == ["names", "frame"]  # no session
+        portal.tel.session["profiling"] = {"gpu": True}  # `profile gpu on` at run time
+        publish_frame(portal.tel, 1, rng)
+        event, data, _ = r.next_event()
+        assert event == "session" and data["profiling"] == {"gpu": True}
+        assert data["adapter"] == "synthetic"
+        assert r.next_event()[0] == "frame"
+    finally:
+        r.close()
+
+
+def test_stream_ends_when_the_portal_closes():
+    tel = Telemetry()
+    p = Portal(tel, port=0)
+    port = p.port
+    r = SseReader(port)
+    r.next_event()
+    p.close()
+    with pytest.raises((EOFError, ConnectionError)):
+        for _ in range(10):
+            r.next_event()
+    r.close()
+    again = Portal(tel, port=port)  # a restarted sample gets its port back at once
+    again.close()
+
+
+# -- publish path ---------------------------------------------------------------------------
+def test_no_client_means_no_encoding(monkeypatch):
+    """With no client the frame thread's publish is one check: nothing is handed over or
+    encoded. With one, the record is encoded once, off the frame thread."""
+    calls = []
+    real = protocol.encode_record
+
+    def counting(rec, table):
+        calls.append((rec.seq, threading.current_thread().name))
+        return real(rec, table)
+
+    monkeypatch.setattr(protocol, "encode_record", counting)
+    tel = Telemetry()
+    b = protocol.Broadcaster(tel)
+    rng = np.random.default_rng(0)
+    for i in range(10):
+        publish_frame(tel, i, rng)
+    assert b.flush() and calls == [] and not b._pending
+    client = b.connect()
+    publish_frame(tel, 10, rng)
+    assert b.flush()
+    assert calls == [(10, "lantern-portal-encoder")]
+    assert len(client.queue) == 3  # session, names, frame
+    b.disconnect(client)
+    publish_frame(tel, 11, rng)
+    assert b.flush() and len(calls) == 1
+    b.close()
+
+
+def test_handover_is_bounded():
+    tel = Telemetry()
+    b = protocol.Broadcaster(tel)
+    b._running = False  # the encoder thread stops taking records: a stuck encoder
+    b._release()
+    b._thread.join(2)
+    b._wake.acquire(blocking=False)
+    b.connect()
+    rng = np.random.default_rng(0)
+    for i in range(protocol.PENDING + 7):
+        publish_frame(tel, i, rng)
+    assert len(b._pending) == protocol.PENDING and b.records_lost == 7
+    b.close()
+
+
+def test_client_queue_is_bounded_and_counts_lost_messages():
+    c = Client([], limit=4)
+    for i in range(10):
+        assert c.put(protocol.sse("frame", {"seq": i}), now=0.0)
+    assert c.lost == 6 and len(c.queue) == 4
+    got = [orjson.loads(b.split(b"data: ")[1]) for b in c.take(0).split(b"\n\n") if b]
+    assert [m["seq"] for m in got] == [6, 7, 8, 9]  # the reader sees the gap 0..5
+    for _ in range(4):
+        c.put(b"x", now=10.0)
+    assert c.put(b"x", now=10.0)  # full since t=10
+    assert not c.put(b"x", now=10.0 + protocol.STALL_S + 0.1)  # stalled too long: drop
+
+
+def test_stalled_client_is_dropped_and_memory_stays_bounded(portal, monkeypatch):
+    monkeypatch.setattr(protocol, "STALL_S", 0.2)
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", portal.port))
+    sock.sendall(f"GET /events HTTP/1.1\r\nHost: 127.0.0.1:{portal.port}\r\n\r\n".encode())
+    b = portal.p.broadcaster
+    for _ in range(300):
+        if b.clients:
+            break
+        time.sleep(0.01)
+    (client,) = b.clients
+    rng = np.random.default_rng(0)
+    deadline = time.monotonic() + 20
+    peak = 0
+    while b.clients and time.monotonic() < deadline:  # never read: the socket fills up
+        publish_frame(portal.tel, 0, rng)
+        peak = max(peak, len(client.queue))
+        time.sleep(0.0005)
+    sock.close()
+    assert b.clients == () and b.dropped_clients == 1
+    assert client.closed and client.lost > 0
+    assert peak <= protocol.QUEUE_FRAMES
+
+
+# -- commands -------------------------------------------------------------------------------
+def test_command_runs_on_the_frame_thread_and_answers(portal):
+    where = []
+    portal.reg.register("where", lambda: where.append(threading.current_thread()) or "frame")
+    with FramePump(portal.tel, portal.reg, fps=100, max_s=20) as pump:
+        assert post_command(portal.port, "where") == (200, {"ok": True, "text": "frame"})
+        assert where == [pump.thread]
+        status, body = post_command(portal.port, "overlay")
+        assert status == 200 and body == {
+            "ok": False,
+            "text": "error: unknown command 'overlay'; type help",
+        }
+
+
+def test_completion_answers_without_the_frame_loop(portal):
+    from engine.debug.console import register_app_commands
+
+    register_app_commands(portal.reg, SimpleNamespace(telemetry=portal.tel))
+    status, _, body = request(
+        portal.port,
+        "POST",
+        "/complete",
+        orjson.dumps({"line": "overlay t"}),
+        {"Content-Type": "application/json"},
+    )
+    assert status == 200
+    assert orjson.loads(body) == {"line": "overlay timeline ", "candidates": ["timeline"]}
+    assert request(portal.port, "GET", "/complete")[0] == 405
+
+
+def test_command_not_run_in_time_is_504_and_stays_queued(portal, monkeypatch):
+    monkeypatch.setattr(server, "COMMAND_WAIT_S", 0.2)
+    ran = []
+    portal.reg.register("mark", lambda: ran.append(1))
+    status, body = post_command(portal.port, "mark")  # no frame loop: nothing drains
+    assert status == 504 and body["ok"] is False and body["text"].startswith("queued:")
+    assert portal.reg.run_pending() == 1 and ran == [1]
+
+
+# -- bad requests ---------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "method, path, status",
+    [
+        ("GET", "/../engine/app.py", 404),
+        ("GET", "/%2e%2e/%2e%2e/etc/passwd", 404),
+        ("GET", "/assets/portal/../../README.md", 404),
+        ("GET", "//etc/passwd", 404),
+        ("GET", "/portal.js/../../pyproject.toml", 404),
+        ("GET", "/nothing", 404),
+        ("POST", "/events", 405),
+        ("GET", "/command", 405),
+        ("DELETE", "/", 405),
+        ("PUT", "/portal.js", 405),
+        ("HEAD", "/", 405),
+    ],
+)
+def test_bad_paths_and_methods(portal, method, path, status):
+    got, headers, body = request(portal.port, method, path)
+    assert got == status
+    assert b"lantern" not in body.lower() or status == 405  # no file content leaks
+    if status == 405:
+        assert headers["allow"] in ("GET", "POST")
+
+
+def test_known_paths_serve_the_page(portal):
+    status, headers, body = request(portal.port, "GET", "/")
+    assert status == 200 and headers["content-type"].startswith("text/html")
+    assert body == (server.ASSETS_DIR / "index.html").read_bytes()
+    status, headers, body = request(portal.port, "GET", "/portal.js?v=1")
+    assert status == 200 and body == (server.ASSETS_DIR / "portal.js").read_bytes()
+    status, _, body = request(portal.port, "GET", "/session.json")
+    assert status == 200 and orjson.loads(body)["adapter"] == "synthetic"
+
+
+@pytest.mark.parametrize(
+    "headers, body, status",
+    [
+        ({"Content-Type": "application/json", "Content-Length": "5000"}, b"", 413),
+        ({"Content-Type": "application/json", "Content-Length": "abc"}, b"", 400),
+        ({"Content-Type": "text/plain"}, b'{"line": "help"}', 415),
+        ({"Content-Type": "application/json"}, b"not json", 400),
+        ({"Content-Type": "application/json"}, b'{"line": 3}', 400),
+    ],
+)
+def test_bad_command_requests(portal, headers, body, status):
+    got, _, _ = request(portal.port, "POST", "/command", body, headers)
+    assert got == status
+
+
+def test_missing_length_is_411(portal):
+    raw = f"POST /command HTTP/1.1\r\nHost: 127.0.0.1:{portal.port}\r\n"
+    raw += "Content-Type: application/json\r\n\r\n"
+    assert http(portal.port, raw.encode())[0] == 411
+
+
+def test_foreign_host_header_is_403(portal, monkeypatch):
+    """DNS rebinding: a page on evil.example resolving to 127.0.0.1 sends its own Host."""
+    monkeypatch.setattr(server, "COMMAND_WAIT_S", 0.1)
+    status, _, _ = request(portal.port, "GET", "/", headers={"Host": "evil.example:3030"})
+    assert status == 403
+    status, _ = post_command(portal.port, "help")  # the right Host is fine
+    assert status == 504  # (no frame loop here) -> it was accepted and queued
+
+
+def test_slow_client_gets_408_and_is_closed(portal, monkeypatch):
+    monkeypatch.setattr(server, "REQUEST_TIMEOUT_S", 0.4)
+    for partial in (b"GET / HT", b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: 1"):
+        t0 = time.monotonic()
+        with socket.create_connection(("127.0.0.1", portal.port), timeout=5) as s:
+            s.sendall(partial)
+            data = b""
+            while chunk := s.recv(4096):
+                data += chunk
+        assert data.startswith(b"HTTP/1.0 408 ")
+        assert 0.35 < time.monotonic() - t0 < 3.0
+    assert portal.p.timeouts == 2
+    # a slow POST body, too
+    with socket.create_connection(("127.0.0.1", portal.port), timeout=5) as s:
+        s.sendall(
+            f"POST /command HTTP/1.1\r\nHost: 127.0.0.1:{portal.port}\r\nContent-Type: "
+            "application/json\r\nContent-Length: 100\r\n\r\n{".encode()
+        )
+        data = s.recv(4096)
+    assert data.startswith(b"HTTP/1.0 408 ")
+
+
+def test_connections_beyond_the_limit_are_closed_at_once(portal, monkeypatch):
+    monkeypatch.setattr(server, "MAX_CONNECTIONS", 2)
+    idle = [socket.create_connection(("127.0.0.1", portal.port), timeout=5) for _ in range(2)]
+    try:
+        for _ in range(200):  # both accepted (each holds a thread until its deadline)
+            if portal.p.connections == 2:
+                break
+            time.sleep(0.01)
+        with socket.create_connection(("127.0.0.1", portal.port), timeout=5) as s:
+            s.sendall(f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{portal.port}\r\n\r\n".encode())
+            assert s.recv(100) == b""  # closed without a thread or an answer
+        assert portal.p.refused == 1
+    finally:
+        for s in idle:
+            s.close()
+    for _ in range(300):
+        if portal.p.connections == 0:
+            break
+        time.sleep(0.01)
+    assert request(portal.port, "GET", "/")[0] == 200
+
+
+# -- start-up -------------------------------------------------------------------------------
+def parse(*argv):
+    return build_parser("prog", "d").parse_args(list(argv))
+
+
+def test_cli_options(capsys):
+    assert parse().portal is None
+    assert parse("--portal").portal == DEFAULT_PORT == 3030
+    assert parse("--portal", "0").portal == 0
+    assert parse("--portal", "8080", "--portal-host", "::1").portal_host == "::1"
+    with pytest.raises(SystemExit) as e:
+        parse("--portal", "70000")
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "prog: error: argument --portal: expected a TCP port (0 = any free port) from 0 to "
+        "65,535, got '70000'\n"
+    )
+
+
+def test_environment_switch(monkeypatch):
+    args = SimpleNamespace(portal=None)
+    monkeypatch.delenv("LANTERN_PORTAL", raising=False)
+    assert portal_port(args) is None
+    monkeypatch.setenv("LANTERN_PORTAL", "1")
+    assert portal_port(args) == DEFAULT_PORT
+    assert portal_port(SimpleNamespace(portal=0)) == 0  # the option wins
+    monkeypatch.setenv("LANTERN_PORTAL", "0")
+    assert portal_port(args) is None
+    monkeypatch.setenv("LANTERN_PORTAL", "yes")
+    with pytest.raises(PortalError, match="LANTERN_PORTAL='yes': set it to 1"):
+        portal_port(args)
+
+
+def test_start_prints_url_and_port_in_use_is_one_line(capsys, monkeypatch):
+    monkeypatch.delenv("LANTERN_PORTAL", raising=False)
+    app = SimpleNamespace(args=SimpleNamespace(portal=0, portal_host=None), telemetry=Telemetry())
+    p = start(app)
+    try:
+        assert capsys.readouterr().out == f"portal: http://127.0.0.1:{p.port}/\n"
+        assert p.server.server_address[0] == "127.0.0.1"
+        app.args.portal = p.port
+        with pytest.raises(PortalError) as e:
+            start(app)
+        assert str(e.value) == (
+            f"portal port {p.port} is in use: pick another with --portal PORT (0 = a free port)"
+        )
+    finally:
+        p.close()
+    assert start(SimpleNamespace(args=SimpleNamespace(portal=None))) is None
+
+
+def test_non_loopback_host_is_a_warning(monkeypatch, caplog, capsys):
+    import engine.portal as portal_pkg
+
+    monkeypatch.delenv("LANTERN_PORTAL", raising=False)
+    monkeypatch.setattr(portal_pkg, "is_loopback", lambda host: False)  # stays on loopback
+    args = SimpleNamespace(portal=0, portal_host="127.0.0.1")
+    with caplog.at_level(logging.WARNING, logger="lantern"):
+        p = start(SimpleNamespace(args=args, telemetry=Telemetry()))
+    p.close()
+    assert caplog.messages == [
+        "portal: listening on 127.0.0.1, not loopback: anyone who reaches this machine can "
+        "watch this process and run console commands in it"
+    ]
+
+
+def test_bad_host_is_one_line():
+    with pytest.raises(PortalError, match="--portal-host 'no.such.host.invalid' is not an"):
+        Portal(Telemetry(), host="no.such.host.invalid", port=0)
+
+
+def test_missing_page_is_one_line(monkeypatch, tmp_path):
+    monkeypatch.setattr(server, "ASSETS_DIR", tmp_path)
+    with pytest.raises(PortalError, match=r"the portal page is missing \(.*index.html\)"):
+        Portal(Telemetry(), port=0)
+
+
+def test_loopback_check():
+    assert server.is_loopback("127.0.0.1") and server.is_loopback("::1")
+    assert server.is_loopback("localhost") and server.is_loopback("127.0.0.2")
+    assert not server.is_loopback("0.0.0.0") and not server.is_loopback("192.168.1.2")
