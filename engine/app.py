@@ -16,6 +16,7 @@ import wgpu
 
 from .cli import OVERLAY_MODES, build_parser, check_output_path, fail
 from .debug.console import CommandRegistry
+from .debug.logtail import install_log_tail
 from .gpu import DRAW_PROFILE_FEATURES, GpuError, create_gpu
 from .graph import FrameContext, RenderGraph
 from .interrupt import Interrupt, for_run
@@ -102,7 +103,7 @@ class App:
         self.loop = FrameLoop(gpu, graph, telemetry=self.telemetry)
         self.commands = CommandRegistry()  # the console's and the portal's; samples add theirs
         self.console = None  # engine.debug.console.Console (installed with the HUD)
-        self.log_tail = None  # engine.debug.logtail.LogTail
+        self.log_tail = install_log_tail()  # the lantern logger's last lines, from start-up on
         self.portal = None  # engine.portal.Portal with --portal
         self.hud = None  # engine.debug.hud.Hud
         self.window = None  # engine.surfaces.WindowSurface in window mode
@@ -386,6 +387,7 @@ def _shutdown(app: App, sample: Sample) -> None:
     app.loop.drain()
     if app.portal is not None:
         app.portal.close()
+    logging.getLogger("lantern").removeHandler(app.log_tail)
     if app.profiler is None:
         return
     cull = app.telemetry.latest.cull if app.telemetry.latest is not None else None

@@ -7,7 +7,7 @@ import os
 import re
 import sys
 
-OVERLAY_MODES = ("off", "perf", "cull", "timeline", "all")
+OVERLAY_MODES = ("off", "perf", "cull", "timeline", "log", "all")
 GPU_PROFILE_MODES = ("passes", "draws")  # --gpu-profile [draws]; plain: "passes"
 
 

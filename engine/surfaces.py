@@ -11,6 +11,7 @@ import ctypes.util
 import logging
 import os
 import sys
+from dataclasses import dataclass, field
 
 import numpy as np
 import wgpu
@@ -176,6 +177,23 @@ def _fd2_silenced():
         os.close(devnull)
 
 
+@dataclass
+class PointerInput:
+    """Window input gathered between two ``take_input`` calls.
+
+    Attributes:
+        buttons: ``(button, pressed, mods, x, y)`` per mouse button event, in order; glfw
+            button (0 left, 1 right, 2 middle) and modifier bits (1 shift, 2 control); ``x``,
+            ``y`` in framebuffer pixels.
+        scroll: wheel steps (positive: away from the user).
+        chars: typed characters (glfw char callback: text, not keys).
+    """
+
+    buttons: list[tuple[int, bool, int, float, float]] = field(default_factory=list)
+    scroll: float = 0.0
+    chars: list[str] = field(default_factory=list)
+
+
 def _srgb_variant(fmt: str) -> str:
     return fmt if fmt.endswith("-srgb") else fmt + "-srgb"
 
@@ -221,7 +239,10 @@ class WindowSurface:
         # Text entry (the in-game console): ``on_key(key) -> consumed`` and ``on_char(ch)``,
         # called in event order during ``poll``; a consumed key never reaches ``keys``.
         self.text_input = None
+        self.input = PointerInput()  # mouse, wheel and characters not consumed by text entry
         glfw.set_key_callback(self.window, self._on_key)
+        glfw.set_mouse_button_callback(self.window, self._on_mouse_button)
+        glfw.set_scroll_callback(self.window, self._on_scroll)
         glfw.set_char_callback(self.window, self._on_char)
         self._x11 = None
         if glfw.get_platform() == glfw.PLATFORM_X11:
@@ -243,8 +264,28 @@ class WindowSurface:
 
     def _on_char(self, window, codepoint):
         # the character as typed on the user's layout (glfw's char callback), not the key
-        if self.text_input is not None:
-            self.text_input.on_char(chr(codepoint))
+        ch = chr(codepoint)
+        if self.text_input is None or not self.text_input.on_char(ch):
+            self.input.chars.append(ch)
+
+    def _on_mouse_button(self, window, button, action, mods):
+        x, y = self.cursor_pos()
+        self.input.buttons.append((button, action == self._glfw.PRESS, mods, x, y))
+
+    def _on_scroll(self, window, dx, dy):
+        self.input.scroll += dy
+
+    def cursor_pos(self) -> tuple[float, float]:
+        """Cursor position in framebuffer pixels (top-left origin), also outside the window."""
+        x, y = self._glfw.get_cursor_pos(self.window)
+        w, h = self._glfw.get_window_size(self.window)
+        fw, fh = self.framebuffer_size()
+        return x * fw / max(w, 1), y * fh / max(h, 1)
+
+    def take_input(self) -> PointerInput:
+        """Mouse buttons, wheel and typed characters since the last call (then cleared)."""
+        got, self.input = self.input, PointerInput()
+        return got
 
     def poll(self) -> list[int]:
         """Process window events; return the keys pressed since the last poll."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -18,7 +19,15 @@ from engine.ablation.wgsl import layout, load_source, member_offsets, parse, tok
 
 ROOT = Path(__file__).resolve().parents[1]
 TRUTH = ROOT / "tools" / "benchmarks" / "ablate_truth.wgsl"
+
+
+def _units(n: int) -> list[str]:
+    """``--set`` values making one unit of work ``n`` multiply-adds in ``TRUTH``."""
+    return [f"p.n{k}={k * n}" for k in (1, 2, 4, 8)]
+
+
 SHADERS = sorted((ROOT / "shaders").glob("*.wgsl"))
+INCLUDES = {n for p in SHADERS for n in re.findall(r'#include\s+"([^"]+)"', p.read_text())}
 
 TRICKY = """\
 /* header /* nested */ still comment { */
@@ -113,8 +122,8 @@ def test_every_entry_point_of_every_shader_is_measured(scratch_device, path):
     time every cut once: the whole path on every entry point of every shader."""
     src, _ = load_source(path)
     m = parse(src)
-    # frame_common.wgsl is an include: it parses, and has no entry point of its own.
-    assert bool(m.entry_points) == (path.name != "frame_common.wgsl")
+    # an include (frame_common.wgsl, flame_common.wgsl) parses, and has no entry point
+    assert bool(m.entry_points) == (path.name not in INCLUDES)
     for f in m.entry_points:
         r = ablate(path, f.name, device=scratch_device, repeats=1, elements=64,
                    texture_size=(8, 8), size=(8, 8), vertices=3, groups=(1, 1, 1))  # fmt: skip
@@ -176,11 +185,11 @@ def _chain_costs(r) -> list[float]:
 
 def test_known_pair_and_ladder_rank_correctly(timing_device):
     d = timing_device
-    pair = ablate(TRUTH, "cs_pair", device=d, groups=(8, 1, 1), sets=["p.n=256"],
+    pair = ablate(TRUTH, "cs_pair", device=d, groups=(8, 1, 1), sets=_units(256),
                   repeats=31, elements=512)  # fmt: skip
     heavy, light = _chain_costs(pair)
     assert heavy > 2.0 * light > 0, (heavy, light)
-    ladder = ablate(TRUTH, "cs_ladder", device=d, groups=(8, 1, 1), sets=["p.n=64", "p.reps=2"],
+    ladder = ablate(TRUTH, "cs_ladder", device=d, groups=(8, 1, 1), sets=[*_units(64), "p.reps=2"],
                     repeats=31, elements=512)  # fmt: skip
     c = _chain_costs(ladder)
     assert 0 < c[0] < c[1] < c[2] < c[3], c
@@ -190,7 +199,7 @@ def test_known_pair_and_ladder_rank_correctly(timing_device):
 
 
 def test_keep_alive_bills_the_heavy_let_not_the_store(timing_device):
-    r = ablate(TRUTH, "cs_dead", device=timing_device, groups=(8, 1, 1), sets=["p.n=64"],
+    r = ablate(TRUTH, "cs_dead", device=timing_device, groups=(8, 1, 1), sets=_units(64),
                repeats=31, elements=512)  # fmt: skip
     let, store = r.rows
     assert r.keeps_alive
@@ -231,7 +240,7 @@ def test_known_pair_ranks_correctly_in_a_fragment_shader():
     from engine.gpu import create_gpu
 
     d = create_gpu().device  # renders: not the compute-only timing device
-    frag = ablate(TRUTH, "fs_pair", device=d, size=(32, 32), sets=["p.n=128", "p.width=32"],
+    frag = ablate(TRUTH, "fs_pair", device=d, size=(32, 32), sets=[*_units(128), "p.width=32"],
                   repeats=31, elements=1024)  # fmt: skip
     heavy, light = _chain_costs(frag)
     assert heavy > 2.0 * light > 0, (heavy, light)
@@ -239,7 +248,7 @@ def test_known_pair_ranks_correctly_in_a_fragment_shader():
 
 def test_flame_graph_widths_follow_measured_costs(timing_device, tmp_path):
     r = ablate(TRUTH, "cs_ladder", device=timing_device, groups=(8, 1, 1),
-               sets=["p.n=128", "p.reps=1"], repeats=31, elements=512)  # fmt: skip
+               sets=[*_units(128), "p.reps=1"], repeats=31, elements=512)  # fmt: skip
     out = tmp_path / "ladder.svg"
     write_flame(out, result_tree(r))
     svg = ET.parse(out).getroot()
@@ -305,13 +314,14 @@ def test_cli_prints_ranked_table_and_no_traceback_on_bad_set(tmp_path):
                          capture_output=True, text=True, cwd=ROOT, timeout=120)  # fmt: skip
     assert bad.returncode == 2
     assert "Traceback" not in bad.stderr and "no field 'nope'" in bad.stderr
-    ok = subprocess.run([*run, "--entry", "cs_pair", "--set", "p.n=256", "--groups", "8",
+    ok = subprocess.run([*run, "--entry", "cs_pair", "--set", "p.n1=256",
+                         "--set", "p.n4=1024", "--groups", "8",
                          "--repeats", "9", "--flame", str(tmp_path / "f.svg")],
                         capture_output=True, text=True, cwd=ROOT, timeout=120)  # fmt: skip
     assert ok.returncode == 0, ok.stderr
     assert "instrumentation overhead" in ok.stdout
     lines = TRUTH.read_text().splitlines()
-    heavy = lines.index("    a[id.x] = chain(a[id.x], 4u * p.n);") + 1
+    heavy = lines.index("    a[id.x] = chain(a[id.x], p.n4);") + 1
     rows = [x for x in ok.stdout.splitlines() if "ablate_truth.wgsl:" in x]
     assert f"ablate_truth.wgsl:{heavy} " in rows[0]  # ranked first
     assert f"ablate_truth.wgsl:{heavy + 1} " in rows[1]

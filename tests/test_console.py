@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from engine.cli import OVERLAY_MODES
 from engine.debug.console import (
     KEY_BACKSPACE,
     KEY_DOWN,
@@ -111,8 +112,8 @@ def test_every_standard_command_reaches_its_subsystem(registry, tmp_path):
         ("warp 9", "error: unknown command 'warp'; type help"),
         (
             "overlay loud",
-            "error: overlay: off|perf|cull|timeline|all: expected one of off, "
-            "perf, cull, timeline, all, got 'loud'",
+            f"error: overlay: {'|'.join(OVERLAY_MODES)}: expected one of "
+            f"{', '.join(OVERLAY_MODES)}, got 'loud'",
         ),
         (
             "shadow-size 1000",

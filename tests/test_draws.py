@@ -18,7 +18,7 @@ from engine.graph import RenderGraph, RenderPass
 from engine.profiling import FrameProfiler
 from engine.profiling.draws import INSIDE_FEATURE, DrawProfiler, TimedPass, draw_label
 from engine.profiling.report import draws_report
-from engine.profiling.trace import build_trace
+from engine.profiling.trace import build_trace, frame_of
 from engine.telemetry import NameTable, encode_record
 from tests.profiling_support import Rig, wait_idle
 from tests.test_trace import _assert_nested
@@ -205,12 +205,12 @@ def _check_views(rig, rec, inside: bool) -> None:
     _assert_nested(trace["traceEvents"])
     draw_spans = [e for e in spans if e["name"].startswith("Draws/")]
     if inside:
-        mine = [e for e in draw_spans if e["args"]["frame"] == rec.frame_index]
+        mine = [e for e in draw_spans if frame_of(e) == rec.frame_index]
         assert [e["name"] for e in mine] == [f"Draws/x{c}" for c in COSTS]
         for e, d in zip(mine, p.draws, strict=True):
             assert round(e["dur"] * 1e3) == d.inside_ns
         pass_span = next(
-            e for e in spans if e["name"] == "Draws" and e["args"]["frame"] == rec.frame_index
+            e for e in spans if e["name"] == "Draws" and frame_of(e) == rec.frame_index
         )
         assert all(e["tid"] == pass_span["tid"] for e in mine)  # nested on the same track
     else:
@@ -417,3 +417,30 @@ def test_a_span_under_two_ticks_reads_below_resolution():
     rows = {line.split()[0]: line.split()[1:] for line in report.splitlines()[3:]}
     assert rows["tiny"][0] == "<res" and rows["big"][0] == "0.0003"
     assert rows["tiny"][2:] == ["n/a"] * 4  # no pipeline statistics: n/a, never 0
+
+
+def test_live_flame_puts_draws_under_their_pass(device):
+    """The flame HUD mode: a record's inside-timed draws at depth 2 of the GPU lane, at their
+    own times (shifted like the passes); replayed-only draws have no place there."""
+    from types import SimpleNamespace
+
+    from engine.inspect.live import ORIGIN_MARGIN_NS, install
+    from engine.telemetry import Telemetry
+
+    tel = Telemetry({"gpu_clock_offset_ns": 1_000})
+    graph = RenderGraph(device, output_format="rgba8unorm-srgb", size=(64, 48))
+    app = SimpleNamespace(graph=graph, telemetry=tel, args=SimpleNamespace(hud_scale=None))
+    live = install(app)
+    live.set_mode("flame")
+    ft, ms = _fake_draw_frame(0)
+    t0 = 5_000_000_000
+    tel.publish(0, t_ns=t0, wall_ms=None, timings=ft)
+    c = live.columns
+    deep = c.depth[: c.n] == 2
+    assert [live.names[i] for i in c.name[: c.n][deep]] == [*(f"d{k}" for k in range(5)), "Cull#0"]
+    origin = t0 - ORIGIN_MARGIN_NS
+    draws = [d for p in ft.draws for d in p.draws]
+    assert c.start[: c.n][deep].tolist() == [d.begin_ns + 1_000 - origin for d in draws]
+    assert c.dur[: c.n][deep].tolist() == [d.end_ns - d.begin_ns for d in draws]
+    assert set(c.lane[: c.n][deep].tolist()) == {1}
+    live.close()

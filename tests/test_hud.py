@@ -547,3 +547,38 @@ def test_s03_hud_keeps_clear_of_the_gallery(tmp_path):
     assert np.array_equal(on[:y1, :x1], off[:y1, :x1])
     hud = (on != off).any(axis=2)
     assert hud[y1:].sum() > 20_000  # the HUD (its perf table at least), below the gallery
+
+
+def test_console_opens_over_any_mode_and_log_mode_shows_the_tail(gpu):
+    import logging
+
+    from engine.debug.console import CommandRegistry, Console
+    from engine.debug.logtail import install_log_tail
+
+    hud, _ = make_hud(gpu, "off", size=(640, 360))
+    app = hud.app
+    app.console = Console(CommandRegistry())
+    app.log_tail = tail = install_log_tail()
+    try:
+        hud.update(SimpleNamespace(size=(640, 360), time=0.0))
+        assert not hud.render_pass.enabled  # off, console closed: the pass costs nothing
+        app.console.on_key(96, repeat=False)  # backtick opens it (glfw then sends its char)
+        for ch in "`help":
+            app.console.on_char(ch)
+        hud.update(SimpleNamespace(size=(640, 360), time=0.1))
+        text = overlay_text(hud)
+        assert hud.render_pass.enabled
+        bottom = [i for i, t in enumerate(text) if "> help" in t]
+        assert bottom and bottom[0] > len(text) // 2  # the prompt is on the lower half
+        app.console.on_key(96, repeat=False)  # closes
+        hud.update(SimpleNamespace(size=(640, 360), time=0.2))
+        assert not hud.render_pass.enabled and not any(t.strip() for t in overlay_text(hud))
+        # log mode: the newest lines of the lantern logger, repeats collapsed
+        for _ in range(3):
+            logging.getLogger("lantern").warning("shadow map too small")
+        hud.set_mode("log")
+        hud.update(SimpleNamespace(size=(640, 360), time=1.0))
+        text = overlay_text(hud)
+        assert any("shadow map too small" in t and "3" in t for t in text), text
+    finally:
+        logging.getLogger("lantern").removeHandler(tail)

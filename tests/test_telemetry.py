@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from engine.profiling.timings import FrameTimings, Scope
+from engine.profiling.trace import frame_of as _frame
 from engine.telemetry import (
     HITCH_HOLD_S,
     WINDOW,
@@ -147,6 +148,6 @@ def test_report_jsonl_and_trace_agree_to_the_nanosecond(tmp_path):
     spans = {
         e["name"]: round(e["dur"] * 1e3)
         for e in events
-        if e["ph"] == "X" and e["pid"] == 2 and e["args"]["frame"] == frame and e["name"] != "Frame"
+        if e["ph"] == "X" and e["pid"] == 2 and _frame(e) == frame and e["name"] != "Frame"
     }
     assert spans == ns

@@ -12,6 +12,7 @@ from PIL import Image
 from engine.profiling import FrameProfiler
 from engine.profiling.timings import FrameTimings, Scope
 from engine.profiling.trace import _lanes, build_trace, write_trace_file
+from engine.profiling.trace import frame_of as _frame
 from engine.telemetry import Telemetry
 from tests.helpers import run_sample
 from tests.profiling_support import Rig, compute_graph, work_pass
@@ -60,11 +61,13 @@ def test_trace_parses_and_nests(gpu, tmp_path):
     tracks = _assert_nested(events)
     assert {(1, 1), (1, 2), (2, 1), (2, 2)} <= set(tracks)
     xs = [e for e in events if e["ph"] == "X"]
-    assert {e["args"]["frame"] for e in xs} == {3, 4, 5, 6, 7}  # bounded history: last 5
-    # frames are one "Frame" span each (the index in args), so viewers aggregate by name
+    assert {_frame(e) for e in xs} == {3, 4, 5, 6, 7}  # bounded history: last 5
+    # frames are one "Frame" span each; the index is in the category list, not in the name or
+    # args (speedscope keys spans by name + args): viewers aggregate by name
     assert sum(e["name"] == "Frame" for e in xs) == 2 * 5
+    assert all("args" not in e for e in xs)
     # microseconds: each span's dur is the record's ns duration / 1000, to the nanosecond
-    by_key = {(e["pid"], e["args"]["frame"], e["name"]): e for e in xs}
+    by_key = {(e["pid"], _frame(e), e["name"]): e for e in xs}
     for t in records:
         for pid, scopes in ((1, t.cpu), (2, t.gpu)):
             for s in scopes:
@@ -97,7 +100,7 @@ def test_rounding_never_ends_a_span_after_its_parent_or_on_its_next_sibling():
     xs = [e for e in trace["traceEvents"] if e["ph"] == "X"]
     for rec in tel.history:
         for s in rec.cpu:
-            e = next(x for x in xs if x["name"] == s.name and x["args"]["frame"] == rec.frame_index)
+            e = next(x for x in xs if x["name"] == s.name and _frame(x) == rec.frame_index)
             assert round(e["dur"] * 1e3) == s.end_ns - s.begin_ns
 
 

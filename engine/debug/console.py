@@ -512,7 +512,8 @@ def install(app) -> Console:
     registry = getattr(app, "commands", None) or CommandRegistry()
     register_app_commands(registry, app)
     app.commands = registry
-    app.log_tail = install_log_tail()
+    if getattr(app, "log_tail", None) is None:
+        app.log_tail = install_log_tail()
     app.console = Console(registry)
     loop = getattr(app, "loop", None)  # engine.loop.FrameLoop: commands run between frames
     if loop is not None and registry.run_pending not in loop.between_frames:

@@ -24,6 +24,7 @@ import numpy as np
 from ..cli import OVERLAY_MODES
 from ..culling.counters import COUNTER_NAMES, CullCounts
 from .layout import Layout, PanelSpec, plan
+from .logtail import LogPanel
 from .overlay import DebugOverlay
 from .overlay_pass import DebugOverlayPass, auto_hud_scale, grid_for
 from .perf import DIM, HEADER, PANEL_BG, TEXT, PerfOverlay
@@ -279,12 +280,63 @@ def _nice_ceiling(v: float) -> float:
     return 10.0 ** (k + 1)
 
 
+class LogHudPanel:
+    """The ``lantern`` logger's last lines (``engine.debug.logtail.LogPanel``); forms: full
+    width, then narrower."""
+
+    key, anchor = "log", "top"
+
+    def __init__(self, app):
+        self.app = app
+
+    def has_content(self, data: HudData) -> bool:
+        return getattr(self.app, "log_tail", None) is not None
+
+    def empty_line(self, data: HudData) -> str:
+        return "LOG: no log tail in this run"
+
+    def sizes(self, data: HudData) -> tuple[tuple[int, int], ...]:
+        return (LogPanel.W, LogPanel.H), (48, LogPanel.H), (36, 6)
+
+    def draw(self, ov: DebugOverlay, col: int, row: int, form: int, data: HudData) -> None:
+        w, h = self.sizes(data)[form]
+        LogPanel(self.app.log_tail).draw(ov, col, row, w, h)
+
+
+class ConsolePanel:
+    """The in-game console (``engine.debug.console.Console``), across the bottom while it is
+    open, in every mode (``off`` too)."""
+
+    key, anchor = "console", "bottom"
+    H = 8
+
+    def __init__(self, app):
+        self.app = app
+
+    def has_content(self, data: HudData) -> bool:
+        console = getattr(self.app, "console", None)
+        return console is not None and console.is_open
+
+    def empty_line(self, data: HudData) -> str:
+        return ""
+
+    def sizes(self, data: HudData) -> tuple[tuple[int, int], ...]:
+        return (0, self.H), (0, 4)  # width 0: the whole width
+
+    width = 0  # cells: set from the layout's placement before ``draw`` (a stretched panel)
+
+    def draw(self, ov: DebugOverlay, col: int, row: int, form: int, data: HudData) -> None:
+        h = self.sizes(data)[form][1]
+        self.app.console.draw(ov, col, row, self.width, h)
+
+
 MODE_PANELS: dict[str, tuple[str, ...]] = {
     "off": (),
     "perf": ("perf",),
     "cull": ("cull",),
     "timeline": ("timeline",),
-    "all": ("perf", "cull", "timeline"),
+    "log": ("log",),
+    "all": ("perf", "cull", "timeline", "log"),
 }
 HINT = "F1: HUD"
 HINT_S = 3.0  # how long the off-mode hint shows
@@ -334,7 +386,11 @@ class Hud:
             "perf": PerfPanel(self.perf),
             "cull": self.cull,
             "timeline": self.timeline,
+            "log": LogHudPanel(app),
+            "console": ConsolePanel(app),
         }
+        self._console_version = -1
+        self._console_open = False
         self.size: tuple[int, int] | None = None
         self.scales: tuple[int, ...] = (1,)
         self.keep_clear_box: tuple[int, int, int, int] | None = None
@@ -391,9 +447,19 @@ class Hud:
         telemetry = self.app.telemetry
         self.timeline.history.ingest(telemetry.history)
         refreshed = self.perf.tick(telemetry, names, now)
-        if self.mode == "off":
+        console = getattr(self.app, "console", None)
+        if console is not None and console.version != self._console_version:
+            self._console_version = console.version  # opened, closed, typed into: redraw
+            self._layout_due = True
+        console_open = console is not None and console.is_open
+        closed, self._console_open = self._console_open and not console_open, console_open
+        if self.mode == "off" and not console_open:
+            if closed:  # the console just closed over an off HUD: nothing left to draw
+                self.overlay.clear()
+                self._hint_drawn = False
             self._update_hint(now)
             return
+        self.render_pass.enabled = True
         if refreshed or self._layout_due:  # cull counters also refresh at the readable rate
             self._layout_due = False
             self._build(self._data(names))
@@ -432,9 +498,9 @@ class Hud:
 
     def _build(self, data: HudData) -> None:
         keys = MODE_PANELS[self.mode]
-        shown = [self.panels[k] for k in keys if self.panels[k].has_content(data)]
+        shown = [self.panels[k] for k in (*keys, "console") if self.panels[k].has_content(data)]
         specs = [PanelSpec(p.key, tuple(p.sizes(data)), p.anchor) for p in shown]
-        tag = f"HUD {self.mode} [F1]"
+        tag = f"HUD {self.mode} [F1]" if self.mode != "off" else "console [`]"
         lay = plan(specs, self.size, self.scales, len(tag), self.keep_clear_box)
         self.layout = lay
         self._set_grid(lay.scale, lay.grid)
@@ -442,10 +508,11 @@ class Hud:
         ov.clear()
         self.timeline.handle = None
         for pl in lay.placements:
+            self.panels[pl.key].width = pl.size[0]
             self.panels[pl.key].draw(ov, pl.col, pl.row, pl.form, data)
         c0, r0, c1, r1 = lay.region
         lines, tag_at = list(lay.notices), lay.tag
-        if keys and not shown:  # the mode's only panel(s) have nothing to show: say so
+        if keys and not [p for p in shown if p.key in keys]:  # nothing to show: say so
             empty = [self.panels[k].empty_line(data) for k in keys]
             if r1 - r0 > len(empty):
                 lines += [(c0 + 1, r0 + 1 + i, text) for i, text in enumerate(empty)]

@@ -16,8 +16,10 @@ arithmetic, so:
 * a span's end as the viewer computes it is monotonic in its nanosecond end, so a parent
   never ends before its last child after rounding;
 * each frame is a ``Frame`` span on a "frames" track of its process (frames of a busy GPU
-  touch or overlap each other; scopes stay on their own track), its index in ``args`` rather
-  than the name, so speedscope aggregates frames by name;
+  touch or overlap each other; scopes stay on their own track); the frame index of every span
+  is in its category list (``"cpu,frame=12"``, shown by Perfetto) and neither in the name nor
+  in ``args``: speedscope keys a frame by name plus ``args``, so either would split its
+  aggregation by name;
 * per-draw spans (``--gpu-profile draws``, timed inside the pass) sit on the GPU track
   under their pass span;
 * spans on one track nest; overlapping spans that would not are put on an extra track of
@@ -38,7 +40,7 @@ FRAME_SPAN = "Frame"
 
 
 def _lanes(spans: list[tuple[int, int, str, dict]]) -> list[tuple[int, tuple]]:
-    """Assign each (begin, end, name, args) span to the first lane where it nests."""
+    """Assign each (begin, end, name, frame) span to the first lane where it nests."""
     stacks: list[list[int]] = []  # per lane: end times of the open spans
     out = []
     for span in sorted(spans, key=lambda s: (s[0], -s[1])):
@@ -64,8 +66,8 @@ def _spans(frames: Iterable[tuple[int, tuple[Scope, ...]]], shift: int):
             continue
         b = min(s.begin_ns for s in scopes) + shift
         e = max(s.end_ns for s in scopes) + shift
-        frame_spans.append((b, e, FRAME_SPAN, {"frame": f}))
-        spans += [(s.begin_ns + shift, s.end_ns + shift, s.name, {"frame": f}) for s in scopes]
+        frame_spans.append((b, e, FRAME_SPAN, f))
+        spans += [(s.begin_ns + shift, s.end_ns + shift, s.name, f) for s in scopes]
     return frame_spans, spans
 
 
@@ -126,7 +128,8 @@ def build_trace(telemetry, *, calibration: tuple[int, int] | None) -> dict:
     for pid, tid0, thread, spans in tracks:
         used = set()
         open_spans: dict[int, list[tuple[int, dict]]] = {}  # lane -> stack of (end_ns, event)
-        for lane, (b, e, name, args) in _lanes(spans):
+        kind = "gpu" if pid == GPU_PID else "cpu"
+        for lane, (b, e, name, frame) in _lanes(spans):
             used.add(lane)
             ts, dur = ts_dur(b - t0, e - t0)
             stack = open_spans.setdefault(lane, [])
@@ -136,13 +139,12 @@ def build_trace(telemetry, *, calibration: tuple[int, int] | None) -> dict:
                     prev["dur"] = math.nextafter(prev["dur"], 0.0)
             event = {
                 "name": name,
-                "cat": "gpu" if pid == GPU_PID else "cpu",
+                "cat": f"{kind},frame={frame}",
                 "ph": "X",
                 "pid": pid,
                 "tid": tid0 + lane,
                 "ts": ts,
                 "dur": dur,
-                "args": args,
             }
             events.append(event)
             stack.append((e, event))
@@ -181,6 +183,11 @@ def _metadata(telemetry, calibration) -> dict:
     else:
         meta["gpu"] = "n/a: GPU profiling is off (run with --gpu-profile)"
     return meta
+
+
+def frame_of(event: dict) -> int:
+    """The frame index of a span event of ours (from its ``"kind,frame=N"`` category)."""
+    return int(event["cat"].rsplit("frame=", 1)[1])
 
 
 def _meta(what: str, pid: int, tid: int, value, key: str = "name") -> dict:

@@ -12,6 +12,11 @@ from engine.ablation import ablate
 SHADER = Path(__file__).resolve().parent / "ablate_truth.wgsl"
 
 
+def units(n: int) -> list[str]:
+    """``--set`` values giving one unit of work ``n`` multiply-adds (``p.n1`` .. ``p.n8``)."""
+    return [f"p.n{k}={k * n}" for k in (1, 2, 4, 8)]
+
+
 def _costs(r) -> list[float]:
     """Costs of the pair / ladder statements in source order (ns)."""
     rows = [row for row in r.rows if "chain(" in row.text]
@@ -24,7 +29,7 @@ def _line(name: str, r, ratios: list[float], truth: list[float]) -> None:
     err = max(abs(g / t - 1.0) for g, t in zip(ratios, truth, strict=True))
     over = 100 * r.overhead_ns / r.original_ns if r.original_ns else float("nan")
     print(
-        f"{name:<10} measured {got}  (true {want}; worst {100 * err:.1f}% off)  "
+        f"{name:<34} measured {got}  (true {want}; worst {100 * err:.1f}% off)  "
         f"body {r.total_ns / 1e6:.4f} ms, original {r.original_ns / 1e6:.4f} ms, "
         f"instrumentation overhead {over:+.1f}%",
         flush=True,
@@ -39,16 +44,21 @@ def run(gpu, args) -> None:
         n, groups, size, repeats = 4096, 8192, (1920, 1080), 21
     elements = max(groups * 64, size[0] * size[1])
     common = dict(device=gpu.device, repeats=repeats, elements=elements, adapter=gpu.summary)
-    cs = ablate(SHADER, "cs_pair", groups=(groups, 1, 1), sets=[f"p.n={n}"], **common)
-    heavy, light = _costs(cs)
-    _line("cs_pair", cs, [heavy / light], [4.0])
-    lad = ablate(
-        SHADER, "cs_ladder", groups=(groups, 1, 1), sets=[f"p.n={n // 2}", "p.reps=1"], **common
-    )
-    c = _costs(lad)
-    _line("cs_ladder", lad, [x / c[0] for x in c[1:]], [2.0, 4.0, 8.0])
+    # Two sizings: many workgroups (launching them shows in the cut-0 baseline) and about one
+    # wave (512 groups of 64: 4 per SM on a 132-SM H200), long enough to dwarf launch costs.
+    for label, g, unit in (
+        ("many groups", groups, n),
+        ("one wave", 64 if args.quick else 512, 4 * n),
+    ):
+        cs = ablate(SHADER, "cs_pair", groups=(g, 1, 1), sets=units(unit), **common)
+        heavy, light = _costs(cs)
+        _line(f"cs_pair ({label}, {g} groups)", cs, [heavy / light], [4.0])
+        sets = [*units(unit // 2), "p.reps=1"]
+        lad = ablate(SHADER, "cs_ladder", groups=(g, 1, 1), sets=sets, **common)
+        c = _costs(lad)
+        _line(f"cs_ladder ({label}, {g} groups)", lad, [x / c[0] for x in c[1:]], [2.0, 4.0, 8.0])
     for keep in (True, False):
-        dead = ablate(SHADER, "cs_dead", groups=(groups, 1, 1), sets=[f"p.n={n // 4}"],
+        dead = ablate(SHADER, "cs_dead", groups=(groups, 1, 1), sets=units(n // 4),
                       keep_alive=keep, **common)  # fmt: skip
         let, store = (dead.cost_ns(row) for row in dead.rows)
         print(
@@ -73,8 +83,6 @@ def run(gpu, args) -> None:
             flush=True,
         )
     # Last: on lavapipe, compute timestamps on a device that has rendered read short.
-    fs = ablate(
-        SHADER, "fs_pair", size=size, sets=[f"p.n={n // 4}", f"p.width={size[0]}"], **common
-    )
+    fs = ablate(SHADER, "fs_pair", size=size, sets=[*units(n // 4), f"p.width={size[0]}"], **common)
     heavy, light = _costs(fs)
     _line("fs_pair", fs, [heavy / light], [4.0])

@@ -1,0 +1,274 @@
+"""The flame chart's selection compute pass (shaders/flame_select.wgsl): what is in view,
+the pixel-column level of detail, and picking, as one compute pass of six dispatches.
+
+Per frame, whatever the span count, the CPU writes one 112-byte uniform and records the same
+six dispatches: ``reset`` (clear the per-cell buffers and counters), ``classify`` (every
+span: in the time range, in a visible row of a shown lane; a span at least one pixel wide is
+appended to the instance list at once, a narrower one bids ``atomicMax`` of ``(search match
+<< 31) | bits(f32 duration)`` for its (row, pixel column) cell), ``resolve`` (the bidders
+whose key won write ``atomicMin`` of their index: ties go to the lowest index, so the choice
+is deterministic), ``compact`` (each won cell appends its span as a one-pixel *collapsed*
+instance), ``finish`` (indirect draw and pick dispatch arguments), ``pick`` (indirect, over
+the drawn instances: the lowest span index under the cursor).
+
+So the output is bounded by rows x screen width (plus the spans wider than a pixel, which
+never overlap in a well-nested row), never by the span count, and no span wider than a
+pixel is dropped. A row is one depth of one lane; the cell grid covers only the visible
+rows. The numpy specification is ``engine.inspect.reference``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import wgpu
+
+from ..shaders import shader_module
+
+WG = 256
+MAX_WORKGROUPS = 65535
+VIEW_BYTES = 112
+INST_BYTES = 32
+STATE_BYTES = 64
+NONE = 0xFFFFFFFF
+INST_COLLAPSED, INST_MATCH, INST_DIM = 1, 2, 4
+ENTRIES = ("reset", "classify", "resolve", "compact", "finish", "pick")
+
+
+@dataclass
+class ViewParams:
+    """Everything the select and draw passes read from the view, per frame.
+
+    Attributes:
+        start_ns: time at the chart's left edge, ns since the store's origin (float).
+        px_per_ns: horizontal scale (> 0).
+        width, height: chart area in px; ``origin``: its top-left corner in the output, px.
+        out_size: output texture size, px.
+        row_px: height of one row (one depth of one lane), integer px.
+        scroll_px: vertical scroll, integer px (>= 0).
+        lane_rows: ``int32 (lanes,)``, first row of each lane's depth 0 (< 0: lane hidden).
+        cursor: cursor in chart px (picking), or far outside.
+        hover, selected: span indices highlighted (``NONE`` for none).
+        selected_name: name id whose spans are outlined (``NONE`` for none).
+        search_on: whether ``NAME_MATCH`` flags dim the rest.
+        glyph_px: label glyph scale (8 x glyph_px px per character).
+    """
+
+    start_ns: float
+    px_per_ns: float
+    width: int
+    height: int
+    lane_rows: np.ndarray
+    row_px: int = 18
+    scroll_px: int = 0
+    origin: tuple[int, int] = (0, 0)
+    out_size: tuple[int, int] = (0, 0)
+    cursor: tuple[float, float] = (-1e9, -1e9)
+    hover: int = NONE
+    selected: int = NONE
+    selected_name: int = NONE
+    search_on: bool = False
+    glyph_px: int = 1
+
+    @property
+    def cols(self) -> int:
+        return max(1, math.ceil(self.width))
+
+    @property
+    def rows(self) -> int:
+        return max(1, math.ceil(self.height / self.row_px) + 1)
+
+    @property
+    def first_row(self) -> int:
+        return int(self.scroll_px) // int(self.row_px)
+
+    def split_start(self) -> tuple[int, int, float]:
+        """``(lo, hi, frac)``: the integer ns of ``start_ns`` as two u32 words (two's
+        complement), and the fraction (f32 ns)."""
+        s = math.floor(self.start_ns)
+        return s & 0xFFFFFFFF, (s >> 32) & 0xFFFFFFFF, float(np.float32(self.start_ns - s))
+
+
+def instance_capacity(params: ViewParams) -> int:
+    """Instances the list holds: two per cell (a wide span starting there and a collapsed
+    one) plus slack for rows that do not nest."""
+    return 2 * params.cols * params.rows + 4096
+
+
+def view_uniform(p: ViewParams, count: int, capacity: int) -> bytes:
+    """Pack the WGSL ``View`` struct (112 bytes, shaders/flame_common.wgsl)."""
+    lo, hi, frac = p.split_start()
+    u = np.zeros(28, np.uint32)
+    f = u.view(np.float32)
+    i = u.view(np.int32)
+    u[0], u[1] = lo, hi
+    f[2], f[3] = frac, p.px_per_ns
+    f[4:8] = (p.width, p.height, *p.origin)
+    f[8], f[9] = p.row_px, p.scroll_px
+    i[10] = p.first_row
+    u[11:16] = (count, p.cols, p.rows, len(p.lane_rows), capacity)
+    f[16:18] = p.cursor
+    u[18:22] = (p.hover, p.selected, p.selected_name, int(p.search_on))
+    f[22], f[23], f[24] = p.glyph_px, *p.out_size
+    return u.tobytes()
+
+
+def span_grid(count: int) -> tuple[int, int]:
+    """Workgroups ``(x, y)`` covering ``count`` spans, 256 per workgroup, x <= 65535."""
+    g = max(1, -(-count // WG))
+    x = min(g, MAX_WORKGROUPS)
+    return x, -(-g // x)
+
+
+class FlameSelect:
+    """Pipelines and per-view buffers of the selection pass.
+
+    Args:
+        device: the ``wgpu.GPUDevice``.
+
+    Attributes:
+        uniform: the ``View`` uniform (shared with the draw).
+        insts: the compacted instance list (``INST_BYTES`` each).
+        state: 16 ``u32``: instances drawn (1), instances wanted (7), picked span (8);
+            usage ``STORAGE | COPY_SRC`` (read back for hover and statistics).
+        args: indirect arguments: draw (bytes 0..15), pick dispatch (16..27).
+    """
+
+    def __init__(self, device: wgpu.GPUDevice):
+        self.device = device
+        c = wgpu.ShaderStage.COMPUTE
+        ro, rw = {"type": "read-only-storage"}, {"type": "storage"}
+        kinds = [{"type": "uniform"}, ro, ro, ro, rw, rw, rw, rw]
+        self.layout = device.create_bind_group_layout(
+            label="Flame.Select",
+            entries=[{"binding": b, "visibility": c, "buffer": k} for b, k in enumerate(kinds)],
+        )
+        self.args_layout = device.create_bind_group_layout(
+            label="Flame.Select args",
+            entries=[{"binding": 0, "visibility": c, "buffer": rw}],
+        )
+        layout = device.create_pipeline_layout(bind_group_layouts=[self.layout])
+        with_args = device.create_pipeline_layout(
+            bind_group_layouts=[self.layout, self.args_layout]
+        )
+        m = shader_module(device, "flame_select.wgsl")
+        self.pipelines = {
+            e: device.create_compute_pipeline(
+                label=f"Flame.{e}",
+                layout=with_args if e == "finish" else layout,
+                compute={"module": m, "entry_point": e},
+            )
+            for e in ENTRIES
+        }
+        u = wgpu.BufferUsage
+        self.uniform = device.create_buffer(
+            label="flame view", size=VIEW_BYTES, usage=u.UNIFORM | u.COPY_DST
+        )
+        self.state = device.create_buffer(
+            label="flame state", size=STATE_BYTES, usage=u.STORAGE | u.COPY_SRC
+        )
+        self.args = device.create_buffer(
+            label="flame indirect args", size=32, usage=u.STORAGE | u.INDIRECT
+        )
+        self.args_group = device.create_bind_group(
+            label="Flame.Select args",
+            layout=self.args_layout,
+            entries=[{"binding": 0, "resource": {"buffer": self.args}}],
+        )
+        self.cells = self.cell_idx = self.insts = self.lane_buf = None
+        self.capacity = 0
+        self._cells_n = 0
+        self._lanes = None
+        self._bind_key = None
+        self.bind_group = None
+        self.count = 0
+        self._grid = (1, 1)
+        self._cell_groups = 1
+
+    def _buf(self, label: str, size: int, usage: int) -> wgpu.GPUBuffer:
+        return self.device.create_buffer(label=label, size=max(16, size), usage=usage)
+
+    def prepare(self, store, p: ViewParams) -> None:
+        """Write this frame's uniform (and lane rows when they changed); (re)allocate the
+        per-view buffers when the chart's size grew."""
+        u = wgpu.BufferUsage
+        cells = p.cols * p.rows
+        if cells > self._cells_n:
+            self.cells = self._buf("flame cell keys", cells * 4, u.STORAGE)
+            self.cell_idx = self._buf("flame cell spans", cells * 4, u.STORAGE)
+            self._cells_n = cells
+        cap = instance_capacity(p)
+        if cap > self.capacity:
+            self.insts = self._buf("flame instances", cap * INST_BYTES, u.STORAGE | u.COPY_SRC)
+            self.capacity = cap
+        lanes = np.ascontiguousarray(p.lane_rows, np.int32)
+        if self._lanes is None or not np.array_equal(lanes, self._lanes):
+            if self.lane_buf is None or self.lane_buf.size < max(16, lanes.nbytes):
+                self.lane_buf = self._buf(
+                    "flame lane rows", max(64, 2 * lanes.nbytes), u.STORAGE | u.COPY_DST
+                )
+            if len(lanes):
+                self.device.queue.write_buffer(self.lane_buf, 0, lanes.tobytes())
+            self._lanes = lanes.copy()
+        self.count = store.count
+        self.device.queue.write_buffer(self.uniform, 0, view_uniform(p, store.count, self.capacity))
+        key = (store.version, id(self.cells), id(self.insts), id(self.lane_buf))
+        if key != self._bind_key:
+            bufs = [
+                self.uniform, store.spans, store.names, self.lane_buf,
+                self.cells, self.cell_idx, self.insts, self.state,
+            ]  # fmt: skip
+            self.bind_group = self.device.create_bind_group(
+                label="Flame.Select",
+                layout=self.layout,
+                entries=[{"binding": i, "resource": {"buffer": b}} for i, b in enumerate(bufs)],
+            )
+            self._bind_key = key
+        self._grid = span_grid(store.count)
+        self._cell_groups = max(1, -(-cells // WG))
+
+    def record(self, cpass: wgpu.GPUComputePassEncoder) -> None:
+        """The six dispatches (see the module docstring); ``prepare`` first."""
+        pl = self.pipelines
+        cpass.set_bind_group(0, self.bind_group)
+        cpass.set_pipeline(pl["reset"])
+        cpass.dispatch_workgroups(self._cell_groups)
+        if self.count:
+            for e in ("classify", "resolve"):
+                cpass.set_pipeline(pl[e])
+                cpass.dispatch_workgroups(*self._grid)
+        cpass.set_pipeline(pl["compact"])
+        cpass.dispatch_workgroups(self._cell_groups)
+        cpass.set_pipeline(pl["finish"])
+        cpass.set_bind_group(1, self.args_group)
+        cpass.dispatch_workgroups(1)
+        cpass.set_pipeline(pl["pick"])
+        cpass.dispatch_workgroups_indirect(self.args, 16)
+
+    # -- inspection (tests, tools): blocking reads -------------------------------------------
+    def read_state(self) -> np.ndarray:
+        return np.frombuffer(self.device.queue.read_buffer(self.state), np.uint32).copy()
+
+    def read_instances(self) -> np.ndarray:
+        """The drawn instances as a structured array (blocking; tests and tools only)."""
+        n = int(self.read_state()[1])
+        if n == 0:
+            return np.zeros(0, INST_DTYPE)
+        raw = self.device.queue.read_buffer(self.insts, 0, n * INST_BYTES)
+        return np.frombuffer(raw, INST_DTYPE).copy()
+
+
+INST_DTYPE = np.dtype(
+    [
+        ("x0", "<f4"),
+        ("w", "<f4"),
+        ("y0", "<f4"),
+        ("span", "<u4"),
+        ("name", "<u4"),
+        ("flags", "<u4"),
+        ("lane_depth", "<u4"),
+        ("pad", "<u4"),
+    ]
+)

@@ -1,0 +1,226 @@
+"""The flame chart's camera and interaction state, and the statistics its panels show.
+
+Horizontal: ``start_ns`` (time at the chart's left edge, ns since the span table's origin,
+float64) and ``ns_per_px``. Zooming by ``k`` around the chart x ``x`` keeps the time under
+``x`` fixed: ``t = start + x * s`` before and after, so ``start' = t - x * s / k``. Vertical:
+rows of ``row_px``; each lane has a header row (its label) and one row per depth;
+``scroll_px`` moves in whole rows.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .select import NONE, ViewParams
+
+MIN_NS_PER_PX = 1e-3  # 1000 px per ns: the deepest zoom
+MARGIN = 0.02  # fraction of the width left free around a fitted range
+
+
+class FlameView:
+    """Camera of one chart.
+
+    Args:
+        lane_depths: ``int (lanes,)`` rows each lane needs (``SpanTable.lane_depths()``).
+        t_min, t_max: time range of the data, ns.
+        size: chart area ``(width, height)`` in px. ``origin``: its top-left in the output.
+        row_px: row height, px (integer).
+
+    Attributes:
+        hover, selected: span indices (``NONE`` = none); ``selected_name`` the selected
+        span's name id; ``search``: the search text ('' = none); ``range_ns``: a frame-range
+        selection ``(t0, t1)`` or None.
+    """
+
+    def __init__(
+        self,
+        lane_depths: np.ndarray,
+        t_min: float,
+        t_max: float,
+        size: tuple[int, int],
+        *,
+        origin: tuple[int, int] = (0, 0),
+        row_px: int = 18,
+    ):
+        self.lane_depths = np.asarray(lane_depths, np.int64)
+        self.t_min, self.t_max = float(t_min), float(t_max)
+        self.size = (int(size[0]), int(size[1]))
+        self.origin = origin
+        self.row_px = int(row_px)
+        self.scroll_px = 0
+        self.hover = self.selected = self.selected_name = NONE
+        self.search = ""
+        self.range_ns: tuple[float, float] | None = None
+        self.cursor: tuple[float, float] = (-1e9, -1e9)  # output px
+        self.reset()
+
+    # -- layout ---------------------------------------------------------------------------
+    def lane_rows(self) -> np.ndarray:
+        """``int32 (lanes,)``: row of each lane's depth 0 (after its header row)."""
+        heights = 1 + np.maximum(self.lane_depths, 1)
+        return (np.cumsum(heights) - heights + 1).astype(np.int32)
+
+    @property
+    def total_rows(self) -> int:
+        return int(np.sum(1 + np.maximum(self.lane_depths, 1)))
+
+    def set_lane_depths(self, lane_depths: np.ndarray) -> None:
+        self.lane_depths = np.asarray(lane_depths, np.int64)
+
+    def set_data_range(self, t_min: float, t_max: float) -> None:
+        self.t_min, self.t_max = float(t_min), float(t_max)
+
+    def resize(self, size: tuple[int, int], origin: tuple[int, int] | None = None) -> None:
+        self.size = (int(size[0]), int(size[1]))
+        if origin is not None:
+            self.origin = origin
+        self.scroll(0)
+
+    # -- horizontal -----------------------------------------------------------------------
+    @property
+    def width(self) -> int:
+        return self.size[0]
+
+    @property
+    def max_ns_per_px(self) -> float:
+        return max(4.0 * (self.t_max - self.t_min), 1.0) / max(self.width, 1)
+
+    def time_at(self, x: float) -> float:
+        """Time (ns) at chart x (px)."""
+        return self.start_ns + x * self.ns_per_px
+
+    def x_of(self, t: float) -> float:
+        """Chart x (px) of time ``t`` (ns)."""
+        return (t - self.start_ns) / self.ns_per_px
+
+    def show(self, t0: float, t1: float) -> None:
+        """Show ``[t0, t1]`` (ns) across the width, with a small margin."""
+        span = max(float(t1) - float(t0), MIN_NS_PER_PX * self.width)
+        self.ns_per_px = span * (1 + 2 * MARGIN) / max(self.width, 1)
+        self.ns_per_px = min(max(self.ns_per_px, MIN_NS_PER_PX), self.max_ns_per_px)
+        self.start_ns = 0.5 * (t0 + t1) - 0.5 * self.width * self.ns_per_px
+
+    def reset(self) -> None:
+        """Home: the whole data range, scrolled to the top."""
+        self.scroll_px = 0
+        self.show(self.t_min, self.t_max)
+
+    def zoom(self, factor: float, x: float) -> None:
+        """Zoom in by ``factor`` (> 1 in, < 1 out) keeping the time at chart x fixed."""
+        t = self.time_at(x)
+        s = min(max(self.ns_per_px / factor, MIN_NS_PER_PX), self.max_ns_per_px)
+        self.ns_per_px = s
+        self.start_ns = t - x * s
+
+    def pan(self, dx_px: float) -> None:
+        """Move the content right by ``dx_px`` pixels (a drag to the right)."""
+        self.start_ns -= dx_px * self.ns_per_px
+
+    def zoom_to_span(self, start_ns: float, dur_ns: float) -> None:
+        """Double-click: the span fills the width (with a margin)."""
+        self.show(start_ns, start_ns + dur_ns)
+
+    # -- vertical -------------------------------------------------------------------------
+    def scroll(self, dy_px: float) -> None:
+        """Scroll down by ``dy_px`` (negative: up) in whole rows (so lane labels stay on the
+        text grid), clamped to the content."""
+        limit = max(0, self.total_rows * self.row_px - self.size[1] + self.row_px)
+        rows = round((self.scroll_px + dy_px) / self.row_px)
+        self.scroll_px = int(min(max(rows * self.row_px, 0), limit // self.row_px * self.row_px))
+
+    # -- to the GPU -----------------------------------------------------------------------
+    def params(self, out_size: tuple[int, int], *, glyph_px: int = 1) -> ViewParams:
+        cx, cy = self.cursor
+        ox, oy = self.origin
+        return ViewParams(
+            start_ns=self.start_ns,
+            px_per_ns=1.0 / self.ns_per_px,
+            width=self.size[0],
+            height=self.size[1],
+            lane_rows=self.lane_rows(),
+            row_px=self.row_px,
+            scroll_px=self.scroll_px,
+            origin=self.origin,
+            out_size=out_size,
+            cursor=(cx - ox, cy - oy),
+            hover=self.hover,
+            selected=self.selected,
+            selected_name=self.selected_name,
+            search_on=bool(self.search),
+            glyph_px=glyph_px,
+        )
+
+
+# -- statistics ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class NameStats:
+    """Durations of every span of one name, ns: count, mean, median, p95, max, total."""
+
+    name: str
+    count: int
+    mean: float
+    median: float
+    p95: float
+    max: float
+    total: float
+
+
+def name_stats(dur_ns: np.ndarray, name_id: np.ndarray, nid: int, name: str) -> NameStats:
+    """Statistics of the spans named ``nid`` (p95: linear interpolation, numpy's default)."""
+    d = dur_ns[name_id == nid].astype(np.float64)
+    if len(d) == 0:
+        return NameStats(name, 0, math.nan, math.nan, math.nan, math.nan, 0.0)
+    med, p95 = np.percentile(d, [50, 95])
+    return NameStats(name, len(d), float(d.mean()), float(med), float(p95), float(d.max()),
+                     float(d.sum()))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RangeStats:
+    """A frame-range selection: its length, the spans wholly inside, the outermost of them
+    (depth 0: frames in a Lantern trace) with their mean duration, and the names with the
+    most time inside (``(name_id, count, total_ns)``, largest total first)."""
+
+    t0: float
+    t1: float
+    spans: int
+    top: tuple[tuple[int, int, float], ...]
+    roots: int = 0
+    root_mean: float = math.nan
+
+
+def range_stats(
+    start_ns: np.ndarray, dur_ns: np.ndarray, name_id: np.ndarray, t0: float, t1: float,
+    *, depth: np.ndarray | None = None, top: int = 5,
+) -> RangeStats:  # fmt: skip
+    """Spans with ``t0 <= start`` and ``start + dur <= t1``; per-name counts and totals;
+    with ``depth``, the count and mean duration (ns) of the depth-0 ones."""
+    t0, t1 = min(t0, t1), max(t0, t1)
+    inside = (start_ns >= t0) & (start_ns + dur_ns <= t1)
+    ids = name_id[inside].astype(np.int64)
+    if len(ids) == 0:
+        return RangeStats(t0, t1, 0, ())
+    counts = np.bincount(ids)
+    totals = np.bincount(ids, weights=dur_ns[inside].astype(np.float64))
+    order = np.argsort(-totals, kind="stable")[:top]
+    rows = tuple((int(i), int(counts[i]), float(totals[i])) for i in order if counts[i])
+    roots, mean = 0, math.nan
+    if depth is not None:
+        d = dur_ns[inside & (depth == 0)]
+        roots, mean = len(d), float(d.mean()) if len(d) else math.nan
+    return RangeStats(t0, t1, int(inside.sum()), rows, roots, mean)
+
+
+def fmt_ns(ns: float) -> str:
+    """A duration for people: ``"1.234 s"``, ``"12.35 ms"``, ``"345.6 us"``, ``"120 ns"``."""
+    a = abs(ns)
+    if a >= 1e9:
+        return f"{ns / 1e9:.3f} s"
+    if a >= 1e6:
+        return f"{ns / 1e6:.2f} ms"
+    if a >= 1e3:
+        return f"{ns / 1e3:.1f} us"
+    return f"{ns:.0f} ns"

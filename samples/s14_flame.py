@@ -1,0 +1,414 @@
+"""s14: Flame chart viewer: a Chrome trace, Lantern --trace or --telemetry file drawn by the GPU.
+
+    python -m samples.s14 FILE                   # a trace; without FILE a synthetic one
+    python -m samples.s14 FILE --capture out.png --range 10:60 --search Main --select HiZ
+    python -m samples.s14 --capture out.png --mark 20:30 --cursor 250,60  # range, hover
+
+Every span lives in one GPU buffer; a compute pass selects what is in view each frame (the
+longest span per pixel column where spans are narrower than a pixel) and one instanced draw
+shows it, so panning 10 million spans costs the CPU what panning 1000 does.
+
+Window: mouse wheel zooms around the cursor, drag pans, double-click zooms to a span, click
+selects (every span of that name outlined; count, mean, median, p95, max in the side panel),
+shift-drag selects a time range (its statistics in the side panel). Keys: W/S zoom in/out,
+A/D or Left/Right pan, Up/Down scroll the lanes, Home shows everything, / types a search
+(Enter ends it, Backspace deletes, an empty search clears it), Esc quits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from engine.app import Sample, main
+from engine.cli import int_type
+from engine.debug.overlay import DebugOverlay
+from engine.debug.overlay_pass import DebugOverlayPass, auto_hud_scale, grid_for
+from engine.graph import OUTPUT, RenderPass
+from engine.inspect.chart import FlameChart
+from engine.inspect.select import NONE
+from engine.inspect.spans import NAME_MATCH
+from engine.inspect.synthetic import synthetic_table
+from engine.inspect.traceload import SpanTable, TraceError, load_trace
+from engine.inspect.view import FlameView, fmt_ns, name_stats, range_stats
+
+BG = (0.015, 0.016, 0.022, 1.0)
+PANEL = (22, 24, 32, 255)
+HEAD = (120, 200, 255)
+TEXT = (225, 225, 225)
+DIM = (140, 140, 150)
+TIP = (40, 44, 58, 255)
+BAND = (90, 150, 255, 50)
+PANEL_COLS = 36
+# glfw key codes (glfw is not imported in captures)
+KEY_SLASH, KEY_ENTER, KEY_BACKSPACE, KEY_HOME = 47, 257, 259, 268
+KEY_RIGHT, KEY_LEFT, KEY_DOWN, KEY_UP = 262, 263, 264, 265
+KEY_A, KEY_D, KEY_S, KEY_W = 65, 68, 83, 87
+KEY_LEFT_SHIFT = 340
+ZOOM_PER_S, PAN_PX_PER_S, WHEEL_STEP = 4.0, 900.0, 1.25
+DOUBLE_CLICK_S, CLICK_PX = 0.35, 3.0
+
+
+def trace_arg(text: str) -> SpanTable:
+    """argparse ``type=``: load the file now, so a bad one is a one-line exit 2."""
+    try:
+        return load_trace(text)
+    except TraceError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def range_arg(text: str) -> tuple[float, float]:
+    m = re.fullmatch(r"\s*([-+0-9.eE]+)\s*:\s*([-+0-9.eE]+)\s*", text)
+    try:
+        a, b = (float(m.group(1)), float(m.group(2))) if m else (math.nan, math.nan)
+    except ValueError:
+        a = b = math.nan
+    if not (math.isfinite(a) and math.isfinite(b) and b > a):
+        raise argparse.ArgumentTypeError(
+            f"expected START_MS:END_MS with END_MS > START_MS (ms since the trace's first "
+            f"span), got {text!r}"
+        )
+    return a, b
+
+
+def cursor_arg(text: str) -> tuple[float, float]:
+    m = re.fullmatch(r"\s*([0-9.]+)\s*,\s*([0-9.]+)\s*", text)
+    if not m:
+        raise argparse.ArgumentTypeError(f"expected X,Y in output pixels, got {text!r}")
+    return float(m.group(1)), float(m.group(2))
+
+
+class FlameViewer(Sample):
+    name = "s14"
+    description = __doc__.splitlines()[0].split(":", 1)[1].strip()
+    example_args = ("--spans", "20000")
+
+    @classmethod
+    def add_arguments(cls, parser) -> None:
+        g = parser.add_argument_group("s14 options")
+        g.add_argument(
+            "file",
+            nargs="?",
+            type=trace_arg,
+            metavar="FILE",
+            help="Chrome Trace Event JSON, Lantern --trace JSON or --telemetry JSONL",
+        )
+        g.add_argument(
+            "--spans",
+            type=int_type(1, 20_000_000),
+            default=200_000,
+            metavar="N",
+            help="without FILE: a synthetic trace of about N spans (default 200000)",
+        )
+        g.add_argument(
+            "--range",
+            type=range_arg,
+            metavar="START_MS:END_MS",
+            help="initial time range, ms since the first span",
+        )
+        g.add_argument(
+            "--search",
+            default="",
+            metavar="TEXT",
+            help="dim spans whose name does not contain TEXT (case-insensitive)",
+        )
+        g.add_argument(
+            "--select",
+            default=None,
+            metavar="NAME",
+            help="select the longest span named NAME (statistics in the side panel)",
+        )
+        g.add_argument(
+            "--mark",
+            type=range_arg,
+            metavar="START_MS:END_MS",
+            help="a frame-range selection, as shift-drag makes (statistics in the side panel)",
+        )
+        g.add_argument(
+            "--cursor",
+            type=cursor_arg,
+            metavar="X,Y",
+            help="a fixed cursor position in output pixels (hover in captures)",
+        )
+
+    def __init__(self, app):
+        super().__init__(app)
+        a = app.args
+        self.table = a.file if a.file is not None else synthetic_table(a.spans, lanes=2)
+        self.title = Path(self.table.source).name if a.file is not None else "synthetic"
+        t = self.table
+        self.select_id = None
+        if a.select is not None:
+            if a.select not in t.names:
+                print(
+                    f"python -m samples.{self.name}: error: argument --select: "
+                    f"no span is named {a.select!r}",
+                    file=sys.stderr,
+                )
+                raise SystemExit(2)
+            self.select_id = t.names.index(a.select)
+
+    # -- setup ----------------------------------------------------------------------------------
+    def build(self, graph):
+        t, a = self.table, self.app.args
+        self.scale = a.hud_scale or auto_hud_scale(graph.size)
+        cell = 8 * self.scale
+        self.view = FlameView(t.lane_depths(), 0, int(t.end_ns.max()), (1, 1), row_px=2 * cell)
+        # passes "Viewer.*": the HUD's live flame chart owns "Flame.*" in the same graph
+        self.chart = FlameChart(
+            graph.device, graph.output_format, self.view, name="Viewer", glyph_px=self.scale
+        )
+        self.chart.store.upload(t)
+        self.overlay = DebugOverlay()
+        self.text = DebugOverlayPass(
+            graph.device, self.overlay, graph.output_format, name="Viewer.Text"
+        )
+        clear = RenderPass("Clear", lambda ctx, rp: None, targets=self._clear, writes=(OUTPUT,))
+        graph.add(clear)
+        self.chart.add_passes(graph)
+        graph.add(self.text)
+        self.size = None
+        self._layout(graph.size)
+        if a.range is not None:
+            self.view.show(a.range[0] * 1e6, a.range[1] * 1e6)
+        if self.select_id is not None:
+            idx = np.flatnonzero(t.name_id == self.select_id)
+            self._select(int(idx[np.argmax(t.dur_ns[idx])]))
+        self._set_search(a.search)
+        self.typing = False
+        self.drag = None  # (x, y, shift) of the press
+        self.last_cursor = None
+        self.last_click = (-1.0, 0.0, 0.0)
+        self.range_stats = None
+        if a.mark is not None:
+            self._mark(a.mark[0] * 1e6, a.mark[1] * 1e6)
+
+    def _mark(self, t0: float, t1: float) -> None:
+        t = self.table
+        self.view.range_ns = (min(t0, t1), max(t0, t1))
+        self.range_stats = range_stats(
+            t.start_ns, t.dur_ns, t.name_id, *self.view.range_ns, depth=t.depth
+        )
+
+    def _clear(self, ctx):
+        return {
+            "color_attachments": [
+                {"view": ctx.output, "load_op": "clear", "clear_value": BG, "store_op": "store"}
+            ]
+        }
+
+    def _layout(self, size) -> None:
+        if size == self.size:
+            return
+        self.size = tuple(size)
+        cell = 8 * self.scale
+        cols, rows = grid_for(size, self.scale)
+        self.overlay.resize(cols, rows)
+        self.text.set_scale(self.scale)
+        self.text.target_size = self.size
+        panel = min(PANEL_COLS, cols // 3)  # small windows keep two thirds for the chart
+        chart_w = max(cell, size[0] - panel * cell)
+        self.view.resize((chart_w, max(cell, size[1] - 2 * cell)), origin=(0, 2 * cell))
+        self.view.reset()
+
+    # -- state changes ------------------------------------------------------------------------
+    def _set_search(self, text: str) -> None:
+        self.view.search = text
+        if text:
+            low = text.lower()
+            flags = [NAME_MATCH if low in n.lower() else 0 for n in self.table.names]
+            self.chart.store.set_name_flags(np.array(flags, np.uint32))
+
+    def _select(self, span: int) -> None:
+        v, t = self.view, self.table
+        if span == NONE:
+            v.selected = v.selected_name = NONE
+            self.stats = None
+            return
+        v.selected, v.selected_name = span, int(t.name_id[span])
+        self.stats = name_stats(t.dur_ns, t.name_id, v.selected_name, t.names[v.selected_name])
+
+    # -- input ----------------------------------------------------------------------------------
+    def on_key(self, key: int) -> None:
+        v = self.view
+        if self.typing:
+            if key == KEY_ENTER:
+                self.typing = False
+            elif key == KEY_BACKSPACE:
+                self._set_search(v.search[:-1])
+            return
+        if key == KEY_HOME:
+            v.reset()
+        elif key == KEY_SLASH:
+            self.typing, self._skip_slash = True, True
+            self._set_search("")
+
+    def _keys_held(self, win, dt: float) -> None:
+        if self.typing:
+            return
+        v, w = self.view, self.view.width
+        down = win.key_down
+        if down(KEY_W) or down(KEY_S):
+            v.zoom(ZOOM_PER_S ** (dt if down(KEY_W) else -dt), w / 2)
+        pan = (down(KEY_A) or down(KEY_LEFT)) - (down(KEY_D) or down(KEY_RIGHT))
+        if pan:
+            v.pan(pan * PAN_PX_PER_S * dt)
+        rows = down(KEY_DOWN) - down(KEY_UP)
+        if rows:
+            v.scroll(rows * v.row_px)
+
+    def _mouse(self, win) -> None:
+        v = self.view
+        inp = win.take_input()
+        x, y = win.cursor_pos()
+        ox, oy = v.origin
+        inside = ox <= x < ox + v.width and oy <= y < oy + v.size[1]
+        v.cursor = (x, y) if inside else (-1e9, -1e9)
+        if inp.scroll and inside:
+            v.zoom(WHEEL_STEP**inp.scroll, x - ox)
+        if self.typing:
+            for ch in inp.chars:
+                if self._skip_slash and ch == "/":
+                    self._skip_slash = False
+                    continue
+                self._set_search(v.search + ch)
+        if self.drag is not None and not self.drag[2] and self.last_cursor is not None:
+            v.pan(x - self.last_cursor[0])
+        self.last_cursor = (x, y)
+        for button, pressed, mods, bx, by in inp.buttons:
+            if button != 0:
+                continue
+            if pressed:
+                self.drag = (bx, by, bool(mods & 1))
+            elif self.drag is not None:
+                self._release(bx, by)
+
+    def _release(self, x: float, y: float) -> None:
+        v = self.view
+        x0, y0, shift = self.drag
+        self.drag = None
+        ox = v.origin[0]
+        if shift:
+            self._mark(v.time_at(x0 - ox), v.time_at(x - ox))
+            return
+        if abs(x - x0) > CLICK_PX or abs(y - y0) > CLICK_PX:
+            return  # a drag (already panned)
+        now = time.perf_counter()
+        lt, lx, ly = self.last_click
+        span = self.chart.picked
+        if now - lt < DOUBLE_CLICK_S and abs(x - lx) <= CLICK_PX and span != NONE:
+            v.zoom_to_span(float(self.table.start_ns[span]), float(self.table.dur_ns[span]))
+        self._select(span)
+        self.last_click = (now, x, y)
+
+    # -- per frame ----------------------------------------------------------------------------
+    def update(self, ctx):
+        self._layout(ctx.size)
+        win, v = self.app.window, self.view
+        if win is not None:
+            dt = 1 / 60 if getattr(self, "_t", None) is None else ctx.time - self._t
+            self._t = ctx.time
+            self._mouse(win)
+            self._keys_held(win, min(max(dt, 0.0), 0.1))
+        elif self.app.args.cursor is not None:
+            v.cursor = self.app.args.cursor
+        self.chart.poll()
+        v.hover = self.chart.picked if v.cursor[0] > -1e8 else NONE
+        self._text()
+
+    def _text(self) -> None:
+        ov, v, t = self.overlay, self.view, self.table
+        cell = 8 * self.scale
+        ov.clear()
+        ov.fill(0, 0, ov.cols, 2, PANEL)
+        a, b = v.time_at(0), v.time_at(v.width)
+        status = (
+            f"{self.title}  {len(t):,} spans  {a / 1e6:.3f} .. {b / 1e6:.3f} ms ({fmt_ns(b - a)})"
+        )
+        ov.text(1, 0, status, TEXT)
+        search = v.search + ("_" if self.typing else "")
+        ov.text(
+            1,
+            1,
+            f"search: {search}"
+            if (search or self.typing)
+            else "/ search  wheel zoom  drag pan  shift-drag range  Home all",
+            HEAD if search else DIM,
+        )
+        top = v.origin[1] // cell
+        for label, r in zip(t.lanes, v.lane_rows() - 1, strict=True):
+            row = top + (int(r) * v.row_px - v.scroll_px) // cell
+            if top <= row < ov.rows:
+                ov.text(1, row, label, HEAD)
+        if v.range_ns is not None:
+            c0 = max(0, int(v.x_of(v.range_ns[0]) // cell))
+            c1 = min(v.width // cell, int(math.ceil(v.x_of(v.range_ns[1]) / cell)))
+            if c1 > c0:
+                ov.fill(c0, top, c1 - c0, ov.rows - top, BAND, glyphs=False)
+        self._panel(ov, v.width // cell)
+        self._tooltip(ov, cell)
+
+    def _panel(self, ov, col: int) -> None:
+        ov.fill(col, 2, ov.cols - col, ov.rows - 2, PANEL)
+        x, y = col + 1, 3
+        s = getattr(self, "stats", None)
+        if s is not None:
+            ov.text(x, y, "SELECTED", HEAD)
+            ov.text(x, y + 1, s.name[: PANEL_COLS - 2], TEXT)
+            rows = (
+                ("count", f"{s.count:,}"),
+                ("mean", fmt_ns(s.mean)),
+                ("median", fmt_ns(s.median)),
+                ("p95", fmt_ns(s.p95)),
+                ("max", fmt_ns(s.max)),
+                ("total", fmt_ns(s.total)),
+            )
+            for i, (k, val) in enumerate(rows):
+                ov.text(x, y + 2 + i, f"{k:<8}{val:>14}", TEXT)
+            y += 10
+        r = self.range_stats
+        if r is not None:
+            ov.text(x, y, "RANGE", HEAD)
+            ov.text(x, y + 1, f"{r.t0 / 1e6:.3f} .. {r.t1 / 1e6:.3f} ms", TEXT)
+            ov.text(x, y + 2, f"length  {fmt_ns(r.t1 - r.t0):>14}", TEXT)
+            ov.text(x, y + 3, f"spans   {r.spans:>14,}", TEXT)
+            mean = fmt_ns(r.root_mean) if r.roots else "-"
+            ov.text(x, y + 4, f"frames  {r.roots:>6,} mean {mean:>9}", TEXT)
+            ov.text(x, y + 5, "most time:", DIM)
+            for i, (nid, n, tot) in enumerate(r.top):
+                ov.text(
+                    x, y + 6 + i, f"{self.table.names[nid][:14]:<14}{n:>6}{fmt_ns(tot):>12}", TEXT
+                )
+        if s is None and r is None:
+            ov.text(x, y, "click a span: its name's", DIM)
+            ov.text(x, y + 1, "statistics show here", DIM)
+
+    def _tooltip(self, ov, cell: int) -> None:
+        v, t = self.view, self.table
+        span = v.hover
+        if span == NONE or span >= len(t):
+            return
+        lines = [
+            t.names[t.name_id[span]][:40],
+            f"duration {fmt_ns(float(t.dur_ns[span]))}",
+            f"start    {t.start_ns[span] / 1e6:.6f} ms",
+            f"depth    {int(t.depth[span])}  {t.lanes[t.lane[span]][:28]}",
+        ]
+        if t.dur_ns[span] / v.ns_per_px < 1:
+            lines.append("(longest in its pixel column)")
+        w = max(len(s) for s in lines) + 2
+        c = min(int(v.cursor[0]) // cell + 2, ov.cols - w)
+        r = min(int(v.cursor[1]) // cell + 2, ov.rows - len(lines))
+        ov.fill(c, r, w, len(lines), TIP)
+        for i, s in enumerate(lines):
+            ov.text(c + 1, r + i, s, TEXT if i else HEAD)
+
+
+if __name__ == "__main__":
+    main(FlameViewer)

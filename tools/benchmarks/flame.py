@@ -1,0 +1,301 @@
+"""Flame chart benchmark (engine/inspect): figures, never pass/fail.
+
+1. Parse: a generated Chrome Trace Event JSON file (orjson + the loader's event loop):
+   seconds, spans per second; peak Python memory per span (tracemalloc, a separate run).
+2. Load: 1M and 10M synthetic spans as a columnar table (generation and sort) and the
+   upload to the GPU: seconds, table bytes per span, peak memory (tracemalloc).
+3. GPU: the ``Flame.Select`` compute pass and the ``Flame`` draw at 2560x1440 while the view
+   pans and zooms from everything to 1/1000 of it and back (timestamp queries on both
+   passes), p50/p99 per zoom band; frame-to-frame wall time with at most 3 frames in
+   flight (p50/p99). Goal (H200): select + draw <= 1 ms at 10M spans, p99 frame <= 16.7 ms.
+4. CPU per frame (uniform write, recording the passes, finish) at 1k vs 10M spans,
+   interleaved frame by frame, the GPU idle meanwhile (lavapipe runs it on the same cores):
+   must not depend on the span count.
+
+``--quick`` (lavapipe): 100k and 1M spans, 640x360, fewer frames, a 20k-span JSON file.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import orjson
+import wgpu
+
+from engine.graph import FrameContext, RenderGraph
+from engine.inspect.chart import FlameChart
+from engine.inspect.synthetic import synthetic_table
+from engine.inspect.traceload import SpanTable, load_trace
+from engine.inspect.view import FlameView
+from engine.surfaces import OffscreenTarget
+
+FMT = "rgba8unorm-srgb"
+
+
+def _pct(a, q) -> float:
+    return float(np.percentile(np.asarray(a, np.float64), q)) if len(a) else math.nan
+
+
+def _timed(fn, *a, **kw):
+    """``(seconds, result)`` of one call (no tracemalloc: it slows allocation-heavy code)."""
+    gc.collect()
+    t0 = time.perf_counter()
+    out = fn(*a, **kw)
+    return time.perf_counter() - t0, out
+
+
+def _peak(fn, *a, **kw):
+    """``(peak bytes allocated by Python and numpy during the call, result)``."""
+    gc.collect()
+    tracemalloc.start()
+    out = fn(*a, **kw)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return peak, out
+
+
+def write_chrome_json(path: Path, n: int) -> int:
+    """A Chrome trace of about ``n`` X events (from the synthetic table); returns the count."""
+    t = synthetic_table(n, lanes=2, seed=5)
+    ev = [
+        {"ph": "M", "name": "thread_name", "pid": 1, "tid": i, "args": {"name": f"t{i}"}}
+        for i in range(2)
+    ]
+    ts = (t.start_ns / 1e3).tolist()
+    dur = (t.dur_ns / 1e3).tolist()
+    for k in range(len(t)):
+        ev.append(
+            {
+                "ph": "X",
+                "name": t.names[t.name_id[k]],
+                "pid": 1,
+                "tid": int(t.lane[k]),
+                "ts": ts[k],
+                "dur": dur[k],
+            }
+        )
+    path.write_bytes(orjson.dumps({"traceEvents": ev}))
+    return len(t)
+
+
+def bench_parse(n: int) -> None:
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "trace.json"
+        count = write_chrome_json(path, n)
+        mb = path.stat().st_size / 1e6
+        dt, table = _timed(load_trace, path)
+        peak, _ = _peak(load_trace, path)
+    assert len(table) == count
+    print(
+        f"parse  Chrome JSON {count:,} spans ({mb:.1f} MB): {dt:.2f} s, "
+        f"{count / dt / 1e6:.2f} M spans/s, peak {peak / count:.0f} B/span "
+        f"({peak / 1e6:.0f} MB)"
+    )
+
+
+def bench_load(gpu, n: int) -> SpanTable:
+    peak, _ = _peak(synthetic_table, n, lanes=4, seed=1)
+    dt, table = _timed(synthetic_table, n, lanes=4, seed=1)
+    cols = (table.start_ns, table.dur_ns, table.lane, table.depth, table.name_id)
+    nbytes = sum(c.nbytes for c in cols)
+    view = FlameView(table.lane_depths(), 0, int(table.end_ns.max()), (64, 64))
+    chart = FlameChart(gpu.device, FMT, view)
+    t1 = time.perf_counter()
+    chart.store.upload(table)
+    gpu.device.queue.read_buffer(chart.store.spans, 0, 16)  # wait for the upload
+    up = time.perf_counter() - t1
+    print(
+        f"load   {len(table):,} spans: table {dt:.2f} s, {nbytes / len(table):.0f} B/span "
+        f"({nbytes / 1e6:.0f} MB), peak {peak / 1e6:.0f} MB; GPU upload {up:.2f} s "
+        f"({len(table) * 20 / 1e6:.0f} MB)"
+    )
+    return table
+
+
+class _Rig:
+    """A chart drawing into an offscreen target, recorded directly with timestamp queries on
+    its two passes (the readback pass is left out: its copy is 48 bytes)."""
+
+    def __init__(self, gpu, table: SpanTable, size, frames: int):
+        self.gpu, self.device, self.size = gpu, gpu.device, size
+        self.target = OffscreenTarget(self.device, size)
+        self.graph = RenderGraph(self.device, output_format=FMT, size=size)
+        end = int(table.end_ns.max())
+        self.view = FlameView(
+            table.lane_depths(), 0, end, (size[0], size[1] - 16), origin=(0, 16), row_px=16
+        )
+        self.chart = FlameChart(self.device, FMT, self.view)
+        self.chart.store.upload(table)
+        self.end = end
+        self.ts = gpu.has_timestamps
+        self.frames = frames
+        if self.ts:
+            self.qs = self.device.create_query_set(type="timestamp", count=4 * frames)
+            u = wgpu.BufferUsage
+            self.resolved = self.device.create_buffer(
+                size=32 * frames, usage=u.QUERY_RESOLVE | u.COPY_SRC
+            )
+        self.throttle = [
+            self.device.create_buffer(
+                size=16, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
+            )
+            for _ in range(3)
+        ]
+        self.promises = [None, None, None]
+
+    def camera(self, i: int) -> float:
+        """Zoom from everything (level 0) to 1/1000 and back over the run, panning."""
+        z = 0.5 - 0.5 * math.cos(2 * math.pi * i / max(self.frames, 1))
+        span = self.end * 10 ** (-3 * z)
+        centre = self.end * (0.5 + 0.4 * math.sin(2 * math.pi * i / max(self.frames, 1) * 3))
+        self.view.show(centre - span / 2, centre + span / 2)
+        return z
+
+    def frame(self, i: int, timed: bool) -> tuple[float, float]:
+        """Record and submit one frame; returns ``(wall, thread CPU)`` seconds spent
+        recording (not the wait for a throttle slot, which is the GPU's time). Thread CPU
+        time leaves out other threads, e.g. lavapipe's, which run the "GPU" on the CPU."""
+        slot = i % 3
+        if self.promises[slot] is not None:
+            self.promises[slot].sync_wait()  # at most 3 frames in flight
+            self.throttle[slot].unmap()
+        t0, c0 = time.perf_counter(), time.thread_time()
+        d = self.device
+        ctx = FrameContext(d, self.graph, i, 0.0, self.size, self.target.view)
+        enc = d.create_command_encoder()
+        self.chart.prepare(ctx)
+        tw = (
+            (
+                lambda k: {
+                    "query_set": self.qs,
+                    "beginning_of_pass_write_index": 4 * i + k,
+                    "end_of_pass_write_index": 4 * i + k + 1,
+                }
+            )
+            if timed
+            else (lambda k: None)
+        )
+        cp = enc.begin_compute_pass(label="Flame.Select", timestamp_writes=tw(0))
+        self.chart.select.record(cp)
+        cp.end()
+        rp = enc.begin_render_pass(
+            label="Flame",
+            timestamp_writes=tw(2),
+            color_attachments=[
+                {
+                    "view": self.target.view,
+                    "load_op": "clear",
+                    "clear_value": (0, 0, 0, 1),
+                    "store_op": "store",
+                }
+            ],
+        )
+        self.chart.draw.record(rp, self.chart.select)
+        rp.end()
+        enc.copy_buffer_to_buffer(self.chart.select.state, 0, self.throttle[slot], 0, 16)
+        cb = enc.finish()
+        cpu = (time.perf_counter() - t0, time.thread_time() - c0)
+        d.queue.submit([cb])
+        self.promises[slot] = self.throttle[slot].map_async(wgpu.MapMode.READ, 0, 16)
+        return cpu
+
+    def drain(self) -> None:
+        for k, p in enumerate(self.promises):
+            if p is not None:
+                p.sync_wait()
+                self.throttle[k].unmap()
+                self.promises[k] = None
+
+    def gpu_ms(self) -> np.ndarray:
+        enc = self.device.create_command_encoder()
+        enc.resolve_query_set(self.qs, 0, 4 * self.frames, self.resolved, 0)
+        self.device.queue.submit([enc.finish()])
+        t = np.frombuffer(self.device.queue.read_buffer(self.resolved), np.uint64)
+        t = t.reshape(-1, 4).astype(np.float64)
+        return np.stack([t[:, 1] - t[:, 0], t[:, 3] - t[:, 2]], 1) / 1e6
+
+
+def bench_gpu(gpu, table: SpanTable, size, frames: int) -> None:
+    rig = _Rig(gpu, table, size, frames)
+    for i in range(3):  # warm-up (pipelines, first uploads)
+        rig.camera(i)
+        rig.frame(i, False)
+    rig.drain()
+    zoom, starts, drawn = [], [], []
+    for i in range(frames):
+        zoom.append(rig.camera(i))
+        starts.append(time.perf_counter())
+        rig.frame(i, rig.ts)
+    rig.drain()
+    starts.append(time.perf_counter())
+    wall = np.diff(starts) * 1e3
+    drawn = int(rig.chart.select.read_state()[1])
+    head = f"gpu    {len(table):,} spans {size[0]}x{size[1]}, {frames} frames:"
+    print(
+        f"{head} frame wall p50 {_pct(wall, 50):.2f} ms p99 {_pct(wall, 99):.2f} ms "
+        f"(<= 3 in flight); instances at the end {drawn:,}"
+    )
+    if not rig.ts:
+        print("       GPU timings n/a (no timestamp-query)")
+        return
+    ms = rig.gpu_ms()
+    z = np.asarray(zoom)
+    for label, sel in (
+        ("all", z >= 0),
+        ("out", z < 1 / 3),
+        ("mid", (z >= 1 / 3) & (z < 2 / 3)),
+        ("in ", z >= 2 / 3),
+    ):
+        s, d = ms[sel, 0], ms[sel, 1]
+        tot = s + d
+        print(
+            f"       zoom {label}: Select p50 {_pct(s, 50):.3f} p99 {_pct(s, 99):.3f} | "
+            f"Draw p50 {_pct(d, 50):.3f} p99 {_pct(d, 99):.3f} | "
+            f"both p50 {_pct(tot, 50):.3f} p99 {_pct(tot, 99):.3f} ms"
+        )
+
+
+def bench_cpu(gpu, tables: dict[int, SpanTable], size, frames: int) -> None:
+    """Both span counts interleaved frame by frame (machine load drifts between runs)."""
+    rigs = {n: _Rig(gpu, table, size, frames) for n, table in tables.items()}
+    out = {n: [] for n in rigs}
+    for i in range(frames):
+        for n, rig in rigs.items():
+            rig.camera(i)
+            rig.drain()  # the GPU idle while recording: on lavapipe it shares the CPU cores
+            out[n].append(rig.frame(i, False))
+    for rig in rigs.values():
+        rig.drain()
+    (a, ca), (b, cb) = sorted((n, np.asarray(v[3:]) * 1e3) for n, v in out.items())
+    for k, what in ((0, "wall"), (1, "thread CPU")):
+        pa, pb = _pct(ca[:, k], 50), _pct(cb[:, k], 50)
+        print(
+            f"cpu    per frame (prepare + record + finish), {what}: {a:,} spans p50 "
+            f"{pa:.3f} ms, {b:,} spans p50 {pb:.3f} ms ({pb / pa:.2f}x)"
+        )
+
+
+def run(gpu, args) -> None:
+    quick = args.quick
+    sizes = (100_000, 1_000_000) if quick else (1_000_000, 10_000_000)
+    res = (640, 360) if quick else (2560, 1440)
+    frames = 24 if quick else 300
+    bench_parse(20_000 if quick else 500_000)
+    tables = {}
+    for n in sizes:
+        tables[n] = bench_load(gpu, n)
+    for n in sizes:
+        bench_gpu(gpu, tables[n], res, frames)
+    small = synthetic_table(1000, lanes=4, seed=2)
+    bench_cpu(
+        gpu,
+        {len(small): small, len(tables[sizes[-1]]): tables[sizes[-1]]},
+        res,
+        max(frames // 2, 12),
+    )
