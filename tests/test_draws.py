@@ -304,7 +304,8 @@ def test_perf_table_expands_a_pass_into_its_draws():
     from engine.debug.perf import FORM_WIDTHS, PerfOverlay
     from engine.telemetry import Telemetry
 
-    tel = Telemetry({"profiling": {"gpu": True, "cpu": True, "gpu_available": True}})
+    prof = {"gpu": True, "cpu": True, "gpu_available": True, "draws": {"inside": True}}
+    tel = Telemetry({"profiling": prof})
     frames = [_fake_draw_frame(i) for i in range(70)]
     for i, (ft, _) in enumerate(frames):
         tel.publish(i, t_ns=i * 16_000_000, wall_ms=16.0, timings=ft)
@@ -329,6 +330,8 @@ def test_perf_table_expands_a_pass_into_its_draws():
     line = "".join(ov.glyph_at(c, 2) or " " for c in range(60))
     assert line.split()[:2] == [f"d{top[0]}", f"{mean[top[0]]:.3f}"]  # no CPU column
     assert line.startswith("   d")  # indented under its pass
+    note = "".join(ov.glyph_at(c, 1 + len(perf.rows) + 2) or " " for c in range(60))
+    assert note.strip() == "draws timed inside passes, mean of 60"  # where they come from
     # forms 3-5: the same widths without the draw rows, for when the table does not fit
     sizes = perf.sizes()
     assert len(sizes) == 6 and [w for w, _ in sizes] == [*FORM_WIDTHS, *FORM_WIDTHS]

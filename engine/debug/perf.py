@@ -115,6 +115,7 @@ class PerfOverlay:
         self.gpu_available = False
         self.has_profiler = False
         self._last_refresh = -math.inf
+        self.draws_info: dict | None = None
 
     def tick(self, telemetry, pass_names: list[str], now: float) -> bool:
         """Refresh from ``telemetry`` if ``refresh_hz`` allows at ``now`` (seconds). Returns
@@ -135,6 +136,7 @@ class PerfOverlay:
         """Recompute the figures from ``telemetry.latest`` now."""
         prof = telemetry.session.get("profiling")
         self.has_profiler = prof is not None
+        self.draws_info = (prof or {}).get("draws")
         self.gpu_available = bool(prof and prof["gpu"] and prof["gpu_available"])
         rec = telemetry.latest
         if rec is None:
@@ -267,6 +269,10 @@ class PerfOverlay:
         )
         if hitch is not None:
             return f"! {hitch.name[:NAME_W]} hitch {hitch.hitch_ms:.3f} ms"
+        if self.draws_info and any(r.child for r in self.rows):  # where draw times come from
+            if self.draws_info.get("inside"):
+                return f"draws timed inside passes, mean of {self.window}"
+            return "draws replayed alone (split): no overlap"
         return f"mean of {self.window} frames, >{self.budget_ms:g} ms red"
 
     def _color(self, v: float | None) -> tuple:
