@@ -105,6 +105,7 @@ class App:
         self.console = None  # engine.debug.console.Console (installed with the HUD)
         self.log_tail = install_log_tail()  # the lantern logger's last lines, from start-up on
         self.portal = None  # engine.portal.Portal with --portal
+        self.flame = None  # engine.inspect.live.LiveFlame (the HUD's flame mode)
         self.hud = None  # engine.debug.hud.Hud
         self.window = None  # engine.surfaces.WindowSurface in window mode
         self.interrupt = interrupt or Interrupt()  # Ctrl-C: the frame loop ends after this frame
@@ -134,6 +135,9 @@ class App:
             prof = FrameProfiler(self.gpu, gpu=want_gpu, cpu=want_cpu, batch=batch)
             self.graph.profiler = prof
             self.telemetry.session["profiling"] = prof.session_info(self.graph)
+            if prof.gpu_available:  # GPU scopes onto the CPU clock (live flame, JSONL): waits
+                cal = prof.gpu.calibrate()  # for an idle queue, once, at start-up
+                self.telemetry.session["gpu_clock_offset_ns"] = cal[0] if cal else None
         else:
             self.graph.profiler = None
             self.telemetry.session.pop("profiling", None)
@@ -288,9 +292,12 @@ def _attach_tools(app: App) -> None:
         app.set_profiling(gpu=args.gpu_profile, cpu=args.profile)
     from .debug.console import install as install_console
     from .debug.hud import install_hud
+    from .inspect.live import install as install_flame
     from .portal import start as start_portal
 
+    app.flame = install_flame(app)  # before the HUD: its text draws over the chart
     app.hud = install_hud(app)
+    app.flame.set_mode(app.hud.mode)
     install_console(app)  # commands run between frames; keys routed to it in a window
     app.portal = start_portal(app)
 
@@ -299,6 +306,7 @@ def _update(app: App, sample: Sample):
     def update(ctx) -> None:
         sample.update(ctx)
         app.hud.update(ctx)
+        app.flame.update(ctx)  # returns at once unless the mode is flame
 
     return update
 
@@ -371,6 +379,8 @@ def _shutdown(app: App, sample: Sample) -> None:
     app.loop.drain()
     if app.portal is not None:
         app.portal.close()
+    if app.flame is not None:
+        app.flame.close()
     logging.getLogger("lantern").removeHandler(app.log_tail)
     if app.profiler is None:
         return

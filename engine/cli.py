@@ -7,7 +7,7 @@ import os
 import re
 import sys
 
-OVERLAY_MODES = ("off", "perf", "cull", "timeline", "log", "all")
+OVERLAY_MODES = ("off", "perf", "cull", "timeline", "log", "flame", "all")
 
 
 class ArgumentParser(argparse.ArgumentParser):
