@@ -105,6 +105,7 @@ class App:
         self.console = None  # engine.debug.console.Console (installed with the HUD)
         self.log_tail = install_log_tail()  # the lantern logger's last lines, from start-up on
         self.portal = None  # engine.portal.Portal with --portal
+        self.flame = None  # engine.inspect.live.LiveFlame (the HUD's flame mode)
         self.hud = None  # engine.debug.hud.Hud
         self.window = None  # engine.surfaces.WindowSurface in window mode
         self.interrupt = interrupt or Interrupt()  # Ctrl-C: the frame loop ends after this frame
@@ -143,6 +144,9 @@ class App:
             )
             self.graph.profiler = prof
             self.telemetry.session["profiling"] = prof.session_info(self.graph)
+            if prof.gpu_available:  # GPU scopes onto the CPU clock (live flame, JSONL): waits
+                cal = prof.gpu.calibrate()  # for an idle queue, once, at start-up
+                self.telemetry.session["gpu_clock_offset_ns"] = cal[0] if cal else None
         else:
             self.graph.profiler = None
             self.telemetry.session.pop("profiling", None)
@@ -304,9 +308,12 @@ def _attach_tools(app: App) -> None:
         )
     from .debug.console import install as install_console
     from .debug.hud import install_hud
+    from .inspect.live import install as install_flame
     from .portal import start as start_portal
 
+    app.flame = install_flame(app)  # before the HUD: its text draws over the chart
     app.hud = install_hud(app)
+    app.flame.set_mode(app.hud.mode)
     install_console(app)  # commands run between frames; keys routed to it in a window
     app.portal = start_portal(app)
 
@@ -315,6 +322,7 @@ def _update(app: App, sample: Sample):
     def update(ctx) -> None:
         sample.update(ctx)
         app.hud.update(ctx)
+        app.flame.update(ctx)  # returns at once unless the mode is flame
 
     return update
 
@@ -387,6 +395,8 @@ def _shutdown(app: App, sample: Sample) -> None:
     app.loop.drain()
     if app.portal is not None:
         app.portal.close()
+    if app.flame is not None:
+        app.flame.close()
     logging.getLogger("lantern").removeHandler(app.log_tail)
     if app.profiler is None:
         return

@@ -7,7 +7,7 @@ import os
 import re
 import sys
 
-OVERLAY_MODES = ("off", "perf", "cull", "timeline", "log", "all")
+OVERLAY_MODES = ("off", "perf", "cull", "timeline", "log", "flame", "all")
 GPU_PROFILE_MODES = ("passes", "draws")  # --gpu-profile [draws]; plain: "passes"
 
 

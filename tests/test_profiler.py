@@ -23,7 +23,7 @@ from tests.profiling_support import (
 
 # lavapipe timing is noisy both ways: contention adds time, and now and then an end-of-pass
 # timestamp lands before the dispatch has finished (seen: one 4x reading at half its value).
-# The ratio of the medians over 8 frames (each run on an otherwise idle queue) must land
+# The ratio of the medians over 14 frames (each run on an otherwise idle queue) must land
 # within +-20 % of 4.
 RATIO_TOLERANCE = 0.20
 
@@ -48,7 +48,7 @@ def test_four_times_the_work_measures_four_times_the_time(timing_gpu):
         dev, [work_pass(dev, "Work1x", n, 256), work_pass(dev, "Work4x", 4 * n, 256)]
     )
     rig = _attach(gpu, graph)
-    rig.run(9, idle=True)  # lavapipe shares 2 cores with Python: keep recording off them
+    rig.run(15, idle=True)  # lavapipe shares 2 cores with Python: keep recording off them
     # frame 0 pays for shader JIT; a frame finding every pool in flight is not GPU-timed
     frames = [t for t in rig.drain() if t.frame_index > 0 and t.gpu is not None]
     assert len(frames) >= 5

@@ -336,6 +336,7 @@ MODE_PANELS: dict[str, tuple[str, ...]] = {
     "cull": ("cull",),
     "timeline": ("timeline",),
     "log": ("log",),
+    "flame": (),  # the live flame chart (engine.inspect.live) draws itself; the HUD adds its tag
     "all": ("perf", "cull", "timeline", "log"),
 }
 HINT = "F1: HUD"
@@ -410,6 +411,9 @@ class Hud:
             raise ValueError(f"overlay mode {mode!r} is not one of {', '.join(OVERLAY_MODES)}")
         self.mode = mode
         self.render_pass.enabled = mode != "off"
+        flame = getattr(self.app, "flame", None)  # engine.inspect.live.LiveFlame
+        if flame is not None:
+            flame.set_mode(mode)
         self._hint_due = self._hint_due or (hint and mode == "off")
         self._hint_drawn = False
         self._layout_due = True
