@@ -536,7 +536,7 @@ def test_overhead_reading_and_its_median():
     ns reads 920 ns; the first reading of a pass is dropped (warm-up), later ones go into a
     window whose median is the pass's ``overhead_ns``; the empty pass's targets are scratch
     views of the same format and size with the real pass's ops."""
-    from engine.profiling.draws import _DrawRec, _FrameRec, _PassRec
+    from engine.profiling.draws import _DrawRec, _FrameRec, _PassRec, _signature
 
     gpu = _gpu()
     dp = DrawProfiler(gpu, capacity=8, overhead_window=3)
@@ -559,6 +559,13 @@ def test_overhead_reading_and_its_median():
     dp._waiting[9] = _FrameRec(9, 0, [p], ts_used=2)
     _, (pd,) = dp._decode(9, np.zeros(dp._ts_cap, np.uint64).tobytes())
     assert pd.overhead_ns == 1320.0
+    # other attachments or ops (a resize): a new window, its first reading dropped again
+    for frame, want in ((10, None), (11, 700.0)):
+        p = _PassRec("P", "render", None, draws=[], overhead_ts=0, overhead_sig=("resized",))
+        dp._waiting[frame] = _FrameRec(frame, 0, [p], ts_used=2)
+        ts = np.zeros(dp._ts_cap, np.uint64)
+        ts[:2] = [5_000, 5_700]
+        assert dp._decode(frame, ts.tobytes())[1][0].overhead_ns == want
 
     tex = gpu.device.create_texture(
         size=(40, 24, 1), format="rgba16float", usage=wgpu.TextureUsage.RENDER_ATTACHMENT
@@ -569,3 +576,7 @@ def test_overhead_reading_and_its_median():
     assert c["view"] is not real["view"]
     assert (c["view"].texture.format, c["view"].size) == ("rgba16float", (40, 24, 1))
     assert (c["load_op"], c["store_op"]) == ("load", "discard")
+    sig = _signature({"color_attachments": [c]})
+    ops = (("load_op", "'load'"), ("store_op", "'discard'"))
+    assert sig == ((((40, 24, 1), "rgba16float", 1, False, ops),), None)
+    assert _signature({"color_attachments": [{**c, "load_op": "clear"}]}) != sig

@@ -40,7 +40,8 @@ mode), with as many timestamp pairs written inside it as the real pass wrote aro
 draws. One reading = its begin-to-end span less its inside pairs' spans (the real pass's
 pairs sit inside its draws' readings): the pass time that lies outside every draw. It is
 smoothed as the median of the pass's last ``overhead_window`` readings (robust to a stray
-slow frame). The first two frames are measured too and the first reading of each pass is
+slow frame). The first two frames are measured too, and the first reading of each pass, or
+the first after its attachments or ops changed (a resize), starts a new window and is
 dropped (its scratch targets are new: wgpu zero-fills them on first use, inside encoder
 timestamps). Reported per pass as ``PassDraws.overhead_ns``: draws + overhead close to
 the pass means the draws' readings account for the pass; what remains is overlap between
@@ -241,6 +242,7 @@ class _PassRec:
     baselines: dict[int, int | None] = field(default_factory=dict)  # repeats -> query
     overhead_ts: int | None = None  # empty pass: begin query (end +1), then its inside pairs
     overhead_pairs: int = 0
+    overhead_sig: tuple = ()  # the empty pass's targets and ops (a change restarts the window)
 
 
 @dataclass
@@ -296,6 +298,22 @@ for _n in DRAW_METHODS:
     setattr(TimedPass, _n, _work(_n))
 
 
+def _signature(targets: dict) -> tuple:
+    """What an empty pass's cost depends on: per attachment its texture's size, format and
+    samples and every op and clear value (views themselves change every frame)."""
+
+    def one(a):
+        if a is None:
+            return None
+        tex = a["view"].texture
+        ops = sorted((k, repr(v)) for k, v in a.items() if k not in ("view", "resolve_target"))
+        resolve = a.get("resolve_target") is not None
+        return tex.size, tex.format, tex.sample_count, resolve, tuple(ops)
+
+    colors = tuple(one(a) for a in targets["color_attachments"])
+    return colors, one(targets.get("depth_stencil_attachment"))
+
+
 def _state_key(command: tuple, n: int) -> tuple:
     """Which earlier call a state call replaces: per bind group / vertex buffer slot, else
     per method; immediates accumulate (a range each)."""
@@ -345,6 +363,8 @@ class DrawProfiler:
         inside, split, stats: which measurements are on.
         resolution_ns: timestamp resolution learned so far (gcd of the readings).
         dropped: draws over capacity, in the run.
+        overhead_every, overhead_window, encoder_timestamps: how pass overhead is measured
+            (see the module docstring).
     """
 
     def __init__(
@@ -390,9 +410,8 @@ class DrawProfiler:
         self._waiting: dict[int, _FrameRec] = {}
         self.overhead_every, self.overhead_window = overhead_every, overhead_window
         self.encoder_timestamps = timestamps == "encoder"
-        self._overheads: dict[str, collections.deque] = {}  # pass -> last readings (ns)
+        self._overheads: dict[str, tuple[tuple, collections.deque]] = {}  # pass -> (sig, ns)
         self._frames = 0  # frames recorded: overhead measured on the first 2, then every N
-        self._overhead_warm: set[str] = set()  # passes whose first (warm-up) reading is gone
         if not self.available:
             return
         # Timestamps: per draw 2 inside + 2 for its replay + 2 for its pass's empty pass, and
@@ -554,9 +573,9 @@ class DrawProfiler:
             tw["end_of_pass_write_index"] = i + 1
         label = f"{p.name} overhead"
         if p.kind == RENDER:
-            ep = encoder.begin_render_pass(
-                label=label, timestamp_writes=tw, **self._overhead_targets(p)
-            )
+            targets = self._overhead_targets(p)
+            p.overhead_sig = _signature(targets)
+            ep = encoder.begin_render_pass(label=label, timestamp_writes=tw, **targets)
         else:
             ep = encoder.begin_compute_pass(label=label, timestamp_writes=tw)
         for q in range(i + 2, i + 2 + 2 * pairs):
@@ -693,18 +712,15 @@ class DrawProfiler:
     def _overhead(self, p: _PassRec, ts, spans) -> float | None:
         """Take this frame's empty-pass reading of ``p`` (if any, and every timestamp of it
         was written) into the pass's window; the window's median, None while empty."""
-        window = self._overheads.get(p.name)
+        sig, window = self._overheads.get(p.name, ((), None))
         i = p.overhead_ts
         if i is not None:
             used = ts[i : i + 2 + 2 * p.overhead_pairs]
             pairs = spans[i // 2 + 1 : i // 2 + 1 + p.overhead_pairs]
-            if p.name not in self._overhead_warm:  # first reading: scratch first used
-                self._overhead_warm.add(p.name)
+            if window is None or sig != p.overhead_sig:  # first reading, or targets changed:
+                window = collections.deque(maxlen=self.overhead_window)  # (new scratch)
+                self._overheads[p.name] = (p.overhead_sig, window)
             elif used.all() and spans[i // 2] >= 0 and min(pairs, default=0) >= 0:
-                if window is None:
-                    window = self._overheads[p.name] = collections.deque(
-                        maxlen=self.overhead_window
-                    )
                 window.append(spans[i // 2] - sum(pairs))
         return None if not window else float(statistics.median(window))
 
