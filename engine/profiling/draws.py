@@ -28,6 +28,25 @@ as the greatest common divisor of the readings seen (1 ns on lavapipe, the tick 
 timer elsewhere); a measured span shorter than two resolutions is flagged
 ``below_resolution`` and shown as such, never as a number.
 
+Pass overhead (what the draws of a pass cannot add up to): a pass's own time also holds its
+fixed cost, the attachments' load/clear and store, the pass's begin and end and the
+timestamps themselves (a 1080p clear is ~0.15 ms on an H200). Every ``overhead_every``-th
+frame this profiler records, after the frame's passes, each timed pass is measured as an
+*empty* pass: a render pass on scratch targets of the same formats, sizes and sample counts
+with the real pass's load/store ops and clear values copied (scratch, because a clear would
+wipe the frame's own targets), or an empty compute pass; bracketed the same way as the real
+pass (descriptor timestamps, or encoder timestamps around it in ``timestamps="encoder"``
+mode), with as many timestamp pairs written inside it as the real pass wrote around its
+draws. One reading = its begin-to-end span less its inside pairs' spans (the real pass's
+pairs sit inside its draws' readings): the pass time that lies outside every draw. It is
+smoothed as the median of the pass's last ``overhead_window`` readings (robust to a stray
+slow frame). The first two frames are measured too, and the first reading of each pass, or
+the first after its attachments or ops changed (a resize), starts a new window and is
+dropped (its scratch targets are new: wgpu zero-fills them on first use, inside encoder
+timestamps). Reported per pass as ``PassDraws.overhead_ns``: draws + overhead close to
+the pass means the draws' readings account for the pass; what remains is overlap between
+draws (inside readings) or work the draws do differently in the pass.
+
 Per-draw pipeline statistics (``pipeline-statistics-query``): one query around each draw
 (scopes follow each other inside a pass; see ``engine.profiling.pipeline_stats``); a pass's
 counts are the sum of its draws'. A render draw whose last counts showed no vertex shader
@@ -48,8 +67,10 @@ frame's timings (``FrameTimings.draws``).
 
 from __future__ import annotations
 
+import collections
 import logging
 import math
+import statistics
 import struct
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -60,6 +81,7 @@ from wgpu.backends.wgpu_native import extras  # extras.write_timestamp: looked u
 
 from ..gpu import DRAW_PROFILE_FEATURES
 from ..readback import ReadbackRing
+from .gpu import write_timestamp as encoder_timestamp
 from .pipeline_stats import FEATURE as STATS_FEATURE
 from .pipeline_stats import STATISTICS
 
@@ -152,12 +174,16 @@ class PassDraws(NamedTuple):
         draws: ``Draw`` per draw or dispatch.
         baseline_ns: one empty replay pass on the same targets (what a split reading of
             one repetition had subtracted); None when the pass was not replayed.
+        overhead_ns: the pass's fixed cost outside its draws (an empty pass with the same
+            load/store ops, timed the same way; median of the last readings, see the
+            module docstring); None until a first reading came back.
     """
 
     name: str
     kind: str
     draws: tuple[Draw, ...]
     baseline_ns: int | None = None
+    overhead_ns: float | None = None
 
     def total(self, field_name: str) -> int | None:
         """Sum of a statistic (``"vertex"``, ``"clipper"``, ``"fragment"``, ``"compute"``)
@@ -168,6 +194,20 @@ class PassDraws(NamedTuple):
     def inside_sum_ns(self) -> int | None:
         v = [d.inside_ns for d in self.draws]
         return None if not v or None in v else sum(v)
+
+    def draws_sum_ns(self) -> tuple[str, float] | None:
+        """``(way, ns)``: the inside sum where every draw has one, else the split sum, else
+        None; what ``overhead_ns`` is added to."""
+        inside = self.inside_sum_ns()
+        if inside is not None:
+            return INSIDE, inside
+        split = self.split_sum_ns()
+        return None if split is None else (SPLIT, split)
+
+    def accounted_ns(self) -> float | None:
+        """Draws' sum (``draws_sum_ns``) + ``overhead_ns``; None when either is unknown."""
+        s = self.draws_sum_ns()
+        return None if s is None or self.overhead_ns is None else s[1] + self.overhead_ns
 
     def split_sum_ns(self) -> float | None:
         """Sum of the split readings; draws not replayed because they drew nothing (0
@@ -200,6 +240,9 @@ class _PassRec:
     commands: list = field(default_factory=list)  # (method, args, kwargs)
     draws: list[_DrawRec] = field(default_factory=list)
     baselines: dict[int, int | None] = field(default_factory=dict)  # repeats -> query
+    overhead_ts: int | None = None  # empty pass: begin query (end +1), then its inside pairs
+    overhead_pairs: int = 0
+    overhead_sig: tuple = ()  # the empty pass's targets and ops (a change restarts the window)
 
 
 @dataclass
@@ -210,6 +253,7 @@ class _FrameRec:
     ts_used: int = 0
     stats_used: int = 0
     replay_passes: int = 0
+    measure_overhead: bool = False
 
 
 class TimedPass:
@@ -254,6 +298,22 @@ for _n in DRAW_METHODS:
     setattr(TimedPass, _n, _work(_n))
 
 
+def _signature(targets: dict) -> tuple:
+    """What an empty pass's cost depends on: per attachment its texture's size, format and
+    samples and every op and clear value (views themselves change every frame)."""
+
+    def one(a):
+        if a is None:
+            return None
+        tex = a["view"].texture
+        ops = sorted((k, repr(v)) for k, v in a.items() if k not in ("view", "resolve_target"))
+        resolve = a.get("resolve_target") is not None
+        return tex.size, tex.format, tex.sample_count, resolve, tuple(ops)
+
+    colors = tuple(one(a) for a in targets["color_attachments"])
+    return colors, one(targets.get("depth_stencil_attachment"))
+
+
 def _state_key(command: tuple, n: int) -> tuple:
     """Which earlier call a state call replaces: per bind group / vertex buffer slot, else
     per method; immediates accumulate (a range each)."""
@@ -292,12 +352,19 @@ class DrawProfiler:
             (``replays_skipped``).
         slots: readback slots in flight; batch: frames per slot, read back with one map
             (as ``engine.profiling.gpu.GpuProfiler``); one query pool per frame region.
+        overhead_every: measure each pass's overhead (an empty pass like it) on every
+            this-many-th frame recorded (0: never); overhead_window: readings in its median.
+        timestamps: how the graph's profiler brackets the real passes, ``"pass"``
+            (descriptor timestamps) or ``"encoder"`` (encoder timestamps around the pass;
+            needs ``timestamp-query-inside-encoders``): the empty passes are bracketed alike.
 
     Attributes:
         available: False without ``timestamp-query`` (``reason`` says why).
         inside, split, stats: which measurements are on.
         resolution_ns: timestamp resolution learned so far (gcd of the readings).
         dropped: draws over capacity, in the run.
+        overhead_every, overhead_window, encoder_timestamps: how pass overhead is measured
+            (see the module docstring).
     """
 
     def __init__(
@@ -312,7 +379,17 @@ class DrawProfiler:
         max_replay_passes: int = 128,
         slots: int = 3,
         batch: int = 1,
+        overhead_every: int = 4,
+        overhead_window: int = 8,
+        timestamps: str = "pass",
     ):
+        if timestamps not in ("pass", "encoder"):
+            raise ValueError(f"timestamps must be 'pass' or 'encoder', got {timestamps!r}")
+        if overhead_every < 0 or overhead_window < 1:
+            raise ValueError(
+                "overhead_every must be >= 0 and overhead_window >= 1, got "
+                f"{overhead_every} and {overhead_window}"
+            )
         feats = gpu.features
         self.device = dev = gpu.device
         self.available = "timestamp-query" in feats
@@ -331,10 +408,15 @@ class DrawProfiler:
         self._scratch: dict[tuple, tuple] = {}  # (pass, slot) -> (key, view, texture)
         self._rec: _FrameRec | None = None
         self._waiting: dict[int, _FrameRec] = {}
+        self.overhead_every, self.overhead_window = overhead_every, overhead_window
+        self.encoder_timestamps = timestamps == "encoder"
+        self._overheads: dict[str, tuple[tuple, collections.deque]] = {}  # pass -> (sig, ns)
+        self._frames = 0  # frames recorded: overhead measured on the first 2, then every N
         if not self.available:
             return
-        # Timestamps: per draw 2 inside + 2 for its replay, + 2 per pass baseline.
-        self._ts_cap = -(-(4 * capacity + 64) // 32) * 32  # resolve offsets: 256 B aligned
+        # Timestamps: per draw 2 inside + 2 for its replay + 2 for its pass's empty pass, and
+        # per pass 2 for a replay baseline and 2 for its empty pass.
+        self._ts_cap = -(-(6 * capacity + 128) // 32) * 32  # resolve offsets: 256 B aligned
         self._st_stride = 8 * len(STATISTICS)
         ts_bytes = 8 * self._ts_cap
         size = ts_bytes + (self._st_stride * capacity if self.stats else 0)
@@ -362,6 +444,9 @@ class DrawProfiler:
         pool = self._ring.next_region()
         if pool is not None:
             self._rec = _FrameRec(frame_index, pool)
+            every, n = self.overhead_every, self._frames
+            self._rec.measure_overhead = every > 0 and (n < 2 or n % every == 0)
+            self._frames += 1
 
     def wrap(self, name: str, kind: str, pass_encoder, targets: dict | None):
         """The encoder a pass's ``record`` gets: a ``TimedPass`` while a frame is being
@@ -404,6 +489,9 @@ class DrawProfiler:
         frame = self._rec
         if frame is None:
             return
+        if frame.measure_overhead:  # before the replays: first call on the timestamps
+            for p in frame.passes:
+                self._overhead_pass(encoder, frame, p)
         if self.split:
             for p in frame.passes:
                 if p.kind == RENDER and p.draws:
@@ -467,6 +555,59 @@ class DrawProfiler:
                 getattr(rp, method)(*args, **kwargs)
             rp.end()
         return i
+
+    def _overhead_pass(self, encoder, frame: _FrameRec, p: _PassRec) -> None:
+        """An empty pass like ``p`` (same load/store ops on scratch targets, or compute),
+        bracketed like the real pass, with the real pass's number of inside pairs."""
+        pairs = sum(d.ts is not None for d in p.draws)
+        i = frame.ts_used
+        if i + 2 + 2 * pairs > self._ts_cap or (p.kind == RENDER and not p.targets):
+            return
+        frame.ts_used += 2 + 2 * pairs
+        qs = self._pools[frame.pool][0]
+        tw = None
+        if self.encoder_timestamps:
+            encoder_timestamp(encoder, qs, i)
+        else:
+            tw = {"query_set": qs, "beginning_of_pass_write_index": i}
+            tw["end_of_pass_write_index"] = i + 1
+        label = f"{p.name} overhead"
+        if p.kind == RENDER:
+            targets = self._overhead_targets(p)
+            p.overhead_sig = _signature(targets)
+            ep = encoder.begin_render_pass(label=label, timestamp_writes=tw, **targets)
+        else:
+            ep = encoder.begin_compute_pass(label=label, timestamp_writes=tw)
+        for q in range(i + 2, i + 2 + 2 * pairs):
+            extras.write_timestamp(ep, qs, q)
+        ep.end()
+        if self.encoder_timestamps:
+            encoder_timestamp(encoder, qs, i + 1)
+        p.overhead_ts, p.overhead_pairs = i, pairs
+
+    def _overhead_targets(self, p: _PassRec) -> dict:
+        """The pass's attachments with their views swapped for scratch ones (colour,
+        resolve and depth/stencil), every load/store op and clear value kept."""
+        t = p.targets
+        colors = []
+        for slot, a in enumerate(t.get("color_attachments") or []):
+            if a is None:
+                colors.append(None)
+                continue
+            a = {**a, "view": self._scratch_view(p.name, slot, a["view"])}
+            if a.get("resolve_target") is not None:
+                a["resolve_target"] = self._scratch_view(
+                    p.name, f"{slot} resolve", a["resolve_target"]
+                )
+            colors.append(a)
+        out = {"color_attachments": colors}
+        d = t.get("depth_stencil_attachment")
+        if d is not None:
+            out["depth_stencil_attachment"] = {
+                **d,
+                "view": self._scratch_view(p.name, "depth", d["view"]),
+            }
+        return out
 
     def _scratch_targets(self, p: _PassRec) -> dict | None:
         """The pass's attachments on scratch textures of the same formats and sizes, every
@@ -564,8 +705,24 @@ class DrawProfiler:
             draws = []
             for d in p.draws:
                 draws.append(self._decode_draw(p, d, ts, spans, base, data, two_res))
-            out.append(PassDraws(p.name, p.kind, tuple(draws), base.get(1)))
+            overhead = self._overhead(p, ts, spans)
+            out.append(PassDraws(p.name, p.kind, tuple(draws), base.get(1), overhead))
         return frame_index, tuple(out)
+
+    def _overhead(self, p: _PassRec, ts, spans) -> float | None:
+        """Take this frame's empty-pass reading of ``p`` (if any, and every timestamp of it
+        was written) into the pass's window; the window's median, None while empty."""
+        sig, window = self._overheads.get(p.name, ((), None))
+        i = p.overhead_ts
+        if i is not None:
+            used = ts[i : i + 2 + 2 * p.overhead_pairs]
+            pairs = spans[i // 2 + 1 : i // 2 + 1 + p.overhead_pairs]
+            if window is None or sig != p.overhead_sig:  # first reading, or targets changed:
+                window = collections.deque(maxlen=self.overhead_window)  # (new scratch)
+                self._overheads[p.name] = (p.overhead_sig, window)
+            elif used.all() and spans[i // 2] >= 0 and min(pairs, default=0) >= 0:
+                window.append(spans[i // 2] - sum(pairs))
+        return None if not window else float(statistics.median(window))
 
     def _decode_draw(self, p, d: _DrawRec, ts, spans, base, data, two_res) -> Draw:
         begin = end = split = None

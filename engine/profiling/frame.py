@@ -81,7 +81,8 @@ class FrameProfiler:
         if draws and self.gpu is not None and self.gpu.available:
             from .draws import DrawProfiler
 
-            opts = {"slots": frames_in_flight, "batch": batch, **(draw_options or {})}
+            opts = {"slots": frames_in_flight, "batch": batch, "timestamps": self.gpu.mode}
+            opts.update(draw_options or {})
             self.draws = DrawProfiler(gpu_ctx, **opts)
         self.active = True  # engine.profiling.sink.ProfilerSink: the graph calls this sink
         self.gpu_available = self.gpu is not None and self.gpu.available
@@ -121,6 +122,8 @@ class FrameProfiler:
             "capacity": d.capacity,
             "target_ns": d.target_ns,
             "max_repeats": d.max_repeats,
+            "overhead_every": d.overhead_every,
+            "overhead_window": d.overhead_window,
         }
 
     # -- graph protocol ---------------------------------------------------------------------------

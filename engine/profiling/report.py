@@ -105,7 +105,13 @@ DRAWS_CAVEAT = (
     "even where the pass loads it), overlapping nothing, the same number of empty passes "
     "subtracted, divided by the repetitions xN; split/inside > 1: the draws overlapped in the "
     "pass (or its timestamps did not wait for them: lavapipe rasterises after binning); "
-    "compute dispatches are never replayed; '<res' = shorter than two timestamp ticks"
+    "compute dispatches are never replayed; '<res' = shorter than two timestamp ticks; "
+    "pass overhead = the pass's fixed cost outside its draws (attachment load/clear/store, "
+    "pass begin/end, timestamps): an empty pass on scratch targets with the same load/store "
+    "ops (or an empty compute pass), timed like the pass, less the spans of the timestamp "
+    "pairs written inside it, median of the last {window} readings (one every {every} "
+    "frames); Δ = (draws + overhead - pass) / pass: what the draws' readings leave "
+    "unexplained (overlap between draws reads negative)"
 )
 
 
@@ -133,10 +139,28 @@ def _draw_time(d, inside: bool) -> str:
     return "<res" if below else f"{d.split_ns / 1e6:.4f} x{d.repeats}"
 
 
+def accounted_text(p, pass_ns: int | None) -> str | None:
+    """``"draws inside X ms + pass overhead Y ms = Z ms vs pass W ms (Δ +p%)"`` for pass ``p``
+    (``PassDraws``; split sum where it has no inside sum), ``Δ`` = (Z - W) / W; the overhead
+    ``n/a`` until measured; None when the pass has no draws' sum or no time of its own."""
+    s = p.draws_sum_ns()
+    if s is None or not pass_ns:
+        return None
+    way, draws = s
+    if p.overhead_ns is None:
+        return f"draws {way} {_ms(draws)} ms + pass overhead n/a"
+    z = draws + p.overhead_ns
+    return (
+        f"draws {way} {_ms(draws)} ms + pass overhead {_ms(p.overhead_ns)} ms = {_ms(z)} ms "
+        f"vs pass {_ms(pass_ns)} ms (Δ {100 * (z - pass_ns) / pass_ns:+.1f}%)"
+    )
+
+
 def pass_summary(p, scope) -> str:
     """One line for pass ``p`` (``PassDraws``) against its GPU ``scope`` (or None): its
-    time, the draws' inside sum as a share of it, the split sum (and split/inside), and
-    for a render pass its fragments and ns per fragment."""
+    time, the draws' inside sum as a share of it, the split sum (and split/inside), the
+    draws' sum plus the pass's overhead against the pass (``accounted_text``), and for a
+    render pass its fragments and ns per fragment."""
     pass_ns = None if scope is None else scope.end_ns - scope.begin_ns
     parts = [f"{p.name} ({p.kind}) {_ms(pass_ns)} ms"]
     inside, split = p.inside_sum_ns(), p.split_sum_ns()
@@ -154,6 +178,9 @@ def pass_summary(p, scope) -> str:
             pct = 100 * split / pass_ns
             text += f" = {pct:.1f}% of the pass ({pct - 100:+.1f}%)"
         parts.append(text)
+    accounted = accounted_text(p, pass_ns)
+    if accounted:
+        parts.append(accounted)
     frags = p.total("fragment")
     if p.kind == "render":
         parts.append(f"{_count(frags)} fragments, {_per_frag(pass_ns, frags)} ns/fragment")
@@ -172,7 +199,11 @@ def draws_report(history, info: dict) -> str:
     lines = [
         f"GPU draws, frame {rec.frame_index} ({' and '.join(ways) or 'no timing'}; "
         f"pipeline statistics {'on' if info.get('stats') else 'n/a'}):",
-        f"   {DRAWS_CAVEAT}.",
+        "   "
+        + DRAWS_CAVEAT.format(
+            window=info.get("overhead_window", "?"), every=info.get("overhead_every", "?")
+        )
+        + ".",
     ]
     scopes = {s.name: s for s in rec.gpu or ()}
     for p in rec.draws:
