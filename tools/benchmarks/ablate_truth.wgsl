@@ -34,10 +34,15 @@ fn chain(x0: f32, n: u32) -> f32 {
     return x;
 }
 
+// The trailing store keeps the pair off the entry point's last position: on the H200 the
+// compiler makes the last top-level loop of an entry point about 34% slower than the same loop
+// elsewhere (measured: two equal chains read 0.96 : 1.29 ms, the uninstrumented shader agreeing),
+// which ablation reports truthfully but which would make "4:1" untrue of the compiled code.
 @compute @workgroup_size(64)
 fn cs_pair(@builtin(global_invocation_id) id: vec3u) {
     a[id.x] = chain(a[id.x], p.n4);
     b[id.x] = chain(b[id.x], p.n1);
+    c[id.x] = 1.0;
 }
 
 @fragment
