@@ -242,7 +242,9 @@ def _start_and_run(sample_cls, args, prog: str, interrupt: Interrupt) -> int:
         if args.telemetry:
             writer = JsonLinesWriter(args.telemetry, app.telemetry.session)
             app.telemetry.subscribe(writer)
-        if not interrupt.requested:
+        if interrupt.requested:  # Ctrl-C while the sample was building
+            _interrupted_early(args)
+        else:
             _run_frames(app, sample, target, window)
     except GpuError as e:  # a GPU capability the sample needs is missing
         return fail(prog, str(e), 1)
