@@ -309,6 +309,16 @@ def test_command_runs_on_the_frame_thread_and_answers(portal):
         }
 
 
+def test_a_command_line_cannot_forge_log_lines(portal, caplog):
+    # the echo of a posted line is one log line: a newline or a control character in it is
+    # shown escaped, so a page cannot print "portal> shadows off" as if it had been run
+    with FramePump(portal.tel, portal.reg, fps=100, max_s=20):
+        with caplog.at_level(logging.INFO, logger="lantern"):
+            post_command(portal.port, "help\nportal> shadows off\x1b[2J\x00")
+    echoes = [m for m in caplog.messages if m.startswith("portal>")]
+    assert echoes == ["portal> help\\nportal> shadows off\\x1b[2J\\x00"]
+
+
 def test_completion_answers_without_the_frame_loop(portal):
     from engine.debug.console import register_app_commands
 
