@@ -505,6 +505,17 @@ def test_start_prints_url_and_port_in_use_is_one_line(capsys, monkeypatch):
     assert start(SimpleNamespace(args=SimpleNamespace(portal=None))) is None
 
 
+def test_host_without_a_portal_is_one_line(monkeypatch):
+    # --portal-host alone used to be ignored: no server, no word, the page never came up
+    monkeypatch.delenv("LANTERN_PORTAL", raising=False)
+    app = SimpleNamespace(args=SimpleNamespace(portal=None, portal_host="0.0.0.0"))
+    with pytest.raises(PortalError) as e:
+        start(app)
+    assert str(e.value) == (
+        "--portal-host '0.0.0.0' needs the portal on: add --portal [PORT] (or LANTERN_PORTAL=1)"
+    )
+
+
 def test_non_loopback_host_is_a_warning(monkeypatch, caplog, capsys):
     import engine.portal as portal_pkg
 
