@@ -258,7 +258,8 @@ def _start_and_run(sample_cls, args, prog: str, interrupt: Interrupt) -> int:
         _shutdown(app, sample)
         if writer is not None:
             writer.close()
-            print(f"wrote {args.telemetry} ({writer.records} records)")
+            if writer.error is None:  # else its warning said where it stopped
+                print(f"wrote {args.telemetry} ({writer.records} records)")
         sample.close()
     return 130 if interrupt.requested else 0
 
