@@ -260,7 +260,9 @@ def _start_and_run(sample_cls, args, prog: str, interrupt: Interrupt) -> int:
         if args.telemetry:
             writer = JsonLinesWriter(args.telemetry, app.telemetry.session)
             app.telemetry.subscribe(writer)
-        if not interrupt.requested:
+        if interrupt.requested:  # Ctrl-C while the sample was building
+            _interrupted_early(args)
+        else:
             _run_frames(app, sample, target, window)
     except GpuError as e:  # a GPU capability the sample needs is missing
         return fail(prog, str(e), 1)
@@ -274,7 +276,8 @@ def _start_and_run(sample_cls, args, prog: str, interrupt: Interrupt) -> int:
         _shutdown(app, sample)
         if writer is not None:
             writer.close()
-            print(f"wrote {args.telemetry} ({writer.records} records)")
+            if writer.error is None:  # else its warning said where it stopped
+                print(f"wrote {args.telemetry} ({writer.records} records)")
         sample.close()
     return 130 if interrupt.requested else 0
 

@@ -14,6 +14,7 @@ Units: ``*_ns`` integers are nanoseconds (GPU scopes on the GPU clock, CPU scope
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -530,6 +531,9 @@ class JsonLinesWriter:
     names (indices continue across lines); then one ``{"type": "frame", ...}`` per record
     (``encode_record``'s message). Written as records arrive; flushed at ``close``.
 
+    A write that fails later (disk full, drive removed) stops the writer: one warning, the
+    error kept in ``error``, the run goes on.
+
     Raises:
         OSError: the file cannot be opened.
     """
@@ -539,9 +543,12 @@ class JsonLinesWriter:
         self._f = open(path, "wb")  # noqa: SIM115 - closed in close()
         self._table = NameTable()
         self.records = 0
+        self.error: OSError | None = None
         self._line({"type": "session", **session})
 
     def __call__(self, record: FrameRecord) -> None:
+        if self._f is None:
+            return
         self.records += 1
         new, msg = encode_record(record, self._table)
         if new:
@@ -549,7 +556,24 @@ class JsonLinesWriter:
         self._line({"type": "frame", **msg})
 
     def _line(self, obj: dict) -> None:
-        self._f.write(orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE))
+        try:
+            self._f.write(orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE))
+        except OSError as e:
+            self._stop(e)
+
+    def _stop(self, error: OSError) -> None:
+        self.error, f, self._f = error, self._f, None
+        with contextlib.suppress(OSError):
+            f.close()  # flushing again fails the same way; the descriptor is released
+        log.warning(
+            "telemetry: cannot write %s (%s) after %d record(s); the file is incomplete",
+            self.path, error.strerror or error, self.records,
+        )  # fmt: skip
 
     def close(self) -> None:
-        self._f.close()
+        if self._f is None:
+            return
+        try:
+            self._f.close()
+        except OSError as e:
+            self._stop(e)

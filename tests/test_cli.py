@@ -113,3 +113,21 @@ def test_standard_frame_on_opengl_is_one_line(tmp_path):
     # ours is one line, and there is no traceback
     ours = [ln for ln in r.stderr.splitlines() if ln.startswith("python -m samples.s13: error:")]
     assert len(ours) == 1 and "OpenGL" in ours[0] and "Traceback" not in r.stderr
+
+
+def test_ctrl_c_while_the_sample_builds_says_the_capture_was_not_written(tmp_path, capsys):
+    # Ctrl-C landing in build() (s13 compiles pipelines and builds its city for seconds there)
+    # used to skip the frames without the "not written" line the other interrupt points print
+    from engine.app import run
+    from samples.s01_lit_boxes import LitBoxes
+
+    class InterruptedWhileBuilding(LitBoxes):
+        def build(self, graph):
+            super().build(graph)
+            self.app.interrupt.requested = True  # what the SIGINT handler sets
+
+    png = tmp_path / "never.png"
+    assert run(InterruptedWhileBuilding, ["--capture", str(png), "--frames", "2"]) == 130
+    out = capsys.readouterr().out
+    assert f"interrupted before the first frame: {png} not written" in out
+    assert not png.exists()

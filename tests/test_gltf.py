@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -213,6 +214,19 @@ def test_nan_position(tmp_path):
     doc.accessors[0].min = doc.accessors[0].max = None  # NaN is not valid JSON
     save(doc, blob, tmp_path / "nan.glb")
     _raises(tmp_path / "nan.glb", "mesh 0 primitive 0 POSITION 5 is not finite")
+
+
+@pytest.mark.parametrize("scale", [1e300, 3.5e38])
+def test_node_transform_beyond_float32_is_one_line_without_a_numpy_warning(tmp_path, scale):
+    # finite in float64 (JSON), inf once stored as float32: named by node, no RuntimeWarning
+    doc, blob = build([[Prim(box())]], [Node(mesh=0, scale=(scale, 1.0, 1.0))], [0])
+    save(doc, blob, tmp_path / "huge.gltf")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _raises(tmp_path / "huge.gltf", "node 0", "beyond float32 range")
+    with pytest.raises(SceneError) as e:
+        load_gltf(str(tmp_path / "huge.gltf"))
+    assert "Error" not in str(e.value)
 
 
 def test_accessor_beyond_its_buffer(tmp_path):

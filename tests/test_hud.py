@@ -582,3 +582,19 @@ def test_console_opens_over_any_mode_and_log_mode_shows_the_tail(gpu):
         assert any("shadow map too small" in t and "3" in t for t in text), text
     finally:
         logging.getLogger("lantern").removeHandler(tail)
+
+
+@pytest.mark.parametrize("profiling", [None, {"gpu": False, "cpu": True, "gpu_available": False}])
+def test_perf_note_fits_the_narrowest_table_and_names_the_switch(profiling):
+    # profiling switched off from the console left "no timings: run with --gpu-profil", cut
+    # at the 35-cell table's edge and pointing at a flag the running process cannot take
+    from engine.debug.perf import FORM_WIDTHS, PerfOverlay
+    from engine.telemetry import Telemetry
+
+    tel = Telemetry({} if profiling is None else {"profiling": profiling})
+    perf = PerfOverlay()
+    perf.tick(tel, ["Main"], 0.0)
+    ov = DebugOverlay(FORM_WIDTHS[-1], 12)
+    w, h = perf.draw(ov, 0, 0, form=len(FORM_WIDTHS) - 1)
+    note = "".join(ov.glyph_at(c, h - 2) or " " for c in range(w)).strip()  # above a margin
+    assert note.endswith("profile gpu on"), note

@@ -90,11 +90,34 @@ def test_nothing_overlaps_or_leaves_the_region_at_any_grid_size():
                 r = (p.col, p.row, p.col + p.size[0], p.row + p.size[1])
                 assert 0 <= r[0] and r[2] <= cols and 0 <= r[1] and r[3] <= rows, (cols, rows)
                 assert not any(overlaps(r, o) for o in used[len(lay.placements) :])
-            # every panel is either placed or named in a notice: never dropped silently
+            # every panel is either placed or named in a notice: never dropped silently (in a
+            # region too narrow for the name, the notice is cut to fill its row)
             named = " ".join(t for _, _, t in lay.notices)
             for p in panels:
-                assert p.key in {q.key for q in lay.placements} or p.key in named, (cols, rows)
+                placed = p.key in {q.key for q in lay.placements}
+                joined = ", ".join(k for k, _ in lay.missing)  # the one-row form names them all
+                cut = any(
+                    c + len(t) == cols and (p.key.startswith(t) or joined.startswith(t))
+                    for c, _, t in lay.notices
+                )
+                assert placed or p.key in named or cut, (cols, rows)
             assert all(0 <= r < rows for _, r, _ in lay.notices)
+
+
+def test_notices_fit_the_region_and_name_the_panel_where_it_fits():
+    # --hud-scale 3 at 640x360 is a 26x15-cell grid: "no room for log (36x6 cells)" ran off
+    # the right edge, cut mid-word, the very clipping the notice is there to avoid
+    log = PanelSpec("log", ((36, 6),))
+    lay = pack([log], (0, 0, 26, 15), TAG)
+    assert lay.notices == ((1, 1, "no room for log"),)
+    for cols, rows in itertools.product(range(1, 60), (1, 2, 9)):
+        for panels in (ALL, [PERF], [TIMELINE], [log]):
+            lay = pack(panels, (0, 0, cols, rows), TAG)
+            for c, _, text in lay.notices:
+                assert c + len(text) <= cols, (cols, rows, text)
+                keys = [p.key for p in panels if p.key not in {q.key for q in lay.placements}]
+                if cols - c >= len(", ".join(keys)) + len("no room: "):
+                    assert any(k in text for k in keys), (cols, rows, text)
 
 
 def test_one_row_region_says_what_is_missing_in_place_of_the_tag():

@@ -309,6 +309,16 @@ def test_command_runs_on_the_frame_thread_and_answers(portal):
         }
 
 
+def test_a_command_line_cannot_forge_log_lines(portal, caplog):
+    # the echo of a posted line is one log line: a newline or a control character in it is
+    # shown escaped, so a page cannot print "portal> shadows off" as if it had been run
+    with FramePump(portal.tel, portal.reg, fps=100, max_s=20):
+        with caplog.at_level(logging.INFO, logger="lantern"):
+            post_command(portal.port, "help\nportal> shadows off\x1b[2J\x00")
+    echoes = [m for m in caplog.messages if m.startswith("portal>")]
+    assert echoes == ["portal> help\\nportal> shadows off\\x1b[2J\\x00"]
+
+
 def test_completion_answers_without_the_frame_loop(portal):
     from engine.debug.console import register_app_commands
 
@@ -493,6 +503,17 @@ def test_start_prints_url_and_port_in_use_is_one_line(capsys, monkeypatch):
     finally:
         p.close()
     assert start(SimpleNamespace(args=SimpleNamespace(portal=None))) is None
+
+
+def test_host_without_a_portal_is_one_line(monkeypatch):
+    # --portal-host alone used to be ignored: no server, no word, the page never came up
+    monkeypatch.delenv("LANTERN_PORTAL", raising=False)
+    app = SimpleNamespace(args=SimpleNamespace(portal=None, portal_host="0.0.0.0"))
+    with pytest.raises(PortalError) as e:
+        start(app)
+    assert str(e.value) == (
+        "--portal-host '0.0.0.0' needs the portal on: add --portal [PORT] (or LANTERN_PORTAL=1)"
+    )
 
 
 def test_non_loopback_host_is_a_warning(monkeypatch, caplog, capsys):

@@ -4,7 +4,9 @@ the nanosecond."""
 
 from __future__ import annotations
 
+import errno
 import json
+import logging
 
 import numpy as np
 import pytest
@@ -102,6 +104,22 @@ def test_jsonl_sends_names_once_and_exact_nanoseconds(tmp_path):
         got = [(names[i], e - b) for i, b, e in fr["gpu"]]
         assert got == [(s.name, s.end_ns - s.begin_ns) for s in rec.gpu]
     assert len(json.dumps(frames[-1])) < 4096
+
+
+def test_jsonl_on_a_full_disk_is_one_warning_not_a_traceback(caplog):
+    # /dev/full: every write that reaches the device fails with ENOSPC, like a full disk
+    # (or a removed drive) during a run; it used to raise from publish and again from close
+    tel = Telemetry({"adapter": "test"})
+    writer = JsonLinesWriter("/dev/full", tel.session)
+    tel.subscribe(writer)
+    with caplog.at_level(logging.WARNING, logger="lantern"):
+        _feed(tel, np.full((200, 8), 1.5))  # ~200 KB: past any write buffer
+        writer.close()
+    assert writer.error is not None and writer.error.errno == errno.ENOSPC
+    assert tel.subscriber_errors == 0 and not any(r.exc_info for r in caplog.records)
+    assert len(caplog.messages) == 1
+    assert caplog.messages[0].startswith("telemetry: cannot write /dev/full (No space left")
+    assert caplog.messages[0].endswith("the file is incomplete")
 
 
 def test_a_subscriber_that_raises_is_removed_and_the_rest_still_run(caplog):

@@ -94,6 +94,15 @@ def notice_text(key: str, size: Size) -> str:
     return f"no room for {key} ({size[0]}x{size[1]} cells)"
 
 
+def fit_line(width: int, *candidates: str) -> str:
+    """The first of ``candidates`` (longest first) that fits ``width`` cells, else the last
+    one cut to the width: a notice is shortened, never run off the edge of the grid."""
+    for text in candidates:
+        if len(text) <= width:
+            return text
+    return candidates[-1][: max(width, 0)]
+
+
 def form_candidates(panels: Sequence[PanelSpec]) -> list[tuple[int, ...]]:
     """Every combination of form indices (one per panel), in the order to try them: fewest
     compaction steps first, then the steps spread over the panels (no panel squeezed to its
@@ -138,6 +147,12 @@ def _shelves(panels: Sequence[PanelSpec], forms: Sequence[int], box: Rect):
     return placed, out, y + shelf_h
 
 
+def _notice(panel: PanelSpec, width: int) -> str:
+    key = panel.key
+    full = notice_text(key, smallest(panel.sizes))
+    return fit_line(width, full, f"no room for {key}", f"no room: {key}", key)
+
+
 def pack(panels: Sequence[PanelSpec], region: Rect, tag_width: int) -> Layout:
     """Place ``panels`` inside ``region`` (cells, half-open) under a ``tag_width``-cell mode
     tag on the region's top row. Pure: same input, same layout.
@@ -172,14 +187,13 @@ def pack(panels: Sequence[PanelSpec], region: Rect, tag_width: int) -> Layout:
         reserve = len(out)
     missing = tuple((p.key, smallest(p.sizes)) for p in out)
     if r1 - box[1] < len(out):  # not even a row per notice: one line in place of the tag
-        line = "no room for " + ", ".join(p.key for p in out)
+        keys = ", ".join(p.key for p in out)
+        line = fit_line(c1 - c0, f"no room for {keys}", f"no room: {keys}", keys)
         return Layout(region, tuple(placed), missing, ((c0, r0, line),), tag=None)
     first = bottom + GAP if placed and bottom > box[1] else box[1]
     first = min(first, r1 - len(out))
     x = box[0] if box[0] < box[2] else c0
-    notices = tuple(
-        (x, first + i, notice_text(p.key, smallest(p.sizes))) for i, p in enumerate(out)
-    )
+    notices = tuple((x, first + i, _notice(p, c1 - x)) for i, p in enumerate(out))
     return Layout(region, tuple(placed), missing, notices, tag=tag)
 
 

@@ -113,6 +113,7 @@ class PerfOverlay:
         self.totals = PerfRow("Total", None, None)
         self.frame_ms: float | None = None
         self.gpu_available = False
+        self.gpu_on = False  # GPU timing asked for (it can still be unavailable)
         self.has_profiler = False
         self._last_refresh = -math.inf
         self.draws_info: dict | None = None
@@ -137,7 +138,8 @@ class PerfOverlay:
         prof = telemetry.session.get("profiling")
         self.has_profiler = prof is not None
         self.draws_info = (prof or {}).get("draws")
-        self.gpu_available = bool(prof and prof["gpu"] and prof["gpu_available"])
+        self.gpu_on = bool(prof and prof["gpu"])
+        self.gpu_available = self.gpu_on and bool(prof["gpu_available"])
         rec = telemetry.latest
         if rec is None:
             self.rows = [PerfRow(n, None, None) for n in pass_names]
@@ -258,8 +260,10 @@ class PerfOverlay:
             ov.text(x, y, "!", HOT)
 
     def _note(self) -> str:
-        if not self.has_profiler:
-            return "no timings: run with --gpu-profile"
+        if not self.has_profiler:  # the console command works in a running sample
+            return "no timings: profile gpu on"
+        if not self.gpu_on:
+            return "no GPU timings: profile gpu on"
         if not self.gpu_available:
             return "GPU timing unavailable (n/a)"
         hitch = max(

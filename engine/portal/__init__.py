@@ -42,12 +42,19 @@ def start(app) -> Portal | None:
     ``app.commands`` / ``app.log_tail`` when present (``engine.debug.console.install``).
 
     Raises:
-        PortalError: one line to print with exit status 2 (port in use, bad host, bad env).
+        PortalError: one line to print with exit status 2 (port in use, bad host, bad env,
+            ``--portal-host`` without the portal on).
     """
     port = portal_port(app.args)
+    asked_host = getattr(app.args, "portal_host", None)
     if port is None:
+        if asked_host:
+            raise PortalError(
+                f"--portal-host {asked_host!r} needs the portal on: add --portal [PORT] "
+                "(or LANTERN_PORTAL=1)"
+            )
         return None
-    host = getattr(app.args, "portal_host", None) or "127.0.0.1"
+    host = asked_host or "127.0.0.1"
     portal = Portal(
         app.telemetry,
         getattr(app, "commands", None),

@@ -261,7 +261,7 @@ class PortalHandler(BaseHTTPRequestHandler):
         return None
 
     def _command(self, commands, line: str) -> None:
-        log.info("portal> %s", line[:200])
+        log.info("portal> %s", _escaped(line[:200]))
         result = commands.submit(line).wait(COMMAND_WAIT_S)
         if result is None:
             text = f"queued: the frame loop did not run it within {COMMAND_WAIT_S:g} s (paused?)"
@@ -363,3 +363,9 @@ def _bind_error(host: str, port: int, e: OSError) -> str:
     if isinstance(e, socket.gaierror) or e.errno == errno.EADDRNOTAVAIL:
         return f"--portal-host {host!r} is not an address of this machine; leave it out"
     return f"cannot start the portal on {host}:{port}: {e.strerror or e}"
+
+
+def _escaped(text: str) -> str:
+    """``text`` with control characters written as escapes (``\\n``, ``\\x1b``), so a posted
+    line is one log line and cannot forge others or drive the terminal."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)

@@ -42,6 +42,7 @@ COMPONENT_DTYPES = {
 }
 TYPE_SIZES = {"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4, "MAT2": 4, "MAT3": 9, "MAT4": 16}
 TRIANGLES = 4
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 class SceneError(ValueError):
@@ -417,6 +418,8 @@ class _Loader:
         world = parent @ self._local(index, node)
         if not np.isfinite(world).all():
             raise self.fail(f"node {index} has a non-finite transform")
+        if np.abs(world).max() > FLOAT32_MAX:  # instances are float32: it would become inf
+            raise self.fail(f"node {index} has a transform beyond float32 range (|value| > 3.4e38)")
         if node.mesh is not None:
             self._add_mesh(node.mesh, world)
         for child in node.children or []:
