@@ -21,7 +21,7 @@ from .gpu import DRAW_PROFILE_FEATURES, GpuError, create_gpu
 from .graph import FrameContext, RenderGraph
 from .interrupt import Interrupt, for_run
 from .loop import FrameLoop
-from .portal import PortalError
+from .portal import PortalError, portal_port
 from .profiling.report import shutdown_report
 from .profiling.trace import build_trace, write_trace_file
 from .progress import Progress
@@ -111,6 +111,7 @@ class App:
         self.interrupt = interrupt or Interrupt()  # Ctrl-C: the frame loop ends after this frame
         self.overlay_mode = args.overlay
         self._capture_path: str | None = None
+        self.exit_status = 0  # 1 when an output could not be written at the end
 
     @property
     def profiler(self):
@@ -205,6 +206,12 @@ def run(sample_cls: type[Sample], argv: list[str] | None = None) -> int:
     ):
         if path is not None:
             check_output_path(parser, option, path, suffix)
+    if args.graph is not None and args.capture:
+        parser.error("argument --graph: it prints the frame's passes and exits; drop --capture")
+    try:
+        portal_port(args)  # a bad LANTERN_PORTAL is one line before any GPU work
+    except PortalError as e:
+        return fail(prog, str(e), 2)
     if args.trace:
         args.profile = True
     if args.overlay is None:
@@ -279,7 +286,7 @@ def _start_and_run(sample_cls, args, prog: str, interrupt: Interrupt) -> int:
             if writer.error is None:  # else its warning said where it stopped
                 print(f"wrote {args.telemetry} ({writer.records} records)")
         sample.close()
-    return 130 if interrupt.requested else 0
+    return 130 if interrupt.requested else app.exit_status
 
 
 def _print_graph(app: App, prog: str) -> int:
@@ -344,7 +351,12 @@ def _run_capture(app: App, sample: Sample, target: OffscreenTarget) -> None:
             app.loop.frame(target.view, i * CAPTURE_DT, update)
             _write_requested_capture(app, target.texture)
             progress.update(i + 1)
-    target.save_png(app.args.capture)
+    try:
+        target.save_png(app.args.capture)
+    except OSError as e:  # checked writable at start-up; a full disk still fails here
+        log.error("cannot write %s: %s", app.args.capture, e.strerror or e)
+        app.exit_status = 1
+        return
     w, h = app.args.size
     print(f"wrote {app.args.capture} ({w}x{h}, {frames} frames)")
 
@@ -414,5 +426,10 @@ def _shutdown(app: App, sample: Sample) -> None:
     if app.args.trace:
         prof = app.profiler
         cal = prof.gpu.calibrate() if prof.gpu_available else None
-        write_trace_file(app.args.trace, build_trace(app.telemetry, calibration=cal))
+        try:
+            write_trace_file(app.args.trace, build_trace(app.telemetry, calibration=cal))
+        except OSError as e:
+            log.error("cannot write %s: %s", app.args.trace, e.strerror or e)
+            app.exit_status = 1
+            return
         print(f"wrote {app.args.trace}")

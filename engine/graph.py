@@ -243,16 +243,21 @@ class RenderGraph:
     def to_dot(self) -> str:
         """Graphviz DOT: passes as boxes (disabled ones dashed), resources as ellipses, an
         edge resource -> pass for a read and pass -> resource for a write."""
+
+        def q(text: str) -> str:  # a DOT string: backslashes and quotes escaped
+            return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
         out = ["digraph frame {", "  rankdir=LR;", '  node [fontname="monospace"];']
         for i, p in enumerate(self.passes):
             style = "" if p.enabled else ", style=dashed"
-            out.append(f'  p{i} [shape=box, label="{i + 1}. {p.name}\\n{p.kind}"{style}];')
+            label = q(f"{i + 1}. {p.name}")[:-1] + f'\\n{p.kind}"'
+            out.append(f"  p{i} [shape=box, label={label}{style}];")
         resources = sorted({r for p in self.passes for r in (*p.reads, *p.writes)})
         for r in resources:
-            out.append(f'  "{r}" [shape=ellipse];')
+            out.append(f"  {q(r)} [shape=ellipse];")
         for i, p in enumerate(self.passes):
-            out += [f'  "{r}" -> p{i};' for r in p.reads]
-            out += [f'  p{i} -> "{r}";' for r in p.writes]
+            out += [f"  {q(r)} -> p{i};" for r in p.reads]
+            out += [f"  p{i} -> {q(r)};" for r in p.writes]
         out.append("}")
         return "\n".join(out) + "\n"
 

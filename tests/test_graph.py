@@ -226,3 +226,11 @@ def test_no_profiler_means_no_query_set_and_no_timestamp(device, monkeypatch):
     graph.profiler.drain()
     assert counts["write_timestamp"] == 2 + 2 * 4  # every enabled pass, between passes
     assert all(tw is None for kind, _, tw in calls if kind in ("render", "compute"))
+
+
+def test_dot_escapes_quotes_and_backslashes_in_names(device):
+    graph = RenderGraph(device, output_format="rgba8unorm", size=(8, 8))
+    graph.add(ComputePass('My "fast" \\ pass', writes=('buf "a"',)))
+    dot = graph.to_dot()
+    assert 'label="1. My \\"fast\\" \\\\ pass\\ncompute"' in dot
+    assert 'p0 -> "buf \\"a\\"";' in dot

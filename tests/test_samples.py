@@ -81,3 +81,25 @@ def test_forty_passes_are_timed_by_every_view(flags, tmp_path, capsys):
     head = next(line for line in out.splitlines() if line.startswith(("GPU frame", "CPU frame")))
     # 40 passes + the HUD's DebugOverlay (GPU); CPU adds Update and Submit
     assert "across 41 pass(es)" in head or "across 43 scope(s)" in head, head
+
+
+def test_graph_with_capture_and_a_bad_portal_env_are_one_line_before_any_gpu_work(tmp_path):
+    r = run_sample("s01", "--graph", "--capture", str(tmp_path / "x.png"))
+    assert r.returncode == 2 and "--graph" in r.stderr and "Traceback" not in r.stderr
+    r = run_sample("s01", "--capture", str(tmp_path / "x.png"), env={"LANTERN_PORTAL": "2"})
+    assert r.returncode == 2 and "LANTERN_PORTAL='2'" in r.stderr
+    assert "GPU:" not in r.stdout  # said before the adapter was even requested
+
+
+def test_an_output_that_fails_at_the_end_is_one_line_and_status_1(tmp_path, monkeypatch, capsys):
+    import errno
+
+    from engine.surfaces import OffscreenTarget
+
+    def full(self, path):
+        raise OSError(errno.ENOSPC, "No space left on device", path)
+
+    monkeypatch.setattr(OffscreenTarget, "save_png", full)
+    out = tmp_path / "x.png"
+    assert run(ManyPasses, ["--capture", str(out), "--frames", "1", "--size", "16x16"]) == 1
+    assert not out.exists()

@@ -227,7 +227,7 @@ class TimelinePanel:
     def empty_line(self, data: HudData) -> str:
         if data.gpu_available:
             return "TIMELINE: no GPU timings yet"
-        return "TIMELINE: no GPU timings (run with --gpu-profile)"
+        return "TIMELINE: no GPU timings (--gpu-profile, or: profile gpu on)"
 
     def sizes(self, data: HudData) -> tuple[tuple[int, int], ...]:
         names = data.names
