@@ -396,7 +396,8 @@ def test_panels_with_nothing_to_show_are_left_out(gpu):
     hud, _ = run_hud(gpu, "all", frames=2, gpu_available=False)  # no GPU scopes at all
     assert [p.key for p in hud.layout.placements] == ["perf", "cull"]
     hud, _ = run_hud(gpu, "timeline", frames=2, gpu_available=False)
-    assert overlay_text(hud)[1].strip() == "TIMELINE: no GPU timings (run with --gpu-profile)"
+    want = "TIMELINE: no GPU timings (--gpu-profile, or: profile gpu on)"
+    assert overlay_text(hud)[1].strip() == want
 
 
 def test_small_output_uses_compact_forms_and_says_what_does_not_fit(gpu):
