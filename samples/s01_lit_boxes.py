@@ -6,7 +6,7 @@ import numpy as np
 import wgpu
 
 from engine.app import Sample, main
-from engine.graph import RenderPass, TextureDesc
+from engine.graph import OUTPUT, RenderPass, TextureDesc
 from engine.math3d import look_at, perspective_reverse_z, to_gpu
 from engine.scene.meshes import VERTEX_LAYOUT, box, plane
 from engine.shaders import shader_module
@@ -63,7 +63,7 @@ class LitBoxes(Sample):
         graph.create_texture(
             "depth", TextureDesc(DEPTH_FORMAT, wgpu.TextureUsage.RENDER_ATTACHMENT)
         )
-        graph.add(RenderPass("Main", record=self.record, targets=self.targets))
+        graph.add(RenderPass("Main", record=self.record, targets=self.targets, writes=(OUTPUT,)))
 
     def update(self, ctx):
         w, h = ctx.size

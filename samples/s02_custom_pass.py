@@ -13,7 +13,7 @@ import wgpu
 
 from engine.app import Sample, main
 from engine.cli import int_type
-from engine.graph import ComputePass, RenderPass
+from engine.graph import OUTPUT, ComputePass, RenderPass
 from engine.shaders import shader_module
 
 WORKGROUP = 8  # cs_work's @workgroup_size(8, 8)
@@ -110,8 +110,16 @@ class CustomPass(Sample):
         self.work_group, self.show_group = work_bind_groups(
             device, self.compute, self.render, self.params, cells
         )
-        graph.add(ComputePass("Work", record=self.record_work))
-        graph.add(RenderPass("Show", record=self.record_show, targets=self.targets))
+        graph.add(ComputePass("Work", record=self.record_work, writes=("s02 cells",)))
+        graph.add(
+            RenderPass(
+                "Show",
+                record=self.record_show,
+                targets=self.targets,
+                reads=("s02 cells",),
+                writes=(OUTPUT,),
+            )
+        )
 
     def update(self, ctx):
         data = work_params(self.app.args.work, self.grid, ctx.time)

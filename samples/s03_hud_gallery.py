@@ -9,8 +9,8 @@ import numpy as np
 from engine.app import Sample, main
 from engine.debug.hud import PALETTE
 from engine.debug.overlay import DebugOverlay
-from engine.debug.overlay_pass import DebugOverlayPass, auto_hud_scale, grid_for
 from engine.graph import OUTPUT, RenderPass
+from engine.passes.debug_overlay import DebugOverlayPass, auto_hud_scale, grid_for
 
 BG = (0.10, 0.12, 0.16, 1.0)
 PANEL = (30, 34, 46, 255)

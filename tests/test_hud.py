@@ -14,7 +14,7 @@ import pytest
 import wgpu
 
 from engine.debug.overlay import DebugOverlay, font_atlas
-from engine.debug.overlay_pass import DebugOverlayPass, auto_hud_scale, grid_for
+from engine.passes.debug_overlay import DebugOverlayPass, auto_hud_scale, grid_for
 from tests.helpers import run_sample
 from tests.hud_fakes import FAKE_COUNTS, FAKE_PASSES, FakeStream, fake_frame
 

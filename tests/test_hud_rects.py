@@ -9,7 +9,7 @@ import pytest
 import wgpu
 
 from engine.debug.overlay import DebugOverlay, occupied_rects
-from engine.debug.overlay_pass import DebugOverlayPass, srgb_decode_table
+from engine.passes.debug_overlay import DebugOverlayPass, srgb_decode_table
 from tests.test_hud import render, run_hud
 
 CLEAR = (0.0, 1.0, 0.0, 1.0)  # pure green: never a HUD colour below

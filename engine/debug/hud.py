@@ -23,10 +23,10 @@ import numpy as np
 
 from ..cli import OVERLAY_MODES
 from ..culling.counters import COUNTER_NAMES, CullCounts
+from ..passes.debug_overlay import DebugOverlayPass, auto_hud_scale, grid_for
 from .layout import Layout, PanelSpec, plan
 from .logtail import LogPanel
 from .overlay import DebugOverlay
-from .overlay_pass import DebugOverlayPass, auto_hud_scale, grid_for
 from .perf import DIM, HEADER, PANEL_BG, TEXT, PerfOverlay
 
 log = logging.getLogger("lantern")

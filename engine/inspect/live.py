@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..debug.overlay import DebugOverlay
-from ..debug.overlay_pass import DebugOverlayPass, auto_hud_scale, grid_for
+from ..passes.debug_overlay import DebugOverlayPass, auto_hud_scale, grid_for
 from .chart import FlameChart
 from .traceload import CPU_LANE, GPU_LANE
 from .view import FlameView
