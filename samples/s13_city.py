@@ -85,7 +85,10 @@ class City(Sample):
         self.fly = FlyCamera(self.frame.camera, self.fly_speed) if frozen else None
         if frozen:
             log.info("fly: W/S A/D Q/E move, arrow keys turn, Shift is faster; F2 returns")
-        return f"culling camera {'frozen: fly with W/S A/D Q/E' if frozen else 'released'}"
+        if not frozen:
+            return "culling camera released"
+        keys = ": fly with W/S A/D Q/E" if self.app.window is not None else ""
+        return f"culling camera frozen{keys}"
 
     def report(self) -> str | None:
         if self.frame.stats.latest is None:

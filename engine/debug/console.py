@@ -238,8 +238,10 @@ class CommandRegistry:
         for arg, text in zip(cmd.args, words, strict=False):
             try:
                 values.append(arg.parse(text))
-            except CommandError as e:
-                raise CommandError(f"{arg.metavar}: {e}") from None
+            except CommandError as e:  # a choice's message already lists its words
+                raise CommandError(
+                    str(e) if isinstance(arg, Choice) else f"{arg.metavar}: {e}"
+                ) from None
         return values + [None] * (len(cmd.args) - len(words))
 
     # -- queue: other threads -> frame thread ------------------------------------------------
