@@ -322,8 +322,7 @@ def _attach_tools(app: App) -> None:
     from .portal import start as start_portal
 
     app.flame = install_flame(app)  # before the HUD: its text draws over the chart
-    app.hud = install_hud(app)
-    app.flame.set_mode(app.hud.mode)
+    app.hud = install_hud(app)  # its set_mode also sets the flame chart's
     install_console(app)  # commands run between frames; keys routed to it in a window
     app.portal = start_portal(app)
 

@@ -135,17 +135,18 @@ class FrameLoop:
         """Shutdown: wait (bounded) for everything in flight and publish it."""
         prof = self.graph.profiler
         for client in self.graph.readbacks:
-            result = client.drain()
-            if client.channel == "cull" and result is not None:
-                self._cull = result
+            self._keep(client, client.drain())
         prof.drain()
         self._collect(prof, final=True)
 
+    def _keep(self, client: ReadbackClient, result) -> None:
+        """Hold a readback client's newest result for the next record (by its channel)."""
+        if client.channel == "cull" and result is not None:
+            self._cull = result
+
     def _collect(self, prof, *, final: bool) -> None:
         for client in self.graph.readbacks:
-            result = client.collect()
-            if client.channel == "cull" and result is not None:
-                self._cull = result
+            self._keep(client, client.collect())
         if not prof.active:  # nothing to wait for: publish the last frame once its readbacks
             if self._unpublished is not None:  # had a frame's time to arrive (one frame late)
                 self._publish(self._unpublished, None)

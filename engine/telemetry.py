@@ -330,8 +330,8 @@ class Telemetry:
         history: ``deque[FrameRecord]``, oldest first. ``latest``: the newest or None.
         subscriber_errors: subscribers removed because they raised.
         totals: run totals over every published record: ``frames``, ``dropped`` and
-            ``invalid`` GPU scopes, ``gpu_missing`` (records without GPU scopes although
-            timings came: every query pool was in flight).
+            ``invalid`` GPU scopes, ``gpu_missing`` (frames GPU profiling could not time:
+            every query pool was in flight; ``FrameTimings.extra["gpu_skipped"]``).
     """
 
     def __init__(self, session: dict | None = None, *, history: int = 300):
@@ -398,7 +398,7 @@ class Telemetry:
         t["frames"] += 1
         t["dropped"] += record.dropped
         t["invalid"] += record.invalid
-        t["gpu_missing"] += timings is not None and gpu is None
+        t["gpu_missing"] += timings is not None and bool(timings.extra.get("gpu_skipped"))
         self.history.append(record)
         self.latest = record
         for fn in list(self._subscribers):

@@ -10,24 +10,13 @@ import numpy as np
 import orjson
 
 from engine.culling.counters import CullCounts
+from engine.debug.perf import CPU_ONLY_SCOPES
+from engine.frame import PASS_NAMES
 from engine.profiling.timings import FrameTimings, Scope
 from engine.telemetry import Telemetry
 
-PASSES = (
-    "Cull.Reset",
-    "Shadow.Cull",
-    "Shadow",
-    "Cull.Early",
-    "Main.Early",
-    "HiZ",
-    "Cull.Late",
-    "Main.Late",
-    "Post",
-    "Bloom",
-    "FXAA",
-    "DebugOverlay",
-)  # 12 passes: the size budget is given at 12
-CPU_ONLY = ("Update", "Submit", "Present")
+PASSES = (*PASS_NAMES, "Bloom", "FXAA", "DebugOverlay")  # 12: the size budget
+CPU_ONLY = CPU_ONLY_SCOPES
 
 
 def publish_frame(tel: Telemetry, index: int, rng: np.random.Generator, *, cpu: bool = True):

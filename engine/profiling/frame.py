@@ -33,7 +33,7 @@ class FrameProfiler:
             to ``frames_in_flight * batch`` frames late; a batch is read back early once its
             first frame is 0.25 s old (slow frame loops).
         capacity: GPU scopes per frame; more are counted as dropped.
-        history: finished frames kept in ``history``.
+        history: finished frames held for ``collect`` (the oldest go if nobody collects).
         timestamps: where GPU timestamps go: ``"auto"``, ``"pass"`` (pass descriptors) or
             ``"encoder"`` (between passes); see ``engine.profiling.gpu``.
         draws: also time every draw and dispatch and count its pipeline statistics
@@ -41,12 +41,13 @@ class FrameProfiler:
             no extra timestamp, and passes record into their real pass encoders.
         draw_options: keyword arguments of ``engine.profiling.draws.DrawProfiler``.
 
+    ``collect`` hands out ``FrameTimings``, GPU and CPU merged by frame index, oldest first
+    (the frame loop publishes them; ``engine.telemetry`` keeps the history). ``gpu`` is None
+    when GPU timing is unavailable, or for a frame that found every query pool in flight
+    (``extra["gpu_skipped"]``); scope names equal the graph's pass names (plus Update, Submit,
+    Present on the CPU).
+
     Attributes:
-        history: ``deque[FrameTimings]`` of the most recent finished frames, oldest first,
-            GPU and CPU merged by frame index. ``gpu`` is None when GPU timing is
-            unavailable, or for a frame that found every query pool in flight
-            (``extra["gpu_skipped"]``); scope names equal the graph's pass names (plus
-            Update, Submit, Present on the CPU).
         gpu_available: False -> GPU columns show ``n/a`` (``gpu_unavailable_reason`` says why).
     """
 
@@ -90,7 +91,6 @@ class FrameProfiler:
             self.gpu_unavailable_reason = "GPU profiling is off (run with --gpu-profile)"
         else:
             self.gpu_unavailable_reason = self.gpu.reason
-        self.history: collections.deque[FrameTimings] = collections.deque(maxlen=history)
         self._ready: collections.deque[FrameTimings] = collections.deque(maxlen=history)
         self._pending: dict[int, FrameTimings] = {}
         self._frame = -1
@@ -170,7 +170,7 @@ class FrameProfiler:
             self.cpu.end()
 
     def after_submit(self) -> None:
-        """Start this frame's GPU readback; move finished frames into ``history``."""
+        """Start this frame's GPU readback; queue finished frames for ``collect``."""
         if self.gpu_available:
             self.gpu.after_submit()
         if self.draws is not None:
@@ -185,7 +185,7 @@ class FrameProfiler:
         return self._ready.popleft() if self._ready else None
 
     def drain(self) -> None:
-        """Shutdown: gather what is still in flight (bounded wait) into ``history``."""
+        """Shutdown: gather what is still in flight (bounded wait) for ``collect``."""
         if self.cpu is not None:
             self.cpu.flush()
         gpu = self.gpu.drain() if self.gpu_available else []
@@ -226,7 +226,6 @@ class FrameProfiler:
                 continue
             if self.gpu_available and t.gpu is None:
                 t.extra["gpu_skipped"] = True  # every query pool was in flight
-            self.history.append(t)
             self._ready.append(t)
 
     def _entry(self, frame_index: int) -> FrameTimings:
