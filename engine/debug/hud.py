@@ -410,6 +410,7 @@ class Hud:
         if mode not in OVERLAY_MODES:
             raise ValueError(f"overlay mode {mode!r} is not one of {', '.join(OVERLAY_MODES)}")
         self.mode = mode
+        self.perf.expire()  # figures from now, not from before an off spell
         self.render_pass.enabled = mode != "off"
         flame = getattr(self.app, "flame", None)  # engine.inspect.live.LiveFlame
         if flame is not None:
@@ -450,7 +451,6 @@ class Hud:
         now = ctx.time if self.clock is None else self.clock()
         telemetry = self.app.telemetry
         self.timeline.history.ingest(telemetry.history)
-        refreshed = self.perf.tick(telemetry, names, now)
         console = getattr(self.app, "console", None)
         if console is not None and console.version != self._console_version:
             self._console_version = console.version  # opened, closed, typed into: redraw
@@ -464,6 +464,7 @@ class Hud:
             self._update_hint(now)
             return
         self.render_pass.enabled = True
+        refreshed = self.perf.tick(telemetry, names, now)  # (off: no stats computed at all)
         if refreshed or self._layout_due:  # cull counters also refresh at the readable rate
             self._layout_due = False
             self._build(self._data(names))
