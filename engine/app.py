@@ -15,7 +15,7 @@ from typing import ClassVar
 import wgpu
 
 from .cli import OVERLAY_MODES, build_parser, check_output_path, fail
-from .debug.console import CommandRegistry
+from .commands import CommandRegistry
 from .debug.logtail import install_log_tail
 from .gpu import DRAW_PROFILE_FEATURES, GpuError, create_gpu
 from .graph import FrameContext, RenderGraph

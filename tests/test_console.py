@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from engine.cli import OVERLAY_MODES
+from engine.commands import Choice, CommandError, CommandRegistry, Int
 from engine.debug.console import (
     KEY_BACKSPACE,
     KEY_DOWN,
@@ -20,11 +21,7 @@ from engine.debug.console import (
     KEY_TAB,
     KEY_UP,
     KEY_WORLD_1,
-    Choice,
-    CommandError,
-    CommandRegistry,
     Console,
-    Int,
     install,
     register_app_commands,
     register_frame_commands,
@@ -206,7 +203,7 @@ def test_queue_runs_commands_on_the_thread_that_drains_it(registry):
 
 
 def test_queue_is_bounded():
-    from engine.debug.console import QUEUE_LIMIT
+    from engine.commands import QUEUE_LIMIT
 
     reg = CommandRegistry()
     waiting = [reg.submit("help") for _ in range(QUEUE_LIMIT)]

@@ -20,7 +20,8 @@ XDOTOOL = shutil.which("xdotool")
 DRIVER = textwrap.dedent(
     """
     import json, subprocess, sys, time
-    from engine.debug.console import Console, CommandRegistry, Int
+    from engine.commands import CommandRegistry, Int
+    from engine.debug.console import Console
     from engine.gpu import create_gpu
     from engine.surfaces import WindowSurface
 

@@ -553,7 +553,8 @@ def test_s03_hud_keeps_clear_of_the_gallery(tmp_path):
 def test_console_opens_over_any_mode_and_log_mode_shows_the_tail(gpu):
     import logging
 
-    from engine.debug.console import CommandRegistry, Console
+    from engine.commands import CommandRegistry
+    from engine.debug.console import Console
     from engine.debug.logtail import install_log_tail
 
     hud, _ = make_hud(gpu, "off", size=(640, 360))

@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from engine.cli import build_parser
-from engine.debug.console import CommandRegistry
+from engine.commands import CommandRegistry
 from engine.debug.logtail import LogTail
 from engine.portal import DEFAULT_PORT, Portal, PortalError, portal_port, protocol, server, start
 from engine.portal.protocol import Client

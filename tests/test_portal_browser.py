@@ -20,8 +20,9 @@ from types import SimpleNamespace
 import orjson
 import pytest
 
+from engine.commands import CommandRegistry
 from engine.culling.counters import COUNTER_NAMES
-from engine.debug.console import CommandRegistry, register_app_commands
+from engine.debug.console import register_app_commands
 from engine.debug.logtail import LogTail
 from engine.portal import Portal
 from engine.telemetry import Telemetry

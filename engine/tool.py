@@ -1,0 +1,121 @@
+"""The tool protocol: everything a developer looks at or pokes is a tool over two hubs.
+
+Data flows through the ``FrameRecord`` stream (``ctx.telemetry``), control through the
+command registry (``ctx.commands``). A tool stands on those, the render graph and the frame
+loop, and nothing else: it never sees the ``App``.
+
+    class FpsPrinter:
+        name = "fps"
+
+        def install(self, ctx: ToolContext) -> None:
+            self._unsubscribe = ctx.telemetry.subscribe(self.on_record)
+            ctx.commands.register("fps", self.show, help="print the frame rate")
+
+        def close(self) -> None:
+            self._unsubscribe()
+
+``App`` installs tools from a list, in order, and closes them in reverse order at shutdown.
+A tool that needs another (the console draws through the HUD) finds it with
+``ctx.tool(Hud)``, which raises ``LookupError`` when it is not installed before it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+
+if TYPE_CHECKING:  # typing only: the tool layer sits above all of these
+    from .commands import CommandRegistry
+    from .graph import FrameContext, RenderGraph
+    from .loop import FrameLoop
+    from .telemetry import Telemetry
+
+T = TypeVar("T")
+
+
+@runtime_checkable
+class Tool(Protocol):
+    """A plugin of the running sample.
+
+    ``install(ctx)`` adds the tool's passes (``ctx.graph.add``), commands
+    (``ctx.commands.register``, key bindings with ``ctx.commands.bind``), telemetry
+    subscriptions and per-frame hooks (``ctx.on_update``); ``close()`` undoes what install
+    did and releases GPU objects. Neither may raise for a user's mistake: a bad option is a
+    ``ValueError`` with a one-line message, reported by the App without a traceback.
+    """
+
+    name: str
+
+    def install(self, ctx: ToolContext) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass
+class ToolContext:
+    """What a tool may reach.
+
+    Attributes:
+        gpu: the ``engine.gpu.Gpu`` (device, adapter, features).
+        graph: the ``RenderGraph`` (passes, named resources, profiler sink, output size).
+        telemetry: the ``FrameRecord`` stream and its typed session.
+        commands: the ``CommandRegistry`` shared by the console, the portal and the keys.
+        loop: the ``FrameLoop``; ``loop.between_frames`` runs callables on the frame thread.
+        options: the parsed command line (``argparse.Namespace``); tools read their own flags.
+        window: the ``engine.surfaces.WindowSurface`` of a window run, else None (headless).
+        updates: per-frame hooks ``fn(frame_ctx)`` run after the sample's update, in install
+            order, before the frame is recorded.
+    """
+
+    gpu: Any
+    graph: RenderGraph
+    telemetry: Telemetry
+    commands: CommandRegistry
+    loop: FrameLoop
+    options: argparse.Namespace = field(default_factory=argparse.Namespace)
+    window: Any = None
+    updates: list[Callable[[FrameContext], None]] = field(default_factory=list)
+    tools: list[Tool] = field(default_factory=list)
+
+    def install(self, tool: T) -> T:
+        """Install ``tool`` (``tool.install(self)``) and keep it for ``tool()`` and
+        ``close_all``; returns it."""
+        tool.install(self)
+        self.tools.append(tool)
+        return tool
+
+    def close_all(self) -> None:
+        """Close every installed tool, the last installed first; a tool's failure to close
+        is logged and the others still close."""
+        while self.tools:
+            t = self.tools.pop()
+            try:
+                t.close()
+            except Exception as e:  # one broken tool must not keep the others' files open
+                logging.getLogger("lantern").error(
+                    "closing %s: %s: %s", t.name, type(e).__name__, e
+                )
+
+    def on_update(self, fn: Callable[[FrameContext], None]) -> Callable[[], None]:
+        """Run ``fn(frame_ctx)`` every frame before recording; returns the undo."""
+        self.updates.append(fn)
+        return lambda: self.updates.remove(fn) if fn in self.updates else None
+
+    def tool(self, cls: type[T]) -> T:
+        """The installed tool of class ``cls``; ``LookupError`` when none is installed."""
+        for t in self.tools:
+            if isinstance(t, cls):
+                return t
+        raise LookupError(f"tool {cls.__name__} is not installed (install it before its users)")
+
+    def find(self, cls: type[T]) -> T | None:
+        """The installed tool of class ``cls``, or None (an optional dependency)."""
+        return next((t for t in self.tools if isinstance(t, cls)), None)
+
+    def option(self, name: str, default: Any = None) -> Any:
+        """A command-line option by its ``argparse`` dest, or ``default`` when the run's
+        parser has no such option (a tool installed by a test or another front end)."""
+        return getattr(self.options, name, default)
