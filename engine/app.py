@@ -10,27 +10,35 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from typing import ClassVar
+from collections.abc import Callable
+from typing import ClassVar, TypeVar
 
 import wgpu
 
-from .cli import OVERLAY_MODES, build_parser, check_output_path, fail
+from .cli import build_parser, check_output_path, fail
 from .commands import CommandRegistry
-from .debug.logtail import install_log_tail
+from .debug.console import ConsoleTool
+from .debug.hud import Hud
+from .debug.logtail import LogTailTool
+from .export.jsonl import TelemetryWriter
+from .export.report import ShutdownReport
+from .export.trace import TraceWriter
 from .gpu import DRAW_PROFILE_FEATURES, GpuError, create_gpu
 from .graph import FrameContext, RenderGraph
 from .interrupt import Interrupt, for_run
 from .loop import FrameLoop
-from .portal import PortalError, portal_port
-from .profiling.report import shutdown_report
-from .profiling.trace import build_trace, write_trace_file
+from .portal import PortalError, PortalTool, portal_port
 from .progress import Progress
-from .surfaces import OffscreenTarget, SurfaceError, WindowSurface, save_texture_png
-from .telemetry import JsonLinesWriter, Telemetry
+from .surfaces import OffscreenTarget, SurfaceError, WindowSurface
+from .telemetry import Session, Telemetry
+from .tool import Tool, ToolContext
+from .tools.capture import CaptureTool
+from .tools.profiling import ProfilingTool
 
 log = logging.getLogger("lantern")
+T = TypeVar("T")
 
-KEY_ESCAPE, KEY_F1, KEY_F2 = 256, 290, 291  # glfw key codes (glfw is not imported headless)
+KEY_ESCAPE, KEY_F2 = 256, 291  # glfw key codes (glfw is not imported headless)
 CAPTURE_FRAMES = 60
 CAPTURE_DT = 1.0 / 60.0  # simulated seconds per frame in captures: deterministic by index
 
@@ -76,98 +84,81 @@ class Sample:
         """Release resources at shutdown."""
 
 
+DEFAULT_TOOLS: tuple[Callable[[], Tool], ...] = (
+    LogTailTool,  # first: start-up lines are in the tail
+    ProfilingTool,  # --gpu-profile / --profile, ``profile``, ``stats``
+    Hud,  # the panels (the live flame chart among them) and their DebugOverlay pass
+    ConsoleTool,  # draws through the HUD
+    CaptureTool,  # ``capture PATH``
+    PortalTool,  # --portal
+    TelemetryWriter,  # --telemetry
+    TraceWriter,  # --trace, at shutdown
+    ShutdownReport,  # the timelines, last: closed first, so it prints first
+)
+
+
 class App:
-    """What a running sample can reach.
+    """What a running sample can reach: the hubs, never a tool's attributes.
 
     Attributes:
         gpu, args, graph: the device, the parsed command line, the render graph.
         telemetry: the per-frame record stream every view reads (``engine.telemetry``).
         loop: the ``engine.loop.FrameLoop`` that records, submits and collects frames.
-        hud: the ``engine.debug.hud.Hud``; window: the ``WindowSurface`` or None.
+        commands: the ``engine.commands.CommandRegistry`` shared by the console, the portal
+            and the window's keys (``commands.bind``).
+        window: the ``WindowSurface`` or None. ctx: the ``engine.tool.ToolContext``.
         interrupt: Ctrl-C as a flag (the frame loop ends after the current frame).
+
+    ``tool(cls)`` finds an installed tool (e.g. ``app.tool(Hud).keep_clear(box)``).
     """
 
-    def __init__(self, gpu, args, graph: RenderGraph, interrupt: Interrupt | None = None):
-        self.gpu = gpu
-        self.args = args
-        self.graph = graph
-        self.telemetry = Telemetry(
-            {
-                "adapter": gpu.summary,
-                "backend": gpu.adapter.info.get("backend_type", ""),
-                "features": sorted(gpu.features),
-                "size": list(graph.size),
-                "settings": _json_args(args),
-            }
-        )
-        self.loop = FrameLoop(gpu, graph, telemetry=self.telemetry)
-        self.commands = CommandRegistry()  # the console's and the portal's; samples add theirs
-        self.console = None  # engine.debug.console.Console (installed with the HUD)
-        self.log_tail = install_log_tail()  # the lantern logger's last lines, from start-up on
-        self.portal = None  # engine.portal.Portal with --portal
-        self.flame = None  # engine.inspect.live.LiveFlame (the HUD's flame mode)
-        self.hud = None  # engine.debug.hud.Hud
-        self.window = None  # engine.surfaces.WindowSurface in window mode
-        self.interrupt = interrupt or Interrupt()  # Ctrl-C: the frame loop ends after this frame
-        self.overlay_mode = args.overlay
-        self._capture_path: str | None = None
-        self.exit_status = 0  # 1 when an output could not be written at the end
-
-    @property
-    def profiler(self):
-        """The ``FrameProfiler`` when profiling is on, else None."""
-        prof = self.graph.profiler
-        return prof if prof.active else None
-
-    def set_profiling(
-        self, *, gpu: bool | None = None, cpu: bool | None = None, draws: bool | None = None
-    ) -> str:
-        """Turn GPU (timestamp queries) and/or CPU (scopes) profiling, and per-draw GPU
-        timing (``draws``, implies GPU), on or off between frames (None keeps the current
-        state). Returns a one-line description."""
-        prof = self.profiler
-        want_gpu = (prof is not None and prof.gpu is not None) if gpu is None else gpu
-        want_cpu = (prof is not None and prof.cpu is not None) if cpu is None else cpu
-        want_draws = (prof is not None and prof.draws is not None) if draws is None else draws
-        if gpu is False and draws is None:
-            want_draws = False  # draws are GPU timings: off with them
-        want_gpu = want_gpu or want_draws
-        if prof is not None:
-            self.loop.drain()  # publish what is in flight before the pools go away
-        if want_gpu or want_cpu:
-            from .profiling import FrameProfiler
-
-            # A capture is offline: read every frame back at once (batch 1) rather than
-            # amortising the map over 8 frames, so short captures still show their timings.
-            batch = 1 if self.args.capture else 8
-            prof = FrameProfiler(
-                self.gpu, gpu=want_gpu, cpu=want_cpu, batch=batch, draws=want_draws
+    def __init__(self, gpu, args, graph: RenderGraph, interrupt: Interrupt | None = None, *,
+                 window=None, sample: str = ""):  # fmt: skip
+        telemetry = Telemetry(
+            Session(
+                adapter=gpu.summary,
+                backend=gpu.adapter.info.get("backend_type", ""),
+                features=sorted(gpu.features),
+                size=list(graph.size),
+                sample=sample,
+                settings=_json_args(args),
             )
-            self.graph.profiler = prof
-            self.telemetry.session["profiling"] = prof.session_info(self.graph)
-            if prof.gpu_available:  # GPU scopes onto the CPU clock (live flame, JSONL): waits
-                cal = prof.gpu.calibrate()  # for an idle queue, once, at start-up
-                self.telemetry.session["gpu_clock_offset_ns"] = cal[0] if cal else None
-        else:
-            self.graph.profiler = None
-            self.telemetry.session.pop("profiling", None)
-        draws_on = want_draws and prof is not None and prof.draws is not None
-        return (
-            f"profiling: GPU {'on' if want_gpu else 'off'}, CPU {'on' if want_cpu else 'off'}"
-            + (", draws on" if draws_on else "")
         )
+        loop = FrameLoop(gpu, graph, telemetry=telemetry)
+        commands = CommandRegistry()
+        loop.between_frames.append(commands.run_pending)  # console and portal lines
+        final = None if not args.capture else (args.frames or CAPTURE_FRAMES) - 1
+        self.ctx = ToolContext(
+            gpu, graph, telemetry, commands, loop, args, window=window, final_frame=final
+        )
+        self.gpu, self.args, self.graph, self.window = gpu, args, graph, window
+        self.telemetry, self.loop, self.commands = telemetry, loop, commands
+        self.interrupt = interrupt or Interrupt()  # Ctrl-C: the frame loop ends after this frame
 
-    def request_capture(self, path: str) -> None:
-        """Write the next frame to ``path`` (PNG) once it is rendered."""
-        self._capture_path = path
+    def install_tools(self, tools=DEFAULT_TOOLS) -> None:
+        """Install each tool (a factory, e.g. a class) in order."""
+        for make in tools:
+            self.ctx.install(make())
 
-    def cycle_overlay(self) -> str:
-        i = OVERLAY_MODES.index(self.overlay_mode)
-        self.overlay_mode = OVERLAY_MODES[(i + 1) % len(OVERLAY_MODES)]
-        if self.hud is not None:
-            self.hud.set_mode(self.overlay_mode)
-        log.info("overlay: %s", self.overlay_mode)
-        return self.overlay_mode
+    def tool(self, cls: type[T]) -> T:
+        """The installed tool of class ``cls``; ``LookupError`` when none is installed."""
+        return self.ctx.tool(cls)
+
+    def update(self, sample: Sample) -> Callable[[FrameContext], None]:
+        """The frame's update: the sample's, then each tool's hook."""
+        hooks = self.ctx.updates
+
+        def update(ctx: FrameContext) -> None:
+            sample.update(ctx)
+            for fn in hooks:
+                fn(ctx)
+
+        return update
+
+    def frame_done(self, texture) -> None:
+        """After a frame's submit: the tools' hooks with the output texture."""
+        for fn in self.ctx.frame_done:
+            fn(texture)
 
 
 def _json_args(args) -> dict:
@@ -254,23 +245,20 @@ def _start_and_run(sample_cls, args, prog: str, interrupt: Interrupt) -> int:
         return fail(prog, str(e), 1)
 
     graph = RenderGraph(gpu.device, output_format=fmt, size=size)
-    app = App(gpu, args, graph, interrupt)
-    app.telemetry.session["sample"] = sample_cls.name
-    app.window = window
+    app = App(gpu, args, graph, interrupt, window=window, sample=sample_cls.name)
     sample = sample_cls(app)
-    writer = None
+    app.ctx.reports.append(sample.report)
     try:
         sample.build(graph)
-        _attach_tools(app)
+        app.install_tools()
         if args.graph is not None:
-            return _print_graph(app, prog)
-        if args.telemetry:
-            writer = JsonLinesWriter(args.telemetry, app.telemetry.session)
-            app.telemetry.subscribe(writer)
+            return _print_graph(app)
         if interrupt.requested:  # Ctrl-C while the sample was building
             _interrupted_early(args)
+        elif target is not None:
+            _run_capture(app, sample, target)
         else:
-            _run_frames(app, sample, target, window)
+            _run_window(app, sample, window)
     except GpuError as e:  # a GPU capability the sample needs is missing
         return fail(prog, str(e), 1)
     except PortalError as e:  # port in use, bad host
@@ -280,16 +268,13 @@ def _start_and_run(sample_cls, args, prog: str, interrupt: Interrupt) -> int:
     finally:
         if window is not None:
             window.close()
-        _shutdown(app, sample)
-        if writer is not None:
-            writer.close()
-            if writer.error is None:  # else its warning said where it stopped
-                print(f"wrote {args.telemetry} ({writer.records} records)")
+        app.loop.drain()  # what is in flight, published before the views close
+        app.ctx.close_all()  # reports, trace, telemetry file, portal ... in reverse order
         sample.close()
-    return 130 if interrupt.requested else app.exit_status
+    return 130 if interrupt.requested else app.ctx.status
 
 
-def _print_graph(app: App, prog: str) -> int:
+def _print_graph(app: App) -> int:
     """``--graph [PATH]``: the passes and their resource edges, as text (and DOT to PATH)."""
     app.graph.validate()
     print(app.graph.describe())
@@ -301,89 +286,39 @@ def _print_graph(app: App, prog: str) -> int:
     return 0
 
 
-def _run_frames(app: App, sample: Sample, target, window) -> None:
-    if target is not None:
-        _run_capture(app, sample, target)
-    else:
-        _run_window(app, sample, window)
-
-
-def _attach_tools(app: App) -> None:
-    """The profiler only when asked for (otherwise no query set exists); the HUD always,
-    its pass disabled while the mode is ``off`` so that F1 can turn it on."""
-    args = app.args
-    if args.gpu_profile or args.profile:
-        app.set_profiling(
-            gpu=bool(args.gpu_profile), cpu=args.profile, draws=args.gpu_profile == "draws"
-        )
-    from .debug.console import install as install_console
-    from .debug.hud import install_hud
-    from .inspect.live import install as install_flame
-    from .portal import start as start_portal
-
-    app.flame = install_flame(app)  # before the HUD: its text draws over the chart
-    app.hud = install_hud(app)  # its set_mode also sets the flame chart's
-    install_console(app)  # commands run between frames; keys routed to it in a window
-    app.portal = start_portal(app)
-
-
-def _update(app: App, sample: Sample):
-    def update(ctx) -> None:
-        sample.update(ctx)
-        app.hud.update(ctx)
-        app.flame.update(ctx)  # returns at once unless the mode is flame
-
-    return update
-
-
 def _run_capture(app: App, sample: Sample, target: OffscreenTarget) -> None:
-    frames = app.args.frames or CAPTURE_FRAMES
-    update = _update(app, sample)
+    frames = app.ctx.final_frame + 1
+    update = app.update(sample)
     with Progress(frames) as progress:  # one \r-updated line on a terminal, else nothing
         for i in range(frames):
             if app.interrupt.requested:
                 progress.close()
                 print(f"interrupted after {i} frame(s): {app.args.capture} not written")
                 return
-            if i == frames - 1:
-                app.hud.perf.expire()  # the captured HUD shows the newest figures
             app.loop.frame(target.view, i * CAPTURE_DT, update)
-            _write_requested_capture(app, target.texture)
+            app.frame_done(target.texture)
             progress.update(i + 1)
     try:
         target.save_png(app.args.capture)
     except OSError as e:  # checked writable at start-up; a full disk still fails here
         log.error("cannot write %s: %s", app.args.capture, e.strerror or e)
-        app.exit_status = 1
+        app.ctx.status = 1
         return
     w, h = app.args.size
     print(f"wrote {app.args.capture} ({w}x{h}, {frames} frames)")
 
 
-def _write_requested_capture(app: App, texture) -> None:
-    path, app._capture_path = app._capture_path, None
-    if path is None:
-        return
-    try:
-        save_texture_png(app.gpu.device, texture, path)
-        log.info("capture: wrote %s", path)
-    except (OSError, ValueError, wgpu.GPUError) as e:
-        log.error("capture: cannot write %s: %s", path, e)
-
-
 def _run_window(app: App, sample: Sample, window: WindowSurface) -> None:
     frames = app.args.frames
     start = time.perf_counter()
-    update = _update(app, sample)
+    update = app.update(sample)
     while not (window.should_close() or app.interrupt.requested) and (
         frames is None or app.loop.index < frames
     ):
         for key in window.poll():
             if key == KEY_ESCAPE:
                 window.request_close()
-            elif key == KEY_F1:
-                app.cycle_overlay()
-            else:
+            elif app.commands.press(key) is None:  # F1, F2 ... run their commands
                 sample.on_key(key)
         if window.should_close():
             break
@@ -399,36 +334,5 @@ def _run_window(app: App, sample: Sample, window: WindowSurface) -> None:
         except wgpu.DrawCancelled:
             continue
         app.loop.frame(output, time.perf_counter() - start, update)
-        _write_requested_capture(app, texture)
+        app.frame_done(texture)
         app.loop.present(window)
-
-
-def _shutdown(app: App, sample: Sample) -> None:
-    """Drain what is in flight, print the reports (timeline, cull counters, the sample's own)
-    from the telemetry, and write the trace."""
-    app.loop.drain()
-    if app.portal is not None:
-        app.portal.close()
-    if app.flame is not None:
-        app.flame.close()
-    logging.getLogger("lantern").removeHandler(app.log_tail)
-    if app.profiler is None:
-        return
-    cull = app.telemetry.latest.cull if app.telemetry.latest is not None else None
-    for report in (
-        shutdown_report(app.telemetry),
-        cull.report() if cull is not None else None,
-        sample.report(),
-    ):
-        if report:
-            print(report)
-    if app.args.trace:
-        prof = app.profiler
-        cal = prof.gpu.calibrate() if prof.gpu_available else None
-        try:
-            write_trace_file(app.args.trace, build_trace(app.telemetry, calibration=cal))
-        except OSError as e:
-            log.error("cannot write %s: %s", app.args.trace, e.strerror or e)
-            app.exit_status = 1
-            return
-        print(f"wrote {app.args.trace}")

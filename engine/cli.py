@@ -7,7 +7,6 @@ import os
 import re
 import sys
 
-OVERLAY_MODES = ("off", "perf", "cull", "timeline", "log", "flame", "all")
 GPU_PROFILE_MODES = ("passes", "draws")  # --gpu-profile [draws]; plain: "passes"
 
 
@@ -64,6 +63,9 @@ port_type = int_type(0, 65535, "a TCP port (0 = any free port)")
 
 
 def build_parser(prog: str, description: str) -> ArgumentParser:
+    from .debug.hud import modes  # the registered HUD panels' modes: no second list
+
+    overlay_modes = modes()
     p = ArgumentParser(prog=prog, description=description)
     g = p.add_argument_group("Lantern options (every sample)")
     g.add_argument(
@@ -121,11 +123,11 @@ def build_parser(prog: str, description: str) -> ArgumentParser:
     )
     g.add_argument(
         "--overlay",
-        choices=OVERLAY_MODES,
+        choices=overlay_modes,
         metavar="MODE",
         default=None,
         help="HUD mode: "
-        + ", ".join(OVERLAY_MODES)
+        + ", ".join(overlay_modes)
         + " (default: perf when profiling, else off; F1 cycles)",
     )
     g.add_argument(

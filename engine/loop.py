@@ -26,7 +26,8 @@ PENDING_FRAMES = 256  # frame start times kept for records still in flight
 class ReadbackClient(Protocol):
     """A GPU -> CPU readback the frame loop drives (e.g. ``engine.culling.stats.CullStats``).
 
-    ``channel`` names the telemetry field its results fill (``"cull"``).
+    ``channel`` names its results in ``FrameRecord.readbacks`` (``"cull"``): the loop puts
+    each client's newest result there, so a new readback needs no change here.
     """
 
     channel: str
@@ -72,7 +73,7 @@ class FrameLoop:
         self.between_frames: list[Callable[[], None]] = []
         self._starts: dict[int, tuple[int, float | None]] = {}  # frame -> (t_ns, wall_ms)
         self._last_start: int | None = None
-        self._cull = None
+        self._readbacks: dict[str, object] = {}  # channel -> newest result
         self._unpublished: int | None = None  # no profiler: the frame published next time
 
     def frame(
@@ -141,8 +142,8 @@ class FrameLoop:
 
     def _keep(self, client: ReadbackClient, result) -> None:
         """Hold a readback client's newest result for the next record (by its channel)."""
-        if client.channel == "cull" and result is not None:
-            self._cull = result
+        if result is not None:
+            self._readbacks[client.channel] = result
 
     def _collect(self, prof, *, final: bool) -> None:
         for client in self.graph.readbacks:
@@ -160,5 +161,5 @@ class FrameLoop:
         for stale in [f for f in self._starts if f < frame_index]:  # given up by the profiler
             del self._starts[stale]
         self.telemetry.publish(
-            frame_index, t_ns=t_ns, wall_ms=wall, timings=timings, cull=self._cull
+            frame_index, t_ns=t_ns, wall_ms=wall, timings=timings, readbacks=self._readbacks
         )

@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # typing only: the tool layer sits above all of these
     from .telemetry import Telemetry
 
 T = TypeVar("T")
+log = logging.getLogger("lantern")
 
 
 @runtime_checkable
@@ -66,8 +67,15 @@ class ToolContext:
         loop: the ``FrameLoop``; ``loop.between_frames`` runs callables on the frame thread.
         options: the parsed command line (``argparse.Namespace``); tools read their own flags.
         window: the ``engine.surfaces.WindowSurface`` of a window run, else None (headless).
+        final_frame: the index of a capture run's last frame (the one written out), else
+            None: views show their newest figures on it.
         updates: per-frame hooks ``fn(frame_ctx)`` run after the sample's update, in install
             order, before the frame is recorded.
+        frame_done: hooks ``fn(texture)`` run after each frame's submit with the output
+            texture (a capture request writes it).
+        reports: callables returning extra shutdown-report text (or None): the sample's.
+        tools: the installed tools, in install order.
+        status: the run's exit status so far; a tool that fails to write an output sets 1.
     """
 
     gpu: Any
@@ -77,8 +85,13 @@ class ToolContext:
     loop: FrameLoop
     options: argparse.Namespace = field(default_factory=argparse.Namespace)
     window: Any = None
+    final_frame: int | None = None
     updates: list[Callable[[FrameContext], None]] = field(default_factory=list)
+    frame_done: list[Callable[[Any], None]] = field(default_factory=list)
+    reports: list[Callable[[], str | None]] = field(default_factory=list)
     tools: list[Tool] = field(default_factory=list)
+    status: int = 0
+    _closed: int = 0  # tools[:_closed] are closed
 
     def install(self, tool: T) -> T:
         """Install ``tool`` (``tool.install(self)``) and keep it for ``tool()`` and
@@ -88,16 +101,15 @@ class ToolContext:
         return tool
 
     def close_all(self) -> None:
-        """Close every installed tool, the last installed first; a tool's failure to close
-        is logged and the others still close."""
-        while self.tools:
-            t = self.tools.pop()
+        """Close every installed tool once, the last installed first; a tool's failure to
+        close is logged and the others still close. The tools stay findable (``tool``): a
+        sample's own ``close`` may read what they kept."""
+        for t in reversed(self.tools[self._closed :]):
             try:
                 t.close()
             except Exception as e:  # one broken tool must not keep the others' files open
-                logging.getLogger("lantern").error(
-                    "closing %s: %s: %s", t.name, type(e).__name__, e
-                )
+                log.error("closing %s: %s: %s", t.name, type(e).__name__, e)
+        self._closed = len(self.tools)
 
     def on_update(self, fn: Callable[[FrameContext], None]) -> Callable[[], None]:
         """Run ``fn(frame_ctx)`` every frame before recording; returns the undo."""

@@ -7,10 +7,11 @@ import math
 import numpy as np
 
 from engine.app import Sample, main
-from engine.debug.hud import PALETTE
-from engine.debug.overlay import DebugOverlay
+from engine.debug.hud import Hud
+from engine.debug.timeline import PALETTE
 from engine.graph import OUTPUT, RenderPass
-from engine.passes.debug_overlay import DebugOverlayPass, auto_hud_scale, grid_for
+from engine.overlay.debug_overlay import DebugOverlayPass, auto_hud_scale, grid_for
+from engine.overlay.grid import DebugOverlay
 
 BG = (0.10, 0.12, 0.16, 1.0)
 PANEL = (30, 34, 46, 255)
@@ -52,8 +53,7 @@ class HudGallery(Sample):
             self.opass.set_scale(scale)
             self.overlay.resize(*grid_for(ctx.size, scale))
             self.chart = draw_gallery(self.overlay, ctx.time)
-            if self.app.hud is not None:
-                self.app.hud.keep_clear(content_box(self.overlay, scale, ctx.size))
+            self.app.tool(Hud).keep_clear(content_box(self.overlay, scale, ctx.size))
         else:
             self.overlay.update_chart(self.chart, chart_values(ctx.time))
 

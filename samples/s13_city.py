@@ -60,7 +60,7 @@ class City(Sample):
             # shadow distance past the model's far side from the orbit: all of it is shadowed
             settings = replace(settings, fog_density=0.1 / diag, shadow_radius=3.0 * diag)
         self.frame = StandardFrame(self.app.gpu, graph, scene, settings)
-        register_frame_commands(self.app.commands, self.frame, freeze=self.freeze)
+        self.register_commands(self.app.commands)
         log.info(
             "s13: %s instances, %d draw batches", f"{scene.count:,}", self.frame.gs.batch_count
         )
@@ -74,9 +74,11 @@ class City(Sample):
         self._last_time = ctx.time
         self.frame.update(ctx, camera)
 
-    def on_key(self, key: int) -> None:
-        if key == KEY_F2:
-            self.freeze()
+    def register_commands(self, commands) -> None:
+        """The standard frame's commands, ``cull freeze`` starting the fly camera too; F2
+        runs it."""
+        register_frame_commands(commands, self.frame, freeze=self.freeze)
+        commands.bind("F2", KEY_F2, "cull freeze")
 
     def freeze(self, frozen: bool | None = None) -> str:
         """F2 and the console's ``cull freeze [on|off]``: freeze culling and fly (None

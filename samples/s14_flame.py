@@ -28,7 +28,6 @@ import numpy as np
 
 from engine.app import Sample, main
 from engine.cli import int_type
-from engine.debug.overlay import DebugOverlay
 from engine.graph import OUTPUT, RenderPass
 from engine.inspect.chart import FlameChart
 from engine.inspect.select import NONE
@@ -36,7 +35,8 @@ from engine.inspect.spans import NAME_MATCH
 from engine.inspect.synthetic import synthetic_table
 from engine.inspect.traceload import SpanTable, TraceError, load_trace
 from engine.inspect.view import FlameView, fmt_ns, name_stats, range_stats
-from engine.passes.debug_overlay import DebugOverlayPass, auto_hud_scale, grid_for
+from engine.overlay.debug_overlay import DebugOverlayPass, auto_hud_scale, grid_for
+from engine.overlay.grid import DebugOverlay
 
 BG = (0.015, 0.016, 0.022, 1.0)
 PANEL = (22, 24, 32, 255)

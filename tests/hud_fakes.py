@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from engine.culling.counters import CullCounts
-from engine.profiling.timings import FrameTimings, Scope
-from engine.telemetry import Telemetry
+from engine.telemetry import FrameTimings, Scope, Telemetry
 
 # (pass name, GPU ms, CPU ms): fixed figures, so a rendered HUD is fixed too
 FAKE_PASSES = (
@@ -61,6 +60,6 @@ class FakeStream:
                 t_ns=round(f * 1e9 / 60),
                 wall_ms=1000 / 60 if f else None,
                 timings=fake_frame(f, self.passes, gpu=self.gpu_available),
-                cull=self.cull,
+                readbacks={"cull": self.cull},
             )
             self.next += 1

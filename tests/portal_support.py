@@ -12,8 +12,7 @@ import orjson
 from engine.culling.counters import CullCounts
 from engine.debug.perf import CPU_ONLY_SCOPES
 from engine.frame import PASS_NAMES
-from engine.profiling.timings import FrameTimings, Scope
-from engine.telemetry import Telemetry
+from engine.telemetry import FrameTimings, Scope, Telemetry
 
 PASSES = (*PASS_NAMES, "Bloom", "FXAA", "DebugOverlay")  # 12: the size budget
 CPU_ONLY = CPU_ONLY_SCOPES
@@ -42,7 +41,7 @@ def publish_frame(tel: Telemetry, index: int, rng: np.random.Generator, *, cpu: 
         t_ns=time.perf_counter_ns(),
         wall_ms=16.6 + float(rng.random()),
         timings=FrameTimings(index, gpu=gpu, cpu=cpus if cpu else None),
-        cull=CullCounts(index - 2, counts),
+        readbacks={"cull": CullCounts(index - 2, counts)},
     )
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import wgpu
 
+from engine.export.report import shutdown_report
 from engine.graph import ComputePass, RenderGraph
 from engine.loop import FrameLoop
-from engine.profiling.report import shutdown_report
 from engine.telemetry import Telemetry
 from samples.s02_custom_pass import (
     create_work_pipelines,
@@ -63,7 +63,7 @@ class Rig:
         self.loop = FrameLoop(gpu, graph, telemetry=Telemetry(history=history))
         self.telemetry = self.loop.telemetry
         if prof is not None:
-            self.telemetry.session["profiling"] = prof.session_info(graph)
+            self.telemetry.update_session(profiling=prof.session_info(graph))
 
     def run(self, frames: int = 1, *, idle: bool = False) -> None:
         """Record and submit ``frames`` frames; ``idle`` waits for the queue after each."""

@@ -10,7 +10,6 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from engine.cli import OVERLAY_MODES
 from engine.commands import Choice, CommandError, CommandRegistry, Int
 from engine.debug.console import (
     KEY_BACKSPACE,
@@ -22,14 +21,14 @@ from engine.debug.console import (
     KEY_UP,
     KEY_WORLD_1,
     Console,
-    install,
-    register_app_commands,
+    ConsoleTool,
     register_frame_commands,
 )
+from engine.debug.hud import modes
 from engine.debug.logtail import ERROR, WARNING, LogPanel, LogTail, install_log_tail
-from engine.debug.overlay import DebugOverlay, pack_color
 from engine.debug.perf import TEXT
 from engine.frame import FrameSettings
+from engine.overlay.grid import DebugOverlay, pack_color
 
 
 class FakeFrame:
@@ -50,53 +49,43 @@ class FakeFrame:
         return self.settings
 
 
-def fake_app():
-    calls = []
-    app = SimpleNamespace(
-        hud=SimpleNamespace(set_mode=lambda m: calls.append(("mode", m))),
-        telemetry=SimpleNamespace(reset_stats=lambda: calls.append(("reset",))),
-        set_profiling=lambda **kw: calls.append(("profile", kw)),
-        request_capture=lambda path: calls.append(("capture", path)),
-        window=None,
-    )
-    return app, calls
-
-
 @pytest.fixture
-def registry():
-    app, calls = fake_app()
+def registry(gpu):
+    """The standard tools (HUD, profiling switch, capture) installed into a context built
+    from parts, plus the frame commands against a fake frame."""
+    from engine.debug.hud import Hud
+    from engine.graph import RenderGraph
+    from engine.tools.capture import CaptureTool
+    from engine.tools.profiling import ProfilingTool
+    from tests.tool_fakes import make_ctx
+
+    graph = RenderGraph(gpu.device, output_format="rgba8unorm-srgb", size=(64, 36))
+    ctx = make_ctx(gpu, graph, overlay="off")
+    hud = ctx.install(Hud(clock=None))
+    prof = ctx.install(ProfilingTool(batch=1))
+    cap = ctx.install(CaptureTool())
     frame = FakeFrame()
-    reg = CommandRegistry()
-    register_app_commands(reg, app)
-    register_frame_commands(reg, frame)
-    return SimpleNamespace(reg=reg, calls=calls, frame=frame, app=app)
+    register_frame_commands(ctx.commands, frame)
+    return SimpleNamespace(reg=ctx.commands, frame=frame, hud=hud, prof=prof, cap=cap, ctx=ctx)
 
 
 # -- registry -------------------------------------------------------------------------------
 def test_every_standard_command_reaches_its_subsystem(registry, tmp_path):
-    r, calls, frame = registry.reg, registry.calls, registry.frame
+    r, frame, tel = registry.reg, registry.frame, registry.ctx.telemetry
     png = str(tmp_path / "shot.png")
-    lines = [
-        "overlay timeline",
-        "profile gpu on",
-        "profile cpu off",
-        "profile draws on",
-        f"capture {png}",
-        "stats reset",
-        "shadows off",
-        "shadow-size 1024",
-    ]
-    results = [r.execute(line) for line in lines]
-    assert all(res.ok for res in results), results
-    assert calls == [
-        ("mode", "timeline"),
-        ("profile", {"gpu": True}),
-        ("profile", {"cpu": False}),
-        ("profile", {"draws": True}),
-        ("capture", png),
-        ("reset",),
-    ]
-    assert registry.app.overlay_mode == "timeline"
+    assert r.execute("overlay timeline").ok and registry.hud.mode == "timeline"
+    assert r.execute("overlay next").text == "overlay: log" and registry.hud.mode == "log"
+    assert r.execute("profile gpu on").text == "profiling: GPU on, CPU off"
+    assert tel.session.profiling.gpu and not tel.session.profiling.cpu
+    assert r.execute("profile cpu on").text == "profiling: GPU on, CPU on"
+    assert r.execute("profile gpu off").text == "profiling: GPU off, CPU on"
+    assert not tel.session.profiling.gpu and tel.session.profiling.cpu
+    assert r.execute("profile cpu off").ok and tel.session.profiling is None
+    assert r.execute(f"capture {png}").text == f"capture: the next frame goes to {png}"
+    assert registry.cap._path == png
+    tel.stats.add((("gpu", "A"),), [1.0], 0.0)
+    assert r.execute("stats reset").text == "stats: window reset" and tel.stats.count == 0
+    assert r.execute("shadows off").ok and r.execute("shadow-size 1024").ok
     assert frame.settings.shadows is False and frame.settings.shadow_size == 1024
     assert r.execute("cull freeze").text == "culling camera frozen"
     assert r.execute("cull freeze").text == "culling camera released"  # no argument toggles
@@ -109,7 +98,7 @@ def test_every_standard_command_reaches_its_subsystem(registry, tmp_path):
         ("warp 9", "error: unknown command 'warp'; type help"),
         (
             "overlay loud",
-            f"error: overlay: expected one of {', '.join(OVERLAY_MODES)}, got 'loud'",
+            f"error: overlay: expected one of {', '.join((*modes(), 'next'))}, got 'loud'",
         ),
         (
             "shadow-size 1000",
@@ -130,12 +119,12 @@ def test_bad_command_is_one_error_line(registry, line, error):
     res = registry.reg.execute(line)
     assert not res.ok and res.text == error
     assert "\n" not in res.text
-    assert registry.calls == []
+    assert registry.hud.mode == "off" and registry.ctx.telemetry.session.profiling is None
 
 
 def test_capture_into_missing_folder_is_refused(registry, tmp_path):
     res = registry.reg.execute(f"capture {tmp_path}/nope/x.png")
-    assert not res.ok and "does not exist" in res.text and registry.calls == []
+    assert not res.ok and "does not exist" in res.text and registry.cap._path is None
 
 
 def test_handler_exception_never_escapes_and_is_logged(caplog):
@@ -284,18 +273,27 @@ def test_console_draws_output_and_prompt(registry):
     assert ov.cells[8, 2 + 1 + 5, 2] != ov.cells[8, 2 + 1 + 6, 2]  # the block cursor
 
 
-def test_install_wires_app_and_window(registry):
-    app, _ = fake_app()
-    app.window = SimpleNamespace(text_input=None)
-    app.loop = SimpleNamespace(between_frames=[])
-    console = install(app)
-    assert app.console is console and app.window.text_input is console
-    assert app.loop.between_frames == [app.commands.run_pending]
-    install(app)  # again: the same registry, drained once
-    assert app.loop.between_frames == [app.commands.run_pending]
-    assert isinstance(app.commands, CommandRegistry) and "overlay" in app.commands.commands
-    assert isinstance(app.log_tail, LogTail)
-    assert install_log_tail() is app.log_tail  # one tail per logger
+def test_console_tool_draws_through_the_hud_and_takes_the_window_keys(registry):
+    window = SimpleNamespace(text_input=None)
+    registry.ctx.window = window
+    tool = registry.ctx.install(ConsoleTool())
+    assert window.text_input is tool.console and "console" in registry.hud.panels
+    assert tool.console.registry is registry.reg  # the shared registry, not a copy
+    registry.ctx.close_all()  # undone in reverse order: the window gets its keys back
+    assert window.text_input is None
+    assert registry.ctx.tool(ConsoleTool) is tool  # closed tools stay findable
+
+
+def test_keys_run_their_bound_commands_and_help_lists_them(registry):
+    r, hud = registry.reg, registry.hud
+    assert r.press(290).text == "overlay: perf" and hud.mode == "perf"  # F1
+    assert r.press(290).text == "overlay: cull"
+    assert r.press(999) is None  # unbound: the sample's on_key gets it
+    r.bind("F2", 291, "cull freeze")
+    assert r.press(291).text == "culling camera frozen" and registry.frame.frozen
+    rows = {line.split()[0]: line for line in r.execute("help").text.splitlines()}
+    assert rows["overlay"].endswith("[F1: overlay next]")
+    assert rows["cull"].endswith("[F2: cull freeze]")
 
 
 # -- log tail ---------------------------------------------------------------------------------

@@ -13,12 +13,12 @@ import orjson
 import pytest
 import wgpu
 
+from engine.export.report import draws_report
+from engine.export.trace import build_trace, frame_of
 from engine.gpu import DRAW_PROFILE_FEATURES, create_gpu
 from engine.graph import RenderGraph, RenderPass
 from engine.profiling import FrameProfiler
 from engine.profiling.draws import INSIDE_FEATURE, DrawProfiler, TimedPass, draw_label
-from engine.profiling.report import draws_report
-from engine.profiling.trace import build_trace, frame_of
 from engine.telemetry import NameTable, encode_record
 from tests.profiling_support import Rig, wait_idle
 from tests.test_trace import _assert_nested
@@ -183,7 +183,7 @@ def test_known_costs_rank_and_sum_to_the_pass(inside, tmp_path):
 def _check_views(rig, rec, inside: bool) -> None:
     """The report, the JSONL message and the trace show the record's numbers."""
     p = rec.draws[0]
-    report = draws_report(rig.telemetry.history, rig.telemetry.session["profiling"]["draws"])
+    report = draws_report(rig.telemetry.history, rig.telemetry.session.profiling.draws)
     pass_ns = rec.gpu[0].end_ns - rec.gpu[0].begin_ns
     for d in p.draws:
         row = next(line for line in report.splitlines() if line.strip().startswith(d.label))
@@ -293,7 +293,7 @@ def _fake_draw_frame(index: int):
     """FrameTimings of two passes, ``Main`` (render, 5 draws of known ms, wobbling by frame)
     and ``Cull`` (compute, one unlabelled dispatch), with their draws."""
     from engine.profiling.draws import Draw, PassDraws
-    from engine.profiling.timings import FrameTimings, Scope
+    from engine.telemetry import FrameTimings, Scope
 
     f = 1.0 + 0.1 * ((index * 3) % 5 - 2) / 2
     ms = [0.2 * f, 1.5 * f, 0.05, 0.9 * f, 0.4]
@@ -310,8 +310,8 @@ def _fake_draw_frame(index: int):
 
 
 def test_perf_table_expands_a_pass_into_its_draws():
-    from engine.debug.overlay import DebugOverlay
     from engine.debug.perf import FORM_WIDTHS, PerfOverlay
+    from engine.overlay.grid import DebugOverlay
     from engine.telemetry import Telemetry
 
     prof = {"gpu": True, "cpu": True, "gpu_available": True, "draws": {"inside": True}}
@@ -418,8 +418,7 @@ def test_a_span_under_two_ticks_reads_below_resolution():
     """Decoding: with a 32 ns tick, a 1-tick draw is flagged (the report prints '<res', not
     a number) and a 10-tick draw is not."""
     from engine.profiling.draws import _DrawRec, _FrameRec, _PassRec
-    from engine.profiling.timings import FrameTimings, Scope
-    from engine.telemetry import Telemetry
+    from engine.telemetry import FrameTimings, Scope, Telemetry
 
     gpu = _gpu()
     dp = DrawProfiler(gpu, capacity=8)
@@ -432,7 +431,7 @@ def test_a_span_under_two_ticks_reads_below_resolution():
     assert [(d.inside_ns, d.below_resolution) for d in p.draws] == [(32, True), (320, False)]
     tel = Telemetry({"profiling": {"draws": {"inside": True, "split": False, "stats": False}}})
     tel.publish(7, t_ns=0, wall_ms=None, timings=FrameTimings(7, [Scope("P", 0, 400)], draws=(p,)))
-    report = draws_report(tel.history, tel.session["profiling"]["draws"])
+    report = draws_report(tel.history, tel.session.profiling.draws)
     rows = {line.split()[0]: line.split()[1:] for line in report.splitlines()[3:]}
     assert rows["tiny"][0] == "<res" and rows["big"][0] == "0.0003"
     assert rows["tiny"][2:] == ["n/a"] * 4  # no pipeline statistics: n/a, never 0
@@ -441,16 +440,15 @@ def test_a_span_under_two_ticks_reads_below_resolution():
 def test_live_flame_puts_draws_under_their_pass(device):
     """The flame HUD mode: a record's inside-timed draws at depth 2 of the GPU lane, at their
     own times (shifted like the passes); replayed-only draws have no place there."""
-    from types import SimpleNamespace
-
-    from engine.inspect.live import ORIGIN_MARGIN_NS, install
+    from engine.inspect.live import ORIGIN_MARGIN_NS, FlamePanel
     from engine.telemetry import Telemetry
+    from tests.tool_fakes import make_ctx
 
     tel = Telemetry({"gpu_clock_offset_ns": 1_000})
     graph = RenderGraph(device, output_format="rgba8unorm-srgb", size=(64, 48))
-    app = SimpleNamespace(graph=graph, telemetry=tel, args=SimpleNamespace(hud_scale=None))
-    live = install(app)
-    live.set_mode("flame")
+    panel = FlamePanel(make_ctx(graph=graph, telemetry=tel))
+    panel.activate(True)  # the HUD's mode is flame
+    live = panel.live
     ft, ms = _fake_draw_frame(0)
     t0 = 5_000_000_000
     tel.publish(0, t_ns=t0, wall_ms=None, timings=ft)

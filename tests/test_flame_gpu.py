@@ -22,9 +22,8 @@ from engine.inspect.select import (
 from engine.inspect.spans import NAME_MATCH, SPAN_BYTES, SpanStore, pack_spans
 from engine.inspect.synthetic import synthetic_table
 from engine.inspect.view import FlameView
-from engine.profiling.timings import FrameTimings, Scope
 from engine.surfaces import OffscreenTarget
-from engine.telemetry import Telemetry
+from engine.telemetry import FrameTimings, Scope, Telemetry
 
 N_NAMES = 40
 
@@ -258,20 +257,19 @@ def _record_timings(frame: int, t0: int) -> FrameTimings:
 
 
 def test_live_flame_appends_cpu_and_shifted_gpu_scopes(device):
-    from types import SimpleNamespace
-
-    from engine.inspect.live import ORIGIN_MARGIN_NS, install
+    from engine.inspect.live import ORIGIN_MARGIN_NS, FlamePanel
+    from tests.tool_fakes import make_ctx
 
     tel = Telemetry({"gpu_clock_offset_ns": 2_000_000_000})
     graph = RenderGraph(device, output_format="rgba8unorm-srgb", size=(320, 180))
-    app = SimpleNamespace(graph=graph, telemetry=tel, args=SimpleNamespace(hud_scale=None))
-    live = install(app)
+    panel = FlamePanel(make_ctx(graph=graph, telemetry=tel))
+    live = panel.live
     assert [p.name for p in graph.passes] == ["Flame.Select", "Flame", "Flame.Text"]
     assert not any(p.enabled for p in graph.passes) and not tel.has_subscribers  # off: free
     t0 = 10_000_000_000
     for f in range(3):
         if f == 2:  # frames 0, 1 come from the history, frame 2 through the subscription
-            live.set_mode("flame")
+            panel.activate(True)  # the HUD switched to mode flame
             assert all(p.enabled for p in graph.passes) and tel.has_subscribers
         tel.publish(f, t_ns=t0 + f * 16_000_000, wall_ms=16.0,
                     timings=_record_timings(f, t0 + f * 16_000_000))  # fmt: skip

@@ -18,18 +18,20 @@ DRIVER = textwrap.dedent(
     """
     import json, sys
     from engine import app as engine_app
+    from engine.debug.hud import Hud
     from samples.s01_lit_boxes import LitBoxes
 
     out = {}
 
     class Observed(LitBoxes):  # the app's own wiring; the chart's state read at the end
         def close(self):
-            app, live = self.app, self.app.flame
+            app = self.app
+            live = app.tool(Hud).panels["flame"].live  # the HUD's flame-mode panel
             c = live.columns
             lanes = c.lane[: c.n].tolist()
             out.update(frames=live.frames, cpu=lanes.count(0), gpu=lanes.count(1),
                        names=sorted(live.names), has_gpu=live.has_gpu,
-                       offset=app.telemetry.session.get("gpu_clock_offset_ns"))
+                       offset=app.telemetry.session.gpu_clock_offset_ns)
             super().close()
 
     status = engine_app.run(Observed, sys.argv[1:])

@@ -9,11 +9,11 @@ import numpy as np
 import orjson
 import pytest
 
+from engine.export.jsonl import JsonLinesWriter
+from engine.export.trace import build_trace, write_trace_file
 from engine.inspect.traceload import CPU_LANE, GPU_LANE, TraceError, load_trace, nesting_depth
 from engine.inspect.view import FlameView, fmt_ns, name_stats, range_stats
-from engine.profiling.timings import FrameTimings, Scope
-from engine.profiling.trace import build_trace, write_trace_file
-from engine.telemetry import JsonLinesWriter, Telemetry
+from engine.telemetry import FrameTimings, Scope, Telemetry
 
 
 def write(tmp_path, obj, name="t.json") -> str:

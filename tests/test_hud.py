@@ -13,10 +13,11 @@ import numpy as np
 import pytest
 import wgpu
 
-from engine.debug.overlay import DebugOverlay, font_atlas
-from engine.passes.debug_overlay import DebugOverlayPass, auto_hud_scale, grid_for
+from engine.overlay.debug_overlay import DebugOverlayPass, auto_hud_scale, grid_for
+from engine.overlay.grid import DebugOverlay, font_atlas
 from tests.helpers import run_sample
 from tests.hud_fakes import FAKE_COUNTS, FAKE_PASSES, FakeStream, fake_frame
+from tests.tool_fakes import make_ctx
 
 ROOT = Path(__file__).resolve().parents[1]
 FG, BG = (255, 200, 40), (20, 40, 90)
@@ -247,8 +248,8 @@ def test_perf_table_means_and_na():
     assert len(dots) == 1
     # each number coloured on its own: Post's GPU 6.25 ms (> 5) red while its CPU 0.045 ms
     # (< 0.1) is dimmed and its name stays plain; Shadow's 0.112 / 0.834 plain
-    from engine.debug.overlay import unpack_color
     from engine.debug.perf import DIM, HOT, NAME_W, NUM_W, TEXT
+    from engine.overlay.grid import unpack_color
 
     cpu_col, gpu_col = 1 + NAME_W + NUM_W - 1, 1 + NAME_W + 2 * NUM_W  # last digit of each
 
@@ -318,7 +319,7 @@ def _scene_graph(device, fmt, size, clear_value=SCENE_CLEAR):
 def make_hud(gpu, mode, *, size=HUD_SIZE, hud_scale=None, cull=FAKE_COUNTS, **kw):
     """A HUD on a graph of empty passes fed by a ``FakeStream``; ``kw``: ``clear_value``
     (the scene colour), ``window`` (a window run), ``gpu_available``, ``clock``."""
-    from engine.debug.hud import install_hud
+    from engine.debug.hud import Hud
 
     fmt = "rgba8unorm-srgb"
     graph = _scene_graph(gpu.device, fmt, size, kw.get("clear_value", SCENE_CLEAR))
@@ -327,16 +328,9 @@ def make_hud(gpu, mode, *, size=HUD_SIZE, hud_scale=None, cull=FAKE_COUNTS, **kw
         cull=cull,
         gpu_available=kw.get("gpu_available", True),
     )
-    app = SimpleNamespace(
-        gpu=gpu,
-        args=SimpleNamespace(overlay=mode, hud_scale=hud_scale),
-        graph=graph,
-        telemetry=stream.telemetry,
-        overlay_mode=mode,
-        hud=None,
-        window=kw.get("window"),
-    )
-    hud = install_hud(app, clock=kw.get("clock"))  # None: simulated time, fixed figures
+    ctx = make_ctx(gpu, graph, telemetry=stream.telemetry, window=kw.get("window"),
+                   overlay=mode, hud_scale=hud_scale)  # fmt: skip
+    hud = ctx.install(Hud(clock=kw.get("clock")))  # clock None: simulated time
     assert graph.passes[-1].name == "DebugOverlay"
     return hud, stream
 
@@ -347,7 +341,7 @@ def run_hud(gpu, mode, *, frames=130, size=HUD_SIZE, hud_scale=None, cull=FAKE_C
     from engine.graph import FrameContext
 
     hud, stream = make_hud(gpu, mode, size=size, hud_scale=hud_scale, cull=cull, **kw)
-    graph = hud.app.graph
+    graph = hud.graph
     tex = gpu.device.create_texture(
         size=(*size, 1),
         format=graph.output_format,
@@ -467,18 +461,20 @@ def test_off_mode_hint_is_drawn_top_right(gpu):
 
 def test_panel_forms_stay_inside_their_boxes():
     """Each form of each panel draws exactly inside the size it reports (never past it)."""
-    from engine.debug.hud import CullPanel, HudData, PerfPanel, TimelinePanel
-    from engine.debug.perf import PerfOverlay
+    from engine.debug.cull_panel import CullPanel
+    from engine.debug.perf import PerfPanel
+    from engine.debug.timeline import TimelinePanel
+    from engine.overlay.panel import HudData
 
     stream = FakeStream()
     stream.advance(70)
     names = [p[0] for p in FAKE_PASSES] + ["DebugOverlay"]
-    perf = PerfOverlay()
-    perf.tick(stream.telemetry, names, 0.0)
-    timeline = TimelinePanel()
-    timeline.history.ingest(stream.telemetry.history)
+    ctx = make_ctx(telemetry=stream.telemetry)
     data = HudData(names, FAKE_COUNTS, True, True, True)
-    for panel in (PerfPanel(perf), CullPanel(), timeline):
+    perf, timeline = PerfPanel(ctx), TimelinePanel(ctx)
+    perf.tick(data)
+    timeline.tick(data)
+    for panel in (perf, CullPanel(), timeline):
         sizes = panel.sizes(data)
         assert len(sizes) >= 2 and sizes[0][0] == max(w for w, _ in sizes)  # full form first
         for form, (w, h) in enumerate(sizes):
@@ -495,11 +491,25 @@ def test_panel_forms_stay_inside_their_boxes():
             ), (panel.key, form)
 
 
-def test_mode_panels_cover_every_mode():
-    from engine.cli import OVERLAY_MODES
-    from engine.debug.hud import MODE_PANELS
+def test_modes_follow_the_registered_panels():
+    """The F1 cycle, ``--overlay``'s choices and each mode's panels all come from the one
+    panel list: a panel registered with a new mode adds it (before ``all``)."""
+    from engine.cli import build_parser
+    from engine.debug.panels import PANELS, mode_names, mode_panels
+    from engine.overlay.panel import Panel
 
-    assert set(MODE_PANELS) == set(OVERLAY_MODES) and MODE_PANELS["off"] == ()
+    assert mode_names() == ("off", "perf", "cull", "timeline", "log", "flame", "all")
+    assert mode_panels()["off"] == () and mode_panels()["flame"] == ("flame",)
+    assert mode_panels()["all"] == ("perf", "cull", "timeline", "log")  # flame: in_all False
+    overlay = next(a for a in build_parser("p", "")._actions if a.dest == "overlay")
+    assert tuple(overlay.choices) == mode_names()
+
+    class Gauge(Panel):
+        key, modes = "gauge", ("gauge", "perf")
+
+    extra = (*PANELS, Gauge)
+    assert mode_names(extra)[-2:] == ("gauge", "all")
+    assert mode_panels(extra)["perf"] == ("perf", "gauge") and "gauge" in mode_panels(extra)["all"]
 
 
 def test_cull_panel_percentages(gpu):
@@ -513,7 +523,7 @@ def test_cull_panel_percentages(gpu):
 def test_hud_resize_and_scale_override(gpu):
     hud, _ = run_hud(gpu, "perf", frames=1, size=(320, 200), hud_scale=2)
     assert (hud.overlay.cols, hud.overlay.rows, hud.overlay_pass.scale) == (20, 12, 2)
-    hud.app.graph.resize((480, 240))
+    hud.graph.resize((480, 240))
     assert (hud.overlay.cols, hud.overlay.rows) == (30, 15)
 
 
@@ -553,14 +563,13 @@ def test_s03_hud_keeps_clear_of_the_gallery(tmp_path):
 def test_console_opens_over_any_mode_and_log_mode_shows_the_tail(gpu):
     import logging
 
-    from engine.commands import CommandRegistry
-    from engine.debug.console import Console
-    from engine.debug.logtail import install_log_tail
+    from engine.debug.console import ConsoleTool
+    from engine.debug.logtail import LogHudPanel, LogTailTool
 
     hud, _ = make_hud(gpu, "off", size=(640, 360))
-    app = hud.app
-    app.console = Console(CommandRegistry())
-    app.log_tail = tail = install_log_tail()
+    tail = hud.ctx.install(LogTailTool()).tail
+    hud.panels["log"] = LogHudPanel(hud.ctx)  # the log panel reads the tail installed now
+    app = SimpleNamespace(console=hud.ctx.install(ConsoleTool()).console)
     try:
         hud.update(SimpleNamespace(size=(640, 360), time=0.0))
         assert not hud.render_pass.enabled  # off, console closed: the pass costs nothing

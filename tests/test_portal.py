@@ -16,9 +16,17 @@ import pytest
 from engine.cli import build_parser
 from engine.commands import CommandRegistry
 from engine.debug.logtail import LogTail
-from engine.portal import DEFAULT_PORT, Portal, PortalError, portal_port, protocol, server, start
+from engine.portal import (
+    DEFAULT_PORT,
+    Portal,
+    PortalError,
+    PortalTool,
+    portal_port,
+    protocol,
+    server,
+)
 from engine.portal.protocol import Client
-from engine.telemetry import NameTable, Telemetry, encode_record
+from engine.telemetry import NameTable, ProfilingInfo, Telemetry, encode_record
 from tests.portal_support import (
     PASSES,
     FramePump,
@@ -28,6 +36,7 @@ from tests.portal_support import (
     publish_frame,
     request,
 )
+from tests.tool_fakes import make_ctx, register_overlay_stub
 
 SESSION = {"adapter": "synthetic", "sample": "test", "size": [320, 180]}
 
@@ -188,10 +197,10 @@ def test_a_changed_session_is_sent_again(portal):
         assert [r.next_event()[0] for _ in range(3)] == ["session", "names", "log"]
         publish_frame(portal.tel, 0, rng)
         assert [r.next_event()[0] for _ in range(2)] == ["names", "frame"]  # no session
-        portal.tel.session["profiling"] = {"gpu": True}  # `profile gpu on` at run time
+        portal.tel.update_session(profiling=ProfilingInfo(gpu=True))  # `profile gpu on`
         publish_frame(portal.tel, 1, rng)
         event, data, _ = r.next_event()
-        assert event == "session" and data["profiling"] == {"gpu": True}
+        assert event == "session" and data["profiling"]["gpu"] is True
         assert data["adapter"] == "synthetic"
         assert r.next_event()[0] == "frame"
     finally:
@@ -320,9 +329,7 @@ def test_a_command_line_cannot_forge_log_lines(portal, caplog):
 
 
 def test_completion_answers_without_the_frame_loop(portal):
-    from engine.debug.console import register_app_commands
-
-    register_app_commands(portal.reg, SimpleNamespace(telemetry=portal.tel))
+    register_overlay_stub(portal.reg)
     status, _, body = request(
         portal.port,
         "POST",
@@ -487,30 +494,34 @@ def test_environment_switch(monkeypatch):
         portal_port(args)
 
 
+def _start(**options):
+    """Install the portal tool into a context built from fakes; its ``portal`` or None."""
+    tool = PortalTool()
+    make_ctx(**{"portal": None, "portal_host": None, **options}).install(tool)
+    return tool.portal
+
+
 def test_start_prints_url_and_port_in_use_is_one_line(capsys, monkeypatch):
     monkeypatch.delenv("LANTERN_PORTAL", raising=False)
-    app = SimpleNamespace(args=SimpleNamespace(portal=0, portal_host=None), telemetry=Telemetry())
-    p = start(app)
+    p = _start(portal=0)
     try:
         assert capsys.readouterr().out == f"portal: http://127.0.0.1:{p.port}/\n"
         assert p.server.server_address[0] == "127.0.0.1"
-        app.args.portal = p.port
         with pytest.raises(PortalError) as e:
-            start(app)
+            _start(portal=p.port)
         assert str(e.value) == (
             f"portal port {p.port} is in use: pick another with --portal PORT (0 = a free port)"
         )
     finally:
         p.close()
-    assert start(SimpleNamespace(args=SimpleNamespace(portal=None))) is None
+    assert _start() is None
 
 
 def test_host_without_a_portal_is_one_line(monkeypatch):
     # --portal-host alone used to be ignored: no server, no word, the page never came up
     monkeypatch.delenv("LANTERN_PORTAL", raising=False)
-    app = SimpleNamespace(args=SimpleNamespace(portal=None, portal_host="0.0.0.0"))
     with pytest.raises(PortalError) as e:
-        start(app)
+        _start(portal_host="0.0.0.0")
     assert str(e.value) == (
         "--portal-host '0.0.0.0' needs the portal on: add --portal [PORT] (or LANTERN_PORTAL=1)"
     )
@@ -521,9 +532,8 @@ def test_non_loopback_host_is_a_warning(monkeypatch, caplog, capsys):
 
     monkeypatch.delenv("LANTERN_PORTAL", raising=False)
     monkeypatch.setattr(portal_pkg, "is_loopback", lambda host: False)  # stays on loopback
-    args = SimpleNamespace(portal=0, portal_host="127.0.0.1")
     with caplog.at_level(logging.WARNING, logger="lantern"):
-        p = start(SimpleNamespace(args=args, telemetry=Telemetry()))
+        p = _start(portal=0, portal_host="127.0.0.1")
     p.close()
     assert caplog.messages == [
         "portal: listening on 127.0.0.1, not loopback: anyone who reaches this machine can "

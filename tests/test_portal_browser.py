@@ -15,19 +15,18 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 import orjson
 import pytest
 
-from engine.commands import CommandRegistry
 from engine.culling.counters import COUNTER_NAMES
-from engine.debug.console import register_app_commands
 from engine.debug.logtail import LogTail
 from engine.portal import Portal
 from engine.telemetry import Telemetry
+from engine.tools.profiling import ProfilingTool
 from tests.helpers import ROOT
 from tests.portal_support import CPU_ONLY, PASSES, FramePump
+from tests.tool_fakes import make_ctx
 
 OUT = Path(__file__).resolve().parent / "_out"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -91,8 +90,9 @@ def wait_for(driver, condition, timeout=10.0):
 
 def test_page_shows_the_records_runs_commands_and_reconnects(browser):
     tel = Telemetry({"adapter": "synthetic adapter", "sample": "browser-test"})
-    reg = CommandRegistry()
-    register_app_commands(reg, SimpleNamespace(telemetry=tel))
+    ctx = make_ctx(telemetry=tel)
+    ctx.install(ProfilingTool())  # profile, stats: the real tool's commands
+    reg = ctx.commands
     tail = LogTail()
     logger = logging.getLogger("lantern")
     logger.addHandler(tail)

@@ -119,11 +119,15 @@ def test_f2_freezes_culling_and_flies_the_camera():
     from types import SimpleNamespace
 
     from engine.app import KEY_F2
+    from engine.commands import CommandRegistry
     from engine.scene.camera import KEY_W, Camera
     from samples.s13_city import City
 
     class Frame:  # the StandardFrame calls that on_key/update make
         camera, frozen, rendered = None, False, []
+
+        def set_settings(self, **changes):
+            raise AssertionError("not called here")
 
         def freeze_culling(self, frozen=None):
             self.frozen = (not self.frozen) if frozen is None else frozen
@@ -143,12 +147,14 @@ def test_f2_freezes_culling_and_flies_the_camera():
     sample.fly, sample._last_time, sample.fly_speed = None, 0.0, 12.0
     ctx = SimpleNamespace(time=0.0)
     sample.update(ctx)
-    sample.on_key(KEY_F2)
+    commands = CommandRegistry()
+    sample.register_commands(commands)  # what build does: F2 is bound to "cull freeze"
+    commands.press(KEY_F2)
     assert sample.frame.frozen and sample.fly is not None
     ctx.time = 1.0
     sample.update(ctx)
     np.testing.assert_allclose(sample.frame.camera.eye, [0.0, 5.0, -12.0], atol=1e-4)
-    sample.on_key(KEY_F2)  # released: back on the path
+    commands.press(KEY_F2)  # released: back on the path
     ctx.time = 2.0
     sample.update(ctx)
     assert not sample.frame.frozen and sample.fly is None

@@ -7,9 +7,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from engine.profiling.timings import FrameTimings, Scope
-from engine.profiling.trace import build_trace, write_trace_file
-from engine.telemetry import Telemetry
+from engine.export.trace import build_trace, write_trace_file
+from engine.telemetry import FrameTimings, Scope, Telemetry
 from tests.helpers import run_sample
 
 

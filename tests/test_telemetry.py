@@ -11,14 +11,10 @@ import logging
 import numpy as np
 import pytest
 
-from engine.profiling.timings import FrameTimings, Scope
-from engine.profiling.trace import frame_of as _frame
-from engine.telemetry import (
-    HITCH_HOLD_S,
-    WINDOW,
-    JsonLinesWriter,
-    Telemetry,
-)
+from engine.export.jsonl import JsonLinesWriter
+from engine.export.trace import frame_of as _frame
+from engine.telemetry import WINDOW, FrameTimings, Scope, Session, Telemetry
+from engine.telemetry.stats import HITCH_HOLD_S
 from tests.helpers import run_sample
 
 
@@ -94,7 +90,8 @@ def test_jsonl_sends_names_once_and_exact_nanoseconds(tmp_path):
     _feed(tel, ms)
     writer.close()
     lines = [json.loads(line) for line in path.read_text().splitlines()]
-    assert lines[0] == {"type": "session", "adapter": "test"}
+    assert lines[0] == {"type": "session", **Session(adapter="test").to_json()}
+    assert Session.from_json(lines[0]) == Session(adapter="test", facts={"type": "session"})
     assert [line["type"] for line in lines].count("names") == 2  # A, B; later Frame's wall row
     names = [n for line in lines if line["type"] == "names" for n in line["names"]]
     assert len(names) == len(set(names))

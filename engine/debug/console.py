@@ -1,16 +1,6 @@
-"""One command registry for both consoles (the in-game HUD console and the portal page).
-
-Subsystems register commands with typed arguments and one line of help; a command line is
-parsed against them and run on the frame thread between frames. A bad command or argument
-is one line of error text, never an exception in the frame loop.
-
-    registry = CommandRegistry()
-    registry.register("shadows", handler, args=[Choice("on", "off")], help="sun shadows")
-    registry.execute("shadows off")        # -> Result(ok=True, text="shadows: off")
-
-The portal's server thread calls ``submit(line)`` and waits on the returned
-``PendingCommand``; the frame loop calls ``run_pending()`` between frames (one deque check
-when nothing is queued). ``Console`` is the in-game console's state machine and drawing.
+"""The in-game console: ``Console`` (state machine and drawing), its HUD panel and the
+``ConsoleTool`` that installs it; the commands it runs are ``engine.commands``'s registry,
+shared with the portal page and the window's keys.
 """
 
 from __future__ import annotations
@@ -18,9 +8,10 @@ from __future__ import annotations
 import logging
 from collections import deque
 
-from ..commands import Choice, CommandError, CommandRegistry, Int, PngPath
+from ..commands import Choice, CommandRegistry, Int
+from ..overlay.grid import DebugOverlay
+from ..overlay.panel import HudData, Panel
 from .logtail import ERROR
-from .overlay import DebugOverlay
 from .perf import DIM, HEADER, PANEL_BG, TEXT
 
 log = logging.getLogger("lantern")
@@ -31,50 +22,7 @@ KEY_RIGHT, KEY_LEFT, KEY_DOWN, KEY_UP, KEY_KP_ENTER = 262, 263, 264, 265, 335
 TOGGLE_KEYS = (KEY_GRAVE, KEY_WORLD_1)
 
 
-# -- the standard commands --------------------------------------------------------------------
-def register_app_commands(registry: CommandRegistry, app) -> None:
-    """``overlay``, ``profile``, ``capture`` and ``stats``, against the app's small interface:
-    ``app.hud.set_mode(mode)``, ``app.set_profiling(gpu=, cpu=)``, ``app.request_capture(path)``
-    and ``app.telemetry.reset_stats()``. A missing piece is an error line when used."""
-    from ..cli import OVERLAY_MODES
-
-    def overlay(mode: str) -> str:
-        hud = getattr(app, "hud", None)
-        if hud is None:
-            raise CommandError("no HUD in this run")
-        hud.set_mode(mode)
-        app.overlay_mode = mode  # F1 cycles on from here
-        return f"overlay: {mode}"
-
-    def profile(which: str, on: bool) -> str:
-        if not hasattr(app, "set_profiling"):
-            raise CommandError("profiling cannot be switched at run time in this build")
-        out = app.set_profiling(**{which: on})
-        return out if isinstance(out, str) else f"profile {which}: {'on' if on else 'off'}"
-
-    def capture(path: str) -> str:
-        if not hasattr(app, "request_capture"):
-            raise CommandError("capture is not available in this build")
-        app.request_capture(path)
-        return f"capture: the next frame goes to {path}"
-
-    def stats(_: str) -> str:
-        app.telemetry.reset_stats()
-        return "stats: window reset"
-
-    registry.register(
-        "overlay", overlay, args=[Choice(*OVERLAY_MODES)], help="HUD mode (F1 cycles)"
-    )
-    registry.register(
-        "profile",
-        profile,
-        args=[Choice("gpu", "cpu", "draws"), Choice("on", "off", boolean=True)],
-        help="switch GPU timestamp / CPU scope / per-draw GPU timing",
-    )
-    registry.register("capture", capture, args=[PngPath()], help="write the next frame as PNG")
-    registry.register("stats", stats, args=[Choice("reset")], help="forget mean/median/max")
-
-
+# -- the standard frame's commands --------------------------------------------------------
 def register_frame_commands(registry: CommandRegistry, frame, *, freeze=None) -> None:
     """``cull freeze``, ``shadows``, ``shadow-size`` against an ``engine.frame.StandardFrame``
     (``freeze_culling(frozen)``, ``set_settings(shadows=, shadow_size=)``). ``freeze(on)``:
@@ -230,23 +178,55 @@ class Console:
         ov.text(col + 1 + n, row + h - 1, " ", TEXT, HEADER)  # block cursor
 
 
-def install(app) -> Console:
-    """Create ``app.commands`` (a ``CommandRegistry`` with the app's commands; an existing one
-    is kept), ``app.log_tail`` (see ``engine.debug.logtail``) and ``app.console``; drain the
-    command queue between frames (``app.loop.between_frames``); route the window's keys and
-    characters to the console when there is a window. Returns the console."""
-    from .logtail import install_log_tail
+class ConsolePanel(Panel):
+    """The in-game console across the bottom of the HUD while it is open, in every mode
+    (``off`` too)."""
 
-    registry = getattr(app, "commands", None) or CommandRegistry()
-    register_app_commands(registry, app)
-    app.commands = registry
-    if getattr(app, "log_tail", None) is None:
-        app.log_tail = install_log_tail()
-    app.console = Console(registry)
-    loop = getattr(app, "loop", None)  # engine.loop.FrameLoop: commands run between frames
-    if loop is not None and registry.run_pending not in loop.between_frames:
-        loop.between_frames.append(registry.run_pending)
-    window = getattr(app, "window", None)
-    if window is not None and hasattr(window, "text_input"):
-        window.text_input = app.console
-    return app.console
+    key, anchor, always, in_all = "console", "bottom", True, False
+    H = 8
+
+    def __init__(self, console: Console):
+        self.console = console
+        self._version = -1
+
+    def has_content(self, data: HudData) -> bool:
+        return self.console.is_open
+
+    def tick(self, data: HudData) -> bool:
+        """True when the console changed (opened, closed, typed into): the HUD redraws."""
+        changed, self._version = self.console.version != self._version, self.console.version
+        return changed
+
+    def sizes(self, data: HudData) -> tuple[tuple[int, int], ...]:
+        return (0, self.H), (0, 4)  # width 0: the whole width
+
+    def draw(self, ov: DebugOverlay, col: int, row: int, form: int, data: HudData) -> None:
+        h = self.sizes(data)[form][1]
+        self.console.draw(ov, col, row, self.width, h)
+
+
+class ConsoleTool:
+    """The in-game console as a tool: it draws through the HUD (a ``ConsolePanel`` shown in
+    every mode while open) and, in a window, takes the keyboard's keys and characters
+    (``window.text_input``) while open; the backtick (or the key left of 1) opens it. The
+    commands it runs are the shared ``ctx.commands``, run between frames like the portal's."""
+
+    name = "console"
+
+    def __init__(self):
+        self.console: Console | None = None
+        self._window = None
+
+    def install(self, ctx) -> None:
+        from .hud import Hud
+
+        self.console = Console(ctx.commands)
+        ctx.tool(Hud).add_panel(ConsolePanel(self.console))
+        window = ctx.window
+        if window is not None and hasattr(window, "text_input"):
+            window.text_input = self.console
+            self._window = window
+
+    def close(self) -> None:
+        if self._window is not None and self._window.text_input is self.console:
+            self._window.text_input = None

@@ -13,7 +13,8 @@ import threading
 from collections import deque
 from dataclasses import dataclass
 
-from .overlay import DebugOverlay
+from ..overlay.grid import DebugOverlay
+from ..overlay.panel import HudData, Panel
 from .perf import DIM, PANEL_BG, TEXT
 
 LINES = 200
@@ -128,3 +129,44 @@ class LogPanel:
         entries = self.tail.snapshot()[-(h - 1) :] if h > 1 else []
         for i, e in enumerate(entries):
             ov.text(col + 1, row + 1 + i, e.shown()[: w - 2], level_color(e.level))
+
+
+class LogHudPanel(Panel):
+    """The ``lantern`` logger's last lines (``LogPanel``) in the HUD; forms: full width, then
+    narrower. Reads the ``LogTail`` tool's tail; left out when that tool is not installed."""
+
+    key, modes = "log", ("log",)
+
+    def __init__(self, ctx):
+        tool = ctx.find(LogTailTool)
+        self.tail = None if tool is None else tool.tail
+
+    def has_content(self, data: HudData) -> bool:
+        return self.tail is not None
+
+    def empty_line(self, data: HudData) -> str:
+        return "LOG: no log tail in this run"
+
+    def sizes(self, data: HudData) -> tuple[tuple[int, int], ...]:
+        return (LogPanel.W, LogPanel.H), (48, LogPanel.H), (36, 6)
+
+    def draw(self, ov: DebugOverlay, col: int, row: int, form: int, data: HudData) -> None:
+        w, h = self.sizes(data)[form]
+        LogPanel(self.tail).draw(ov, col, row, w, h)
+
+
+class LogTailTool:
+    """The tool that keeps the ``lantern`` logger's last lines (``tail``) for the HUD's log
+    panel, the console and the portal; installed first, so start-up lines are in it."""
+
+    name = "log-tail"
+
+    def __init__(self, lines: int = LINES):
+        self.lines = lines
+        self.tail: LogTail | None = None
+
+    def install(self, ctx) -> None:
+        self.tail = install_log_tail(lines=self.lines)
+
+    def close(self) -> None:
+        logging.getLogger("lantern").removeHandler(self.tail)

@@ -11,8 +11,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..overlay.grid import DebugOverlay
+from ..overlay.panel import HudData, Panel
 from ..telemetry import CPU, DRAW, FRAME_SCOPE, GPU, WALL, WINDOW
-from .overlay import DebugOverlay
 
 CPU_ONLY_SCOPES = ("Update", "Submit", "Present")
 NS_FRAG = "  ns/frag"  # the row under a render pass: GPU ns per fragment (not ms)
@@ -38,7 +39,6 @@ FORM_WIDTHS = (
     1 + NUMBERS_W + 1 + DELTA_W + 1 + 1,  # 44
     1 + NUMBERS_W + 1 + 1,  # 35
 )
-PANEL_W = FORM_WIDTHS[0]
 
 
 def fmt_ms(v: float | None, width: int = NUM_W) -> str:
@@ -135,11 +135,11 @@ class PerfOverlay:
 
     def refresh(self, telemetry, pass_names: list[str]) -> None:
         """Recompute the figures from ``telemetry.latest`` now."""
-        prof = telemetry.session.get("profiling")
+        prof = telemetry.session.profiling
         self.has_profiler = prof is not None
-        self.draws_info = (prof or {}).get("draws")
-        self.gpu_on = bool(prof and prof["gpu"])
-        self.gpu_available = self.gpu_on and bool(prof["gpu_available"])
+        self.draws_info = None if prof is None else prof.draws
+        self.gpu_on = prof is not None and prof.gpu
+        self.gpu_available = self.gpu_on and prof.gpu_available
         rec = telemetry.latest
         if rec is None:
             self.rows = [PerfRow(n, None, None) for n in pass_names]
@@ -290,3 +290,28 @@ class PerfOverlay:
 def _sum(values) -> float | None:
     vals = [v for v in values if v is not None]
     return float(sum(vals)) if vals else None
+
+
+class PerfPanel(Panel):
+    """The timing table (``PerfOverlay``) as a HUD panel: always shown (without timings it
+    says how to get them); forms: full, without SHARE bars, without the DELTA column."""
+
+    key, modes = "perf", ("perf",)
+
+    def __init__(self, ctx):
+        self.telemetry = ctx.telemetry
+        self.perf = PerfOverlay()
+
+    def activate(self, on: bool) -> None:
+        self.perf.expire()  # figures from now, not from before an off spell
+
+    def tick(self, data: HudData) -> bool:
+        if data.final:
+            self.perf.expire()
+        return self.perf.tick(self.telemetry, data.names, data.now)
+
+    def sizes(self, data: HudData) -> tuple[tuple[int, int], ...]:
+        return self.perf.sizes()
+
+    def draw(self, ov: DebugOverlay, col: int, row: int, form: int, data: HudData) -> None:
+        self.perf.draw(ov, col, row, form)

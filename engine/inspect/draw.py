@@ -5,7 +5,7 @@ Each instance is a quad inflated by the antialiasing margin only (1 px); the fra
 computes the signed distance to the rounded box (corner radius 3 px) and writes its
 coverage, draws the state (hover: lighter with a white rim; selected: yellow 2 px rim; same
 name as the selected: cyan 1 px rim; dimmed by search: dark grey; collapsed pixel column:
-darker, square) and the label glyphs of the baked 8x8 font (``engine.debug.font8x8``).
+darker, square) and the label glyphs of the baked 8x8 font (``engine.overlay.font8x8``).
 
 Blending is ``max`` (factors one): the select pass appends instances with atomics, so their
 order changes run to run; ``max`` makes overlapping antialiased fringes order-independent

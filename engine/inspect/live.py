@@ -1,11 +1,11 @@
 """HUD mode ``flame``: the last few seconds of the running sample as a flame chart over the
 frame, fed by ``engine.telemetry`` (one ``FrameRecord`` per finished frame).
 
-``install(app)`` creates a ``LiveFlame`` on ``app.telemetry``, adds its passes at the end
-of ``app.graph`` (disabled until ``set_mode("flame")``) and returns it. While on, it is
+``FlamePanel`` is the HUD panel that holds a ``LiveFlame``: it adds the chart's passes to the
+graph (disabled until the HUD's mode is ``flame``). While on, it is
 subscribed to the telemetry (while off it costs nothing); per record it
 appends the frame's CPU scopes (lane "CPU main thread") and GPU scopes (lane "GPU queue",
-shifted onto the CPU clock by ``telemetry.session["gpu_clock_offset_ns"]``, an estimate the
+shifted onto the CPU clock by ``telemetry.session.gpu_clock_offset_ns``, an estimate the
 lane label says so; left out while the session has none) to the GPU span store: one
 ``write_buffer`` of a few dozen spans. Each frame is a depth-0 span ("CPU frame", "GPU
 frame") with its scopes at depth 1 and, with ``--gpu-profile draws``, each pass's draws
@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..debug.overlay import DebugOverlay
-from ..passes.debug_overlay import DebugOverlayPass, auto_hud_scale, grid_for
+from ..overlay.debug_overlay import DebugOverlayPass, auto_hud_scale, grid_for
+from ..overlay.grid import DebugOverlay
+from ..overlay.panel import HudData, Panel
 from .chart import FlameChart
 from .traceload import CPU_LANE, GPU_LANE
 from .view import FlameView
@@ -117,7 +118,7 @@ class LiveFlame:
         rows: list[tuple[int, int, int, int, int]] = []  # start, dur, lane, depth, name
         if self.origin_ns is None:
             self.origin_ns = record.t_ns - ORIGIN_MARGIN_NS
-        offset = self.telemetry.session.get("gpu_clock_offset_ns")
+        offset = self.telemetry.session.gpu_clock_offset_ns
         self._frame(rows, record.cpu, 0, 0)
         if record.gpu and isinstance(offset, int):
             self._frame(rows, record.gpu, 1, offset)
@@ -233,23 +234,31 @@ class LiveFlame:
             self._unsubscribe = None
         self.enabled = on
 
-    def set_mode(self, mode: str) -> None:
-        """``set_enabled(mode == "flame")``: call on every HUD mode change."""
-        self.set_enabled(mode == "flame")
-
     def close(self) -> None:
         self.set_enabled(False)
 
 
-def install(app, *, enabled: bool = False) -> LiveFlame:
-    """Create a ``LiveFlame`` on ``app.telemetry`` and add its passes (``Flame.Select``,
-    ``Flame``, ``Flame.Text``) at the end of ``app.graph``, disabled
-    unless ``enabled``. Then: ``live.set_mode(mode)`` on every HUD mode change,
-    ``live.update(ctx)`` every frame before recording (returns at once while off),
-    ``live.close()`` at shutdown."""
-    g = app.graph
-    scale = getattr(app.args, "hud_scale", None)
-    live = LiveFlame(g.device, g.output_format, app.telemetry, g.size, hud_scale=scale)
-    live.add_passes(g)
-    live.set_enabled(enabled)
-    return live
+class FlamePanel(Panel):
+    """HUD mode ``flame``: the ``LiveFlame`` chart as a HUD panel that draws itself under the
+    HUD text. Built when the HUD installs, it adds its passes (``Flame.Select``, ``Flame``,
+    ``Flame.Text``) to the graph before the HUD's own, disabled until the mode shows it;
+    hidden, it costs nothing per frame (no pass, no subscription)."""
+
+    key, modes, in_all, underlay = "flame", ("flame",), False, True
+
+    def __init__(self, ctx):
+        g = ctx.graph
+        scale = ctx.option("hud_scale")
+        self.live = LiveFlame(g.device, g.output_format, ctx.telemetry, g.size, hud_scale=scale)
+        self.live.add_passes(g)
+        self.live.set_enabled(False)
+
+    def activate(self, on: bool) -> None:
+        self.live.set_enabled(on)
+
+    def tick(self, data: HudData) -> bool:
+        self.live.update(data)
+        return False
+
+    def close(self) -> None:
+        self.live.close()

@@ -17,7 +17,7 @@ import zlib
 import numpy as np
 import wgpu
 
-from ..debug import font8x8
+from ..overlay import font8x8
 from .traceload import SpanTable
 
 SPAN_WORDS = 5

@@ -1,7 +1,7 @@
 """The live web portal: a page on ``http://127.0.0.1:3030/`` fed by Server-Sent Events.
 
-``start(app)`` is called once at start-up; it reads ``--portal [PORT]`` / ``LANTERN_PORTAL=1``
-and ``--portal-host`` and returns the running ``Portal`` (``close()`` it at shutdown) or None.
+``PortalTool`` (``engine.tool``) reads ``--portal [PORT]`` / ``LANTERN_PORTAL=1`` and
+``--portal-host`` at install and runs the ``Portal`` until close.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import os
 
 from .server import DEFAULT_PORT, Portal, PortalError, is_loopback
 
-__all__ = ["DEFAULT_PORT", "Portal", "PortalError", "portal_port", "start"]
+__all__ = ["DEFAULT_PORT", "Portal", "PortalError", "PortalTool", "portal_port"]
 
 log = logging.getLogger("lantern")
 
@@ -22,7 +22,7 @@ def portal_port(args) -> int | None:
     Raises:
         PortalError: ``LANTERN_PORTAL`` is neither empty, 0 nor 1.
     """
-    port = getattr(args, "portal", None)
+    port = vars(args).get("portal")
     if port is not None:
         return port
     env = os.environ.get("LANTERN_PORTAL", "").strip()
@@ -35,38 +35,48 @@ def portal_port(args) -> int | None:
     return DEFAULT_PORT
 
 
-def start(app) -> Portal | None:
-    """Start the portal if asked for; print its URL (and a warning for a non-loopback host).
+class PortalTool:
+    """The ``--portal [PORT]`` / ``LANTERN_PORTAL=1`` tool: serves the live page while the
+    sample runs (``--portal-host`` to listen elsewhere than 127.0.0.1), streaming the
+    telemetry and running posted lines through the shared command registry; the log tail
+    comes from the ``LogTail`` tool when it is installed.
 
-    Uses ``app.args`` (``portal``, ``portal_host``), ``app.telemetry``, and
-    ``app.commands`` / ``app.log_tail`` when present (``engine.debug.console.install``).
-
-    Raises:
+    Raises (from install):
         PortalError: one line to print with exit status 2 (port in use, bad host, bad env,
             ``--portal-host`` without the portal on).
     """
-    port = portal_port(app.args)
-    asked_host = getattr(app.args, "portal_host", None)
-    if port is None:
-        if asked_host:
-            raise PortalError(
-                f"--portal-host {asked_host!r} needs the portal on: add --portal [PORT] "
-                "(or LANTERN_PORTAL=1)"
-            )
-        return None
-    host = asked_host or "127.0.0.1"
-    portal = Portal(
-        app.telemetry,
-        getattr(app, "commands", None),
-        getattr(app, "log_tail", None),
-        host=host,
-        port=port,
-    )
-    if not is_loopback(host):
-        log.warning(
-            "portal: listening on %s, not loopback: anyone who reaches this machine can "
-            "watch this process and run console commands in it",
-            host,
+
+    name = "portal"
+
+    def __init__(self):
+        self.portal: Portal | None = None
+
+    def install(self, ctx) -> None:
+        from ..debug.logtail import LogTailTool
+
+        port = portal_port(ctx.options)
+        asked_host = ctx.option("portal_host")
+        if port is None:
+            if asked_host:
+                raise PortalError(
+                    f"--portal-host {asked_host!r} needs the portal on: add --portal [PORT] "
+                    "(or LANTERN_PORTAL=1)"
+                )
+            return
+        host = asked_host or "127.0.0.1"
+        tail = ctx.find(LogTailTool)
+        self.portal = Portal(
+            ctx.telemetry, ctx.commands, None if tail is None else tail.tail, host=host, port=port
         )
-    print(f"portal: {portal.url}", flush=True)
-    return portal
+        if not is_loopback(host):
+            log.warning(
+                "portal: listening on %s, not loopback: anyone who reaches this machine can "
+                "watch this process and run console commands in it",
+                host,
+            )
+        print(f"portal: {self.portal.url}", flush=True)
+
+    def close(self) -> None:
+        if self.portal is not None:
+            self.portal.close()
+            self.portal = None

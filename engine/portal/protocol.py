@@ -133,7 +133,7 @@ class Broadcaster:
         self._log_version = log_tail.version if log_tail is not None else 0
         self._lock = threading.Lock()  # connect vs encode: a client never misses a name
         self.session_extra = {"pid": os.getpid(), "started": time.time()}
-        self._session = dict(telemetry.session)  # as last sent; a change is sent again
+        self._session = telemetry.session_version  # as last sent; a change is sent again
         self._running = True
         self._thread = threading.Thread(
             target=self._encode_loop, daemon=True, name="lantern-portal-encoder"
@@ -174,10 +174,10 @@ class Broadcaster:
             self.last_bytes = len(frame)
             if new:
                 frame = sse("names", {"names": new}) + frame
-            session = self.telemetry.session
-            if session != self._session:  # e.g. `profile gpu on` changed it at run time
-                self._session = dict(session)
-                frame = sse("session", {**session, **self.session_extra}) + frame
+            tel = self.telemetry
+            if tel.session_version != self._session:  # e.g. `profile gpu on` at run time
+                self._session = tel.session_version
+                frame = sse("session", {**tel.session.to_json(), **self.session_extra}) + frame
             frame += self._log_events()
             self._fan_out(frame)
         self.encode_ns += time.perf_counter_ns() - t0
@@ -230,9 +230,9 @@ class Broadcaster:
         with self._lock:
             if len(self.clients) >= MAX_CLIENTS:
                 return None
-            self._session = dict(self.telemetry.session)
+            self._session = self.telemetry.session_version
             first = [
-                sse("session", {**self._session, **self.session_extra}),
+                sse("session", {**self.telemetry.session.to_json(), **self.session_extra}),
                 sse("names", {"names": list(self.table.ids), "full": True}),
             ]
             if self.log_tail is not None:  # later ``log`` events may repeat some: ids de-dup

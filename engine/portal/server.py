@@ -194,7 +194,8 @@ class PortalHandler(BaseHTTPRequestHandler):
         if path == "/events":
             self._events(portal.broadcaster)
         elif path == "/session.json":
-            session = {**portal.broadcaster.telemetry.session, **portal.broadcaster.session_extra}
+            b = portal.broadcaster
+            session = {**b.telemetry.session.to_json(), **b.session_extra}
             self._send(200, orjson.dumps(session), "application/json")
         else:
             self._send(200, portal.assets[path], ASSETS[path][1])

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from importlib import import_module
 
-from .timings import FrameTimings, Scope
-
 _LAZY = {
     "CpuProfiler": ".cpu",
     "FrameProfiler": ".frame",
@@ -17,7 +15,7 @@ _LAZY = {
     "GpuProfiler": ".gpu",
 }
 
-__all__ = ["CpuProfiler", "FrameProfiler", "FrameTimings", "GpuFrame", "GpuProfiler", "Scope"]
+__all__ = ["CpuProfiler", "FrameProfiler", "GpuFrame", "GpuProfiler"]
 
 
 def __getattr__(name: str):

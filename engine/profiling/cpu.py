@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from collections import deque
 
-from .timings import Scope
+from ..telemetry import Scope
 
 
 class CpuProfiler:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import collections
 import logging
 
+from ..telemetry.record import FrameTimings, ProfilingInfo
 from .cpu import CpuProfiler
 from .gpu import GpuFrame, GpuProfiler
-from .timings import FrameTimings
 
 log = logging.getLogger("lantern")
 
@@ -44,7 +44,7 @@ class FrameProfiler:
     ``collect`` hands out ``FrameTimings``, GPU and CPU merged by frame index, oldest first
     (the frame loop publishes them; ``engine.telemetry`` keeps the history). ``gpu`` is None
     when GPU timing is unavailable, or for a frame that found every query pool in flight
-    (``extra["gpu_skipped"]``); scope names equal the graph's pass names (plus Update, Submit,
+    (``FrameTimings.gpu_skipped``); scope names equal the graph's pass names (plus Update, Submit,
     Present on the CPU).
 
     Attributes:
@@ -93,23 +93,24 @@ class FrameProfiler:
             self.gpu_unavailable_reason = self.gpu.reason
         self._ready: collections.deque[FrameTimings] = collections.deque(maxlen=history)
         self._pending: dict[int, FrameTimings] = {}
-        self._frame = -1
+        self._done_gpu: set[int] = set()  # pending frames whose GPU readings came back
+        self._done_draws: set[int] = set()  # ... and whose per-draw readings did
 
-    def session_info(self, graph) -> dict:
-        """What the telemetry session says about profiling (``session["profiling"]``): which
+    def session_info(self, graph) -> ProfilingInfo:
+        """What the telemetry session says about profiling (``Session.profiling``): which
         clocks are on, whether GPU timing is possible and why not, the query pool's capacity
         and the transfer passes that cannot be GPU-timed on this device."""
         gpu_on = self.gpu is not None
         untimed = gpu_on and self.gpu_available and not self.gpu.encoder_timestamps
-        return {
-            "gpu": gpu_on,
-            "cpu": self.cpu is not None,
-            "gpu_available": self.gpu_available,
-            "gpu_unavailable_reason": self.gpu_unavailable_reason,
-            "capacity": self.gpu.capacity if gpu_on else 0,
-            "untimed": [p.name for p in graph.passes if p.kind == "transfer"] if untimed else [],
-            "draws": self._draws_info(),
-        }
+        return ProfilingInfo(
+            gpu=gpu_on,
+            cpu=self.cpu is not None,
+            gpu_available=self.gpu_available,
+            gpu_unavailable_reason=self.gpu_unavailable_reason,
+            capacity=self.gpu.capacity if gpu_on else 0,
+            untimed=[p.name for p in graph.passes if p.kind == "transfer"] if untimed else [],
+            draws=self._draws_info(),
+        )
 
     def _draws_info(self) -> dict | None:
         d = self.draws
@@ -128,7 +129,6 @@ class FrameProfiler:
 
     # -- graph protocol ---------------------------------------------------------------------------
     def begin_frame(self, frame_index: int, encoder) -> None:
-        self._frame = frame_index
         if self.cpu is not None:
             self.cpu.begin_frame(frame_index)
         if self.gpu_available:
@@ -196,36 +196,36 @@ class FrameProfiler:
         for g in gpu_frames:
             t = self._entry(g.frame_index)
             t.gpu, t.dropped, t.invalid = g.scopes, g.dropped, g.invalid
-            t.extra["gpu_done"] = True
+            self._done_gpu.add(g.frame_index)
         dp = self.draws
         if dp is not None:
             for f, passes in dp.poll() if draws is None else draws:
                 t = self._entry(f)
                 t.draws = passes
-                t.extra["draws_done"] = True
+                self._done_draws.add(f)
         if self.cpu is not None:
             while self.cpu.frames:
                 f, scopes = self.cpu.frames.popleft()
                 self._entry(f).cpu = scopes
         for f in sorted(self._pending):
             t = self._pending[f]
-            gpu_waiting = self.gpu_available and "gpu_done" not in t.extra
+            gpu_waiting = self.gpu_available and f not in self._done_gpu
             gpu_waiting = gpu_waiting and self.gpu.is_pending(f) and not final
             cpu_waiting = self.cpu is not None and t.cpu is None and not final
             draws_waiting = (
-                dp is not None and "draws_done" not in t.extra and dp.is_pending(f) and not final
+                dp is not None and f not in self._done_draws and dp.is_pending(f) and not final
             )
             if gpu_waiting or cpu_waiting or draws_waiting:
                 if len(self._pending) < 64:
                     break  # keep frames in order; older frames finish first
                 log.debug("profiler: frame %d given up incomplete", f)
-            t.extra.pop("gpu_done", None)
-            t.extra.pop("draws_done", None)
+            self._done_gpu.discard(f)
+            self._done_draws.discard(f)
             del self._pending[f]
             if t.gpu is None and t.cpu is None:
                 continue
             if self.gpu_available and t.gpu is None:
-                t.extra["gpu_skipped"] = True  # every query pool was in flight
+                t.gpu_skipped = True  # every query pool was in flight
             self._ready.append(t)
 
     def _entry(self, frame_index: int) -> FrameTimings:

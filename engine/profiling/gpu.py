@@ -50,7 +50,7 @@ import wgpu
 from wgpu.backends.wgpu_native import extras
 
 from ..readback import ReadbackRing
-from .timings import Scope
+from ..telemetry import Scope
 
 log = logging.getLogger("lantern")
 

@@ -12,16 +12,18 @@ Goals: <= 0.3 ms CPU per frame, <= 0.05 ms GPU (H200).
 from __future__ import annotations
 
 import time
+from argparse import Namespace
 from types import SimpleNamespace
 
 import numpy as np
 import wgpu
 
+from engine.commands import CommandRegistry
 from engine.culling.counters import CullCounts
-from engine.debug.hud import install_hud
+from engine.debug.hud import Hud
 from engine.graph import FrameContext, RenderGraph, RenderPass
-from engine.profiling.timings import FrameTimings, Scope
-from engine.telemetry import Telemetry
+from engine.telemetry import FrameTimings, Scope, Telemetry
+from engine.tool import ToolContext
 
 SIZE = (1920, 1080)
 PASSES = (
@@ -56,7 +58,7 @@ class _Stream:
             t_ns=round(self.frame * 1e9 / 60),
             wall_ms=1000 / 60,
             timings=FrameTimings(f, gpu=gpu, cpu=cpu),
-            cull=self.counts,
+            readbacks={"cull": self.counts},
         )
         self.frame += 1
 
@@ -70,22 +72,18 @@ def _app(gpu, fmt: str):
     for name in PASSES[:-1]:
         graph.add(RenderPass(name, record=lambda ctx, rp: None, targets=load))
     stream = _Stream()
-    return SimpleNamespace(
-        gpu=gpu,
-        args=SimpleNamespace(overlay="all", hud_scale=None),
-        graph=graph,
-        stream=stream,
-        telemetry=stream.telemetry,
-        overlay_mode="all",
-        hud=None,
+    telemetry, commands = stream.telemetry, CommandRegistry()
+    ctx = ToolContext(
+        gpu, graph, telemetry, commands, None, Namespace(overlay="all", hud_scale=None)
     )
+    return SimpleNamespace(graph=graph, stream=stream, ctx=ctx)
 
 
 def run(gpu, args) -> None:
     frames = 240 if args.quick else 1200
     fmt = "rgba8unorm-srgb"
     app = _app(gpu, fmt)
-    hud = install_hud(app)
+    hud = app.ctx.install(Hud())
     tex = gpu.device.create_texture(
         size=(*SIZE, 1), format=fmt, usage=wgpu.TextureUsage.RENDER_ATTACHMENT
     )

@@ -28,12 +28,15 @@ arithmetic, so:
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Iterable
 
 import orjson
 
-from .timings import Scope
+from ..telemetry import Scope
+
+log = logging.getLogger("lantern")
 
 CPU_PID, GPU_PID = 1, 2
 FRAME_SPAN = "Frame"
@@ -160,10 +163,10 @@ def build_trace(telemetry, *, calibration: tuple[int, int] | None) -> dict:
 
 def _metadata(telemetry, calibration) -> dict:
     s = telemetry.session
-    prof = s.get("profiling") or {}
+    prof = s.profiling
     meta = {
         "producer": "Lantern engine.profiling",
-        "adapter": s.get("adapter", ""),
+        "adapter": s.adapter,
         "frames": len(telemetry.history),
     }
     if calibration is not None:
@@ -178,8 +181,8 @@ def _metadata(telemetry, calibration) -> dict:
                 "uncertainty = that window)"
             ),
         )
-    elif prof.get("gpu"):
-        meta["gpu"] = f"n/a: {prof.get('gpu_unavailable_reason') or 'no calibration'}"
+    elif prof is not None and prof.gpu:
+        meta["gpu"] = f"n/a: {prof.gpu_unavailable_reason or 'no calibration'}"
     else:
         meta["gpu"] = "n/a: GPU profiling is off (run with --gpu-profile)"
     return meta
@@ -198,3 +201,32 @@ def write_trace_file(path: str, trace: dict) -> None:
     """Write ``trace`` as JSON to ``path``. Raises OSError when it cannot be written."""
     with open(path, "wb") as f:
         f.write(orjson.dumps(trace))
+
+
+class TraceWriter:
+    """The ``--trace PATH`` tool: at close (shutdown, after the frame loop drained) writes
+    the telemetry history as a Chrome trace, GPU scopes placed by the session's clock offset
+    (measured once when GPU timing started). A write that fails is one error line and exit
+    status 1 (``ctx.status``)."""
+
+    name = "trace-writer"
+
+    def install(self, ctx) -> None:
+        self.ctx = ctx
+
+    def close(self) -> None:
+        ctx = self.ctx
+        path = ctx.option("trace")
+        if not path or ctx.telemetry.session.profiling is None:
+            return
+        s = ctx.telemetry.session
+        cal = None
+        if s.gpu_clock_offset_ns is not None:
+            cal = (s.gpu_clock_offset_ns, s.gpu_clock_uncertainty_ns or 0)
+        try:
+            write_trace_file(path, build_trace(ctx.telemetry, calibration=cal))
+        except OSError as e:
+            log.error("cannot write %s: %s", path, e.strerror or e)
+            ctx.status = 1
+            return
+        print(f"wrote {path}")

@@ -25,9 +25,9 @@ import logging
 import numpy as np
 import wgpu
 
-from ..debug.overlay import CELL_PX, MAX_COLS, MAX_ROWS, DebugOverlay, font_atlas
 from ..graph import OUTPUT, RenderPass
 from ..shaders import shader_module
+from .grid import CELL_PX, MAX_COLS, MAX_ROWS, DebugOverlay, font_atlas
 
 log = logging.getLogger("lantern")
 

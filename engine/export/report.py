@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .timings import Scope
+from ..telemetry import Scope
 
 NOT_IN_ORDER = (
     "NOT in declaration order (readings out of sequence: pool read while the GPU wrote it?)"
@@ -52,25 +52,24 @@ def shutdown_report(telemetry) -> str:
     """The GPU table of the last record with GPU scopes (then run totals of dropped and
     invalid readings), then the CPU table of the last record with CPU scopes.
 
-    ``telemetry.session["profiling"]`` says what was on (``engine.app.App.set_profiling``);
-    an empty string when nothing was."""
-    prof = telemetry.session.get("profiling")
-    if not prof:
+    ``telemetry.session.profiling`` says what was on; an empty string when nothing was."""
+    prof = telemetry.session.profiling
+    if prof is None:
         return ""
     history, totals = telemetry.history, telemetry.totals
     lines = []
     last_gpu = next((r for r in reversed(history) if r.gpu is not None), None)
-    if not prof["gpu"]:
+    if not prof.gpu:
         lines.append("GPU timings n/a: GPU profiling is off (run with --gpu-profile).")
-    elif not prof["gpu_available"]:
-        lines.append(f"GPU timings n/a: {prof['gpu_unavailable_reason']}.")
+    elif not prof.gpu_available:
+        lines.append(f"GPU timings n/a: {prof.gpu_unavailable_reason}.")
     elif last_gpu is None:
         lines.append("GPU timings n/a: no frame's timestamps came back before shutdown.")
     else:
         lines.append(timeline("GPU", last_gpu.frame_index, last_gpu.gpu))
         if last_gpu.dropped or totals["dropped"]:
             lines.append(
-                f"   dropped: {last_gpu.dropped} scope(s) over capacity {prof['capacity']} in "
+                f"   dropped: {last_gpu.dropped} scope(s) over capacity {prof.capacity} in "
                 f"this frame, {totals['dropped']} in the run"
             )
         if last_gpu.invalid or totals["invalid"]:
@@ -78,10 +77,10 @@ def shutdown_report(telemetry) -> str:
                 f"   invalid: {last_gpu.invalid} reading(s) zero or ending before they "
                 f"begin in this frame, {totals['invalid']} in the run (left out, not clamped)"
             )
-        if prof.get("untimed"):
+        if prof.untimed:
             lines.append(
                 "   transfer passes not GPU-timed: no 'timestamp-query-inside-encoders' ("
-                + ", ".join(prof["untimed"])
+                + ", ".join(prof.untimed)
                 + ")"
             )
         if totals["gpu_missing"]:
@@ -89,9 +88,9 @@ def shutdown_report(telemetry) -> str:
                 f"   {totals['gpu_missing']} frame(s) not GPU-timed: every query pool was "
                 "still in flight"
             )
-        if prof.get("draws"):
-            lines.append(draws_report(history, prof["draws"]))
-    if prof["cpu"]:
+        if prof.draws:
+            lines.append(draws_report(history, prof.draws))
+    if prof.cpu:
         last_cpu = next((r for r in reversed(history) if r.cpu), None)
         if last_cpu is not None:
             lines.append(timeline("CPU", last_cpu.frame_index, last_cpu.cpu, "scope(s)"))
@@ -219,3 +218,24 @@ def draws_report(history, info: dict) -> str:
                 f"{_per_frag(d.ns, d.fragment):>8}"
             )
     return "\n".join(lines)
+
+
+class ShutdownReport:
+    """Prints the GPU and CPU timelines, then each of ``ctx.reports`` (the cull counters,
+    the sample's own lines), at close (shutdown, after the frame loop drained) when
+    profiling is on."""
+
+    name = "shutdown-report"
+
+    def install(self, ctx) -> None:
+        self.ctx = ctx
+
+    def close(self) -> None:
+        tel = self.ctx.telemetry
+        if tel.session.profiling is None:
+            return
+        cull = tel.latest.cull if tel.latest is not None else None
+        texts = [shutdown_report(tel), cull.report() if cull is not None else None]
+        for report in (*texts, *(fn() for fn in self.ctx.reports)):
+            if report:
+                print(report)

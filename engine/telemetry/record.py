@@ -1,0 +1,272 @@
+"""The record of one finished frame and the timed scopes inside it: the types every
+producer fills and every view reads.
+
+Units: ``*_ns`` integers are nanoseconds (GPU scopes on the GPU clock, CPU scopes and
+``t_ns`` on ``time.perf_counter_ns``); ``*_ms`` floats are milliseconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+
+if TYPE_CHECKING:  # typing only: producers sit above this layer
+    from ..culling.counters import CullCounts
+    from .stats import StatsSnapshot
+
+GPU, CPU, WALL = "gpu", "cpu", "wall"
+DRAW = "draw"  # per-draw GPU readings in the stats (name "<pass>/<draw>"), --gpu-profile draws
+FRAME_SCOPE = "Frame"  # the wall-clock frame time's name in the stats (clock WALL)
+
+
+class Scope(NamedTuple):
+    """One named span. ``begin_ns``/``end_ns`` are nanoseconds on the scope's own clock
+    (GPU timestamps for GPU scopes, ``time.perf_counter_ns`` for CPU scopes). A named tuple:
+    a few are made per pass per frame, and a frozen dataclass costs 3x more to build."""
+
+    name: str
+    begin_ns: int
+    end_ns: int
+
+    @property
+    def duration_ms(self) -> float:
+        return (self.end_ns - self.begin_ns) / 1e6
+
+
+@dataclass
+class FrameTimings:
+    """Everything measured for one frame.
+
+    Attributes:
+        frame_index: the index of the frame that produced these readings.
+        gpu: GPU scopes in declaration order; ``None`` when GPU timing is unavailable
+            (no ``timestamp-query``, or GPU profiling off) — shown as ``n/a``, never 0.
+        cpu: CPU scopes (pass recording, Update, Submit, Present) in start order; ``None``
+            when CPU profiling is off.
+        dropped: scopes not recorded because the query pool was full.
+        invalid: GPU readings that were zero or ended before they began (left out of ``gpu``).
+        draws: per-draw timings and statistics (``engine.profiling.draws.PassDraws`` per
+            pass) with ``--gpu-profile draws``, else None.
+        gpu_skipped: GPU timing was on but this frame found every query pool in flight, so
+            it has no GPU scopes (counted in ``Telemetry.totals["gpu_missing"]``).
+    """
+
+    frame_index: int
+    gpu: list[Scope] | None = None
+    cpu: list[Scope] | None = None
+    dropped: int = 0
+    invalid: int = 0
+    draws: tuple | None = None
+    gpu_skipped: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PassStats:
+    """Statistics of one scope name on one clock, over the frames before and including the
+    record that carries it.
+
+    Attributes:
+        name: pass or scope name (``"Frame"`` for the wall-clock frame time).
+        clock: ``"gpu"``, ``"cpu"`` or ``"wall"``.
+        last_ms: this frame's reading, or None when this frame has none.
+        mean_ms, median_ms, max_ms: over the last ``WINDOW`` frames with a reading.
+        delta_ms: ``last_ms`` minus that rolling median (None without a reading).
+        mad_ms: median absolute deviation over the window, scaled by 1.4826 to estimate a
+            standard deviation.
+        outlier: ``|delta_ms| > OUTLIER_MADS * max(mad_ms, MAD_FLOOR_MS)`` with at least 10
+            readings — shown highlighted; steady noise inside 3 MADs never flickers.
+        hitch_ms: the largest hitch of the last ``HITCH_HOLD_S`` seconds, held (None when
+            there was none). A hitch is a reading above both 3 MADs and ``HITCH_RATIO`` times
+            the rolling median (refreshed every ``StatsWindow.BASELINE_EVERY`` frames).
+        samples: frames with a reading in the window.
+    """
+
+    name: str
+    clock: str
+    last_ms: float | None
+    mean_ms: float
+    median_ms: float
+    max_ms: float
+    delta_ms: float | None
+    mad_ms: float
+    outlier: bool
+    hitch_ms: float | None
+    samples: int
+
+
+STAT_FIELDS = (
+    "last_ms",
+    "mean_ms",
+    "median_ms",
+    "max_ms",
+    "delta_ms",
+    "mad_ms",
+    "outlier",
+    "hitch_ms",
+    "samples",
+)  # columns of ``FrameRecord.stats_values``
+
+
+@dataclass(frozen=True, slots=True)
+class FrameRecord:
+    """Everything known about one finished frame.
+
+    Attributes:
+        seq: publication sequence number, 0, 1, 2, ... (a view that sees a gap missed frames).
+        frame_index: the frame the readings belong to.
+        t_ns: ``perf_counter_ns`` when the frame began (its Update).
+        wall_ms: wall-clock time from the previous frame's start to this one's, ms (None for
+            the first frame).
+        gpu: GPU scopes (pass durations, GPU clock) in declaration order; None when GPU
+            timing is off or unavailable, or the frame found every query pool in flight.
+        cpu: CPU scopes (pass recording, Update, Submit, Present) in start order; None
+            when CPU profiling is off.
+        dropped: GPU scopes over the query pool's capacity in this frame.
+        invalid: GPU readings left out (zero, or end before begin).
+        readbacks: the newest result of each GPU readback at publication, by the client's
+            ``channel`` (``"cull"``: ``engine.culling.counters.CullCounts``, with its own
+            ``frame_index``); a channel that has produced nothing yet is absent.
+        draws: per pass, its draws' GPU times and pipeline statistics
+            (``engine.profiling.draws.PassDraws``) with ``--gpu-profile draws``, else None.
+        snapshot: the stats window after this frame (``StatsSnapshot``; per-draw readings
+            are rows of clock ``"draw"`` named ``"<pass>/<draw>"``), from which
+            ``stats_keys`` (``(clock, name)`` per row) and ``stats_values`` (``float64
+            (rows, len(STAT_FIELDS))``, NaN = none; keys without a reading in the window left
+            out) are computed on first use; ``stats`` / ``stat()`` give ``PassStats``.
+    """
+
+    seq: int
+    frame_index: int
+    t_ns: int
+    wall_ms: float | None
+    gpu: tuple[Scope, ...] | None
+    cpu: tuple[Scope, ...] | None
+    dropped: int = 0
+    invalid: int = 0
+    readbacks: dict[str, Any] = field(default_factory=dict)
+    snapshot: StatsSnapshot | None = None
+    draws: tuple | None = None
+
+    @property
+    def cull(self) -> CullCounts | None:
+        """The cull counters (``readbacks["cull"]``), or None."""
+        return self.readbacks.get("cull")
+
+    @property
+    def stats_keys(self) -> tuple[tuple[str, str], ...]:
+        return () if self.snapshot is None else self.snapshot.result()[0]
+
+    @property
+    def stats_values(self) -> np.ndarray:
+        if self.snapshot is None:
+            return np.zeros((0, len(STAT_FIELDS)))
+        return self.snapshot.result()[1]
+
+    @property
+    def stats(self) -> tuple[PassStats, ...]:
+        """Every row as ``PassStats``, GPU rows first, then CPU, then the wall clock."""
+        return tuple(self._stat(i) for i in range(len(self.stats_keys)))
+
+    def stat(self, name: str, clock: str = GPU) -> PassStats | None:
+        """The ``PassStats`` of ``name`` on ``clock``, or None (computes the record's stats
+        on first use)."""
+        try:
+            return self._stat(self.stats_keys.index((clock, name)))
+        except ValueError:
+            return None
+
+    def _stat(self, i: int) -> PassStats:
+        keys, values = self.snapshot.result()
+        clock, name = keys[i]
+        last, mean, med, mx, delta, mad, outlier, hitch, n = values[i].tolist()
+        return PassStats(
+            name,
+            clock,
+            _opt(last),
+            mean,
+            med,
+            mx,
+            _opt(delta),
+            mad,
+            bool(outlier),
+            _opt(hitch),
+            int(n),
+        )
+
+
+def _opt(v: float) -> float | None:
+    return v if v == v else None  # NaN -> None
+
+
+@dataclass
+class ProfilingInfo:
+    """What profiling is on in a run (``Session.profiling``).
+
+    Attributes:
+        gpu, cpu: GPU timestamp queries / CPU scopes switched on.
+        gpu_available: GPU timing works on this adapter (else the GPU column reads ``n/a``).
+        gpu_unavailable_reason: why not, one line (None when available).
+        capacity: GPU scopes per frame in the query pool (0 with GPU timing off).
+        untimed: transfer passes that cannot be GPU-timed on this device.
+        draws: the per-draw profiler's settings with ``--gpu-profile draws``
+            (``engine.profiling.draws.DrawProfiler.info``), else None.
+    """
+
+    gpu: bool = False
+    cpu: bool = False
+    gpu_available: bool = False
+    gpu_unavailable_reason: str | None = None
+    capacity: int = 0
+    untimed: list[str] = field(default_factory=list)
+    draws: dict | None = None
+
+
+@dataclass
+class Session:
+    """Facts of a run that do not change per frame; every view may read it at any time.
+
+    Attributes:
+        adapter, backend: the adapter's summary and backend (e.g. ``"Vulkan"``).
+        features: the device's features, sorted.
+        size: output size ``[w, h]`` in pixels at start-up.
+        sample: the sample's short name (``"s13"``).
+        settings: the command line as JSON-ready values.
+        profiling: ``ProfilingInfo`` while profiling is on, else None.
+        gpu_clock_offset_ns: ``cpu_ns - gpu_ns``, measured once when GPU timing starts
+            (``engine.profiling.gpu.GpuProfiler.calibrate``; an estimate), or None.
+        gpu_clock_uncertainty_ns: the half-width of that measurement's window, or None.
+        facts: further JSON-ready facts tools add (e.g. shader hashes), by name.
+    """
+
+    adapter: str = ""
+    backend: str = ""
+    features: list[str] = field(default_factory=list)
+    size: list[int] = field(default_factory=list)
+    sample: str = ""
+    settings: dict = field(default_factory=dict)
+    profiling: ProfilingInfo | None = None
+    gpu_clock_offset_ns: int | None = None
+    gpu_clock_uncertainty_ns: int | None = None
+    facts: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        """The session as one JSON-ready dict (the wire format's session line): the fields
+        by name, ``profiling`` as a dict or null, ``facts`` merged in at the top level."""
+        out = {k: v for k, v in self.__dict__.items() if k not in ("profiling", "facts")}
+        out["profiling"] = None if self.profiling is None else dict(self.profiling.__dict__)
+        return {**self.facts, **out}
+
+    @classmethod
+    def from_json(cls, obj: dict) -> Session:
+        """The inverse of ``to_json``: known keys fill the fields, the rest go to ``facts``.
+        ``profiling`` may be a dict with any subset of ``ProfilingInfo``'s fields."""
+        names = set(cls.__dataclass_fields__) - {"facts", "profiling"}
+        kw = {k: v for k, v in obj.items() if k in names}
+        prof = obj.get("profiling")
+        if isinstance(prof, dict):
+            known = ProfilingInfo.__dataclass_fields__
+            kw["profiling"] = ProfilingInfo(**{k: v for k, v in prof.items() if k in known})
+        facts = {k: v for k, v in obj.items() if k not in names and k != "profiling"}
+        return cls(**kw, facts=facts)
