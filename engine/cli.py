@@ -7,6 +7,8 @@ import os
 import re
 import sys
 
+from .commands import Int
+
 GPU_PROFILE_MODES = ("passes", "draws")  # --gpu-profile [draws]; plain: "passes"
 
 
@@ -41,19 +43,9 @@ def size_type(text: str) -> tuple[int, int]:
 
 def int_type(minimum: int, maximum: int | None = None, what: str = "an integer"):
     """An argparse ``type=``: an integer in ``minimum..maximum`` (inclusive; ``1_000`` is
-    accepted), else a one-line error such as ``expected an integer from 1 to 16, got 'x'``."""
-    bounds = f"from {minimum:,} to {maximum:,}" if maximum is not None else f">= {minimum:,}"
-
-    def parse(text: str) -> int:
-        try:
-            v = int(text)
-        except ValueError:
-            v = None
-        if v is None or v < minimum or (maximum is not None and v > maximum):
-            raise argparse.ArgumentTypeError(f"expected {what} {bounds}, got {text!r}")
-        return v
-
-    return parse
+    accepted), else a one-line error such as ``expected an integer from 1 to 16, got 'x'``
+    (``engine.commands.Int``, the console's integer type, checks it)."""
+    return Int(minimum, maximum, what=what).argparse_type()
 
 
 positive_int = int_type(1, what="a positive integer")

@@ -82,13 +82,19 @@ class Choice(Arg):
 
 
 class Int(Arg):
-    """An integer in ``minimum..maximum``; ``power_of_two`` also requires a power of two."""
+    """An integer in ``minimum..maximum`` (``maximum`` None: no upper bound; ``1_000`` is
+    accepted); ``power_of_two`` also requires a power of two. The one integer type of both
+    the console and the command line (``argparse_type``), so both say the same::
+
+        expected an integer from 1 to 16, got 'x'
+    """
 
     def __init__(
         self,
         minimum: int,
-        maximum: int,
+        maximum: int | None = None,
         *,
+        what: str | None = None,
         metavar: str = "N",
         power_of_two: bool = False,
         optional: bool = False,
@@ -96,6 +102,7 @@ class Int(Arg):
         super().__init__(optional=optional)
         self.minimum, self.maximum, self.metavar = minimum, maximum, metavar
         self.power_of_two = power_of_two
+        self.what = what or ("a power of two" if power_of_two else "an integer")
 
     def parse(self, text: str) -> int:
         try:
@@ -103,15 +110,36 @@ class Int(Arg):
         except ValueError:
             v = None
         pow2 = v is not None and v > 0 and not v & (v - 1)
-        if v is None or not self.minimum <= v <= self.maximum or (self.power_of_two and not pow2):
-            kind = "a power of two" if self.power_of_two else "an integer"
-            raise CommandError(
-                f"expected {kind} from {self.minimum} to {self.maximum}, got {text!r}"
-            )
+        if (
+            v is None
+            or v < self.minimum
+            or (self.maximum is not None and v > self.maximum)
+            or (self.power_of_two and not pow2)
+        ):
+            raise CommandError(f"expected {self.what} {self.bounds()}, got {text!r}")
         return v
 
+    def bounds(self) -> str:
+        if self.maximum is None:
+            return f">= {self.minimum:,}"
+        return f"from {self.minimum:,} to {self.maximum:,}"
+
+    def argparse_type(self) -> Callable[[str], int]:
+        """This type as an ``argparse`` ``type=``: the same check and message, raised as
+        ``argparse.ArgumentTypeError``."""
+        import argparse
+
+        def parse(text: str) -> int:
+            try:
+                return self.parse(text)
+            except CommandError as e:
+                raise argparse.ArgumentTypeError(str(e)) from None
+
+        parse.__name__ = "int"  # argparse names the type in some messages
+        return parse
+
     def choices(self) -> Sequence[str]:
-        if self.power_of_two:
+        if self.power_of_two and self.maximum is not None:
             return tuple(
                 str(1 << i)
                 for i in range(self.maximum.bit_length())

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from engine.cli import int_type
+from engine.commands import Int
 from engine.culling.cull import LOD_BASE_PX, MAX_INSTANCES
 
 
@@ -51,7 +51,7 @@ class FrameSettings:
             raise ValueError("fog_density must be >= 0, exposure and lod_base_px > 0")
 
 
-_shadow_range = int_type(256, 8192, "a power of two")
+_shadow_range = Int(256, 8192, what="a power of two").argparse_type()
 
 
 def shadow_size_type(text: str) -> int:
@@ -62,7 +62,7 @@ def shadow_size_type(text: str) -> int:
     return v
 
 
-instances_type = int_type(1, MAX_INSTANCES, "an instance count")
+instances_type = Int(1, MAX_INSTANCES, what="an instance count").argparse_type()
 
 
 def scene_type(path: str):

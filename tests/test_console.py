@@ -102,11 +102,11 @@ def test_every_standard_command_reaches_its_subsystem(registry, tmp_path):
         ),
         (
             "shadow-size 1000",
-            "error: shadow-size: N: expected a power of two from 256 to 8192, got '1000'",
+            "error: shadow-size: N: expected a power of two from 256 to 8,192, got '1000'",
         ),
         (
             "shadow-size 16384",
-            "error: shadow-size: N: expected a power of two from 256 to 8192, got '16384'",
+            "error: shadow-size: N: expected a power of two from 256 to 8,192, got '16384'",
         ),
         ("shadow-size", "error: shadow-size: usage: shadow-size N"),
         ("shadows on off", "error: shadows: usage: shadows on|off"),
@@ -383,7 +383,7 @@ def test_console_and_log_render_on_the_gpu(device, registry):
         assert (px[bits] == color[:3]).all()
         assert not (px[~bits] == color[:3]).all(axis=-1).any()
 
-    error = "error: shadow-size: N: expected a power of two from 256 to 8192, got '3'"
+    error = "error: shadow-size: N: expected a power of two from 256 to 8,192, got '3'"
     assert [t for t, _ in c.output] == ["> shadow-size 3", error]
     check(error[:58], 1, 3, ERROR)  # wrapped at the panel's width
     check(error[58:], 1, 4, ERROR)
