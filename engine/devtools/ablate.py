@@ -1,6 +1,6 @@
 """WGSL statement cost by ablation: which line of a shader costs what on this GPU.
 
-    python tools/ablate.py shaders/s02_work.wgsl --entry cs_work \\
+    lantern ablate shaders/s02_work.wgsl --entry cs_work \\
         --set params.iterations=256 --set params.grid=256 --groups 32,32 --flame work.svg
 
 The entry point is rewritten with a uniform-guarded early return before each statement (and
@@ -20,13 +20,9 @@ import os
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
+from engine.cli import ArgumentParser, check_output_path, fail, int_type, size_type
 
-from engine.cli import ArgumentParser, check_output_path, fail, int_type, size_type  # noqa: E402
-
-PROG = "ablate.py"
+PROG = "lantern ablate"  # tools/ablate.py passes "ablate.py"
 
 
 def groups_type(text: str) -> tuple[int, int, int]:
@@ -42,9 +38,9 @@ def groups_type(text: str) -> tuple[int, int, int]:
     return (*parts, 1, 1)[:3]
 
 
-def build_parser() -> ArgumentParser:
+def build_parser(prog: str = PROG) -> ArgumentParser:
     p = ArgumentParser(
-        prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("shader", help="a .wgsl file (// #include lines are expanded)")
     p.add_argument("--entry", required=True, help="entry point name")
@@ -82,13 +78,16 @@ def build_parser() -> ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def main(argv: list[str] | None = None, prog: str = PROG) -> int:
+    """Run the ablation command line ``argv``; return the exit status (2: bad input)."""
+    os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
+    parser = build_parser(prog)
+    args = parser.parse_args(argv)
     if args.flame:
         suffix = ".html" if args.flame.lower().endswith((".html", ".htm")) else ".svg"
-        check_output_path(build_parser(), "--flame", args.flame, suffix)
+        check_output_path(parser, "--flame", args.flame, suffix)
     if not Path(args.shader).is_file():
-        return fail(PROG, f"{args.shader}: no such file; give a .wgsl file")
+        return fail(prog, f"{args.shader}: no such file; give a .wgsl file")
     from engine.ablation import AblationError, ablate, format_table
     from engine.ablation.flame import result_tree, write_flame
     from engine.gpu import GpuError, create_gpu
@@ -112,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
             adapter=gpu.summary,
         )
     except (AblationError, GpuError) as e:
-        return fail(PROG, str(e))
+        return fail(prog, str(e))
     print(format_table(result))
     if args.flame:
         write_flame(args.flame, result_tree(result), title=f"{result.entry}: {result.path}")
