@@ -66,8 +66,8 @@ def installed(tmp_path_factory):
     site = base / "site"
     subprocess.run([*pip, "install", "--no-deps", "--no-index", "--target", str(site),
                     str(wheel)], check=True, timeout=300)  # fmt: skip
-    env = dict(os.environ, PYTHONPATH=str(site), XDG_RUNTIME_DIR=os.environ.get(
-        "XDG_RUNTIME_DIR", "/tmp"), PATH=f"{site / 'bin'}{os.pathsep}{os.environ['PATH']}")  # fmt: skip
+    env = dict(os.environ, PYTHONPATH=str(site))
+    env.setdefault("XDG_RUNTIME_DIR", "/tmp")
     return wheel, site, env
 
 
