@@ -23,7 +23,7 @@ def test_sigterm_sets_the_flag_like_sigint():
     for sig in (signal.SIGINT, signal.SIGTERM):
         flag, outside = Interrupt(), []
 
-        def before(signum, frame):  # what runs when the flag handler is not installed
+        def before(signum, frame, outside=outside):  # runs when the flag handler is not in
             outside.append(signum)
 
         original = signal.signal(sig, before)
