@@ -9,7 +9,36 @@ import sys
 
 from .commands import Int
 
-GPU_PROFILE_MODES = ("passes", "draws")  # --gpu-profile [draws]; plain: "passes"
+GPU_PROFILE_MODES = ("passes", "draws")  # --gpu-profile [passes|draws]; plain: "passes"
+#: The window's keys, listed by --help: (key, what it does).
+WINDOW_KEYS = (
+    ("F1", "next HUD mode ({modes})"),
+    ("F2", "freeze the culling camera and fly with W/A/S/D/Q/E (s13)"),
+    ("F3", "next debug view"),
+    ("F5", "reload the shaders"),
+    ("`", "open / close the console (the key left of 1)"),
+    ("Esc", "quit (the shutdown reports are printed)"),
+)
+
+
+def keys_epilog() -> str:
+    """The ``--help`` epilog: one line per window key."""
+    from .debug.hud import modes
+
+    rows = (f"  {k:<4} {what.format(modes=', '.join(modes()))}" for k, what in WINDOW_KEYS)
+    return "keys (window; 'help' in the console lists the commands they run):\n" + "\n".join(rows)
+
+
+def split_optional_value(args: list[str], option: str, choices: tuple[str, ...]) -> list[str]:
+    """``option`` takes an optional value only when the next word is one of ``choices``:
+    ``--gpu-profile t.json`` is ``--gpu-profile`` and the positional ``t.json`` (argparse would
+    take ``t.json`` as the value); ``--gpu-profile draws`` and ``--gpu-profile=draws`` keep it."""
+    out = list(args)
+    for i, a in enumerate(out[:-1]):
+        nxt = out[i + 1]
+        if a == option and nxt not in choices and not nxt.startswith("-"):
+            out[i] = f"{option}={choices[0]}"
+    return out
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -20,6 +49,9 @@ class ArgumentParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
     def parse_known_args(self, args=None, namespace=None):
+        args = sys.argv[1:] if args is None else list(args)
+        if any(not a.option_strings for a in self._actions):  # else a typo reads "invalid choice"
+            args = split_optional_value(args, "--gpu-profile", GPU_PROFILE_MODES)
         result = super().parse_known_args(args, namespace)
         from .gpu import GpuError, check_backend_env  # imports wgpu: only once parsed
 
@@ -58,7 +90,12 @@ def build_parser(prog: str, description: str) -> ArgumentParser:
     from .debug.hud import modes  # the registered HUD panels' modes: no second list
 
     overlay_modes = modes()
-    p = ArgumentParser(prog=prog, description=description)
+    p = ArgumentParser(
+        prog=prog,
+        description=description,
+        epilog=keys_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     g = p.add_argument_group("Lantern options (every sample)")
     g.add_argument(
         "--capture",
@@ -84,10 +121,10 @@ def build_parser(prog: str, description: str) -> ArgumentParser:
         const="passes",
         default=None,
         choices=GPU_PROFILE_MODES,
-        metavar="draws",
-        help="time every pass on the GPU with timestamp queries; '--gpu-profile draws' also "
-        "times every draw and dispatch (inside the pass where the adapter can, and each "
-        "render draw replayed alone) with pipeline statistics per draw",
+        metavar="passes|draws",
+        help="time every pass on the GPU with timestamp queries ('passes', the default); "
+        "'--gpu-profile draws' also times every draw and dispatch (inside the pass where the "
+        "adapter can, and each render draw replayed alone) with pipeline statistics per draw",
     )
     g.add_argument(
         "--profile",

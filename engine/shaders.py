@@ -1,14 +1,16 @@
-"""WGSL loading from the top-level ``shaders/`` folder, with ``#include "file.wgsl"`` lines."""
+"""WGSL loading from Lantern's shaders (``engine.resources``: the checkout's top-level ``shaders/``
+folder, or the installed package data), with ``#include "file.wgsl"`` lines."""
 
 from __future__ import annotations
 
 import functools
 import re
-from pathlib import Path
 
 import wgpu
 
-SHADER_DIR = Path(__file__).resolve().parents[1] / "shaders"
+from .resources import resource_dir
+
+SHADER_DIR = resource_dir("shaders")
 _INCLUDE = re.compile(r'^\s*//\s*#include\s+"([^"]+)"\s*$', re.M)
 
 

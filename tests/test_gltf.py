@@ -408,3 +408,128 @@ def test_sparse_accessor_is_still_refused(tmp_path):
     obj["accessors"][0]["sparse"] = {"count": 1, "indices": {}, "values": {}}
     (tmp_path / "sparse.gltf").write_text(json.dumps(obj))
     _raises(tmp_path / "sparse.gltf", "sparse accessors are not supported")
+
+
+# -- issue 20: wrong types in fields Lantern does not read, zero normals, strips and fans ------
+
+
+def _two_nodes_json(tmp_path: Path) -> dict:
+    doc, blob = two_nodes()
+    save(doc, blob, tmp_path / "ok.gltf")
+    return json.loads((tmp_path / "ok.gltf").read_text())
+
+
+# Like glTF-Sample-Assets' / assimp's wrongTypes files: each breaks one core field's JSON type.
+WRONG_TYPES = {
+    "badString.gltf": (lambda o: o["scenes"][0].update(name=1),
+                       "scenes[0].name must be a string, not the number 1"),
+    "badUint.gltf": (lambda o: o["materials"][0].update(normalTexture={"index": -1}),
+                     "materials[0].normalTexture.index must be a non-negative integer, "
+                     "not the number -1"),
+    "badNumber.gltf": (lambda o: o["materials"][0].update(normalTexture={"index": 0,
+                                                                         "scale": "1.0"}),
+                       'materials[0].normalTexture.scale must be a number, not the string "1.0"'),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(WRONG_TYPES))
+def test_a_wrong_type_in_a_field_not_read_is_one_warning_and_the_scene_loads(
+    tmp_path, caplog, name
+):
+    obj = _two_nodes_json(tmp_path)
+    spoil, says = WRONG_TYPES[name]
+    spoil(obj)
+    (tmp_path / name).write_text(json.dumps(obj))
+    with caplog.at_level(logging.WARNING, logger="lantern"):
+        scene = load_gltf(str(tmp_path / name))
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{tmp_path / name}: invalid glTF, ignored: {says}; Lantern does not read it, so the "
+        "scene is drawn as if it were valid"
+    ]
+    ref = load_gltf(str(tmp_path / "ok.gltf"))
+    assert np.array_equal(scene.transforms, ref.transforms)
+    assert np.array_equal(scene.colors, ref.colors)
+
+
+def test_several_wrong_types_are_still_one_warning_with_a_count(tmp_path, caplog):
+    obj = _two_nodes_json(tmp_path)
+    for spoil, _ in WRONG_TYPES.values():
+        spoil(obj)
+    obj["cameras"] = "x"
+    (tmp_path / "bad.gltf").write_text(json.dumps(obj))
+    with caplog.at_level(logging.WARNING, logger="lantern"):
+        load_gltf(str(tmp_path / "bad.gltf"))
+    (line,) = [r.getMessage() for r in caplog.records]
+    # the first in document order, and a count of the others (badUint's field is replaced by
+    # badNumber's: three remain)
+    assert "ignored: materials[0].normalTexture.scale must be a number" in line
+    assert "(and 2 more); Lantern does not read it" in line
+
+
+def test_zero_normals_are_recomputed_from_the_faces_with_one_warning(tmp_path, caplog):
+    """box() has one vertex set per face, so a vertex's face-derived normal is exactly the
+    face's normal: the box's own normals are the reference."""
+    ref = box()
+    spoilt = ref.vertices.copy()
+    zeroed = [0, 5, 9, 23]
+    spoilt[zeroed, 3:] = 0.0
+    doc, blob = build([[Prim(MeshData(spoilt, ref.indices))]], [Node(mesh=0)], [0])
+    save(doc, blob, tmp_path / "zero.gltf")
+    with caplog.at_level(logging.WARNING, logger="lantern"):
+        lod = load_gltf(str(tmp_path / "zero.gltf")).meshes[0].lods[0]
+    assert np.allclose(lod.vertices[:, 3:], ref.vertices[:, 3:], atol=1e-6)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{tmp_path / 'zero.gltf'}: mesh 0 primitive 0 NORMAL has 4 zero-length vector(s) of "
+        "24; recomputed from the faces around each vertex"
+    ]
+
+
+def _quad_strip(tmp_path: Path, mode: int, order: list[int]) -> MeshData:
+    """A unit quad in z = 0 facing +z (vertex k at ``QUAD[k]``), drawn with ``mode``."""
+    quad = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 1, 0]], np.float32)
+    verts = np.hstack([quad, np.tile([0.0, 0.0, 1.0], (4, 1))]).astype(np.float32)
+    doc, blob = build([[Prim(MeshData(verts, np.array(order, np.uint32)))]], [Node(mesh=0)], [0])
+    doc.meshes[0].primitives[0].mode = mode
+    save(doc, blob, tmp_path / f"m{mode}.gltf")
+    return load_gltf(str(tmp_path / f"m{mode}.gltf")).meshes[0].lods[0]
+
+
+@pytest.mark.parametrize(
+    ("mode", "order", "triangles"),
+    [
+        (5, [0, 1, 2, 3], [[0, 1, 2], [1, 3, 2]]),  # strip: (v0 v1 v2), (v1 v3 v2)
+        # the quad twice, stitched by degenerate triangles (dropped)
+        (5, [0, 1, 2, 3, 3, 0, 0, 1, 2, 3], [[0, 1, 2], [1, 3, 2], [0, 1, 2], [1, 3, 2]]),
+        (6, [0, 1, 3, 2], [[1, 3, 0], [3, 2, 0]]),  # fan: (v1 v2 v0), (v2 v3 v0)
+    ],
+    ids=["strip", "strip-degenerate", "fan"],
+)
+def test_strips_and_fans_become_triangle_lists_with_their_winding(tmp_path, mode, order, triangles):
+    lod = _quad_strip(tmp_path, mode, order)
+    assert lod.indices.reshape(-1, 3).tolist() == triangles
+    p = lod.vertices[:, :3].astype(np.float64)
+    tri = lod.indices.reshape(-1, 3)
+    normal_z = np.cross(p[tri[:, 1]] - p[tri[:, 0]], p[tri[:, 2]] - p[tri[:, 0]])[:, 2]
+    assert np.all(normal_z > 0)  # counter-clockwise seen from +z, like the authored normal
+
+
+def test_scene_index_without_scenes_says_so(tmp_path):
+    obj = _two_nodes_json(tmp_path)
+    del obj["scenes"]
+    obj["scene"] = 0
+    (tmp_path / "noscene.gltf").write_text(json.dumps(obj))
+    _raises(tmp_path / "noscene.gltf", "scene 0 does not exist (the file has no scenes)")
+
+
+def test_an_unknown_required_extension_gets_no_draco_hint(tmp_path):
+    obj = _two_nodes_json(tmp_path)
+    obj["extensionsUsed"] = obj["extensionsRequired"] = ["EXT_made_up"]
+    (tmp_path / "ext.gltf").write_text(json.dumps(obj))
+    with pytest.raises(SceneError) as e:
+        load_gltf(str(tmp_path / "ext.gltf"))
+    assert str(e.value) == (
+        f"{tmp_path / 'ext.gltf'}: requires glTF extension(s) EXT_made_up, which Lantern does "
+        "not implement; export the file without them"
+    )
+    with pytest.raises(SceneError, match=r"without them \(without Draco compression\)$"):
+        load_gltf(str(_draco_gltf(tmp_path / "draco.gltf")))

@@ -94,6 +94,8 @@ def shutdown_report(telemetry) -> str:
         last_cpu = next((r for r in reversed(history) if r.cpu), None)
         if last_cpu is not None:
             lines.append(timeline("CPU", last_cpu.frame_index, last_cpu.cpu, "scope(s)"))
+        else:  # a window closed (or a signal came) before the first frame finished
+            lines.append("CPU timings n/a: no frame finished before shutdown.")
     return "\n".join(lines)
 
 

@@ -24,16 +24,16 @@ import threading
 import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import orjson
 
+from ..resources import asset_path
 from .protocol import Broadcaster
 
 log = logging.getLogger("lantern")
 
-ASSETS_DIR = Path(__file__).resolve().parents[2] / "assets" / "portal"
+ASSETS_DIR = asset_path("portal")
 ASSETS = {
     "/": ("index.html", "text/html; charset=utf-8"),
     "/index.html": ("index.html", "text/html; charset=utf-8"),
@@ -323,8 +323,8 @@ class Portal:
             self.assets = {p: (ASSETS_DIR / name).read_bytes() for p, (name, _) in ASSETS.items()}
         except OSError as e:
             raise PortalError(
-                f"the portal page is missing ({e.filename}): run from a Lantern checkout "
-                "(pip install -e .)"
+                f"the portal page is missing ({e.filename}): reinstall Lantern (pip install .) "
+                "or run from a checkout"
             ) from None
         self.broadcaster = Broadcaster(telemetry, log_tail)
         try:

@@ -2,10 +2,17 @@
 
 The node hierarchy of the default scene is walked parent→child composing each node's matrix or
 translation·rotation·scale (glTF 2.0 specification, section 5.25 "Node"); every triangle
-primitive (mode 4) of a node's mesh becomes one instance with the node's world matrix, the
-primitive's mesh data and its material's ``pbrMetallicRoughness.baseColorFactor``. Primitives
-without NORMAL get flat normals (as the specification requires); without indices, indices are
-generated. Textures, skins, morph targets, cameras and lights are ignored.
+primitive (mode 4; triangle strips and fans, modes 5 and 6, are converted to triangle lists)
+of a node's mesh becomes one instance with the node's world matrix, the primitive's mesh data
+and its material's ``pbrMetallicRoughness.baseColorFactor``. Primitives without NORMAL get flat
+normals (as the specification requires); zero-length normals are recomputed from the faces
+around the vertex, with one warning; without indices, indices are generated. Textures, skins,
+morph targets, cameras and lights are ignored.
+
+Types: a field the loader reads with the wrong JSON type is a SceneError. A wrong type in a
+core glTF field it does not read (a scene's ``name``, a texture ``index``, a normal texture's
+``scale``) makes the asset invalid (the Khronos glTF-Validator reports TYPE_MISMATCH as an
+error), but changes nothing Lantern draws: it is named in one warning and the file is loaded.
 
 Every problem with the file is a :class:`SceneError` whose one-line message names the file and
 the problem. Extensions listed in ``extensionsRequired`` are refused (none is implemented);
@@ -41,7 +48,7 @@ COMPONENT_DTYPES = {
     5126: np.float32,
 }
 TYPE_SIZES = {"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4, "MAT2": 4, "MAT3": 9, "MAT4": 16}
-TRIANGLES = 4
+TRIANGLES, TRIANGLE_STRIP, TRIANGLE_FAN = 4, 5, 6
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
@@ -163,6 +170,7 @@ OTHER_FORMATS = {
     ".wrl": "VRML",
 }
 GLB_MAGIC, GLB_JSON, GLB_BIN = b"glTF", 0x4E4F534A, 0x004E4942
+DRACO = "KHR_draco_mesh_compression"
 
 # The fields the loader reads, with their JSON types (glTF 2.0 JSON schema, simplified):
 # a dict is an object ("*": any key), a one-item list an array of that, "id" a non-negative
@@ -208,6 +216,54 @@ _SCHEMA = {
     "extensionsRequired": ["string"],
 }
 
+# Every core glTF 2.0 property's JSON type, for the one warning about fields the loader does
+# not read (glTF 2.0 JSON schema; "extras" may hold anything and is not listed).
+_TEXTURE_INFO = {"index": "id", "texCoord": "id", "extensions": "object"}
+_NAMED = {"name": "string", "extensions": "object"}
+_FULL_SCHEMA = {
+    "asset": {"copyright": "string", "generator": "string", "version": "string",
+              "minVersion": "string", "extensions": "object"},
+    "scene": "id",
+    "scenes": [{**_NAMED, "nodes": ["id"]}],
+    "nodes": [{**_NAMED, "camera": "id", "children": ["id"], "skin": "id",
+               "matrix": ("number", 16), "mesh": "id", "rotation": ("number", 4),
+               "scale": ("number", 3), "translation": ("number", 3), "weights": ["number"]}],
+    "meshes": [{**_NAMED, "weights": ["number"], "primitives": [
+        {"attributes": {"*": "id"}, "indices": "id", "material": "id", "mode": "id",
+         "targets": [{"*": "id"}], "extensions": "object"}]}],
+    "accessors": [{**_NAMED, "bufferView": "id", "byteOffset": "id", "componentType": "id",
+                   "normalized": "boolean", "count": "id", "type": "string",
+                   "max": ["number"], "min": ["number"], "sparse": "object"}],
+    "bufferViews": [{**_NAMED, "buffer": "id", "byteOffset": "id", "byteLength": "id",
+                     "byteStride": "id", "target": "id"}],
+    "buffers": [{**_NAMED, "uri": "string", "byteLength": "id"}],
+    "materials": [{
+        **_NAMED,
+        "pbrMetallicRoughness": {
+            "baseColorFactor": ("number", 4), "baseColorTexture": _TEXTURE_INFO,
+            "metallicFactor": "number", "roughnessFactor": "number",
+            "metallicRoughnessTexture": _TEXTURE_INFO, "extensions": "object"},
+        "normalTexture": {**_TEXTURE_INFO, "scale": "number"},
+        "occlusionTexture": {**_TEXTURE_INFO, "strength": "number"},
+        "emissiveTexture": _TEXTURE_INFO, "emissiveFactor": ("number", 3),
+        "alphaMode": "string", "alphaCutoff": "number", "doubleSided": "boolean"}],
+    "textures": [{**_NAMED, "sampler": "id", "source": "id"}],
+    "images": [{**_NAMED, "uri": "string", "mimeType": "string", "bufferView": "id"}],
+    "samplers": [{**_NAMED, "magFilter": "id", "minFilter": "id", "wrapS": "id", "wrapT": "id"}],
+    "cameras": [{**_NAMED, "type": "string",
+                 "perspective": {"aspectRatio": "number", "yfov": "number", "zfar": "number",
+                                 "znear": "number"},
+                 "orthographic": {"xmag": "number", "ymag": "number", "zfar": "number",
+                                  "znear": "number"}}],
+    "skins": [{**_NAMED, "inverseBindMatrices": "id", "skeleton": "id", "joints": ["id"]}],
+    "animations": [{**_NAMED, "channels": [{"sampler": "id", "target": {"node": "id",
+                    "path": "string"}}], "samplers": [{"input": "id", "interpolation": "string",
+                    "output": "id"}]}],
+    "extensionsUsed": ["string"],
+    "extensionsRequired": ["string"],
+    "extensions": "object",
+}  # fmt: skip
+
 
 def _parse(p: Path):
     """The file as a ``pygltflib.GLTF2`` whose fields the loader reads have their JSON types,
@@ -234,6 +290,7 @@ def _parse(p: Path):
         ) from None
     _check_version(p, obj)
     _check_types(p, obj, _SCHEMA, "")
+    _warn_types(p, obj)
     _check_extensions(p, obj)
     with warnings.catch_warnings():  # its warnings would break the one-line error
         warnings.simplefilter("ignore")
@@ -304,9 +361,10 @@ def _check_version(p: Path, obj) -> None:
 def _check_extensions(p: Path, obj: dict) -> None:
     required = sorted(set(obj.get("extensionsRequired", [])) - IMPLEMENTED_EXTENSIONS)
     if required:
+        draco = " (without Draco compression)" if DRACO in required else ""
         raise SceneError(
             f"{p}: requires glTF extension(s) {', '.join(required)}, which Lantern does not "
-            "implement; export the file without them (e.g. without Draco compression)"
+            f"implement; export the file without them{draco}"
         )
     ignored = sorted(set(obj.get("extensionsUsed", [])) - IMPLEMENTED_EXTENSIONS)
     if ignored:
@@ -339,39 +397,61 @@ def _prune(value, spec):
 def _check_types(p: Path, value, spec, where: str) -> None:
     """Raise a SceneError naming the first field (``nodes[3].translation``) whose JSON type
     differs from ``spec`` (see ``_SCHEMA``); unknown fields are not checked."""
+    for message in _type_errors(value, spec, where):
+        raise SceneError(f"{p}: {message}")
 
-    def bad(expected: str) -> SceneError:
-        return SceneError(f"{p}: {where} must be {expected}, not {_json_type(value)}")
 
+def _warn_types(p: Path, obj: dict) -> None:
+    """One warning naming the first core field of the wrong JSON type that the loader does not
+    read (``_FULL_SCHEMA``; those it reads were checked strictly) and how many there are."""
+    errors = list(_type_errors(obj, _FULL_SCHEMA, ""))
+    if errors:
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        log.warning(
+            "%s: invalid glTF, ignored: %s%s; Lantern does not read it, so the scene is "
+            "drawn as if it were valid", p, errors[0], more,
+        )  # fmt: skip
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _type_errors(value, spec, where: str):
+    """Yield ``"<field> must be <type>, not <what it is>"`` for every field of ``value``
+    whose JSON type differs from ``spec``, in document order; unknown fields are skipped."""
+    expected = None
     if isinstance(spec, dict):
         if not isinstance(value, dict):
-            raise bad("an object")
-        for key, item in value.items():
-            sub = spec.get(key, spec.get("*"))
-            if sub is not None:
-                _check_types(p, item, sub, f"{where}.{key}" if where else key)
+            expected = "an object"
+        else:
+            for key, item in value.items():
+                sub = spec.get(key, spec.get("*"))
+                if sub is not None:
+                    yield from _type_errors(item, sub, f"{where}.{key}" if where else key)
     elif isinstance(spec, list):
         if not isinstance(value, list):
-            raise bad("an array")
-        for i, item in enumerate(value):
-            _check_types(p, item, spec[0], f"{where}[{i}]")
+            expected = "an array"
+        else:
+            for i, item in enumerate(value):
+                yield from _type_errors(item, spec[0], f"{where}[{i}]")
     elif isinstance(spec, tuple):
         n = spec[1]
-        if not (
-            isinstance(value, list)
-            and len(value) == n
-            and all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
-        ):
-            raise bad(f"an array of {n} numbers")
+        if not (isinstance(value, list) and len(value) == n and all(map(_is_number, value))):
+            expected = f"an array of {n} numbers"
     elif spec == "id":
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise bad("a non-negative integer")
+            expected = "a non-negative integer"
+    elif spec == "number" and not _is_number(value):
+        expected = "a number"
     elif spec == "string" and not isinstance(value, str):
-        raise bad("a string")
+        expected = "a string"
     elif spec == "object" and not isinstance(value, dict):
-        raise bad("an object")
+        expected = "an object"
     elif spec == "boolean" and not isinstance(value, bool):
-        raise bad("a boolean")
+        expected = "a boolean"
+    if expected is not None:
+        yield f"{where} must be {expected}, not {_json_type(value)}"
 
 
 class _Loader:
@@ -401,6 +481,8 @@ class _Loader:
 
     def _roots(self) -> list[int]:
         doc = self.doc
+        if doc.scene is not None and not doc.scenes:
+            raise self.fail(f"scene {doc.scene} does not exist (the file has no scenes)")
         if doc.scenes:
             index = doc.scene if doc.scene is not None else 0
             if not 0 <= index < len(doc.scenes):
@@ -447,9 +529,9 @@ class _Loader:
         mirrored = bool(np.linalg.det(world[:3, :3]) < 0)
         for prim_index, prim in enumerate(self.doc.meshes[mesh_index].primitives):
             mode = TRIANGLES if prim.mode is None else prim.mode
-            if mode != TRIANGLES:
+            if mode not in (TRIANGLES, TRIANGLE_STRIP, TRIANGLE_FAN):
                 log.warning(
-                    "%s: mesh %d primitive %d has mode %d, not triangles (4); skipped",
+                    "%s: mesh %d primitive %d has mode %d, not triangles (4, 5 or 6); skipped",
                     self.path, mesh_index, prim_index, mode,
                 )  # fmt: skip
                 continue
@@ -479,6 +561,11 @@ class _Loader:
             idx = idx.astype(np.int64)
         else:
             idx = np.arange(len(pos), dtype=np.int64)
+        mode = TRIANGLES if prim.mode is None else prim.mode
+        if mode != TRIANGLES:
+            if len(idx) < 3:
+                raise self.fail(f"{where} (mode {mode}) has {len(idx)} indices, fewer than 3")
+            idx = triangle_list(idx, mode)
         if len(idx) == 0 or len(idx) % 3:
             raise self.fail(f"{where} has {len(idx)} indices, not a positive multiple of 3")
         if idx.max() >= len(pos):
@@ -489,6 +576,13 @@ class _Loader:
                 raise self.fail(f"{where} NORMAL is not finite VEC3 per vertex")
             length = np.linalg.norm(normals, axis=1, keepdims=True)
             normals = normals / np.where(length > 0, length, 1.0)
+            zero = np.flatnonzero(length[:, 0] == 0)
+            if len(zero):  # glTF requires unit normals; a zero one would light the vertex black
+                normals[zero] = vertex_normals(pos, idx)[zero]
+                log.warning(
+                    "%s: %s NORMAL has %d zero-length vector(s) of %d; recomputed from the "
+                    "faces around each vertex", self.path, where, len(zero), len(normals),
+                )  # fmt: skip
             data = MeshData(np.hstack([pos, normals]).astype(np.float32), idx.astype(np.uint32))
         else:
             data = flat_normals(pos, idx)
@@ -571,6 +665,39 @@ class _Loader:
             raise self.fail(f"buffer {index} has {len(data)} bytes, byteLength says {need}")
         self.buffers[index] = bytes(data)
         return self.buffers[index]
+
+
+def triangle_list(indices: np.ndarray, mode: int) -> np.ndarray:
+    """Triangle-list indices of a strip (mode 5) or fan (mode 6), glTF 2.0 section 3.7.2.1:
+    strip triangle i = (v_i, v_{i+1+i%2}, v_{i+2-i%2}), fan triangle i = (v_{i+1}, v_{i+2},
+    v_0), so every triangle keeps the winding of the first. Triangles that repeat an index
+    (strip restarts by degenerate triangles) are dropped. ``indices``: ``(n,)`` int, n >= 3;
+    returns ``(3 * k,)`` of the same dtype."""
+    v = np.asarray(indices).reshape(-1)
+    i = np.arange(len(v) - 2)
+    if mode == TRIANGLE_STRIP:
+        tri = np.stack([v[i], v[i + 1 + i % 2], v[i + 2 - i % 2]], axis=1)
+    elif mode == TRIANGLE_FAN:
+        tri = np.stack([v[i + 1], v[i + 2], np.full_like(i, v[0], dtype=v.dtype)], axis=1)
+    else:
+        raise ValueError(f"mode {mode} is not a triangle strip (5) or fan (6)")
+    keep = (tri[:, 0] != tri[:, 1]) & (tri[:, 1] != tri[:, 2]) & (tri[:, 0] != tri[:, 2])
+    return tri[keep].reshape(-1)
+
+
+def vertex_normals(pos: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    """Unit normal per vertex: the area-weighted sum of the normals of the triangles that use
+    it (counter-clockwise front faces); ``(0, 1, 0)`` where no triangle of positive area does.
+    ``pos``: ``(n, 3)`` float; ``indices``: ``(3 * k,)`` int. Returns ``(n, 3)`` float32."""
+    tri = np.asarray(indices, np.int64).reshape(-1, 3)
+    p = np.asarray(pos, np.float64)
+    face = np.cross(p[tri[:, 1]] - p[tri[:, 0]], p[tri[:, 2]] - p[tri[:, 0]])  # |.| = 2 area
+    acc = np.zeros_like(p)
+    for k in range(3):
+        np.add.at(acc, tri[:, k], face)
+    length = np.linalg.norm(acc, axis=1, keepdims=True)
+    out = np.where(length > 0, acc / np.where(length > 0, length, 1.0), [0.0, 1.0, 0.0])
+    return out.astype(np.float32)
 
 
 def _quat_to_matrix(q: np.ndarray) -> np.ndarray:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine.ablation import ablate
+from engine.resources import shader_path
 
 SHADER = Path(__file__).resolve().parent / "ablate_truth.wgsl"
 
@@ -68,7 +69,7 @@ def run(gpu, args) -> None:
             flush=True,
         )
     # A real shader: s02's Work pass, with and without the keep-alive checksum.
-    work = Path(__file__).resolve().parents[2] / "shaders" / "s02_work.wgsl"
+    work = shader_path("s02_work.wgsl")
     grid = 64 if args.quick else 1024
     for keep in (True, False):
         r = ablate(work, "cs_work", groups=(grid // 8, grid // 8, 1), keep_alive=keep,

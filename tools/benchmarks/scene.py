@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import numpy as np
 
+from engine.resources import asset_path
 from engine.scene.gltf import load_gltf, repeat_grid
 from engine.scene.procedural import city
 
-ASSET = Path(__file__).resolve().parents[2] / "assets" / "meshes" / "house.glb"
+ASSET = asset_path("meshes/house.glb")
 
 
 def _ms(fn, repeat: int = 1) -> tuple[float, object]:

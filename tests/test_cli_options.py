@@ -1,0 +1,81 @@
+"""Optional option values never swallow a positional (``--gpu-profile t.json``), and
+``--help`` lists the window's keys."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine.cli import WINDOW_KEYS, build_parser
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def trace(tmp_path) -> Path:
+    """A Chrome trace of three complete spans."""
+    events = [{"ph": "X", "name": n, "ts": ts, "dur": 5.0, "pid": 1, "tid": 1}
+              for n, ts in (("A", 0.0), ("B", 10.0), ("C", 20.0))]  # fmt: skip
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps({"traceEvents": events}))
+    return p
+
+
+def _s14_parser():
+    from samples.s14_flame import FlameViewer
+
+    p = build_parser("s14", "test")
+    FlameViewer.add_arguments(p)
+    return p
+
+
+@pytest.mark.parametrize(
+    "words, mode",
+    [
+        (["--gpu-profile", "{t}"], "passes"),
+        (["{t}", "--gpu-profile"], "passes"),
+        (["--gpu-profile", "draws", "{t}"], "draws"),
+        (["--gpu-profile", "passes", "{t}"], "passes"),
+        (["--gpu-profile=draws", "{t}"], "draws"),
+        (["--gpu-profile", "{t}", "--spans", "9"], "passes"),
+    ],
+)
+def test_gpu_profile_leaves_the_positional_file_alone(trace, words, mode):
+    args = _s14_parser().parse_args([w.format(t=trace) for w in words])
+    assert args.gpu_profile == mode
+    assert args.file is not None and len(args.file.names) >= 3  # the file was loaded
+
+
+def test_a_bad_mode_without_positionals_is_still_an_invalid_choice(capsys):
+    with pytest.raises(SystemExit) as e:
+        build_parser("s01", "test").parse_args(["--gpu-profile", "drwas"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        "s01: error: argument --gpu-profile: invalid choice: 'drwas' (choose from 'passes', "
+        "'draws')"
+    )
+
+
+def test_help_lists_the_keys_and_the_passes_mode():
+    text = build_parser("s01", "test").format_help()
+    epilog = text[text.index("keys (window):") :].splitlines()[1:]
+    assert [line.split()[0] for line in epilog] == ["F1", "F2", "F3", "F5", "`", "Esc"]
+    assert [k for k, _ in WINDOW_KEYS] == ["F1", "F2", "F3", "F5", "`", "Esc"]
+    assert "'passes', the default" in " ".join(text.split())
+
+
+def test_s14_runs_with_gpu_profile_before_its_file(trace, tmp_path):
+    """The issue's command line, headless."""
+    out = tmp_path / "f.png"
+    r = subprocess.run(
+        [sys.executable, "-m", "samples.s14", "--gpu-profile", str(trace), "--capture", str(out),
+         "--size", "160x90", "--frames", "2"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "GPU frame" in r.stdout and out.exists()
