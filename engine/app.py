@@ -25,6 +25,7 @@ from .portal import PortalError, portal_port
 from .profiling.report import shutdown_report
 from .profiling.trace import build_trace, write_trace_file
 from .progress import Progress
+from .shaders import shader_hashes
 from .surfaces import OffscreenTarget, SurfaceError, WindowSurface, save_texture_png
 from .telemetry import JsonLinesWriter, Telemetry
 
@@ -262,6 +263,7 @@ def _start_and_run(sample_cls, args, prog: str, interrupt: Interrupt) -> int:
     try:
         sample.build(graph)
         _attach_tools(app)
+        app.telemetry.session["shaders"] = shader_hashes()  # WGSL per module: compare.py
         if args.graph is not None:
             return _print_graph(app, prog)
         if args.telemetry:
