@@ -109,6 +109,8 @@ class App:
         self.flame = None  # engine.inspect.live.LiveFlame (the HUD's flame mode)
         self.hud = None  # engine.debug.hud.Hud
         self.window = None  # engine.surfaces.WindowSurface in window mode
+        self.tools = None  # engine.tool.ToolContext of the tools installed through it
+        self.reload = None  # engine.reload.HotReload
         self.interrupt = interrupt or Interrupt()  # Ctrl-C: the frame loop ends after this frame
         self.overlay_mode = args.overlay
         self._capture_path: str | None = None
@@ -327,6 +329,23 @@ def _attach_tools(app: App) -> None:
     app.hud = install_hud(app)  # its set_mode also sets the flame chart's
     install_console(app)  # commands run between frames; keys routed to it in a window
     app.portal = start_portal(app)
+    _install_reload(app)
+
+
+def _install_reload(app: App) -> None:
+    """Hot reload as a tool (engine/tool.py); its error notice goes to the HUD's bottom row
+    and the console (the log line reaches the HUD's log panel and the portal by itself)."""
+    from .debug.logtail import ERROR
+    from .reload import HotReload
+    from .tool import ToolContext
+
+    app.tools = ToolContext(
+        gpu=app.gpu, graph=app.graph, telemetry=app.telemetry, commands=app.commands,
+        loop=app.loop, options=app.args, window=app.window,
+    )  # fmt: skip
+    app.reload = app.tools.install(HotReload())
+    app.reload.subscribe(app.hud.set_notice)
+    app.reload.subscribe(lambda text: text and app.console.print(text, ERROR))
 
 
 def _update(app: App, sample: Sample):
@@ -385,7 +404,7 @@ def _run_window(app: App, sample: Sample, window: WindowSurface) -> None:
                 window.request_close()
             elif key == KEY_F1:
                 app.cycle_overlay()
-            else:
+            elif app.commands.press(key) is None:  # F5: reload
                 sample.on_key(key)
         if window.should_close():
             break
@@ -409,6 +428,8 @@ def _shutdown(app: App, sample: Sample) -> None:
     """Drain what is in flight, print the reports (timeline, cull counters, the sample's own)
     from the telemetry, and write the trace."""
     app.loop.drain()
+    if getattr(app, "tools", None) is not None:
+        app.tools.close_all()
     if app.portal is not None:
         app.portal.close()
     if app.flame is not None:
