@@ -64,7 +64,8 @@ class ExpandedSource:
 
 def expand(path: Path, root: Path = SHADER_DIR) -> ExpandedSource:
     """Read ``path`` and expand its includes (resolved beside the including file, then in
-    ``root``), each file at most once per module (an include cycle is cut there).
+    ``root``, then in ``shaders/``), each file at most once per module (an include cycle is
+    cut there).
 
     Raises:
         OSError: a file cannot be read (``FileNotFoundError`` when deleted).
@@ -81,13 +82,20 @@ def expand(path: Path, root: Path = SHADER_DIR) -> ExpandedSource:
                 lines.append(text)
                 origin.append((p, i))
                 continue
-            inc = p.parent / m.group(1)
-            inc = inc if inc.exists() else root / m.group(1)
+            inc = _find(m.group(1), p.parent, root)
             if inc.resolve() not in {f.resolve() for f in files}:
                 walk(inc)
 
     walk(path)
     return ExpandedSource(path, "\n".join(lines), tuple(files), tuple(origin))
+
+
+def _find(name: str, *folders: Path) -> Path:
+    """The first ``folder / name`` that exists, else in ``shaders/`` (which may not)."""
+    for folder in folders:
+        if (folder / name).exists():
+            return folder / name
+    return SHADER_DIR / name
 
 
 @dataclass(frozen=True)
@@ -230,8 +238,9 @@ class ShaderRegistry:
 
     Args:
         device: the ``GPUDevice`` pipelines are created on.
-        root: the shaders folder names are resolved in (default ``shaders/``, or the
-            ``LANTERN_SHADER_DIR`` environment variable: point it at a working copy).
+        root: the folder names are looked up in first (default ``shaders/``, or the
+            ``LANTERN_SHADER_DIR`` environment variable: a working copy of some shaders;
+            what it lacks comes from ``shaders/``).
 
     Attributes:
         handles: in creation order.
@@ -257,7 +266,7 @@ class ShaderRegistry:
                 or the factory's pipeline is invalid.
         """
         path = Path(name)
-        path = (path if path.is_absolute() else self.root / path).resolve()
+        path = (path if path.is_absolute() else _find(str(path), self.root)).resolve()
         handle = PipelineHandle(self, Path(name).name, path, factory, label or path.name)
         self.handles.append(handle)
         return handle

@@ -286,3 +286,90 @@ def test_hundred_random_edits_keep_it_running(gpu, s02):
     assert expected_errors >= 30  # the edits did break the shader often
     assert sum(e.kind == "deleted" for e in s02.tool.events) >= 1
     assert s02.wgpu_errors.records == []
+
+
+def test_every_pipeline_of_s13_the_hud_and_the_flame_chart_reloads(tmp_path, monkeypatch, capsys):
+    """s13 through the App (standard frame, HUD, live flame chart) on a copy of shaders/:
+    ``reload`` after every file changed rebuilds every handle, the frames after it render
+    with the new pipelines, and nothing reaches wgpu's uncaught path."""
+    from engine import app as app_module
+    from engine.shader_registry import shader_registry
+    from samples.s13_city import City
+
+    shutil.copytree(SHADER_DIR, tmp_path / "shaders")
+    monkeypatch.setenv("LANTERN_SHADER_DIR", str(tmp_path / "shaders"))
+    uncaught = UncaughtErrors(monkeypatch)
+    seen = {}
+
+    class Touched(City):
+        def update(self, ctx):
+            super().update(ctx)
+            if ctx.frame_index == 2:
+                reg = shader_registry(ctx.device)
+                seen["names"] = {h.name for h in reg.handles}
+                assert all(tmp_path in f.parents for f in reg.files())  # never the real ones
+                for f in reg.files():
+                    f.write_text(f.read_text() + "\n// touched\n")
+                seen["result"] = self.app.commands.execute("reload")
+                seen["versions"] = [h.version for h in reg.handles]
+                seen["pipelines"] = sum(h.count for h in reg.handles)
+
+    png = tmp_path / "s13.png"
+    argv = ["--capture", str(png), "--frames", "5", "--size", "64x36", "--instances", "40",
+            "--overlay", "flame", "--gpu-profile"]  # fmt: skip
+    assert app_module.run(Touched, argv) == 0
+    assert {"cull.wgsl", "hiz.wgsl", "mesh.wgsl", "post.wgsl", "debug_overlay.wgsl",
+            "flame_draw.wgsl", "flame_select.wgsl"} <= seen["names"]  # fmt: skip
+    assert seen["result"].ok, seen["result"].text
+    assert f"{seen['pipelines']} pipelines in" in seen["result"].text
+    assert set(seen["versions"]) == {1}
+    assert png.exists() and uncaught.records == []
+
+
+def test_bad_edit_shows_in_hud_console_log_within_a_frame_and_clears(tmp_path, monkeypatch):
+    """s02 through the App with --hot-reload in a capture: the frame after the tool took
+    the bad edit, the HUD's bottom row, the console and the log tail (which the portal
+    streams) hold ``file:line:col: message``; the fix clears the HUD row."""
+    from engine import app as app_module
+    from samples.s02_custom_pass import CustomPass
+
+    shutil.copy(SHADER_DIR / "s02_work.wgsl", tmp_path / "s02_work.wgsl")
+    monkeypatch.setenv("LANTERN_SHADER_DIR", str(tmp_path))
+    file = tmp_path / "s02_work.wgsl"
+    good = file.read_text()
+    seen: dict = {"frames": []}
+
+    def bottom_row(hud) -> str:
+        ov = hud.overlay
+        return "".join(ov.glyph_at(c, ov.rows - 1) for c in range(ov.cols)).strip()
+
+    class Edited(CustomPass):
+        def update(self, ctx):
+            super().update(ctx)
+            app, tool = self.app, self.app.reload
+            if ctx.frame_index == 1:
+                assert tool.wait_ready()
+                file.write_text(good.replace("let n = params.grid;", "let n = params.grid"))
+            elif "error" not in seen and tool.notice is not None:
+                seen["error"], seen["at"] = tool.notice, ctx.frame_index
+            elif "error" in seen and "hud" not in seen:  # one frame later: drawn
+                seen["hud"] = bottom_row(app.hud)
+                seen["console"] = [t for t, _ in app.console.output]
+                seen["log"] = [e.text for e in app.log_tail.snapshot()]
+                file.write_text(good)
+            elif "hud" in seen and tool.notice is None and "cleared" not in seen:
+                seen["cleared"] = ctx.frame_index
+            elif "cleared" in seen and ctx.frame_index > seen["cleared"]:
+                seen["after"] = bottom_row(app.hud)
+                app.interrupt.requested = True  # done: end the run early
+
+    png = tmp_path / "s02.png"
+    argv = ["--capture", str(png), "--frames", "3000", "--size", "320x180", "--grid", "8",
+            "--work", "4", "--hot-reload", "--overlay", "off"]  # fmt: skip
+    app_module.run(Edited, argv)
+    line = good.split("\n").index("    let n = params.grid;") + 1
+    assert seen["error"].startswith(f"{file}:{line + 1}:5: expected `;`"), seen["error"]
+    assert seen["hud"] and seen["error"].startswith(seen["hud"][:30])  # the row is cut
+    assert any(seen["error"] in t for t in seen["console"])
+    assert any(seen["error"] in m for m in seen["log"])
+    assert seen["after"] == ""
