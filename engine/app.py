@@ -209,6 +209,13 @@ def run(sample_cls: type[Sample], argv: list[str] | None = None) -> int:
     ):
         if path is not None:
             check_output_path(parser, option, path, suffix)
+    if getattr(args, "baseline", None):
+        from .compare import CompareError, load_run
+
+        try:
+            load_run(args.baseline)
+        except CompareError as e:
+            parser.error(f"argument --baseline: {e}")
     if args.graph is not None and args.capture:
         parser.error("argument --graph: it prints the frame's passes and exits; drop --capture")
     try:
@@ -337,6 +344,7 @@ def _install_reload(app: App) -> None:
     and the console (the log line reaches the HUD's log panel and the portal by itself)."""
     from .debug.logtail import ERROR
     from .reload import HotReload
+    from .reload_cost import BaselineCompare, CostTracker
     from .tool import ToolContext
 
     app.tools = ToolContext(
@@ -346,6 +354,21 @@ def _install_reload(app: App) -> None:
     app.reload = app.tools.install(HotReload())
     app.reload.subscribe(app.hud.set_notice)
     app.reload.subscribe(lambda text: text and app.console.print(text, ERROR))
+    session = app.telemetry.session
+    cost = app.tools.install(CostTracker())
+    cost.subscribe(lambda notes: _show_notes(app, "reload", notes))
+    if getattr(app.args, "baseline", None):
+        base = app.tools.install(BaselineCompare(app.args.baseline))
+        base.subscribe(lambda notes: _show_notes(app, "baseline", notes))
+    session.setdefault("reload_costs", {})
+
+
+def _show_notes(app: App, source: str, notes: dict) -> None:
+    """Per-pass notes (reload cost, baseline) into the perf table and the session."""
+    app.hud.perf.set_notes(source, notes)
+    app.hud.perf.expire()
+    key = "reload_costs" if source == "reload" else source
+    app.telemetry.session[key] = {k: v[0] + (" *" if v[1] else "") for k, v in notes.items()}
 
 
 def _update(app: App, sample: Sample):

@@ -167,6 +167,8 @@ class PipelineHandle(Generic[T]):
 
     def get(self) -> T:
         """The current pipeline(s): record with this every frame, never keep it."""
+        if _PROBE is not None:  # a frame probed for which pass draws with which handle
+            _PROBE.seen.add((self, _PROBE.current))
         return self._current
 
     @property
@@ -279,6 +281,55 @@ class ShaderRegistry:
         """Handles built from any of ``paths`` (resolved), in creation order."""
         paths = {Path(p).resolve() for p in paths}
         return [h for h in self.handles if paths & {f.resolve() for f in h.files}]
+
+
+class UsageProbe:
+    """Which passes call which handle's ``get()`` while one frame records (``probe``)."""
+
+    def __init__(self):
+        self.current: str | None = None
+        self.seen: set[tuple[PipelineHandle, str | None]] = set()
+
+    def passes_of(self, handles) -> list[str]:
+        """Names of the passes that drew with any of ``handles``, sorted."""
+        ids = {id(h) for h in handles}
+        return sorted({p for h, p in self.seen if id(h) in ids and p is not None})
+
+
+_PROBE: UsageProbe | None = None
+
+
+def probe(graph) -> Callable[[], UsageProbe]:
+    """Start probing the next frame of ``graph``: each pass's ``record`` is wrapped to name
+    the pass while it records. Returns ``stop()``, which unwraps and returns the probe."""
+    global _PROBE
+    usage = _PROBE = UsageProbe()
+    wrapped = []
+    for p in graph.passes:
+        own = p.__dict__.get("record")  # an instance attribute to put back, or None
+
+        def record(ctx, encoder, _p=p, _inner=p.record):
+            usage.current = _p.name
+            try:
+                return _inner(ctx, encoder)
+            finally:
+                usage.current = None
+
+        p.record = record
+        wrapped.append((p, own))
+
+    def stop() -> UsageProbe:
+        global _PROBE
+        for p, own in wrapped:
+            if own is None:
+                del p.record
+            else:
+                p.record = own
+        if _PROBE is usage:
+            _PROBE = None
+        return usage
+
+    return stop
 
 
 _REGISTRIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

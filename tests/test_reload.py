@@ -54,14 +54,14 @@ class UncaughtErrors:
 class S02Run:
     """s02 on an offscreen target, its WGSL in ``folder``, with the reload tool installed."""
 
-    def __init__(self, gpu, folder: Path):
+    def __init__(self, gpu, folder: Path, *, grid: int = 8, work: int = 4):
         self.gpu, self.folder = gpu, folder
         self.file = folder / "s02_work.wgsl"
         self.registry = ShaderRegistry(gpu.device, root=folder)
         self._previous = set_shader_registry(gpu.device, self.registry)
         self.target = OffscreenTarget(gpu.device, SIZE)
         self.graph = RenderGraph(gpu.device, output_format=self.target.format, size=SIZE)
-        args = argparse.Namespace(grid=8, work=4)
+        args = argparse.Namespace(grid=grid, work=work)
         self.sample = CustomPass(SimpleNamespace(args=args, gpu=gpu))
         self.sample.build(self.graph)
         self.loop = FrameLoop(gpu, self.graph)
