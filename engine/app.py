@@ -354,13 +354,11 @@ def _install_reload(app: App) -> None:
     app.reload = app.tools.install(HotReload())
     app.reload.subscribe(app.hud.set_notice)
     app.reload.subscribe(lambda text: text and app.console.print(text, ERROR))
-    session = app.telemetry.session
     cost = app.tools.install(CostTracker())
     cost.subscribe(lambda notes: _show_notes(app, "reload", notes))
     if getattr(app.args, "baseline", None):
         base = app.tools.install(BaselineCompare(app.args.baseline))
         base.subscribe(lambda notes: _show_notes(app, "baseline", notes))
-    session.setdefault("reload_costs", {})
 
 
 def _show_notes(app: App, source: str, notes: dict) -> None:

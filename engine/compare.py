@@ -98,7 +98,10 @@ def load_run(path: str | Path) -> Run:
         if kind == "names":
             names += obj["names"]
         elif kind == "frame":
-            _add_frame(obj, names, frames, columns)
+            try:
+                _add_frame(obj, names, frames, columns)
+            except (IndexError, KeyError, TypeError, ValueError):
+                raise CompareError(f"{path}:{n}: a malformed frame record") from None
             frames += 1
     if frames == 0:
         raise CompareError(f"{path}: no frame records (was the run stopped before its first?)")

@@ -124,7 +124,7 @@ class HotReload:
         """Watch the folders of every registered file (no-op when already watching)."""
         if self._thread is not None:
             return
-        self._dirs = tuple(sorted({f.parent for f in self.registry.files()}))
+        self._dirs = tuple(sorted({f.parent for f in self.registry.files()}))  # resolved
         if not self._dirs:
             return
         self._stop, self._ready = threading.Event(), threading.Event()
@@ -191,6 +191,9 @@ class HotReload:
         """Rebuild the handles built from ``paths`` whose code changed; log and return the
         outcome line (None when nothing changed)."""
         watched = self.registry.files()
+        if self.watching and {f.parent for f in watched} - set(self._dirs):
+            self.stop()  # a pipeline built since from another folder: watch that one too
+            self.start()
         paths = {Path(p).resolve() for p in paths} & watched
         if not paths:
             return None

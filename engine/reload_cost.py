@@ -151,8 +151,14 @@ class CostTracker:
                 self._compare(key, clock, swap)
 
     def _keys(self, name: str, record) -> list[tuple[str, str]]:
-        clock = "gpu" if any(s.name == name for s in record.gpu or ()) else "cpu"
-        keys = [(name, clock)]
+        """What to compare for pass ``name``: its GPU time, else its CPU time, else nothing
+        (no profiling: no cost to show), then its draws."""
+        if any(s.name == name for s in record.gpu or ()):
+            keys = [(name, "gpu")]
+        elif any(s.name == name for s in record.cpu or ()):
+            keys = [(name, "cpu")]
+        else:
+            return []
         for p in record.draws or ():
             if p.name == name and len(p.draws) > 1:
                 keys += [(f"{name}/{d.label}", "draw") for d in p.draws]

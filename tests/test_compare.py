@@ -175,3 +175,25 @@ def test_tools_compare_script(tmp_path):
                        capture_output=True, text=True, cwd=tmp_path)  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert "DebugOverlay" in r.stdout and "+0.000" in r.stdout
+
+
+def test_two_real_s02_runs(tmp_path, capsys):
+    """Two s02 captures whose --work differs: the sessions' difference is named, the WGSL
+    hashes recorded in both are equal, and Work's medians are those of its GPU scopes."""
+    from helpers import run_sample
+
+    runs = []
+    for work in (16, 64):
+        path = tmp_path / f"w{work}.jsonl"
+        r = run_sample("s02", "--capture", str(tmp_path / "x.png"), "--frames", "40", "--size",
+                       "64x36", "--grid", "32", "--work", str(work), "--gpu-profile",
+                       "--telemetry", str(path))  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        runs.append(compare.load_run(path))
+    a, b = runs
+    assert a.session["shaders"]["s02_work.wgsl"] == b.session["shaders"]["s02_work.wgsl"]
+    c = compare.compare_runs(a, b)
+    assert c.differences == ["settings.work: 16 -> 64"]
+    work = next(r for r in c.rows if r.name == "Work")
+    assert work.diff.median_a == pytest.approx(np.median(a.series["gpu", "Work"][5:]))
+    assert {r.name for r in c.rows} >= {"Work", "Show", "DebugOverlay"}

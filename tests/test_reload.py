@@ -76,7 +76,7 @@ class S02Run:
             if during is not None:
                 during()
 
-        self.loop.frame(self.target.view, self.frames / 60, update)
+        self.loop.frame(self.target.view, 0.0, update)  # a still image: pixels comparable
         self.frames += 1
 
     def until(self, done, timeout_s: float = 10.0) -> int:
