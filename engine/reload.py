@@ -32,6 +32,7 @@ from .commands import Choice, CommandError
 from .shader_registry import PipelineHandle, ShaderRegistry, shader_registry
 
 log = logging.getLogger("lantern")
+logging.getLogger("watchfiles").setLevel(logging.WARNING)  # not "3 changes detected" per save
 
 KEY_F5 = 294  # glfw
 STEP_MS = 20  # the watcher yields once no new change came for this long (an editor's save)
@@ -202,12 +203,20 @@ class HotReload:
         present = {p for p in paths if p.exists()}
         t0 = time.perf_counter()
         done, failed = [], {}
+        cleared = []
         for h in self.registry.using(present):
             outcome = self._rebuild_if_changed(h)
             if outcome is True:
                 done.append(h)
+            elif outcome == "cleared":
+                cleared.append(h)
             elif outcome is not None:
                 failed.setdefault(str(outcome), h)
+        if cleared:
+            names = ", ".join(sorted({_rel(h.path) for h in cleared}))
+            line = f"{names}: back to the code that is running (error cleared)"
+            log.info("%s", line)
+            lines.append(line)
         ms = (time.perf_counter() - t0) * 1e3
         if done:
             changed = sorted({_rel(f) for h in done for f in h.files if f.resolve() in present})
@@ -228,7 +237,8 @@ class HotReload:
         return "\n".join(lines) if lines else None
 
     def _rebuild_if_changed(self, h: PipelineHandle):
-        """True (rebuilt), a ``ShaderError`` (new failure), or None (nothing to do)."""
+        """True (rebuilt), a ``ShaderError`` (new failure), ``"cleared"`` (back to the
+        running code while it had an error), or None (nothing to do)."""
         from .shader_registry import expand
 
         try:
@@ -236,9 +246,9 @@ class HotReload:
         except OSError:
             return None  # a missing include: said once by _deleted_or_restored
         if code == h.source.code:  # back to the working code: the error is gone
-            h.error = None
+            cleared, h.error = h.error is not None, None
             self._bad_code.pop(id(h), None)
-            return None
+            return "cleared" if cleared else None
         if self._bad_code.get(id(h)) == code:
             return None  # the same broken code saved again: said already
         err = h.rebuild()
