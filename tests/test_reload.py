@@ -373,3 +373,25 @@ def test_bad_edit_shows_in_hud_console_log_within_a_frame_and_clears(tmp_path, m
     assert any(seen["error"] in t for t in seen["console"])
     assert any(seen["error"] in m for m in seen["log"])
     assert seen["after"] == ""
+
+
+@pytest.mark.parametrize(
+    ("window", "flag", "watching"),
+    [(None, False, False), (None, True, True), (object(), False, True)],
+    ids=["capture", "capture-hot-reload", "window"],
+)
+def test_watcher_on_in_a_window_off_in_captures_unless_asked(gpu, tmp_path, window, flag, watching):
+    shutil.copy(SHADER_DIR / "s01_lit.wgsl", tmp_path / "s01_lit.wgsl")
+    registry = ShaderRegistry(gpu.device, root=tmp_path)
+    registry.pipeline("s01_lit.wgsl", lambda m: m)
+    graph = RenderGraph(gpu.device, output_format="rgba8unorm", size=SIZE)
+    loop = FrameLoop(gpu, graph)
+    ctx = ToolContext(gpu, graph, loop.telemetry, CommandRegistry(), loop,
+                      options=argparse.Namespace(hot_reload=flag), window=window)  # fmt: skip
+    tool = ctx.install(HotReload(registry))
+    try:
+        assert tool.watching == watching
+        assert tool.between_frames in loop.between_frames
+    finally:
+        ctx.close_all()
+    assert not tool.watching and tool.between_frames not in loop.between_frames
