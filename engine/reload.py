@@ -85,6 +85,7 @@ class HotReload:
         self._stop: threading.Event | None = None
         self._ready = threading.Event()
         self.last_event_s = 0.0
+        self._arrived = threading.Event()  # set while changes wait for the frame thread
         self._dirs: tuple[Path, ...] = ()
         self._loop = None
 
@@ -146,6 +147,11 @@ class HotReload:
         """Block until the watcher has its watches in place (tests, benchmarks)."""
         return self._ready.wait(timeout_s)
 
+    def wait_changes(self, timeout_s: float = 5.0) -> bool:
+        """Block until the watcher queued changes for ``between_frames`` (tests without a
+        frame loop); False on timeout."""
+        return self._arrived.wait(timeout_s)
+
     def _watch(self, dirs, stop: threading.Event, ready: threading.Event) -> None:
         import watchfiles
 
@@ -161,6 +167,7 @@ class HotReload:
                     with self._lock:
                         self._pending |= paths
                         self.last_event_s = time.perf_counter()  # benchmarks: watcher delay
+                        self._arrived.set()
         except Exception as e:  # a watcher that dies must not take the sample with it
             log.warning("reload: the file watcher stopped (%s: %s); F5 still reloads",
                         type(e).__name__, e)  # fmt: skip
@@ -174,6 +181,7 @@ class HotReload:
             return
         with self._lock:
             paths, self._pending = self._pending, set()
+            self._arrived.clear()
         self.process(paths)
 
     def command(self, state: str | None = None) -> str:

@@ -395,3 +395,42 @@ def test_watcher_on_in_a_window_off_in_captures_unless_asked(gpu, tmp_path, wind
     finally:
         ctx.close_all()
     assert not tool.watching and tool.between_frames not in loop.between_frames
+
+
+def test_an_include_edit_rebuilds_its_users_and_errors_name_the_include(gpu, tmp_path):
+    """A module that includes another: saving the include rebuilds the module's handle,
+    and a compile error inside the include is reported at the include's own line."""
+    (tmp_path / "common.wgsl").write_text("const K: f32 = 1.0;\n")
+    (tmp_path / "main.wgsl").write_text(
+        '// #include "common.wgsl"\n@compute @workgroup_size(1)\nfn main() { let k = K; }\n'
+    )
+    (tmp_path / "alone.wgsl").write_text("@compute @workgroup_size(1)\nfn main() {}\n")
+    registry = ShaderRegistry(gpu.device, root=tmp_path)
+
+    def factory(m):
+        return gpu.device.create_compute_pipeline(
+            layout="auto", compute={"module": m, "entry_point": "main"}
+        )
+
+    user, alone = registry.pipeline("main.wgsl", factory), registry.pipeline("alone.wgsl", factory)
+    graph = RenderGraph(gpu.device, output_format="rgba8unorm", size=SIZE)
+    loop = FrameLoop(gpu, graph)
+    ctx = ToolContext(gpu, graph, loop.telemetry, CommandRegistry(), loop)
+    tool = ctx.install(HotReload(registry, enabled=True))
+    try:
+        assert tool.wait_ready()
+
+        def wait(n):
+            while len(tool.events) < n:
+                assert tool.wait_changes(10), "no change event arrived"
+                tool.between_frames()  # as the frame loop would
+
+        (tmp_path / "common.wgsl").write_text("const K: f32 = 2.0;\n")
+        wait(1)
+        assert tool.events[0].files == (str(tmp_path / "common.wgsl"),)
+        assert (user.version, alone.version) == (1, 0)
+        (tmp_path / "common.wgsl").write_text("// two\nconst K: f32 = 2.0 +;\n")
+        wait(2)
+        assert tool.events[1].text.startswith(f"{tmp_path / 'common.wgsl'}:2:")
+    finally:
+        ctx.close_all()
