@@ -29,6 +29,8 @@ from .interrupt import Interrupt, for_run
 from .loop import FrameLoop
 from .portal import PortalError, PortalTool, portal_port
 from .progress import Progress
+from .reload import HotReload
+from .reload_cost import BaselineCompare, CostTracker
 from .surfaces import OffscreenTarget, SurfaceError, WindowSurface
 from .telemetry import Session, Telemetry
 from .tool import Tool, ToolContext
@@ -90,6 +92,9 @@ DEFAULT_TOOLS: tuple[Callable[[], Tool], ...] = (
     Hud,  # the panels (the live flame chart among them) and their DebugOverlay pass
     ConsoleTool,  # draws through the HUD
     CaptureTool,  # ``capture PATH``
+    HotReload,  # WGSL watched, pipelines rebuilt between frames (F5, ``reload``)
+    CostTracker,  # a reloaded pass's time before and after, in the perf table
+    BaselineCompare,  # --baseline A.jsonl beside each pass
     PortalTool,  # --portal
     TelemetryWriter,  # --telemetry
     TraceWriter,  # --trace, at shutdown
@@ -199,6 +204,13 @@ def run(sample_cls: type[Sample], argv: list[str] | None = None) -> int:
             check_output_path(parser, option, path, suffix)
     if args.graph is not None and args.capture:
         parser.error("argument --graph: it prints the frame's passes and exits; drop --capture")
+    if args.baseline:
+        from .compare import CompareError, load_run
+
+        try:
+            load_run(args.baseline)  # a bad file is one line before any GPU work
+        except CompareError as e:
+            parser.error(f"argument --baseline: {e}")
     try:
         portal_port(args)  # a bad LANTERN_PORTAL is one line before any GPU work
     except PortalError as e:

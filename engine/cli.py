@@ -198,6 +198,18 @@ def build_parser(prog: str, description: str) -> ArgumentParser:
         metavar="N",
         help="random seed for procedural content (default 0)",
     )
+    g.add_argument(
+        "--hot-reload",
+        action="store_true",
+        help="watch the WGSL files and rebuild changed pipelines between frames (on by "
+        "default in a window; this turns it on in captures)",
+    )
+    g.add_argument(
+        "--baseline",
+        metavar="A.jsonl",
+        help="a --telemetry file of an earlier run: the perf table shows its median beside "
+        "each pass, marked when the difference is significant",
+    )
     return p
 
 

@@ -4,6 +4,7 @@ folder, or the installed package data), with ``#include "file.wgsl"`` lines."""
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 
 import wgpu
@@ -21,5 +22,22 @@ def load_wgsl(name: str) -> str:
     return _INCLUDE.sub(lambda m: load_wgsl(m.group(1)), text)
 
 
+# name -> short SHA-256 of the expanded source of every module created (the telemetry
+# session's "shaders": tools/compare.py names the shaders that differ between two runs)
+MODULE_HASHES: dict[str, str] = {}
+
+
+def wgsl_hash(code: str) -> str:
+    """First 12 hex digits of the SHA-256 of ``code`` (UTF-8)."""
+    return hashlib.sha256(code.encode()).hexdigest()[:12]
+
+
+def shader_hashes() -> dict[str, str]:
+    """``{module name: wgsl_hash}`` of every shader module created so far, sorted."""
+    return dict(sorted(MODULE_HASHES.items()))
+
+
 def shader_module(device: wgpu.GPUDevice, name: str) -> wgpu.GPUShaderModule:
-    return device.create_shader_module(label=name, code=load_wgsl(name))
+    code = load_wgsl(name)
+    MODULE_HASHES[name] = wgsl_hash(code)
+    return device.create_shader_module(label=name, code=code)

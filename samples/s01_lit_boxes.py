@@ -9,7 +9,7 @@ from engine.app import Sample, main
 from engine.graph import OUTPUT, RenderPass, TextureDesc
 from engine.math3d import look_at, perspective_reverse_z, to_gpu
 from engine.scene.meshes import VERTEX_LAYOUT, box, plane
-from engine.shaders import shader_module
+from engine.shader_registry import shader_pipeline
 
 DEPTH_FORMAT = "depth32float"
 
@@ -35,35 +35,19 @@ class LitBoxes(Sample):
         self.ubuf = device.create_buffer(
             size=112, usage=wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST
         )
-        module = shader_module(device, "s01_lit.wgsl")
-        self.pipeline = device.create_render_pipeline(
-            label="s01 lit",
-            layout="auto",
-            vertex={
-                "module": module,
-                "entry_point": "vs_main",
-                "buffers": [VERTEX_LAYOUT],
-            },
-            primitive={"topology": "triangle-list", "cull_mode": "back"},
-            depth_stencil={
-                "format": DEPTH_FORMAT,
-                "depth_write_enabled": True,
-                "depth_compare": "greater",  # reverse-Z
-            },
-            fragment={
-                "module": module,
-                "entry_point": "fs_main",
-                "targets": [{"format": graph.output_format}],
-            },
-        )
-        self.bind_group = device.create_bind_group(
-            layout=self.pipeline.get_bind_group_layout(0),
-            entries=[{"binding": 0, "resource": {"buffer": self.ubuf}}],
-        )
+        self.shader = shader_pipeline(device, "s01_lit.wgsl", lambda m: _lit(device, m, graph))
+        self.shader.on_reload(self._bind)  # its "auto" layout is the new pipeline's own
+        self._bind()
         graph.create_texture(
             "depth", TextureDesc(DEPTH_FORMAT, wgpu.TextureUsage.RENDER_ATTACHMENT)
         )
         graph.add(RenderPass("Main", record=self.record, targets=self.targets, writes=(OUTPUT,)))
+
+    def _bind(self) -> None:
+        self.bind_group = self.app.gpu.device.create_bind_group(
+            layout=self.shader.get().get_bind_group_layout(0),
+            entries=[{"binding": 0, "resource": {"buffer": self.ubuf}}],
+        )
 
     def update(self, ctx):
         w, h = ctx.size
@@ -97,12 +81,35 @@ class LitBoxes(Sample):
         }
 
     def record(self, ctx, rpass):
-        rpass.set_pipeline(self.pipeline)
+        rpass.set_pipeline(self.shader.get())
         rpass.set_bind_group(0, self.bind_group)
         rpass.set_vertex_buffer(0, self.vbuf)
         rpass.set_index_buffer(self.ibuf, "uint32")
         for count, first, base, instances, first_inst in self.draws:
             rpass.draw_indexed(count, instances, first, base, first_inst)
+
+
+def _lit(device, module, graph) -> wgpu.GPURenderPipeline:
+    return device.create_render_pipeline(
+        label="s01 lit",
+        layout="auto",
+        vertex={
+            "module": module,
+            "entry_point": "vs_main",
+            "buffers": [VERTEX_LAYOUT],
+        },
+        primitive={"topology": "triangle-list", "cull_mode": "back"},
+        depth_stencil={
+            "format": DEPTH_FORMAT,
+            "depth_write_enabled": True,
+            "depth_compare": "greater",  # reverse-Z
+        },
+        fragment={
+            "module": module,
+            "entry_point": "fs_main",
+            "targets": [{"format": graph.output_format}],
+        },
+    )
 
 
 def _upload(device, array: np.ndarray, usage: int) -> wgpu.GPUBuffer:

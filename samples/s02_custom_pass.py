@@ -14,7 +14,7 @@ import wgpu
 from engine.app import Sample, main
 from engine.cli import int_type
 from engine.graph import OUTPUT, ComputePass, RenderPass
-from engine.shaders import shader_module
+from engine.shader_registry import shader_pipeline
 
 WORKGROUP = 8  # cs_work's @workgroup_size(8, 8)
 
@@ -22,7 +22,18 @@ WORKGROUP = 8  # cs_work's @workgroup_size(8, 8)
 def create_work_pipelines(device: wgpu.GPUDevice, output_format: str):
     """``(compute, render)`` pipelines of ``shaders/s02_work.wgsl`` (also used by tests and
     the profiler benchmark)."""
-    module = shader_module(device, "s02_work.wgsl")
+    return work_pipelines(device, output_format).get()
+
+
+def work_pipelines(device: wgpu.GPUDevice, output_format: str):
+    """A ``PipelineHandle`` of ``(compute, render)``: hot reload rebuilds it when
+    ``s02_work.wgsl`` changes."""
+    return shader_pipeline(
+        device, "s02_work.wgsl", lambda m: _work_pipelines(device, m, output_format), label="s02"
+    )
+
+
+def _work_pipelines(device: wgpu.GPUDevice, module, output_format: str):
     compute = device.create_compute_pipeline(
         label="s02 work", layout="auto", compute={"module": module, "entry_point": "cs_work"}
     )
@@ -100,16 +111,22 @@ class CustomPass(Sample):
         args = self.app.args
         device = self.app.gpu.device
         self.grid = args.grid
-        self.compute, self.render = create_work_pipelines(device, graph.output_format)
+        self.shader = work_pipelines(device, graph.output_format)  # rebuilt by hot reload
         self.params = device.create_buffer(
             label="s02 params", size=16, usage=wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST
         )
         cells = graph.create_buffer(
             "s02 cells", size=4 * self.grid * self.grid, usage=wgpu.BufferUsage.STORAGE
         )
-        self.work_group, self.show_group = work_bind_groups(
-            device, self.compute, self.render, self.params, cells
-        )
+
+        def bind():  # the pipelines' "auto" layouts are their own: new pipelines, new groups
+            compute, render = self.shader.get()
+            self.work_group, self.show_group = work_bind_groups(
+                device, compute, render, self.params, cells
+            )
+
+        bind()
+        self.shader.on_reload(bind)
         graph.add(ComputePass("Work", record=self.record_work, writes=("s02 cells",)))
         graph.add(
             RenderPass(
@@ -127,7 +144,7 @@ class CustomPass(Sample):
 
     def record_work(self, ctx, cpass):
         groups = work_dispatch(self.grid)
-        cpass.set_pipeline(self.compute)
+        cpass.set_pipeline(self.shader.get()[0])
         cpass.set_bind_group(0, self.work_group)
         cpass.dispatch_workgroups(groups, groups)
 
@@ -139,7 +156,7 @@ class CustomPass(Sample):
         }
 
     def record_show(self, ctx, rpass):
-        rpass.set_pipeline(self.render)
+        rpass.set_pipeline(self.shader.get()[1])
         rpass.set_bind_group(0, self.show_group)
         rpass.draw(3)
 

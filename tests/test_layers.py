@@ -20,13 +20,13 @@ import pytest
 
 ENGINE = Path(__file__).resolve().parents[1] / "engine"
 LAYERS = (
-    ("base", ("__init__", "gpu", "readback", "surfaces", "resources", "shaders", "math3d",
-              "interrupt", "progress", "shader_registry")),
+    ("base", ("__init__", "gpu", "readback", "surfaces", "resources", "shaders",
+              "shader_registry", "safe_write", "math3d", "interrupt", "progress")),
     ("core", ("graph", "loop", "telemetry", "commands", "profiling.sink")),
     ("producers", ("profiling", "scene", "culling", "passes", "overlay")),
     ("frame", ("frame", "settings")),
-    ("tools", ("tool", "tools", "debug", "portal", "inspect", "export", "ablation", "reload",
-               "compare")),
+    ("tools", ("tool", "tools", "debug", "portal", "inspect", "export", "ablation",
+               "reload", "reload_cost", "compare")),
     ("app", ("app", "cli", "devtools")),
 )  # fmt: skip
 

@@ -113,11 +113,5 @@ def test_installed_samples_render_outside_the_checkout(installed, tmp_path, comp
 def test_installed_lantern_command_has_each_subcommand(installed, tmp_path, sub):
     _, site, env = installed
     r = _run([str(site / "bin" / "lantern"), sub, "--help"], env, tmp_path, timeout=120)
-    if sub == "compare" and r.returncode == 2:  # until engine/devtools/compare.py lands
-        assert r.stderr.strip().splitlines() == [
-            "lantern: error: 'compare' is not available in this version "
-            "(engine.devtools.compare is missing)"
-        ]
-        return
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("usage: ") and "--help" in r.stdout

@@ -23,6 +23,7 @@ from ..overlay.debug_overlay import DebugOverlayPass, auto_hud_scale, grid_for
 from ..overlay.grid import DebugOverlay
 from ..overlay.panel import HudData, Panel
 from .layout import Layout, PanelSpec, plan
+from .logtail import ERROR
 from .panels import PANELS, mode_names, mode_panels
 from .perf import HEADER, PANEL_BG, TEXT
 
@@ -90,6 +91,7 @@ class Hud:
         self._console_open = False
         self._shown: list[Panel] = []
         self._last_build = -math.inf
+        self.notice: str | None = None  # one line on the bottom row (set_notice)
 
     # -- tool ----------------------------------------------------------------------------------
     def install(self, ctx) -> None:
@@ -153,6 +155,21 @@ class Hud:
         self._hint_drawn = False
         self._layout_due = True
 
+    def set_notice(self, text: str | None) -> None:
+        """Show ``text`` (one line, red) on the HUD's bottom row in every mode, ``off``
+        included, from the next frame on (e.g. a shader's compile error); None removes it."""
+        self.notice = text
+        self._layout_due = True
+        if text is None and self.mode == "off":
+            self.overlay.clear()
+            self._hint_drawn = False
+            self.render_pass.enabled = False
+
+    def _draw_notice(self) -> None:
+        ov = self.overlay
+        text = self.notice[: ov.cols]
+        ov.text(0, ov.rows - 1, text.ljust(min(ov.cols, len(self.notice))), ERROR, PANEL_BG)
+
     def keep_clear(self, box: tuple[int, int, int, int] | None) -> None:
         """Keep the HUD out of the pixel box ``(x0, y0, x1, y1)`` (a sample's own overlay,
         e.g. s03's gallery); None gives the whole output back. The HUD then uses the largest
@@ -193,6 +210,13 @@ class Hud:
             if closed:  # the console just closed over an off HUD: nothing left to draw
                 self.overlay.clear()
                 self._hint_drawn = False
+            if self.notice is not None:  # the notice alone over an off HUD
+                if self._layout_due:
+                    self._layout_due = False
+                    self.overlay.clear()
+                    self._draw_notice()
+                self.render_pass.enabled = True
+                return
             self._update_hint(now)
             return
         self.render_pass.enabled = True
@@ -274,3 +298,5 @@ class Hud:
             ov.text(col, row, text[: max(0, c1 - col)], TEXT, PANEL_BG)
         if tag_at is not None:
             ov.text(*tag_at, tag[: c1 - tag_at[0]], HEADER, PANEL_BG)
+        if self.notice is not None:
+            self._draw_notice()

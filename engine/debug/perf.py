@@ -39,6 +39,7 @@ FORM_WIDTHS = (
     1 + NUMBERS_W + 1 + DELTA_W + 1 + 1,  # 44
     1 + NUMBERS_W + 1 + 1,  # 35
 )
+NOTE_W = 17  # the NOTE column (set_notes): "was 0.412 +101%" / "base 1.234 -5%"
 
 
 def fmt_ms(v: float | None, width: int = NUM_W) -> str:
@@ -117,6 +118,16 @@ class PerfOverlay:
         self.has_profiler = False
         self._last_refresh = -math.inf
         self.draws_info: dict | None = None
+        self.notes: dict[str, dict[str, tuple[str, bool, bool]]] = {}  # source -> pass -> note
+
+    def set_notes(self, source: str, notes: dict[str, tuple[str, bool, bool]]) -> None:
+        """Per-pass notes from ``source`` (e.g. ``"reload"``, ``"baseline"``): ``{pass:
+        (text, significant, slower)}``, drawn in a NOTE column (yellow slower / green
+        faster when significant, dim otherwise); a source set first wins a pass."""
+        self.notes[source] = dict(notes)
+
+    def _note_of(self, name: str):
+        return next((n[name] for n in self.notes.values() if name in n), None)
 
     def tick(self, telemetry, pass_names: list[str], now: float) -> bool:
         """Refresh from ``telemetry`` if ``refresh_hz`` allows at ``now`` (seconds). Returns
@@ -202,7 +213,8 @@ class PerfOverlay:
         """Panel size in cells ``(cols, rows)`` of ``form`` (0 full, 1 without the SHARE
         bars, 2 also without the DELTA column; 3-5 the same without draw rows)."""
         rows = self.rows if form < len(FORM_WIDTHS) else [r for r in self.rows if not r.child]
-        return FORM_WIDTHS[form % len(FORM_WIDTHS)], len(rows) + 5
+        extra = NOTE_W if any(self.notes.values()) else 0
+        return FORM_WIDTHS[form % len(FORM_WIDTHS)] + extra, len(rows) + 5
 
     def sizes(self) -> tuple[tuple[int, int], ...]:
         """Every form's size, widest first (``size(i)`` for each form); six forms when
@@ -223,6 +235,8 @@ class PerfOverlay:
         if delta:
             head += f" {'DELTA':>{DELTA_W}}" + ("  SHARE" if form == 0 else "")
         ov.text(x, row, head, HEADER)
+        if any(self.notes.values()):
+            ov.text(col + w - NOTE_W, row, "NOTE", HEADER)
         basis = self.totals.gpu_ms or self.totals.cpu_ms or 0.0
         for i, r in enumerate(rows):
             y = row + 1 + i
@@ -231,6 +245,11 @@ class PerfOverlay:
             bar = r.name not in CPU_ONLY_SCOPES and r.name != NS_FRAG
             if form == 0 and own is not None and basis > 0 and bar:
                 ov.bar(x + NUMBERS_W + DELTA_W + 3, y, BAR_W, own / basis, BAR, BAR_BG)
+            note = None if r.child else self._note_of(r.name)
+            if note is not None:
+                text, significant, slower = note
+                color = (SLOWER if slower else FASTER) if significant else DIM
+                ov.text(col + w - NOTE_W, y, text[: NOTE_W - 1], color)
         y = row + 1 + len(rows)
         self._draw_row(ov, x, y, self.totals, HEADER, delta=delta)
         fps = f"{1000.0 / self.frame_ms:6.1f}" if self.frame_ms else "   n/a"

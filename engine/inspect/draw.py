@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import wgpu
 
-from ..shaders import shader_module
+from ..shader_registry import shader_pipeline
 
 MAX_BLEND = {
     "color": {"src_factor": "one", "dst_factor": "one", "operation": "max"},
@@ -55,11 +55,24 @@ class FlameDraw:
             ],
         )
         layout = device.create_pipeline_layout(bind_group_layouts=[self.layout])
-        m = shader_module(device, "flame_draw.wgsl")
-        self.spans = self._pipeline(layout, m, "vs", "fs", fmt, MAX_BLEND)
-        self.panel = self._pipeline(layout, m, "vs_panel", "fs_panel", fmt, OVER_BLEND)
+        self.shader = shader_pipeline(
+            device,
+            "flame_draw.wgsl",
+            lambda m: (
+                self._pipeline(layout, m, "vs", "fs", fmt, MAX_BLEND),
+                self._pipeline(layout, m, "vs_panel", "fs_panel", fmt, OVER_BLEND),
+            ),
+        )  # explicit layout: the bind group survives a reload
         self.bind_group = None
         self._key = None
+
+    @property
+    def spans(self):  # the current pipelines: hot reload replaces them
+        return self.shader.get()[0]
+
+    @property
+    def panel(self):
+        return self.shader.get()[1]
 
     def _pipeline(self, layout, m, vs: str, fs: str, fmt: str, blend: dict):
         return self.device.create_render_pipeline(

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import wgpu
 
-from ..shaders import shader_module
+from ..shader_registry import shader_pipeline
 
 WG = 256
 MAX_WORKGROUPS = 65535
@@ -153,15 +153,18 @@ class FlameSelect:
         with_args = device.create_pipeline_layout(
             bind_group_layouts=[self.layout, self.args_layout]
         )
-        m = shader_module(device, "flame_select.wgsl")
-        self.pipelines = {
-            e: device.create_compute_pipeline(
-                label=f"Flame.{e}",
-                layout=with_args if e == "finish" else layout,
-                compute={"module": m, "entry_point": e},
-            )
-            for e in ENTRIES
-        }
+        self.shader = shader_pipeline(
+            device,
+            "flame_select.wgsl",
+            lambda m: {
+                e: device.create_compute_pipeline(
+                    label=f"Flame.{e}",
+                    layout=with_args if e == "finish" else layout,
+                    compute={"module": m, "entry_point": e},
+                )
+                for e in ENTRIES
+            },
+        )  # explicit layouts: the bind groups survive a reload
         u = wgpu.BufferUsage
         self.uniform = device.create_buffer(
             label="flame view", size=VIEW_BYTES, usage=u.UNIFORM | u.COPY_DST
@@ -186,6 +189,10 @@ class FlameSelect:
         self.count = 0
         self._grid = (1, 1)
         self._cell_groups = 1
+
+    @property
+    def pipelines(self) -> dict:  # the current ones: hot reload replaces them
+        return self.shader.get()
 
     def _buf(self, label: str, size: int, usage: int) -> wgpu.GPUBuffer:
         return self.device.create_buffer(label=label, size=max(16, size), usage=usage)

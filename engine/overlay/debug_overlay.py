@@ -26,7 +26,7 @@ import numpy as np
 import wgpu
 
 from ..graph import OUTPUT, RenderPass
-from ..shaders import shader_module
+from ..shader_registry import shader_pipeline
 from .grid import CELL_PX, MAX_COLS, MAX_ROWS, DebugOverlay, font_atlas
 
 log = logging.getLogger("lantern")
@@ -108,8 +108,9 @@ class DebugOverlayPass(RenderPass):
             label="hud srgb lut", data=srgb_decode_table().tobytes(), usage=usage
         )
         self.atlas = self._make_atlas()
-        self.pipeline = self._make_pipeline()
+        self.shader = shader_pipeline(self.device, "debug_overlay.wgsl", self._make_pipeline)
         self._bind()
+        self.shader.on_reload(self._bind)  # its "auto" layout is the new pipeline's own
         self._shadow = np.zeros((0, 0, 4), np.uint32)
         self._prims = self._data = self._params = None
         self._version = -1
@@ -134,8 +135,11 @@ class DebugOverlayPass(RenderPass):
         )
         return tex
 
-    def _make_pipeline(self) -> wgpu.GPURenderPipeline:
-        module = shader_module(self.device, "debug_overlay.wgsl")
+    @property
+    def pipeline(self):  # the current one: hot reload replaces it (engine/shader_registry.py)
+        return self.shader.get()
+
+    def _make_pipeline(self, module) -> wgpu.GPURenderPipeline:
         blend = {
             "color": {"src_factor": "src-alpha", "dst_factor": "one-minus-src-alpha"},
             "alpha": {"src_factor": "one", "dst_factor": "one-minus-src-alpha"},

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from engine.graph import ComputePass, TransferPass
 from engine.settings import FrameSettings
+from engine.shader_registry import shader_pipeline
 
 # Graph resource names (declared reads/writes; the graph checks the order).
 INSTANCES = "scene.instances"  # transforms, bounds, mesh ids: CPU uploads (imported)
@@ -64,11 +65,17 @@ class CullPass(ComputePass):
         self.entry = _ENTRY[name]
         d = frame.device
         layout = d.create_pipeline_layout(bind_group_layouts=[frame.cull_layout])
-        self.pipeline = d.create_compute_pipeline(
-            label=name,
-            layout=layout,
-            compute={"module": frame.cull_module, "entry_point": self.entry},
-        )
+        self.shader = shader_pipeline(
+            d,
+            "cull.wgsl",
+            lambda m: d.create_compute_pipeline(
+                label=name, layout=layout, compute={"module": m, "entry_point": self.entry}
+            ),
+        )  # its own module (not frame.cull_module): hot reload rebuilds it
+
+    @property
+    def pipeline(self):  # the current one: hot reload replaces it (engine/shader_registry.py)
+        return self.shader.get()
 
     def enabled_by(self, settings: FrameSettings) -> bool:
         if self.name == "Shadow.Cull":

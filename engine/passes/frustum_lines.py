@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import wgpu
 
-from engine.shaders import shader_module
+from engine.shader_registry import shader_pipeline
 
 UNIFORM_SIZE = 208  # mat4 + 8 vec4 + vec4
 LINE_COLOR = (1.0, 0.75, 0.0)  # amber, linear
@@ -66,7 +66,6 @@ class FrustumLines:
             size=UNIFORM_SIZE,
             usage=wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST,
         )
-        m = shader_module(device, "frustum_lines.wgsl")
         depth = None
         if depth_format is not None:
             depth = {
@@ -74,7 +73,14 @@ class FrustumLines:
                 "depth_write_enabled": True,
                 "depth_compare": "greater-equal",
             }
-        self.pipeline = device.create_render_pipeline(
+        self.shader = shader_pipeline(
+            device, "frustum_lines.wgsl", lambda m: self._make(m, color_format, depth)
+        )
+        self._bind()
+        self.shader.on_reload(self._bind)
+
+    def _make(self, m, color_format: str, depth) -> wgpu.GPURenderPipeline:
+        return self.device.create_render_pipeline(
             label="frustum lines",
             layout="auto",
             vertex={"module": m, "entry_point": "vs_lines"},
@@ -86,7 +92,13 @@ class FrustumLines:
                 "targets": [{"format": color_format}],
             },
         )
-        self.bind_group = device.create_bind_group(
+
+    @property
+    def pipeline(self):  # the current one: hot reload replaces it (engine/shader_registry.py)
+        return self.shader.get()
+
+    def _bind(self) -> None:
+        self.bind_group = self.device.create_bind_group(
             layout=self.pipeline.get_bind_group_layout(0),
             entries=[{"binding": 0, "resource": {"buffer": self.uniform}}],
         )

@@ -14,7 +14,7 @@ from __future__ import annotations
 import wgpu
 
 from engine.graph import ComputePass
-from engine.shaders import shader_module
+from engine.shader_registry import shader_pipeline
 
 FORMAT = "r32float"
 
@@ -79,14 +79,18 @@ class DepthPyramid:
             per_level = device.limits["max-storage-textures-per-shader-stage"] < LEVELS_PER_DISPATCH
         self.per_level = per_level
         self.levels_per_dispatch = 1 if per_level else LEVELS_PER_DISPATCH
-        m = shader_module(device, "hiz.wgsl")
         e0, er = ("level0", "reduce") if per_level else ("spd_depth", "spd_level")
-        self.pipe0 = device.create_compute_pipeline(
-            label=f"hiz {e0}", layout="auto", compute={"module": m, "entry_point": e0}
+        self.shader = shader_pipeline(
+            device,
+            "hiz.wgsl",
+            lambda m: tuple(
+                device.create_compute_pipeline(
+                    label=f"hiz {e}", layout="auto", compute={"module": m, "entry_point": e}
+                )
+                for e in (e0, er)
+            ),
         )
-        self.pipe_reduce = device.create_compute_pipeline(
-            label=f"hiz {er}", layout="auto", compute={"module": m, "entry_point": er}
-        )
+        self.shader.on_reload(self._unbind)  # "auto" layouts: new pipelines, new groups
         # Unused level slots of the last dispatch still need a view each: 1x1 layers, never
         # written (the shader stores only into levels the pyramid has).
         self._spare = device.create_texture(
@@ -125,6 +129,18 @@ class DepthPyramid:
             for i in range(self.levels)
         ]
         self._groups = None
+
+    @property
+    def pipe0(self):  # the current ones: hot reload replaces them
+        return self.shader.get()[0]
+
+    @property
+    def pipe_reduce(self):
+        return self.shader.get()[1]
+
+    def _unbind(self) -> None:
+        if self._groups is not None:  # now, inside the reload (a failure rolls it back)
+            self._bind(self._groups[0])
 
     def _bind(self, depth_view) -> None:
         """One bind group per dispatch: its source, then its levels (spares past the last)."""

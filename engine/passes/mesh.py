@@ -12,7 +12,7 @@ import wgpu
 
 from engine.graph import RenderPass
 from engine.scene.meshes import VERTEX_LAYOUT
-from engine.shaders import shader_module
+from engine.shader_registry import shader_pipeline
 
 DEPTH_FORMAT = "depth32float"
 SHADOW_FORMAT = "depth32float"
@@ -29,7 +29,9 @@ class MeshPipelines:
 
     def __init__(self, device: wgpu.GPUDevice):
         self.device = device
-        self.module = shader_module(device, "mesh.wgsl")
+        self._main: dict[str, wgpu.GPURenderPipeline] = {}
+        self._id: wgpu.GPURenderPipeline | None = None
+        self._shadow: wgpu.GPURenderPipeline | None = None
         ro = {"type": "read-only-storage"}
         self.layout_view = device.create_bind_group_layout(
             label="mesh view",
@@ -61,9 +63,7 @@ class MeshPipelines:
                 {"binding": 1, "visibility": _F, "sampler": {"type": "comparison"}},
             ],
         )
-        self._main: dict[str, wgpu.GPURenderPipeline] = {}
-        self._id: wgpu.GPURenderPipeline | None = None
-        self._shadow: wgpu.GPURenderPipeline | None = None
+        self.shader = shader_pipeline(device, "mesh.wgsl", self._rebuild)
         self.sampler = device.create_sampler(
             label="shadow pcf",
             compare="greater-equal",  # reverse-Z: lit when the receiver is nearer the sun
@@ -71,12 +71,31 @@ class MeshPipelines:
             min_filter="linear",
         )
 
+    @property
+    def module(self) -> wgpu.GPUShaderModule:
+        return self.shader.get()
+
+    def _rebuild(self, module: wgpu.GPUShaderModule) -> wgpu.GPUShaderModule:
+        """Hot reload: every pipeline made so far again from ``module`` (explicit layouts:
+        the bind groups stay); nothing is replaced unless all of them build."""
+        made = [(k, self._main[k]) for k in self._main], self._shadow, self._id
+        self._building = module
+        try:
+            main = {k: self._make_main(k) for k, _ in made[0]}
+            shadow = None if made[1] is None else self._make_shadow()
+            ids = None if made[2] is None else self._make_ids()
+        finally:
+            self._building = None
+        self._main, self._shadow, self._id = main, shadow, ids
+        return module
+
     def _pipeline(self, label, layouts, vs, fs, fmt, depth_format, cull_mode="back"):
         layout = self.device.create_pipeline_layout(bind_group_layouts=layouts)
+        module = getattr(self, "_building", None) or self.module
         desc = {
             "label": label,
             "layout": layout,
-            "vertex": {"module": self.module, "entry_point": vs, "buffers": [VERTEX_LAYOUT]},
+            "vertex": {"module": module, "entry_point": vs, "buffers": [VERTEX_LAYOUT]},
             "primitive": {"topology": "triangle-list", "cull_mode": cull_mode},
             "depth_stencil": {
                 "format": depth_format,
@@ -86,7 +105,7 @@ class MeshPipelines:
         }
         if fs is not None:
             desc["fragment"] = {
-                "module": self.module,
+                "module": module,
                 "entry_point": fs,
                 "targets": [{"format": fmt}],
             }
@@ -95,34 +114,36 @@ class MeshPipelines:
     def main(self, color_format: str) -> wgpu.GPURenderPipeline:
         """Lit colour pipeline writing linear colour to ``color_format``, depth32float."""
         if color_format not in self._main:
-            layouts = [self.layout_view, self.layout_draw, self.layout_shadow]
-            self._main[color_format] = self._pipeline(
-                f"mesh main {color_format}",
-                layouts,
-                "vs_main",
-                "fs_main",
-                color_format,
-                DEPTH_FORMAT,
-            )
+            self._main[color_format] = self._make_main(color_format)
         return self._main[color_format]
+
+    def _make_main(self, color_format: str) -> wgpu.GPURenderPipeline:
+        layouts = [self.layout_view, self.layout_draw, self.layout_shadow]
+        return self._pipeline(
+            f"mesh main {color_format}", layouts, "vs_main", "fs_main", color_format, DEPTH_FORMAT
+        )
 
     def shadow(self) -> wgpu.GPURenderPipeline:
         """Depth-only pipeline for the sun's shadow map (no face culling: thin casters)."""
         if self._shadow is None:
-            layouts = [self.layout_view, self.layout_draw]
-            self._shadow = self._pipeline(
-                "mesh shadow", layouts, "vs_shadow", None, None, SHADOW_FORMAT, cull_mode="none"
-            )
+            self._shadow = self._make_shadow()
         return self._shadow
+
+    def _make_shadow(self) -> wgpu.GPURenderPipeline:
+        layouts = [self.layout_view, self.layout_draw]
+        return self._pipeline(
+            "mesh shadow", layouts, "vs_shadow", None, None, SHADOW_FORMAT, cull_mode="none"
+        )
 
     def ids(self) -> wgpu.GPURenderPipeline:
         """Writes the scene row of each instance to an ``r32uint`` target (debug, tests)."""
         if self._id is None:
-            layouts = [self.layout_view, self.layout_draw]
-            self._id = self._pipeline(
-                "mesh ids", layouts, "vs_main", "fs_id", "r32uint", DEPTH_FORMAT
-            )
+            self._id = self._make_ids()
         return self._id
+
+    def _make_ids(self) -> wgpu.GPURenderPipeline:
+        layouts = [self.layout_view, self.layout_draw]
+        return self._pipeline("mesh ids", layouts, "vs_main", "fs_id", "r32uint", DEPTH_FORMAT)
 
     def view_group(self, view_uniform, gs) -> wgpu.GPUBindGroup:
         return self.device.create_bind_group(
@@ -171,7 +192,10 @@ class ShadowPass(RenderPass):
     def __init__(self, frame):
         super().__init__("Shadow")
         self.frame = frame
-        self.pipeline = frame.mesh.shadow()
+
+    @property
+    def pipeline(self):  # asked each frame: hot reload replaces it
+        return self.frame.mesh.shadow()
 
     def enabled_by(self, settings) -> bool:
         return settings.shadows

@@ -9,7 +9,7 @@ from __future__ import annotations
 import wgpu
 
 from engine.graph import OUTPUT, RenderPass
-from engine.shaders import shader_module
+from engine.shader_registry import shader_pipeline
 
 HDR_FORMAT = "rgba16float"
 
@@ -19,8 +19,10 @@ class PostPipeline:
 
     def __init__(self, device: wgpu.GPUDevice, output_format: str):
         self.device = device
-        m = shader_module(device, "post.wgsl")
-        self.pipeline = device.create_render_pipeline(
+        self.shader = shader_pipeline(device, "post.wgsl", lambda m: self._make(m, output_format))
+
+    def _make(self, m, output_format: str) -> wgpu.GPURenderPipeline:
+        return self.device.create_render_pipeline(
             label="post",
             layout="auto",
             vertex={"module": m, "entry_point": "vs_fullscreen"},
@@ -32,6 +34,10 @@ class PostPipeline:
             },
         )
 
+    @property
+    def pipeline(self):  # the current one: hot reload replaces it (engine/shader_registry.py)
+        return self.shader.get()
+
 
 class PostPass(RenderPass):
     """``Post``: sky behind the scene, exposure and tone map from ``frame.hdr`` to the output."""
@@ -42,13 +48,20 @@ class PostPass(RenderPass):
     def __init__(self, frame):
         super().__init__("Post")
         self.frame = frame
-        self.pipeline = PostPipeline(frame.device, frame.graph.output_format).pipeline
+        self.shader = PostPipeline(frame.device, frame.graph.output_format).shader
+        self._bound = None
+        self.shader.on_reload(lambda: self._bound and self.bind(*self._bound))
 
     def enabled_by(self, settings) -> bool:
         return settings.post
 
+    @property
+    def pipeline(self):  # the current one: hot reload replaces it (engine/shader_registry.py)
+        return self.shader.get()
+
     def bind(self, view_uniform, hdr_view, depth_view) -> None:
         """(Re)bind after the HDR and depth textures were created or resized."""
+        self._bound = (view_uniform, hdr_view, depth_view)
         self.group = self.frame.device.create_bind_group(
             label="post",
             layout=self.pipeline.get_bind_group_layout(0),

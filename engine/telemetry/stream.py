@@ -57,6 +57,12 @@ class Telemetry:
             setattr(self.session, k, v)
         self.session_version += 1
 
+    def set_fact(self, name: str, value) -> None:
+        """Set a free-form session fact (JSON-ready ``value``; e.g. shader hashes) and bump
+        ``session_version``."""
+        self.session.facts[name] = value
+        self.session_version += 1
+
     def subscribe(self, fn: Subscriber) -> Callable[[], None]:
         """Call ``fn(record)`` on the frame thread for every record published from now on;
         returns a function that unsubscribes. A subscriber that raises is logged and

@@ -1,0 +1,497 @@
+"""A/B comparison of two runs' ``--telemetry`` files, with statistics.
+
+Each frame record is one sample of each pass's time. Per pass (GPU and CPU clocks) and per
+draw (``--gpu-profile draws``) present in both runs: the two medians, the difference of
+medians in ms and %, a bootstrap 95% confidence interval of that difference, and the
+two-sided Mann-Whitney U p-value. ``gate`` is the CI performance gate: a pass fails when the
+lower bound of its slowdown interval exceeds a threshold, Holm-corrected across the passes.
+
+Warm-up rule: the first ``max(WARMUP_MIN, ceil(WARMUP_FRACTION * frames))`` frame records of
+each run are dropped (pipeline compilation, first-use allocations and the GPU clock ramping up
+land there), ``warmup=N`` overrides it. A row needs ``MIN_FRAMES`` readings in both runs after
+that.
+
+The bootstrap resamples circular blocks of ``ceil(n ** (1/3))`` consecutive frames, not single
+frames: neighbouring frames are correlated (clock and cache state drift), and an i.i.d.
+resample would make the interval too narrow on a drifting run. Two runs of one build in
+separate processes can still differ by more than their frames' noise (a different machine
+load): the interval describes these two runs, not every run of the build.
+
+``main(argv) -> int`` is the command line (``tools/compare.py``); ``CompareError`` is a bad
+input, one line, exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import orjson
+
+WARMUP_FRACTION = 0.10  # of each run's frame records, dropped from the start
+WARMUP_MIN = 5
+MIN_FRAMES = 20  # readings per row and run after the warm-up
+N_BOOT = 4000  # bootstrap resamples; the gate's smallest p-value is 1 / (N_BOOT + 1)
+LEVEL = 0.95  # the printed interval's confidence level
+ALPHA = 0.05  # the gate's family-wise error rate (Holm across the passes)
+GATE_CLOCKS = ("gpu", "cpu")  # rows the gate tests; draws are shown, their pass is gated
+IGNORED_SETTINGS = ("capture", "telemetry", "trace", "graph", "portal", "portal_host", "baseline")
+
+
+class CompareError(ValueError):
+    """A bad input (not telemetry, nothing in common, too few frames): one line."""
+
+
+@dataclass
+class Run:
+    """One ``--telemetry`` file.
+
+    Attributes:
+        path: the file. session: its ``{"type": "session"}`` object (without ``type``).
+        frames: frame records in the file.
+        series: ``(clock, name) -> float64 (frames,)`` ms per frame record in file order, NaN
+            where that record has no reading; clock ``"gpu"``, ``"cpu"`` or ``"draw"`` (name
+            ``"<pass>/<draw>"``).
+    """
+
+    path: str
+    session: dict
+    frames: int
+    series: dict[tuple[str, str], np.ndarray]
+
+
+def load_run(path: str | Path) -> Run:
+    """Read a ``--telemetry`` JSON Lines file (``engine.telemetry.JsonLinesWriter``).
+
+    Raises:
+        CompareError: unreadable, not telemetry (no session line first), or no frames.
+    """
+    path = str(path)
+    try:
+        lines = Path(path).read_bytes().splitlines()
+    except OSError as e:
+        raise CompareError(f"{path}: cannot read ({e.strerror or e})") from None
+    try:
+        head = orjson.loads(lines[0]) if lines else None
+    except orjson.JSONDecodeError:
+        head = None
+    if not isinstance(head, dict) or head.get("type") != "session":
+        raise CompareError(
+            f"{path}: not a Lantern --telemetry file (its first line is not a session record)"
+        )
+    names: list[str] = []
+    columns: dict[tuple[str, str], list[tuple[int, float]]] = {}
+    frames = 0
+    for n, line in enumerate(lines[1:], 2):
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            if n == len(lines):  # a run killed mid-write leaves half a last line
+                break
+            raise CompareError(f"{path}:{n}: not JSON") from None
+        kind = obj.get("type") if isinstance(obj, dict) else None
+        if kind == "names":
+            names += obj["names"]
+        elif kind == "frame":
+            try:
+                _add_frame(obj, names, frames, columns)
+            except (IndexError, KeyError, TypeError, ValueError):
+                raise CompareError(f"{path}:{n}: a malformed frame record") from None
+            frames += 1
+    if frames == 0:
+        raise CompareError(f"{path}: no frame records (was the run stopped before its first?)")
+    series = {}
+    for key, values in columns.items():
+        s = np.full(frames, np.nan)
+        idx, v = zip(*values, strict=True)
+        s[list(idx)] = v
+        series[key] = s
+    head.pop("type")
+    return Run(path, head, frames, series)
+
+
+def _add_frame(obj: dict, names: list[str], i: int, columns: dict) -> None:
+    for clock in ("gpu", "cpu"):
+        for name_id, begin, end in obj.get(clock) or ():
+            columns.setdefault((clock, names[name_id]), []).append((i, (end - begin) / 1e6))
+    for p in obj.get("draws") or ():
+        for d in p[3]:
+            begin, end, split = d[1], d[2], d[3]
+            ns = end - begin if begin is not None else split
+            if ns is not None:
+                key = ("draw", f"{names[p[0]]}/{names[d[0]]}")
+                columns.setdefault(key, []).append((i, ns / 1e6))
+
+
+def warmup_frames(frames: int) -> int:
+    """Frame records dropped from the start of a run of ``frames`` records."""
+    return max(WARMUP_MIN, math.ceil(WARMUP_FRACTION * frames))
+
+
+# -- statistics ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Diff:
+    """B against A for one row. Times in ms; ``pct`` and the ``pct_*`` bounds in % of A's
+    median; ``lo_ms``/``hi_ms`` the two-sided ``LEVEL`` bootstrap interval of the difference
+    of medians; ``p_value`` the two-sided Mann-Whitney U test's; ``replicates_pct`` the
+    bootstrap replicates of the % change (the gate's one-sided p-values come from them)."""
+
+    median_a: float
+    median_b: float
+    n_a: int
+    n_b: int
+    diff_ms: float
+    pct: float
+    lo_ms: float
+    hi_ms: float
+    pct_lo: float
+    pct_hi: float
+    p_value: float
+    replicates_pct: np.ndarray = field(repr=False)
+
+    @property
+    def significant(self) -> bool:
+        """The interval excludes zero (uncorrected, one row on its own)."""
+        return self.lo_ms > 0 or self.hi_ms < 0
+
+
+def block_length(n: int) -> int:
+    """Circular block bootstrap block length for ``n`` frames: ``ceil(n ** (1/3))``."""
+    return max(1, math.ceil(n ** (1 / 3)))
+
+
+def bootstrap_medians(x: np.ndarray, rng: np.random.Generator, n_boot: int) -> np.ndarray:
+    """``float64 (n_boot,)`` medians of circular block resamples of ``x`` (frame order)."""
+    n = len(x)
+    length = block_length(n)
+    blocks = -(-n // length)
+    starts = rng.integers(0, n, size=(n_boot, blocks, 1))
+    idx = ((starts + np.arange(length)) % n).reshape(n_boot, -1)[:, :n]
+    return np.median(x[idx], axis=1)
+
+
+def compare_samples(
+    a: Sequence[float],
+    b: Sequence[float],
+    *,
+    rng: np.random.Generator | None = None,
+    n_boot: int = N_BOOT,
+    level: float = LEVEL,
+) -> Diff:
+    """Compare two samples of one row's times (ms, frame order, NaN dropped).
+
+    Raises:
+        CompareError: fewer than 2 readings on a side.
+    """
+    from scipy.stats import mannwhitneyu
+
+    a = np.asarray(a, float)
+    b = np.asarray(b, float)
+    a, b = a[a == a], b[b == b]
+    if len(a) < 2 or len(b) < 2:
+        raise CompareError(f"too few readings to compare ({len(a)} and {len(b)})")
+    rng = rng if rng is not None else np.random.default_rng(0)
+    ma, mb = float(np.median(a)), float(np.median(b))
+    ra, rb = bootstrap_medians(a, rng, n_boot), bootstrap_medians(b, rng, n_boot)
+    d = rb - ra
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pct = (rb / ra - 1.0) * 100.0
+    q = [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
+    lo, hi = np.percentile(d, q)
+    plo, phi = np.percentile(pct, q)
+    p = float(mannwhitneyu(a, b, alternative="two-sided").pvalue)
+    return Diff(
+        ma, mb, len(a), len(b), mb - ma, (mb / ma - 1) * 100 if ma else math.nan,
+        float(lo), float(hi), float(plo), float(phi), p, pct,
+    )  # fmt: skip
+
+
+def holm(p_values: Sequence[float], alpha: float = ALPHA) -> list[bool]:
+    """Holm's step-down procedure: which hypotheses are rejected at family-wise ``alpha``."""
+    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
+    reject = [False] * len(p_values)
+    m = len(p_values)
+    for k, i in enumerate(order):
+        if p_values[i] > alpha / (m - k):
+            break
+        reject[i] = True
+    return reject
+
+
+def slower_p(diff: Diff, pct: float) -> float:
+    """One-sided bootstrap p-value of "B is at most ``pct``% slower than A"."""
+    r = diff.replicates_pct
+    return float((1 + np.count_nonzero(~(r > pct))) / (1 + len(r)))
+
+
+def gate(diffs: Sequence[Diff], pct: float, alpha: float = ALPHA) -> list[bool]:
+    """Which rows are slower by more than ``pct``% with family-wise error ``alpha`` (Holm):
+    a row fails when the lower bound of its one-sided slowdown interval, at its Holm level,
+    exceeds ``pct``."""
+    return holm([slower_p(d, pct) for d in diffs], alpha)
+
+
+# -- two runs --------------------------------------------------------------------------------
+@dataclass
+class Row:
+    clock: str
+    name: str
+    diff: Diff
+    a: np.ndarray  # the readings compared (warm-up and NaN dropped), ms
+    b: np.ndarray
+
+
+@dataclass
+class Comparison:
+    a: Run
+    b: Run
+    warmup_a: int
+    warmup_b: int
+    rows: list[Row]
+    differences: list[str]
+    failed: list[str] = field(default_factory=list)  # gate failures, one line each
+
+
+def compare_runs(
+    a: Run, b: Run, *, warmup: int | None = None, seed: int = 0, n_boot: int = N_BOOT
+) -> Comparison:
+    """Every row in both runs (GPU passes, then draws, then CPU scopes, in A's order).
+
+    Raises:
+        CompareError: no pass in common, or too few frames after the warm-up.
+    """
+    wa = warmup_frames(a.frames) if warmup is None else warmup
+    wb = warmup_frames(b.frames) if warmup is None else warmup
+    common = [k for k in a.series if k in b.series]
+    if not common:
+        raise CompareError(
+            f"{a.path} and {b.path} have no pass in common (A: {_names(a)}; B: {_names(b)})"
+        )
+    rng = np.random.default_rng(seed)
+    rows, short = [], []
+    rank = {"gpu": 0, "draw": 1, "cpu": 2}
+    for clock, name in sorted(common, key=lambda k: rank.get(k[0], 3)):
+        xa, xb = a.series[clock, name][wa:], b.series[clock, name][wb:]
+        xa, xb = xa[xa == xa], xb[xb == xb]
+        if min(len(xa), len(xb)) < MIN_FRAMES:
+            short.append((clock, name, len(xa), len(xb)))
+            continue
+        rows.append(Row(clock, name, compare_samples(xa, xb, rng=rng, n_boot=n_boot), xa, xb))
+    if not rows:
+        clock, name, na, nb = short[0]
+        raise CompareError(
+            f"too few frames: {name} has {na} reading(s) in {a.path} and {nb} in {b.path} "
+            f"after dropping the warm-up ({wa} and {wb} frames); {MIN_FRAMES} are needed "
+            "(record more --frames)"
+        )
+    return Comparison(a, b, wa, wb, rows, session_differences(a.session, b.session))
+
+
+def _names(run: Run) -> str:
+    names = sorted({n for c, n in run.series if c != "draw"})
+    return ", ".join(names) or "no timed pass"
+
+
+def session_differences(a: dict, b: dict) -> list[str]:
+    """What differs between two sessions, one ``"key: A -> B"`` string each: adapter,
+    backend, features, sample, size, profiling, settings (output paths ignored) and the WGSL
+    hashes (``session["shaders"]``: module name -> hash)."""
+    out = []
+    for key in ("adapter", "backend", "sample", "size", "features", "profiling"):
+        if a.get(key) != b.get(key):
+            out.append(f"{key}: {_short(a.get(key))} -> {_short(b.get(key))}")
+    sa, sb = a.get("settings") or {}, b.get("settings") or {}
+    for key in sorted(set(sa) | set(sb)):
+        if key not in IGNORED_SETTINGS and sa.get(key) != sb.get(key):
+            out.append(f"settings.{key}: {_short(sa.get(key))} -> {_short(sb.get(key))}")
+    ha, hb = a.get("shaders"), b.get("shaders")
+    if ha is None or hb is None:
+        if ha != hb:
+            out.append("shaders: hashes recorded in only one run")
+        return out
+    for name in sorted(set(ha) | set(hb)):
+        if ha.get(name) != hb.get(name):
+            out.append(f"shader {name}: {ha.get(name) or 'absent'} -> {hb.get(name) or 'absent'}")
+    return out
+
+
+def _short(v) -> str:
+    s = v if isinstance(v, str) else orjson.dumps(v).decode()
+    return s if len(s) <= 60 else s[:57] + "..."
+
+
+# -- output ----------------------------------------------------------------------------------
+def format_comparison(c: Comparison) -> str:
+    """The text table: one row per pass / draw / CPU scope."""
+    lines = [
+        f"A: {c.a.path}  {c.a.frames} frames, first {c.warmup_a} dropped (warm-up)  "
+        f"{c.a.session.get('adapter', '?')}",
+        f"B: {c.b.path}  {c.b.frames} frames, first {c.warmup_b} dropped (warm-up)  "
+        f"{c.b.session.get('adapter', '?')}",
+        "differs: " + ("; ".join(c.differences) if c.differences else "nothing recorded"),
+        "",
+        f"{'clock':<5} {'pass':<26} {'A median':>10} {'B median':>10} {'diff ms':>10} "
+        f"{'diff %':>8}  {'95% CI of diff (ms)':<23} {'p (MWU)':>8}",
+    ]
+    for r in c.rows:
+        d = r.diff
+        ci = f"[{d.lo_ms:+.3f}, {d.hi_ms:+.3f}]"
+        name = r.name if len(r.name) <= 26 else r.name[:23] + "..."
+        lines.append(
+            f"{r.clock:<5} {name:<26} {d.median_a:>10.3f} {d.median_b:>10.3f} "
+            f"{d.diff_ms:>+10.3f} {d.pct:>+7.1f}%  {ci:<23} {d.p_value:>8.2g}"
+            + ("  *" if d.significant else "")
+        )
+    lines.append(
+        f"medians in ms; * = the {LEVEL:.0%} interval excludes 0 (each row on its own); "
+        "CI: circular block bootstrap, p: two-sided Mann-Whitney U"
+    )
+    return "\n".join(lines)
+
+
+def figure(c: Comparison):
+    """A matplotlib figure: per row (draws left out), A's and B's time distributions
+    overlaid as step histograms on shared bins, medians dashed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in c.rows if r.clock != "draw"]
+    cols = min(3, len(rows))
+    nrows = -(-len(rows) // cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 2.8 * nrows), squeeze=False)
+    for ax in axes.flat[len(rows) :]:
+        ax.set_visible(False)
+    for ax, r in zip(axes.flat, rows, strict=False):
+        both = np.concatenate([r.a, r.b])
+        lo, hi = np.percentile(both, [0.5, 99.5])
+        bins = np.linspace(lo, hi if hi > lo else lo + 1e-3, 40)
+        for x, label, colour in ((r.a, "A", "#1f77b4"), (r.b, "B", "#d62728")):
+            ax.hist(np.clip(x, bins[0], bins[-1]), bins, histtype="step", lw=1.5,
+                    color=colour, label=label)  # fmt: skip
+            ax.axvline(np.median(x), color=colour, ls="--", lw=1)
+        d = r.diff
+        mark = " *" if d.significant else ""
+        ax.set_title(f"{r.clock} {r.name}: {d.pct:+.1f}%{mark}", fontsize=9)
+        ax.set_xlabel("ms", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"A = {Path(c.a.path).name}, B = {Path(c.b.path).name}", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def write_png(c: Comparison, path: str) -> None:
+    import matplotlib.pyplot as plt
+
+    fig = figure(c)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def write_html(c: Comparison, path: str) -> None:
+    """A self-contained page: the text table and the distributions as inline SVG."""
+    import html
+    import io
+
+    import matplotlib.pyplot as plt
+
+    fig = figure(c)
+    svg = io.StringIO()
+    fig.savefig(svg, format="svg")
+    plt.close(fig)
+    body = svg.getvalue()
+    body = body[body.index("<svg") :]
+    page = (
+        "<!doctype html><meta charset='utf-8'><title>Lantern compare</title>"
+        f"<pre>{html.escape(format_comparison(c))}</pre>{body}\n"
+    )
+    Path(path).write_text(page, encoding="utf-8")
+
+
+# -- command line ----------------------------------------------------------------------------
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit status 2
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _pct(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        v = math.nan
+    if not math.isfinite(v) or v < 0:
+        raise argparse.ArgumentTypeError(f"expected a percentage >= 0, got {text!r}")
+    return v
+
+
+def build_parser(prog: str = "compare") -> argparse.ArgumentParser:
+    p = _Parser(prog=prog, description="Compare two --telemetry runs: A (before), B (after).")
+    p.add_argument("a", metavar="A.jsonl")
+    p.add_argument("b", metavar="B.jsonl")
+    p.add_argument(
+        "--fail-above",
+        type=_pct,
+        metavar="PCT",
+        help="exit 1 when a pass is slower by more than PCT%% (the lower bound of its "
+        f"slowdown interval, Holm-corrected across passes at {ALPHA:g})",
+    )
+    p.add_argument("--html", metavar="PATH", help="write the table and distributions (.html)")
+    p.add_argument("--png", metavar="PATH", help="write the distributions per pass (.png)")
+    p.add_argument(
+        "--warmup",
+        type=int,
+        metavar="N",
+        help=f"frames dropped from each run's start (default: max({WARMUP_MIN}, "
+        f"{WARMUP_FRACTION:.0%} of its frames))",
+    )
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    return p
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "compare") -> int:
+    """Run the comparison; returns 0, 1 (``--fail-above`` gate failed) or 2 (bad input)."""
+    args = build_parser(prog).parse_args(argv)
+    if args.warmup is not None and args.warmup < 0:
+        return _fail(prog, f"--warmup: expected frames >= 0, got {args.warmup}")
+    try:
+        c = compare_runs(load_run(args.a), load_run(args.b), warmup=args.warmup, seed=args.seed)
+    except CompareError as e:
+        return _fail(prog, str(e))
+    print(format_comparison(c))
+    for path, write in ((args.png, write_png), (args.html, write_html)):
+        if path:
+            try:
+                write(c, path)
+            except OSError as e:
+                return _fail(prog, f"cannot write {path}: {e.strerror or e}")
+            print(f"wrote {path}")
+    if args.fail_above is None:
+        return 0
+    return _gate(c, args.fail_above)
+
+
+def _gate(c: Comparison, pct: float) -> int:
+    rows = [r for r in c.rows if r.clock in GATE_CLOCKS]
+    failed = gate([r.diff for r in rows], pct)
+    m = len(rows)
+    for r, bad in zip(rows, failed, strict=True):
+        if bad:
+            c.failed.append(f"{r.clock} {r.name}: {r.diff.pct:+.1f}% slower")
+    if c.failed:
+        print(f"gate: FAIL, slower than {pct:g}% (Holm over {m} passes, alpha {ALPHA:g}): "
+              + "; ".join(c.failed))  # fmt: skip
+        return 1
+    print(f"gate: pass, no pass slower than {pct:g}% (Holm over {m} passes, alpha {ALPHA:g})")
+    return 0
+
+
+def _fail(prog: str, message: str) -> int:
+    print(f"{prog}: error: {message}", file=sys.stderr)
+    return 2
