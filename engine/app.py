@@ -31,6 +31,7 @@ from .portal import PortalError, PortalTool, portal_port
 from .progress import Progress
 from .reload import HotReload
 from .reload_cost import BaselineCompare, CostTracker
+from .safe_write import UnsafeWrite, png_target
 from .surfaces import OffscreenTarget, SurfaceError, WindowSurface
 from .telemetry import Session, Telemetry
 from .tool import Tool, ToolContext
@@ -174,6 +175,8 @@ def _json_args(args) -> dict:
             out[k] = v
         elif isinstance(v, tuple | list) and all(isinstance(x, int | float) for x in v):
             out[k] = list(v)
+        elif hasattr(v, "as_arg"):  # as the option takes it (a Camera), not its type name
+            out[k] = v.as_arg()
         else:
             out[k] = str(getattr(v, "path", type(v).__name__))
     return out
@@ -202,6 +205,11 @@ def run(sample_cls: type[Sample], argv: list[str] | None = None) -> int:
     ):
         if path is not None:
             check_output_path(parser, option, path, suffix)
+    if args.capture is not None:
+        try:  # a link or a file that is not a PNG is never replaced (engine.safe_write)
+            png_target(args.capture)
+        except UnsafeWrite as e:
+            parser.error(f"argument --capture: {e}")
     if args.graph is not None and args.capture:
         parser.error("argument --graph: it prints the frame's passes and exits; drop --capture")
     if args.baseline:
@@ -312,8 +320,8 @@ def _run_capture(app: App, sample: Sample, target: OffscreenTarget) -> None:
             progress.update(i + 1)
     try:
         target.save_png(app.args.capture)
-    except OSError as e:  # checked writable at start-up; a full disk still fails here
-        log.error("cannot write %s: %s", app.args.capture, e.strerror or e)
+    except (OSError, UnsafeWrite) as e:  # checked at start-up; a full disk still fails here
+        log.error("cannot write %s: %s", app.args.capture, getattr(e, "strerror", None) or e)
         app.ctx.status = 1
         return
     w, h = app.args.size

@@ -21,6 +21,7 @@ import logging
 import os
 import shlex
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -187,10 +188,28 @@ class KeyBinding:
 
 @dataclass(frozen=True)
 class Result:
-    """A command's outcome: ``text`` is its output (one or more lines), or one error line."""
+    """A command's outcome: ``text`` is its output (one or more lines), or one error line.
+    ``later``: the ``Later`` outcome of a command that finishes after a frame (else None)."""
 
     ok: bool
     text: str
+    later: Later | None = field(default=None, compare=False, repr=False)
+
+
+class Later:
+    """A handler's answer known only after a later frame (``capture`` writes the next one):
+    return ``Later(text)`` from the handler (``text``: what the console prints at once) and
+    call ``finish(ok, text)`` when the outcome is known. ``PendingCommand.wait`` (the
+    portal) waits for that outcome."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.result: Result | None = None
+        self.done = threading.Event()
+
+    def finish(self, ok: bool, text: str) -> None:
+        self.result = Result(ok, text)
+        self.done.set()
 
 
 @dataclass
@@ -202,7 +221,14 @@ class PendingCommand:
     done: threading.Event = field(default_factory=threading.Event)
 
     def wait(self, timeout_s: float) -> Result | None:
-        return self.result if self.done.wait(timeout_s) else None
+        """The outcome within ``timeout_s`` (a ``Later`` one included), or None."""
+        deadline = time.monotonic() + timeout_s
+        if not self.done.wait(timeout_s):
+            return None
+        later = self.result.later
+        if later is None:
+            return self.result
+        return later.result if later.done.wait(max(0.0, deadline - time.monotonic())) else None
 
 
 class CommandRegistry:
@@ -270,6 +296,8 @@ class CommandRegistry:
         try:
             values = self._parse_args(cmd, words[1:])
             out = cmd.handler(*values)
+            if isinstance(out, Later):
+                return Result(True, out.text, later=out)
         except CommandError as e:
             return Result(False, f"error: {cmd.name}: {e}")
         except Exception as e:  # a handler's bug: one line here, the traceback in the log

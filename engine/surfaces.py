@@ -73,10 +73,13 @@ def save_texture_png(device: wgpu.GPUDevice, texture: wgpu.GPUTexture, path: str
 
     Raises:
         OSError: the file cannot be written.
+        engine.safe_write.UnsafeWrite: ``path`` is a link, or a file that is not a PNG.
     """
     from PIL import Image
 
-    Image.fromarray(read_rgba(device, texture)[:, :, :3], "RGB").save(path)
+    from .safe_write import save_png  # temporary file + rename; never through a link
+
+    save_png(path, Image.fromarray(read_rgba(device, texture)[:, :, :3], "RGB"))
 
 
 class _XErrorEvent(ctypes.Structure):

@@ -18,17 +18,26 @@ PASSES = (*PASS_NAMES, "Bloom", "FXAA", "DebugOverlay")  # 12: the issue's size 
 CPU_ONLY = CPU_ONLY_SCOPES
 
 
-def publish_frame(tel: Telemetry, index: int, rng: np.random.Generator, *, cpu: bool = True):
-    """Publish one synthetic frame (GPU scopes for every pass, CPU scopes when ``cpu``, cull
-    counters that depend on ``index``); return the record."""
+def publish_frame(
+    tel: Telemetry,
+    index: int,
+    rng: np.random.Generator,
+    *,
+    cpu: bool = True,
+    gpu: bool = True,
+    scale: float = 1.0,
+):
+    """Publish one synthetic frame (GPU scopes for every pass when ``gpu``, CPU scopes when
+    ``cpu``, each ``scale`` times as long; cull counters that depend on ``index``); return
+    the record."""
     gb = 10**15 + index * 16_000_000
     c = time.perf_counter_ns()
-    gpu, cpus = [], []
+    gpus, cpus = [], []
     for name in PASSES:
-        d = int(rng.integers(10_000, 2_000_000))
-        gpu.append(Scope(name, gb, gb + d))
+        d = int(rng.integers(10_000, 2_000_000) * scale)
+        gpus.append(Scope(name, gb, gb + d))
         gb += d
-        d = int(rng.integers(5_000, 200_000))
+        d = int(rng.integers(5_000, 200_000) * scale)
         cpus.append(Scope(name, c, c + d))
         c += d
     for name in CPU_ONLY:
@@ -40,17 +49,33 @@ def publish_frame(tel: Telemetry, index: int, rng: np.random.Generator, *, cpu: 
         index,
         t_ns=time.perf_counter_ns(),
         wall_ms=16.6 + float(rng.random()),
-        timings=FrameTimings(index, gpu=gpu, cpu=cpus if cpu else None),
+        timings=FrameTimings(index, gpu=gpus if gpu else None, cpu=cpus if cpu else None),
         readbacks={"cull": CullCounts(index - 2, counts)},
     )
 
 
 class FramePump:
     """Publishes synthetic frames at ``fps`` on its own thread (the "frame thread") and runs
-    ``commands.run_pending()`` between frames, like the frame loop. Stops after ``max_s``."""
+    ``commands.run_pending()`` between frames, like the frame loop, and ``after_frame(i)`` after
+    each frame (where the app writes a requested capture). Stops after ``max_s``."""
 
-    def __init__(self, tel: Telemetry, commands=None, *, fps: float = 60.0, max_s: float = 60.0):
+    def __init__(
+        self,
+        tel: Telemetry,
+        commands=None,
+        *,
+        fps: float = 60.0,
+        max_s: float = 60.0,
+        after_frame=None,
+        timed: bool = True,
+        spike_every: int = 0,
+        spike: float = 10.0,
+    ):
+        """``timed=False``: frames without scopes (profiling off). ``spike_every=N``: every
+        Nth frame's scopes are ``spike`` times as long (a hitch)."""
         self.tel, self.commands, self.fps, self.max_s = tel, commands, fps, max_s
+        self.after_frame, self.timed = after_frame, timed
+        self.spike_every, self.spike = spike_every, spike
         self.stop = threading.Event()
         self.records: dict[int, object] = {}  # seq -> record
         self.thread = threading.Thread(target=self._run, daemon=True)
@@ -68,8 +93,12 @@ class FramePump:
         end = time.monotonic() + self.max_s
         i = 0
         while not self.stop.is_set() and time.monotonic() < end:
-            rec = publish_frame(self.tel, i, rng)
+            hitch = self.spike_every and i % self.spike_every == self.spike_every - 1
+            scale = self.spike if hitch else 1.0
+            rec = publish_frame(self.tel, i, rng, cpu=self.timed, gpu=self.timed, scale=scale)
             self.records[rec.seq] = rec
+            if self.after_frame is not None:
+                self.after_frame(i)
             if self.commands is not None:
                 self.commands.run_pending()
             i += 1
@@ -79,7 +108,10 @@ class FramePump:
 def http(port: int, raw: bytes, *, timeout: float = 5.0) -> tuple[int, dict, bytes]:
     """Send ``raw`` bytes to 127.0.0.1:port, read to EOF; ``(status, headers, body)``."""
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
-        s.sendall(raw)
+        try:
+            s.sendall(raw)
+        except BrokenPipeError:  # answered (431) and closed before all was sent: read it
+            pass
         data = b""
         while chunk := s.recv(65536):
             data += chunk
@@ -99,16 +131,16 @@ def request(port: int, method: str, path: str, body: bytes = b"", headers: dict 
     if body or method == "POST":
         h.setdefault("Content-Length", str(len(body)))
     lines = [f"{method} {path} HTTP/1.1", *(f"{k}: {v}" for k, v in h.items()), "", ""]
-    return http(port, "\r\n".join(lines).encode() + body)
+    return http(port, "\r\n".join(lines).encode("latin-1") + body)
 
 
-def post_command(port: int, line: str):
+def post_command(port: int, line: str, headers: dict | None = None):
     status, _, body = request(
         port,
         "POST",
         "/command",
         orjson.dumps({"line": line}),
-        {"Content-Type": "application/json"},
+        {"Content-Type": "application/json", **(headers or {})},
     )
     return status, orjson.loads(body) if body.startswith(b"{") else body
 
@@ -116,9 +148,10 @@ def post_command(port: int, line: str):
 class SseReader:
     """A raw event-stream reader: ``next_event() -> (name, data_dict, t_received_ns)``."""
 
-    def __init__(self, port: int, *, timeout: float = 5.0):
+    def __init__(self, port: int, *, timeout: float = 5.0, headers: str = ""):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
-        self.sock.sendall(f"GET /events HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+        head = f"GET /events HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{headers}\r\n"
+        self.sock.sendall(head.encode())
         self.buf = b""
         head = self._until(b"\r\n\r\n")
         self.status = int(head.split()[1])

@@ -108,7 +108,7 @@ def test_every_standard_command_reaches_its_subsystem(registry, tmp_path):
             "shadow-size 16384",
             "error: shadow-size: N: expected a power of two from 256 to 8,192, got '16384'",
         ),
-        ("shadow-size", "error: shadow-size: usage: shadow-size N"),
+        ("shadow-size", "error: shadow-size: usage: shadow-size N [confirm]"),
         ("shadows on off", "error: shadows: usage: shadows on|off"),
         ("profile gpu", "error: profile: usage: profile gpu|cpu|draws on|off"),
         ("capture out.jpg", "error: capture: PATH: 'out.jpg' must end in .png"),
@@ -151,7 +151,7 @@ def test_help_lists_every_command_with_usage(registry):
     assert [line.split()[0] for line in text] == names
     assert {"help", "overlay", "profile", "capture", "stats", "cull", "shadows"} <= set(names)
     assert registry.reg.execute("help shadow-size").text == (
-        "shadow-size N  -- shadow map size in texels"
+        "shadow-size N [confirm]  -- shadow map size in texels (over 64 MiB: add confirm)"
     )
     assert not registry.reg.execute("help nothing").ok
 

@@ -416,6 +416,31 @@ def test_foreign_host_header_is_403(portal, monkeypatch):
     assert status == 504  # (no frame loop here) -> it was accepted and queued
 
 
+@pytest.mark.parametrize(
+    "host, status",
+    [
+        ("127.0.0.1:{port}", 200),
+        ("LOCALHOST:{port}", 200),  # host names are case-insensitive
+        ("[::1]:{port}", 200),
+        ("127.0.0.1", 403),  # no port: not how a browser names this server
+        ("127.0.0.1:1", 403),
+        ("127.0.0.1.evil.example:{port}", 403),
+        ("localhost.evil.example:{port}", 403),
+        ("", 403),
+    ],
+)
+def test_host_variants(portal, host, status):
+    got, _, body = request(portal.port, "GET", "/", headers={"Host": host.format(port=portal.port)})
+    assert got == status
+    if status == 403:
+        assert b"is not a name this portal serves (DNS rebinding?)" in body
+
+
+def test_no_host_header_is_403(portal):
+    raw = b"GET / HTTP/1.0\r\n\r\n"
+    assert http(portal.port, raw)[0] == 403
+
+
 def test_slow_client_gets_408_and_is_closed(portal, monkeypatch):
     monkeypatch.setattr(server, "REQUEST_TIMEOUT_S", 0.4)
     for partial in (b"GET / HT", b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: 1"):
@@ -438,25 +463,49 @@ def test_slow_client_gets_408_and_is_closed(portal, monkeypatch):
     assert data.startswith(b"HTTP/1.0 408 ")
 
 
-def test_connections_beyond_the_limit_are_closed_at_once(portal, monkeypatch):
-    monkeypatch.setattr(server, "MAX_CONNECTIONS", 2)
-    idle = [socket.create_connection(("127.0.0.1", portal.port), timeout=5) for _ in range(2)]
+def _wait(cond, timeout=5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not cond() and time.monotonic() < deadline:
+        time.sleep(0.005)
+    return cond()
+
+
+def test_a_slowloris_cannot_lock_out_a_real_client(portal, monkeypatch):
+    """At the connection limit, the oldest connection still sending its request makes room:
+    idle sockets (a slowloris) are evicted with a 503, the real request is answered."""
+    monkeypatch.setattr(server, "MAX_CONNECTIONS", 4)
+    monkeypatch.setattr(server, "REQUEST_TIMEOUT_S", 60.0)  # only eviction closes them here
+    idle = []
     try:
-        for _ in range(200):  # both accepted (each holds a thread until its deadline)
-            if portal.p.connections == 2:
-                break
-            time.sleep(0.01)
-        with socket.create_connection(("127.0.0.1", portal.port), timeout=5) as s:
-            s.sendall(f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{portal.port}\r\n\r\n".encode())
-            assert s.recv(100) == b""  # closed without a thread or an answer
-        assert portal.p.refused == 1
+        for round_ in range(3):  # the attacker reopens what was closed; the page still loads
+            while len(idle) < 4 + round_:
+                idle.append(socket.create_connection(("127.0.0.1", portal.port), timeout=5))
+                idle[-1].sendall(b"GET / HTTP/1.1\r\nX-Slow: 1")  # never finishes
+            assert _wait(lambda: portal.p.connections >= 4)
+            assert request(portal.port, "GET", "/")[0] == 200
+        assert portal.p.evicted >= 3 and portal.p.refused == 0
+        assert idle[0].recv(100).startswith(b"HTTP/1.0 503 ")  # the oldest went first
     finally:
         for s in idle:
             s.close()
-    for _ in range(300):
-        if portal.p.connections == 0:
-            break
-        time.sleep(0.01)
+    assert _wait(lambda: portal.p.connections == 0)
+
+
+def test_connections_beyond_the_limit_are_closed_at_once_when_none_can_go(portal, monkeypatch):
+    """Event streams are not evicted: with every slot a stream, a new connection is closed."""
+    monkeypatch.setattr(server, "MAX_CONNECTIONS", 2)
+    monkeypatch.setattr(server, "KEEPALIVE_S", 0.1)  # closed streams are found soon
+    readers = [SseReader(portal.port) for _ in range(2)]
+    try:
+        assert _wait(lambda: portal.p.connections == 2 and not portal.p.reading)
+        with socket.create_connection(("127.0.0.1", portal.port), timeout=5) as s:
+            s.sendall(f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{portal.port}\r\n\r\n".encode())
+            assert s.recv(100) == b""  # closed without a thread or an answer
+        assert portal.p.refused == 1 and portal.p.evicted == 0
+    finally:
+        for r in readers:
+            r.close()
+    assert _wait(lambda: portal.p.connections == 0)
     assert request(portal.port, "GET", "/")[0] == 200
 
 
@@ -534,11 +583,17 @@ def test_non_loopback_host_is_a_warning(monkeypatch, caplog, capsys):
     monkeypatch.setattr(portal_pkg, "is_loopback", lambda host: False)  # stays on loopback
     with caplog.at_level(logging.WARNING, logger="lantern"):
         p = _start(portal=0, portal_host="127.0.0.1")
-    p.close()
+    try:
+        assert request(p.port, "GET", "/session.json")[0] == 401  # no token, no session
+    finally:
+        p.close()
     assert caplog.messages == [
-        "portal: listening on 127.0.0.1, not loopback: anyone who reaches this machine can "
-        "watch this process and run console commands in it"
+        "portal: listening on 127.0.0.1, not loopback: whoever has the URL below (its token) "
+        "can watch this process and run console commands in it, e.g. capture writes files as "
+        "you; the traffic is plain HTTP, readable on the network"
     ]
+    url = capsys.readouterr().out.strip().removeprefix("portal: ")
+    assert url == f"http://127.0.0.1:{p.port}/?token={p.token}" and len(p.token) >= 24
 
 
 def test_bad_host_is_one_line():
@@ -552,7 +607,156 @@ def test_missing_page_is_one_line(monkeypatch, tmp_path):
         Portal(Telemetry(), port=0)
 
 
-def test_loopback_check():
-    assert server.is_loopback("127.0.0.1") and server.is_loopback("::1")
-    assert server.is_loopback("localhost") and server.is_loopback("127.0.0.2")
-    assert not server.is_loopback("0.0.0.0") and not server.is_loopback("192.168.1.2")
+@pytest.mark.parametrize(
+    "host",
+    ["127.0.0.1", "127.1", "127.0.1", "127.255.255.254", "0x7f.1", "::1", "[::1]",
+     "::ffff:127.0.0.1", "localhost", "LocalHost.", "a.localhost", "127.0.0.2"],
+)  # fmt: skip
+def test_loopback_check(host):
+    assert server.is_loopback(host)
+
+
+@pytest.mark.parametrize(
+    "host",
+    ["0.0.0.0", "::", "192.168.1.2", "128.0.0.1", "126.255.255.255", "127.0.0.1.evil.example",
+     "localhost.evil.example", "::2", "::ffff:10.0.0.1", "", "0x80.1"],
+)  # fmt: skip
+def test_not_loopback(host):
+    assert not server.is_loopback(host)
+
+
+def test_a_wildcard_bind_serves_the_machine_s_names_only():
+    names = server.served_names("0.0.0.0")
+    assert socket.gethostname().lower() in names and "0.0.0.0" in names
+    assert {"127.0.0.1", "localhost", "[::1]"} <= names and "evil.example" not in names
+    assert server.served_names("10.1.2.3") == {"127.0.0.1", "localhost", "[::1]", "10.1.2.3"}
+    assert "[fe80::1]" in server.served_names("fe80::1")
+
+
+# -- security -------------------------------------------------------------------------------
+@pytest.fixture
+def token_portal(monkeypatch):
+    """A portal that needs a token, as every non-loopback bind does (bound to loopback here)."""
+    monkeypatch.setattr(server, "COMMAND_WAIT_S", 0.1)
+    p = Portal(Telemetry(SESSION), CommandRegistry(), port=0, token="t0ken-Abc_123")
+    try:
+        yield p
+    finally:
+        p.close()
+
+
+@pytest.mark.parametrize(
+    "path, headers, status",
+    [
+        ("/", {}, 401),
+        ("/session.json", {}, 401),
+        ("/portal.js", {}, 401),
+        ("/?token=wrong", {}, 401),
+        ("/?token=t0ken-Abc_12", {}, 401),  # a prefix is not the token
+        ("/", {"Cookie": "lantern_token=wrong"}, 401),
+        ("/", {"X-Lantern-Token": ""}, 401),
+        ("/?token=t0ken-Abc_123", {}, 200),
+        ("/session.json", {"Cookie": "a=b; lantern_token=t0ken-Abc_123"}, 200),
+        ("/portal.js", {"X-Lantern-Token": "t0ken-Abc_123"}, 200),
+        ("/nothing?token=t0ken-Abc_123", {}, 404),
+        ("/nothing", {}, 401),  # nothing about the server without the token
+    ],
+)
+def test_a_token_portal_refuses_requests_without_it(token_portal, path, headers, status):
+    got, h, body = request(token_portal.port, "GET", path, headers=headers)
+    assert got == status
+    if status == 401:
+        assert body == b"this portal needs its token: open the URL it printed (...?token=...)\n"
+        assert "set-cookie" not in h
+
+
+def test_the_token_url_sets_a_same_site_cookie_that_the_stream_and_commands_accept(
+    token_portal,
+):
+    p = token_portal
+    assert p.url == f"http://127.0.0.1:{p.port}/?token=t0ken-Abc_123"
+    status, headers, _ = request(p.port, "GET", "/?token=t0ken-Abc_123")
+    assert status == 200
+    assert headers["set-cookie"] == "lantern_token=t0ken-Abc_123; HttpOnly; SameSite=Strict; Path=/"
+    r = SseReader(p.port)
+    assert r.status == 401
+    r.close()
+    r = SseReader(p.port, headers="Cookie: lantern_token=t0ken-Abc_123\r\n")
+    try:
+        assert r.status == 200 and r.next_event()[0] == "session"
+    finally:
+        r.close()
+    assert post_command(p.port, "help")[0] == 401
+    status, body = post_command(p.port, "help", {"Cookie": "lantern_token=t0ken-Abc_123"})
+    assert status == 504 and body["text"].startswith("queued:")  # accepted (no frame loop)
+
+
+def test_random_tokens_differ():
+    a, b = (Portal(Telemetry(), port=0, token="random") for _ in range(2))
+    a.close(), b.close()
+    assert a.token != b.token and len(a.token) >= 24 and a.token in a.url
+
+
+@pytest.mark.parametrize(
+    "origin, status",
+    [
+        ("http://evil.example", 403),
+        ("http://127.0.0.1.evil.example:{port}", 403),
+        ("null", 403),  # a sandboxed frame or a file: page
+        ("https://127.0.0.1:{port}", 403),  # not how this server is reached
+        ("http://127.0.0.1:1", 403),  # another local server's page
+        ("http://127.0.0.1:{port}", 504),  # the page itself: accepted (no frame loop)
+        ("http://localhost:{port}", 504),
+        (None, 504),  # no browser: curl, the tests
+    ],
+)
+def test_a_post_from_another_origin_is_403(portal, monkeypatch, origin, status):
+    monkeypatch.setattr(server, "COMMAND_WAIT_S", 0.1)
+    headers = {} if origin is None else {"Origin": origin.format(port=portal.port)}
+    got, body = post_command(portal.port, "help", headers)
+    assert got == status
+    if status == 403:
+        assert body.startswith(b"Origin ") and b"may not send commands" in body
+        assert portal.reg.run_pending() == 0  # never queued
+
+
+@pytest.mark.parametrize("path, method", [("/", "GET"), ("/nothing", "GET"), ("/", "DELETE")])
+def test_every_answer_forbids_framing(portal, path, method):
+    for host in (f"127.0.0.1:{portal.port}", "evil.example"):
+        _, headers, _ = request(portal.port, method, path, headers={"Host": host})
+        assert "frame-ancestors 'none'" in headers["content-security-policy"]
+        assert headers["x-frame-options"] == "DENY"
+        assert headers["referrer-policy"] == "no-referrer"
+
+
+# -- floods ---------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "count, size, status",
+    [
+        (1, 100, 200),
+        (15, 1000, 200),  # 15 KB in all: under the cap
+        (98, 65_000, 431),  # the flood of the issue
+        (17, 1000, 431),  # many small ones add up
+        (1, 20_000, 431),  # one long line
+    ],
+)
+def test_header_bytes_per_request_are_capped(portal, count, size, status):
+    headers = {f"X-Flood-{i}": "a" * size for i in range(count)}
+    got, _, body = request(portal.port, "GET", "/", headers=headers)
+    assert got == status
+    if status == 431:
+        assert f"over {server.MAX_HEAD_BYTES} bytes".encode() in body
+
+
+def test_a_long_request_line_is_431(portal):
+    got, _, _ = request(portal.port, "GET", "/" + "a" * 20_000)
+    assert got == 431
+
+
+@pytest.mark.parametrize("length", ["\u00b2", "\u00b9", "\u00bd", "+5", "-1", "5_0", " 0x10",
+                                    "1e3", "9" * 12, "\u00d9\u00a3"])  # fmt: skip
+def test_content_length_is_ascii_digits_only(portal, length):
+    # "\u00b2" is the latin-1 byte 0xB2 on the wire: str.isdigit() says yes, int() says no
+    headers = {"Content-Type": "application/json", "Content-Length": length}
+    got, _, body = request(portal.port, "POST", "/command", b'{"line": "help"}', headers)
+    assert got in (400, 413) and (got == 413 or b"ASCII digits" in body)

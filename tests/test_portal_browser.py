@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import orjson
 import pytest
 
@@ -51,6 +52,8 @@ return {
   state: document.body.dataset.state,
   passes: q('#bars .bar-row').map((r) => r.dataset.pass),
   gpuMs: q('#bars .bar-row').map((r) => r.dataset.gpuMs === '' ? null : +r.dataset.gpuMs),
+  barSeqs: (document.getElementById('bars').dataset.seqs || '').split(',').filter((x) => x)
+    .map(Number),
   counters: Object.fromEntries(q('#cull tr').map((r) => [r.dataset.counter, r.dataset.value])),
   statRows: q('#stats tbody tr').map((r) => [r.dataset.clock, r.dataset.pass]),
   missed: +document.getElementById('missed').textContent,
@@ -100,14 +103,18 @@ def test_page_shows_the_records_runs_commands_and_reconnects(browser):
     try:
         with FramePump(tel, reg, fps=60, max_s=30) as pump:
             browser.get(portal.url)
-            page = wait_for(browser, lambda p: p["state"] == "live" and p["seq"] >= 5)
+            page = wait_for(browser, lambda p: p["state"] == "live" and len(p["barSeqs"]) >= 5)
             # one read of the DOM = one rendered record: compare it with that record
             rec = pump.records[page["seq"]]
             gpu_names = [s.name for s in rec.gpu]
             cpu_only = [s.name for s in rec.cpu if s.name not in gpu_names]
             assert page["passes"] == gpu_names + cpu_only  # GPU order, then CPU-only scopes
             assert cpu_only == list(CPU_ONLY) and gpu_names == list(PASSES)
-            assert page["gpuMs"][:12] == [(s.end_ns - s.begin_ns) / 1e6 for s in rec.gpu]
+            # the bars: each pass's mean over the frames the page names, newest last
+            assert page["barSeqs"][-1] == page["seq"] and len(page["barSeqs"]) >= 5
+            window = [pump.records[q] for q in page["barSeqs"]]
+            means = np.mean([[(x.end_ns - x.begin_ns) / 1e6 for x in r.gpu] for r in window], 0)
+            assert page["gpuMs"][:12] == pytest.approx(means, rel=1e-12)
             assert int(page["counters"]["visible"]) == rec.cull.visible
             assert int(page["counters"]["tested"]) == rec.cull.tested == 100_000
             assert page["statRows"] == [[c, n] for c, n in rec.stats_keys]
@@ -187,7 +194,10 @@ def test_page_agrees_with_a_real_s13_run(browser, tmp_path):
     gpu = [names[i] for i, _, _ in rec["gpu"]]
     assert gpu[:3] == ["Cull.Reset", "Shadow.Cull", "Shadow"] and "DebugOverlay" in gpu
     assert page["passes"] == gpu  # GPU profiling only: no CPU-only scopes
-    assert page["gpuMs"] == [(e - b) / 1e6 for _, b, e in rec["gpu"]]
+    window = [frames[q]["gpu"] for q in page["barSeqs"]]
+    assert page["barSeqs"][-1] == page["seq"]
+    means = np.mean([[(e - b) / 1e6 for _, b, e in g] for g in window], 0)
+    assert page["gpuMs"] == pytest.approx(means, rel=1e-12)
     counters = {k: int(v) for k, v in page["counters"].items()}
     assert [counters[n] for n in COUNTER_NAMES] == rec["cull"]["values"]
     assert counters["tested"] == 1000

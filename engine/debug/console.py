@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 
-from ..commands import Choice, CommandRegistry, Int
+from ..commands import Choice, CommandError, CommandRegistry, Int
 from ..overlay.grid import DebugOverlay
 from ..overlay.panel import HudData, Panel
 from .logtail import ERROR
@@ -39,9 +39,16 @@ def register_frame_commands(registry: CommandRegistry, frame, *, freeze=None) ->
         frame.set_settings(shadows=on)
         return f"shadows: {'on' if on else 'off'}"
 
-    def shadow_size(n: int) -> str:
+    def shadow_size(n: int, confirm: str | None) -> str:
+        mib = shadow_map_mib(n)
+        if mib > SHADOW_CONFIRM_MIB and confirm is None:  # the cost first, then the deed
+            raise CommandError(
+                f"{n}x{n} is a {mib:g} MiB shadow map (depth32float), {(n / 2048) ** 2:g}x "
+                f"the texels of the default 2048 to render every frame; type "
+                f"'shadow-size {n} confirm' to do it"
+            )
         frame.set_settings(shadow_size=n)
-        return f"shadow map: {n}x{n}"
+        return f"shadow map: {n}x{n} ({mib:g} MiB)"
 
     registry.register(
         "cull",
@@ -55,9 +62,17 @@ def register_frame_commands(registry: CommandRegistry, frame, *, freeze=None) ->
     registry.register(
         "shadow-size",
         shadow_size,
-        args=[Int(256, 8192, power_of_two=True)],
-        help="shadow map size in texels",
+        args=[Int(256, 8192, power_of_two=True), Choice("confirm", optional=True)],
+        help=f"shadow map size in texels (over {SHADOW_CONFIRM_MIB} MiB: add confirm)",
     )
+
+
+SHADOW_CONFIRM_MIB = 64  # a shadow map larger than this (8192: 256 MiB) needs "confirm"
+
+
+def shadow_map_mib(n: int) -> float:
+    """MiB of an ``n x n`` depth32float shadow map (4 bytes a texel)."""
+    return n * n * 4 / 2**20
 
 
 # -- the in-game console ------------------------------------------------------------------------

@@ -64,14 +64,21 @@ class PortalTool:
                 )
             return
         host = asked_host or "127.0.0.1"
+        loopback = is_loopback(host)
         tail = ctx.find(LogTailTool)
         self.portal = Portal(
-            ctx.telemetry, ctx.commands, None if tail is None else tail.tail, host=host, port=port
+            ctx.telemetry,
+            ctx.commands,
+            None if tail is None else tail.tail,
+            host=host,
+            port=port,
+            token=None if loopback else "random",  # off loopback, the URL's token is the key
         )
-        if not is_loopback(host):
+        if not loopback:
             log.warning(
-                "portal: listening on %s, not loopback: anyone who reaches this machine can "
-                "watch this process and run console commands in it",
+                "portal: listening on %s, not loopback: whoever has the URL below (its token) "
+                "can watch this process and run console commands in it, e.g. capture writes "
+                "files as you; the traffic is plain HTTP, readable on the network",
                 host,
             )
         print(f"portal: {self.portal.url}", flush=True)

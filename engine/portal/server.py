@@ -12,23 +12,40 @@ unknown path 404, a known path with another method 405, a body over ``MAX_BODY``
 length 411, not JSON 415/400, a request not read in full within ``REQUEST_TIMEOUT_S`` 408 (and
 the connection is closed), a ``Host`` other than the server's own 403 (DNS rebinding), a
 command the frame loop did not run within ``COMMAND_WAIT_S`` 504 (it stays queued).
+
+Security (see README "Portal"): every bind checks ``Host`` against the names it serves (403:
+DNS rebinding) and a POST's ``Origin`` against the same names (403: another site's page); a
+portal with a ``token`` (every non-loopback bind) answers 401 to a request that carries it
+neither as ``?token=`` (which also sets it as a cookie for the page), as the ``lantern_token``
+cookie nor as an ``X-Lantern-Token`` header; every answer forbids framing (CSP
+``frame-ancestors 'none'``, ``X-Frame-Options: DENY``) and sends no referrer.
+
+Limits: a request line and headers over ``MAX_HEAD_BYTES`` in all 431 (memory per connection
+is bounded, whatever the header count); ``Content-Length`` must be ASCII digits (400);
+``MAX_CONNECTIONS`` open connections, and at that limit a new connection evicts the oldest one
+still sending its request (a slowloris cannot lock real clients out), ``protocol.MAX_CLIENTS``
+event streams (503 beyond).
 """
 
 from __future__ import annotations
 
 import errno
+import hmac
 import ipaddress
 import logging
+import secrets
 import socket
 import threading
 import time
+from collections import OrderedDict
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import orjson
 
 from ..resources import asset_path
+from . import protocol
 from .protocol import Broadcaster
 
 log = logging.getLogger("lantern")
@@ -48,7 +65,23 @@ WRITE_TIMEOUT_S = 5.0  # a socket write blocked this long: the client is gone
 COMMAND_WAIT_S = 2.0
 KEEPALIVE_S = 10.0
 MAX_CONNECTIONS = 64  # open connections of any kind (event streams: protocol.MAX_CLIENTS)
+EVICT_SLACK = 16  # evicted connections still closing: beyond MAX + this, refuse at once
+MAX_HEAD_BYTES = 16384  # request line + headers of one request
+LINGER_BYTES = 8 << 20  # read and dropped after a 431, so the client sees the answer
 DEFAULT_PORT = 3030
+TOKEN_COOKIE = "lantern_token"
+TOKEN_HEADER = "X-Lantern-Token"
+SECURITY_HEADERS = (
+    # no other origin may frame the page (a framed copy could be typed into: clickjacking)
+    (
+        "Content-Security-Policy",
+        "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+        "frame-ancestors 'none'; "
+        "base-uri 'none'; form-action 'none'",
+    ),
+    ("X-Frame-Options", "DENY"),
+    ("Referrer-Policy", "no-referrer"),  # the token in the URL goes nowhere else
+)
 
 
 class PortalError(RuntimeError):
@@ -56,12 +89,67 @@ class PortalError(RuntimeError):
 
 
 def is_loopback(host: str) -> bool:
-    if host == "localhost":
+    """Whether ``host`` names this machine's loopback: ``localhost``, all of 127.0.0.0/8 in any
+    form ``inet_aton`` accepts (``127.1``, ``0x7f.1``), ``::1`` and ``::ffff:127.x.y.z``."""
+    host = host.strip("[]").lower().rstrip(".")
+    if host == "localhost" or host.endswith(".localhost"):
         return True
     try:
-        return ipaddress.ip_address(host).is_loopback
+        addr = ipaddress.ip_address(host)
     except ValueError:
-        return False
+        try:  # the shorthand forms the resolver (and so bind) accepts
+            addr = ipaddress.IPv4Address(socket.inet_aton(host))
+        except OSError:
+            return False
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        addr = addr.ipv4_mapped
+    return addr.is_loopback
+
+
+def served_names(host: str) -> set[str]:
+    """The host names (no port) a browser may send in ``Host`` for a server bound to
+    ``host``: always the loopback names; the bound name; for a wildcard bind (``0.0.0.0``,
+    ``::``) also this machine's host name, FQDN and their addresses."""
+    names = {"127.0.0.1", "localhost", "[::1]"}
+    names.add(f"[{host}]" if ":" in host else host)
+    if host in ("0.0.0.0", "::", ""):
+        for name in {socket.gethostname(), socket.getfqdn()}:
+            names.add(name)
+            try:
+                infos = socket.getaddrinfo(name, None)
+            except OSError:
+                continue
+            for *_, sockaddr in infos:
+                a = sockaddr[0]
+                names.add(f"[{a}]" if ":" in a else a)
+    return {n.lower() for n in names if n}
+
+
+class _HeadLimit:
+    """``rfile`` for the request line and headers: ``readline`` stops at ``limit`` bytes in
+    all (then reads as the blank line that ends the headers, and ``over`` is set), so a
+    header flood costs at most ``limit`` bytes per connection; ``read`` (the body) passes."""
+
+    def __init__(self, raw, limit: int):
+        self.raw, self.left, self.over = raw, limit, False
+
+    def readline(self, size: int = -1) -> bytes:
+        if self.over or self.left <= 0:
+            self.over = True
+            return b"\r\n"
+        n = self.left if size is None or size < 0 else min(size, self.left)
+        line = self.raw.readline(n)
+        self.left -= len(line)
+        if self.left <= 0 and not line.endswith(b"\n"):
+            self.over = True
+            return b"\r\n"
+        return line
+
+    def read(self, n: int = -1) -> bytes:
+        return self.raw.read(n)
+
+    def __getattr__(self, name):
+        return getattr(self.raw, name)
 
 
 class _Server(ThreadingHTTPServer):
@@ -79,12 +167,23 @@ class _Server(ThreadingHTTPServer):
         log.debug("portal: connection from %s ended", client_address, exc_info=True)
 
     def verify_request(self, request, client_address) -> bool:
-        """Refuse (close at once) beyond ``MAX_CONNECTIONS``: a flood costs no threads."""
-        with self.portal.count_lock:
-            if self.portal.connections >= MAX_CONNECTIONS:
-                self.portal.refused += 1
+        """At ``MAX_CONNECTIONS``, evict the oldest connection still sending its request (a
+        real client's request takes milliseconds, a slowloris's forever); refuse (close at
+        once, no thread) only when evicted ones have not closed yet."""
+        p = self.portal
+        with p.count_lock:
+            evicted = p.connections >= MAX_CONNECTIONS and bool(p.reading)
+            if evicted:
+                old, _ = p.reading.popitem(last=False)
+                p.evicted += 1
+                _close_with(old, b"503 Service Unavailable")
+            if p.connections >= MAX_CONNECTIONS + EVICT_SLACK or (
+                p.connections >= MAX_CONNECTIONS and not evicted
+            ):
+                p.refused += 1
                 return False
-            self.portal.connections += 1
+            p.connections += 1
+            p.reading[request] = True
             return True
 
     def process_request_thread(self, request, client_address) -> None:
@@ -93,6 +192,23 @@ class _Server(ThreadingHTTPServer):
         finally:
             with self.portal.count_lock:
                 self.portal.connections -= 1
+                self.portal.reading.pop(request, None)
+
+
+def _close_with(sock, status: bytes) -> None:
+    """Answer ``status`` if the socket takes it at once, then shut it (the handler's thread
+    reading it sees EOF and ends)."""
+    try:
+        sock.send(
+            b"HTTP/1.0 " + status + b"\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
+            socket.MSG_DONTWAIT,
+        )
+    except OSError:
+        pass
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
 
 
 class PortalHandler(BaseHTTPRequestHandler):
@@ -106,6 +222,8 @@ class PortalHandler(BaseHTTPRequestHandler):
     # -- request deadline: one timer per connection, cancelled once the request is read -----
     def setup(self) -> None:
         super().setup()
+        self.rfile = _HeadLimit(self.rfile, MAX_HEAD_BYTES)
+        self._linger = False
         self._guard = threading.Lock()
         self._reading = True
         self._timer = threading.Timer(REQUEST_TIMEOUT_S, self._expire)
@@ -115,6 +233,25 @@ class PortalHandler(BaseHTTPRequestHandler):
     def finish(self) -> None:
         self._timer.cancel()
         super().finish()
+        if self._linger:
+            self._drain()
+
+    def _drain(self) -> None:
+        """After an early answer (431) the client may still be sending: read and discard a
+        bounded amount (into one small buffer), so closing does not reset the connection
+        and destroy the answer before the client reads it."""
+        try:
+            self.connection.shutdown(socket.SHUT_WR)
+            self.connection.settimeout(0.2)
+            buf, left = bytearray(65536), LINGER_BYTES
+            deadline = time.monotonic() + 0.5
+            while left > 0 and time.monotonic() < deadline:
+                n = self.connection.recv_into(buf)
+                if n == 0:
+                    break
+                left -= n
+        except OSError:
+            pass
 
     def _expire(self) -> None:
         with self._guard:
@@ -138,7 +275,28 @@ class PortalHandler(BaseHTTPRequestHandler):
         with self._guard:
             ok, self._reading = self._reading, False
         self._timer.cancel()
+        portal = self.server.portal
+        with portal.count_lock:  # no longer a candidate for eviction
+            portal.reading.pop(self.request, None)
         return ok
+
+    def parse_request(self) -> bool:
+        ok = super().parse_request()
+        if self.rfile.over and (ok or not self.requestline):
+            self.close_connection = self._linger = True
+            self.request_version = "HTTP/1.0"  # a cut request line reads as HTTP/0.9
+            if self._read_done():
+                self.send_error(
+                    HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE,
+                    f"request line and headers over {MAX_HEAD_BYTES} bytes",
+                )
+            return False
+        return ok
+
+    def end_headers(self) -> None:
+        for k, v in SECURITY_HEADERS:  # every answer, errors included
+            self.send_header(k, v)
+        super().end_headers()
 
     def log_message(self, format: str, *args) -> None:  # noqa: A002 - stdlib signature
         log.debug("portal: %s " + format, self.address_string(), *args)
@@ -149,9 +307,11 @@ class PortalHandler(BaseHTTPRequestHandler):
         if not self._read_done():
             self.close_connection = True
             return None
-        path = urlsplit(self.path).path
-        if not self._host_ok():
-            self.send_error(HTTPStatus.FORBIDDEN, "Host not allowed")
+        url = urlsplit(self.path)
+        path = url.path
+        refusal = self._refusal(url.query)
+        if refusal is not None:
+            self._refuse(*refusal)
             return None
         if path in allowed:
             return path
@@ -163,9 +323,37 @@ class PortalHandler(BaseHTTPRequestHandler):
             self.send_error(HTTPStatus.NOT_FOUND)
         return None
 
-    def _host_ok(self) -> bool:
-        allowed = self.server.portal.allowed_hosts
-        return allowed is None or self.headers.get("Host", "") in allowed
+    def _refusal(self, query: str) -> tuple[int, str] | None:
+        """Why this request is refused (status, one line), or None: Host, Origin, token."""
+        portal = self.server.portal
+        host = self.headers.get("Host", "")
+        if host.lower() not in portal.allowed_hosts:
+            return 403, (
+                f"Host {host[:100]!r} is not a name this portal serves (DNS rebinding?); "
+                f"open {portal.url}"
+            )
+        origin = self.headers.get("Origin")
+        if self.command == "POST" and origin is not None:
+            o = urlsplit(origin)
+            if o.scheme != "http" or o.netloc.lower() not in portal.allowed_hosts:
+                return 403, f"Origin {origin[:100]!r} may not send commands to this portal"
+        if portal.token is not None and not self._token_ok(query):
+            return 401, "this portal needs its token: open the URL it printed (...?token=...)"
+        return None
+
+    def _token_ok(self, query: str) -> bool:
+        token = self.server.portal.token
+        sent = [*parse_qs(query).get("token", [])[:1], self.headers.get(TOKEN_HEADER, "")]
+        for part in self.headers.get("Cookie", "").split(";"):
+            k, _, v = part.strip().partition("=")
+            if k == TOKEN_COOKIE:
+                sent.append(v)
+        return any(hmac.compare_digest(t.encode(), token.encode()) for t in sent if t)
+
+    def _refuse(self, status: int, text: str) -> None:
+        self.send_response(status)
+        self.close_connection = True
+        self._plain(text + "\n")
 
     def _plain(self, text: str, allow: str | None = None) -> None:
         body = text.encode()
@@ -179,6 +367,12 @@ class PortalHandler(BaseHTTPRequestHandler):
 
     def _send(self, status: int, body: bytes, content_type: str) -> None:
         self.send_response(status)
+        token = self.server.portal.token
+        if token is not None and content_type.startswith("text/html"):
+            # the page's own requests (fetch, EventSource) then carry it: same origin only
+            self.send_header(
+                "Set-Cookie", f"{TOKEN_COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/"
+            )
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")
@@ -196,6 +390,8 @@ class PortalHandler(BaseHTTPRequestHandler):
         elif path == "/session.json":
             b = portal.broadcaster
             session = {**b.telemetry.session.to_json(), **b.session_extra}
+            # the page reads this after its event stream was refused: "too many clients"?
+            session["portal"] = {"clients": len(b.clients), "max_clients": protocol.MAX_CLIENTS}
             self._send(200, orjson.dumps(session), "application/json")
         else:
             self._send(200, portal.assets[path], ASSETS[path][1])
@@ -233,8 +429,9 @@ class PortalHandler(BaseHTTPRequestHandler):
         error = None
         if length is None:
             error = (HTTPStatus.LENGTH_REQUIRED, "Content-Length required")
-        elif not length.isdigit():
-            error = (HTTPStatus.BAD_REQUEST, "bad Content-Length")
+        elif not (length.isascii() and length.isdigit()) or len(length) > 9:
+            # ASCII only: str.isdigit() takes "²" (latin-1 0xB2), which int() refuses
+            error = (HTTPStatus.BAD_REQUEST, "bad Content-Length: expected ASCII digits")
         elif int(length) > MAX_BODY:
             error = (HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body over {MAX_BODY} bytes")
         elif ctype != "application/json":  # also makes cross-site POSTs need a preflight
@@ -263,9 +460,16 @@ class PortalHandler(BaseHTTPRequestHandler):
 
     def _command(self, commands, line: str) -> None:
         log.info("portal> %s", _escaped(line[:200]))
-        result = commands.submit(line).wait(COMMAND_WAIT_S)
+        pending = commands.submit(line)
+        result = pending.wait(COMMAND_WAIT_S)
         if result is None:
-            text = f"queued: the frame loop did not run it within {COMMAND_WAIT_S:g} s (paused?)"
+            started = pending.result  # ran, but its outcome (a Later) is not in yet
+            text = (
+                f"{started.text}; not done within {COMMAND_WAIT_S:g} s: the outcome goes to the log"
+                if started is not None
+                else f"queued: the frame loop did not run it within {COMMAND_WAIT_S:g} s "
+                "(paused, or a slow frame?)"
+            )
             self._json(504, False, text)
             return
         self._json(200, result.ok, result.text)
@@ -277,7 +481,11 @@ class PortalHandler(BaseHTTPRequestHandler):
     def _events(self, broadcaster: Broadcaster) -> None:
         client = broadcaster.connect()
         if client is None:
-            self.send_error(HTTPStatus.SERVICE_UNAVAILABLE, "too many portal clients")
+            self.send_response(HTTPStatus.SERVICE_UNAVAILABLE)
+            self.send_header("Retry-After", "2")
+            self.close_connection = True
+            limit = protocol.MAX_CLIENTS
+            self._plain(f"too many portal clients: {limit} event streams are open\n")
             return
         try:
             self.send_response(200)
@@ -309,15 +517,30 @@ class Portal:
         commands: an ``engine.debug.console.CommandRegistry`` for ``POST /command`` or None.
         log_tail: an ``engine.debug.logtail.LogTail`` to stream, or None.
         host, port: where to listen (port 0: any free port, see ``port`` after start).
+        token: the secret every request must carry (see the module docstring), or None
+            (loopback: any local process may connect anyway). ``"random"``: a new
+            ``secrets.token_urlsafe(18)``. ``url`` then carries it as ``?token=``.
 
     Raises:
         PortalError: the address cannot be used (port in use, unknown host, no permission).
     """
 
-    def __init__(self, telemetry, commands=None, log_tail=None, *, host="127.0.0.1", port=3030):
+    def __init__(
+        self,
+        telemetry,
+        commands=None,
+        log_tail=None,
+        *,
+        host="127.0.0.1",
+        port=3030,
+        token: str | None = None,
+    ):
         self.commands = commands
+        self.token = secrets.token_urlsafe(18) if token == "random" else token
         self.timeouts = 0  # requests answered 408
         self.connections = self.refused = 0  # open now; refused over MAX_CONNECTIONS
+        self.evicted = 0  # connections closed to make room (still sending their request)
+        self.reading: OrderedDict = OrderedDict()  # sockets not yet through their request
         self.count_lock = threading.Lock()
         try:
             self.assets = {p: (ASSETS_DIR / name).read_bytes() for p, (name, _) in ASSETS.items()}
@@ -335,8 +558,12 @@ class Portal:
         self.host, self.port = host, self.server.server_address[1]
         shown = f"[{host}]" if ":" in host else host
         self.url = f"http://{shown}:{self.port}/"
-        names = {"127.0.0.1", "localhost", "[::1]", shown}
-        self.allowed_hosts = {f"{h}:{self.port}" for h in names} if is_loopback(host) else None
+        if self.token is not None:
+            self.url += f"?token={self.token}"
+        names = served_names(host)
+        self.allowed_hosts = {f"{h}:{self.port}" for h in names}
+        if self.port == 80:  # a browser leaves the default port out of Host
+            self.allowed_hosts |= names
         self.thread = threading.Thread(
             target=self.server.serve_forever,
             kwargs={"poll_interval": 0.05},

@@ -37,6 +37,12 @@ class Camera:
         self.eye = np.asarray(self.eye, np.float32).reshape(3)
         self.target = np.asarray(self.target, np.float32).reshape(3)
 
+    def as_arg(self) -> str:
+        """The camera as ``--camera`` takes it (``CAMERA_FORMAT``; ``parse_camera`` reads it
+        back): what the telemetry session, the portal and reports show."""
+        xyz = lambda v: ",".join(f"{float(c):g}" for c in v)  # noqa: E731
+        return f"{xyz(self.eye)}:{xyz(self.target)}:{self.fov_y_deg:g}"
+
     def view(self) -> np.ndarray:
         """World→view ``(4, 4)`` float32 (right-handed, looking down -Z)."""
         return look_at(self.eye, self.target)

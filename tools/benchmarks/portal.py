@@ -1,5 +1,9 @@
 """Portal: what the frame thread pays to publish a record with 0, 1 and 10 connected clients,
-the latency from publication to a client holding the event, and the bytes per frame.
+the latency from publication to a client holding the event, and the bytes per frame; under a
+header flood (64 connections x 98 headers x 64 KB) the process's RSS before, at the peak and
+after, and the frame thread's longest gap; under a slowloris (idle connections reopened as
+soon as they are closed) how many real page loads succeed and how long they take. All
+loopback, bounded in connections and seconds.
 
     python tools/bench.py portal [--quick]
 
@@ -13,7 +17,10 @@ too (the page stamps ``performance.timeOrigin + performance.now()`` per frame ev
 
 from __future__ import annotations
 
+import gc
+import multiprocessing
 import shutil
+import socket
 import threading
 import time
 
@@ -21,7 +28,7 @@ import numpy as np
 
 from engine.portal import Portal
 from engine.telemetry import Telemetry
-from tests.portal_support import SseReader, publish_frame
+from tests.portal_support import FramePump, SseReader, publish_frame
 
 
 def _records(n: int):
@@ -159,6 +166,139 @@ def _tight_loop(record, n: int = 200_000) -> float:
     return dt / n
 
 
+def _rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _flood_one(port: int, payload: bytes, deadline: float) -> str:
+    """One flooding connection: the request line, then ``payload`` (the headers); the status
+    it got, or why not."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+            s.sendall(f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n".encode())
+            view = memoryview(payload)
+            try:
+                for i in range(0, len(view), 65536):
+                    if time.monotonic() > deadline:
+                        break
+                    s.sendall(view[i : i + 65536])
+                s.sendall(b"\r\n")
+            except OSError:  # answered and closed before all was sent
+                pass
+            head = s.recv(64)
+            return head.split(b" ")[1].decode() if head.startswith(b"HTTP/") else "closed"
+    except OSError as e:
+        return type(e).__name__
+
+
+def _flood_all(port: int, connections: int, headers: int, size: int) -> list[str]:
+    line = b"X-Flood: " + b"a" * (size - 11) + b"\r\n"
+    payload = line * headers  # shared by every connection: ~6.3 MB, allocated once
+    results: list[str] = []
+    deadline = time.monotonic() + 30
+    threads = [
+        threading.Thread(target=lambda: results.append(_flood_one(port, payload, deadline)))
+        for _ in range(connections)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(40)
+    return results
+
+
+def flood(connections: int = 64, headers: int = 98, size: int = 64 * 1024) -> None:
+    tel = Telemetry({"adapter": "synthetic"})
+    portal = Portal(tel, port=0)
+    offered = connections * headers * size
+    gc.collect()
+    before = _rss_mb()
+    peak = [before]
+    done = threading.Event()
+
+    def sample():
+        while not done.wait(0.01):
+            peak[0] = max(peak[0], _rss_mb())
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    with FramePump(tel, fps=60, max_s=60) as pump:
+        time.sleep(1.0)  # frames before the flood, for the gap baseline
+        t0, t0_ns = time.monotonic(), time.perf_counter_ns()
+        # the attacker is another process: its threads do not share this one's GIL or RSS
+        with multiprocessing.get_context("fork").Pool(1) as pool:
+            results = pool.apply(_flood_all, (portal.port, connections, headers, size))
+        flood_s, t1_ns = time.monotonic() - t0, time.perf_counter_ns()
+    done.set()
+    sampler.join(1)
+    gc.collect()
+    after = _rss_mb()
+    t_ns = np.array(sorted(r.t_ns for r in pump.records.values()), np.float64)
+    gaps = np.diff(t_ns) / 1e6
+    quiet, busy = gaps[t_ns[1:] < t0_ns], gaps[(t_ns[1:] >= t0_ns) & (t_ns[:-1] <= t1_ns)]
+    portal.close()
+    statuses = {s: results.count(s) for s in sorted(set(results))}
+    print(
+        f"  header flood: {connections} connections x {headers} headers x {size // 1024} KB "
+        f"({offered / 2**20:.0f} MB offered by another process) in {flood_s:.2f} s; "
+        f"answers {statuses}"
+    )
+    print(
+        f"              RSS before {before:.0f} MB, peak {peak[0]:.0f} MB, after {after:.0f} MB; "
+        f"frame gaps (60 Hz pump) before: median {np.median(quiet):.1f} ms, max "
+        f"{quiet.max():.1f} ms; during: median {np.median(busy):.1f} ms, max {busy.max():.1f} ms"
+    )
+
+
+def slowloris(attackers: int = 80, seconds: float = 3.0, loads: int = 60) -> None:
+    """``attackers`` idle connections, each reopened as soon as it is closed, while a real
+    client loads the page ``loads`` times."""
+    portal = Portal(Telemetry({"adapter": "synthetic"}), port=0)
+    stop = time.monotonic() + seconds
+    opened = [0]
+
+    def attacker():
+        while time.monotonic() < stop:
+            try:
+                with socket.create_connection(("127.0.0.1", portal.port), timeout=5) as s:
+                    opened[0] += 1
+                    s.sendall(b"GET / HTTP/1.1\r\nX-Slow: 1")  # never finished
+                    s.recv(64)  # until the server closes it (evicted or 408)
+            except OSError:
+                time.sleep(0.01)
+
+    threads = [threading.Thread(target=attacker, daemon=True) for _ in range(attackers)]
+    for t in threads:
+        t.start()
+    time.sleep(0.3)
+    ok, times = 0, []
+    for _ in range(loads):
+        t0 = time.perf_counter()
+        try:
+            with socket.create_connection(("127.0.0.1", portal.port), timeout=5) as s:
+                s.sendall(f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{portal.port}\r\n\r\n".encode())
+                head = s.recv(16)
+            ok += head.startswith(b"HTTP/1.0 200")
+        except OSError:
+            pass
+        times.append((time.perf_counter() - t0) * 1e3)
+        if time.monotonic() > stop:
+            break
+    for t in threads:
+        t.join(10)
+    a = np.asarray(times)
+    print(
+        f"  slowloris: {attackers} idle connections reopened on close ({opened[0]} opened): "
+        f"{ok}/{len(times)} page loads answered 200, median {np.median(a):.1f} ms, "
+        f"max {a.max():.1f} ms; evicted {portal.evicted}, refused {portal.refused}"
+    )
+    portal.close()
+
+
 def run(gpu, args) -> None:
     n = 300 if args.quick else 1200
     fps = 240.0
@@ -179,6 +319,8 @@ def run(gpu, args) -> None:
                 f"              frame event  mean {b.mean():.0f} B, max {b.max()} B; "
                 f"received {r['received']}/{clients * n}, lost {r['lost']}"
             )
+    flood()
+    slowloris()
     lat = browser_latency(records[: min(n, 600)], 60.0)
     if lat:
         a = np.asarray(lat)
