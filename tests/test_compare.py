@@ -13,10 +13,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from engine.profiling.timings import FrameTimings, Scope
 
 from engine import compare
-from engine.telemetry import JsonLinesWriter, Telemetry
+from engine.export.jsonl import JsonLinesWriter
+from engine.telemetry import FrameTimings, Scope, Telemetry
 
 ROOT = Path(__file__).resolve().parents[1]
 PASSES = ("Shadow", "Main", "Post", "HiZ", "DebugOverlay")

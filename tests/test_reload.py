@@ -331,6 +331,10 @@ def test_bad_edit_shows_in_hud_console_log_within_a_frame_and_clears(tmp_path, m
     the bad edit, the HUD's bottom row, the console and the log tail (which the portal
     streams) hold ``file:line:col: message``; the fix clears the HUD row."""
     from engine import app as app_module
+    from engine.debug.console import ConsoleTool
+    from engine.debug.hud import Hud
+    from engine.debug.logtail import LogTailTool
+    from engine.reload import HotReload
     from samples.s02_custom_pass import CustomPass
 
     shutil.copy(SHADER_DIR / "s02_work.wgsl", tmp_path / "s02_work.wgsl")
@@ -346,21 +350,22 @@ def test_bad_edit_shows_in_hud_console_log_within_a_frame_and_clears(tmp_path, m
     class Edited(CustomPass):
         def update(self, ctx):
             super().update(ctx)
-            app, tool = self.app, self.app.reload
+            app, tool = self.app, self.app.tool(HotReload)
+            hud = app.tool(Hud)
             if ctx.frame_index == 1:
                 assert tool.wait_ready()
                 file.write_text(good.replace("let n = params.grid;", "let n = params.grid"))
             elif "error" not in seen and tool.notice is not None:
                 seen["error"], seen["at"] = tool.notice, ctx.frame_index
             elif "error" in seen and "hud" not in seen:  # one frame later: drawn
-                seen["hud"] = bottom_row(app.hud)
-                seen["console"] = [t for t, _ in app.console.output]
-                seen["log"] = [e.text for e in app.log_tail.snapshot()]
+                seen["hud"] = bottom_row(hud)
+                seen["console"] = [t for t, _ in app.tool(ConsoleTool).console.output]
+                seen["log"] = [e.text for e in app.tool(LogTailTool).tail.snapshot()]
                 file.write_text(good)
             elif "hud" in seen and tool.notice is None and "cleared" not in seen:
                 seen["cleared"] = ctx.frame_index
             elif "cleared" in seen and ctx.frame_index > seen["cleared"]:
-                seen["after"] = bottom_row(app.hud)
+                seen["after"] = bottom_row(hud)
                 app.interrupt.requested = True  # done: end the run early
 
     png = tmp_path / "s02.png"

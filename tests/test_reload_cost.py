@@ -6,16 +6,16 @@ import shutil
 
 import numpy as np
 import pytest
-from engine.debug.overlay import DebugOverlay
-from engine.profiling.timings import FrameTimings, Scope
 from test_reload import S02Run, UncaughtErrors
 
 from engine.compare import warmup_frames
 from engine.debug.perf import NOTE_W, PerfOverlay
+from engine.export.jsonl import JsonLinesWriter
+from engine.overlay.grid import DebugOverlay
 from engine.profiling import FrameProfiler
 from engine.reload_cost import SETTLE_FRAMES, BaselineCompare, CostTracker
 from engine.shaders import SHADER_DIR
-from engine.telemetry import JsonLinesWriter, Telemetry
+from engine.telemetry import FrameTimings, Scope, Telemetry
 
 LOOP = "for (var i = 0u; i < params.iterations; i++) {"
 LOOP_X4 = "for (var i = 0u; i < 4u * params.iterations; i++) {"

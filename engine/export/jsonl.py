@@ -26,13 +26,14 @@ class JsonLinesWriter:
         OSError: the file cannot be opened.
     """
 
-    def __init__(self, path: str, session: Session):
+    def __init__(self, path: str, session: Session | dict):
         self.path = path
         self._f = open(path, "wb")  # noqa: SIM115 - closed in close()
         self._table = NameTable()
         self.records = 0
         self.error: OSError | None = None
-        self._line({"type": "session", **session.to_json()})
+        facts = session.to_json() if isinstance(session, Session) else dict(session)
+        self._line({"type": "session", **facts})
 
     def __call__(self, record: FrameRecord) -> None:
         if self._f is None:
