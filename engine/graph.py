@@ -194,6 +194,18 @@ class RenderGraph:
         self._validated = None
         return p
 
+    def pass_named(self, name: str) -> Pass:
+        """The pass called ``name`` (spaces stripped).
+
+        Raises:
+            KeyError: naming the pass and the passes the graph has.
+        """
+        name = name.strip()
+        for p in self.passes:
+            if p.name == name:
+                return p
+        raise KeyError(f"render graph has no pass {name!r}; it has {[p.name for p in self.passes]}")
+
     def pass_names(self) -> list[str]:
         return [p.name for p in self.passes if p.enabled]
 

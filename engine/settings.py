@@ -12,6 +12,22 @@ from dataclasses import dataclass
 from engine.cli import int_type
 from engine.culling.cull import LOD_BASE_PX, MAX_INSTANCES
 
+#: Shadow map sizes in texels: a power of two in this range (inclusive).
+SHADOW_SIZES = (256, 8192)
+
+
+def check_shadow_size(size) -> int:
+    """``size`` if it is a valid shadow map size (a power of two in ``SHADOW_SIZES``).
+
+    Raises:
+        ValueError: ``expected a power of two from 256 to 8,192, got ...``.
+    """
+    lo, hi = SHADOW_SIZES
+    ok = isinstance(size, int) and lo <= size <= hi and not size & (size - 1)
+    if not ok:
+        raise ValueError(f"expected a power of two from {lo:,} to {hi:,}, got {size!r}")
+    return size
+
 
 @dataclass(frozen=True)
 class FrameSettings:
@@ -44,22 +60,23 @@ class FrameSettings:
     lod_base_px: float = LOD_BASE_PX
 
     def __post_init__(self):
-        s = self.shadow_size
-        if not isinstance(s, int) or s < 256 or s > 8192 or s & (s - 1):
-            raise ValueError(f"shadow_size must be a power of two in 256..8192, got {s!r}")
+        try:
+            check_shadow_size(self.shadow_size)
+        except ValueError as e:
+            raise ValueError(f"shadow_size: {e}") from None
         if self.fog_density < 0 or self.exposure <= 0 or self.lod_base_px <= 0:
             raise ValueError("fog_density must be >= 0, exposure and lod_base_px > 0")
 
 
-_shadow_range = int_type(256, 8192, "a power of two")
-
-
 def shadow_size_type(text: str) -> int:
-    """argparse type: a power of two in 256..8192 (texels)."""
-    v = _shadow_range(text)
-    if v & (v - 1):
-        raise argparse.ArgumentTypeError(f"expected a power of two from 256 to 8,192, got {text!r}")
-    return v
+    """argparse type: a power of two in ``SHADOW_SIZES`` (texels)."""
+    try:
+        return check_shadow_size(int(text))
+    except ValueError:
+        lo, hi = SHADOW_SIZES
+        raise argparse.ArgumentTypeError(
+            f"expected a power of two from {lo:,} to {hi:,}, got {text!r}"
+        ) from None
 
 
 instances_type = int_type(1, MAX_INSTANCES, "an instance count")

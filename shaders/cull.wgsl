@@ -98,19 +98,11 @@ fn usable(b: vec4f) -> bool {
     return all((bitcast<vec4u>(b) & vec4u(0x7fffffffu)) <= vec4u(MAX_WORLD_BITS));
 }
 
-fn outside_camera(c: vec3f, r: f32) -> bool {
-    for (var k = 0u; k < cull.misc.y; k++) {
-        let p = cull.planes[k];
-        if (dot(p.xyz, c) + p.w < -r) {
-            return true;
-        }
-    }
-    return false;
-}
-
-fn outside_light(c: vec3f, r: f32) -> bool {
-    for (var k = 0u; k < cull.misc.z; k++) {
-        let p = cull.light_planes[k];
+// Outside one of the camera's planes (light == false) or the sun volume's (light == true).
+fn outside(c: vec3f, r: f32, light: bool) -> bool {
+    let n = select(cull.misc.y, cull.misc.z, light);
+    for (var k = 0u; k < n; k++) {
+        let p = select(cull.planes[k], cull.light_planes[k], light);
         if (dot(p.xyz, c) + p.w < -r) {
             return true;
         }
@@ -190,7 +182,7 @@ fn classify(c: vec3f, r: f32) -> u32 {
     if ((cull.counts.y & FLAG_CULL) == 0u) {
         return CLASS_VISIBLE;
     }
-    if (outside_camera(c, r)) {
+    if (outside(c, r, false)) {
         return CLASS_FRUSTUM;
     }
     let v = (cull.view * vec4f(c, 1.0)).xyz;
@@ -228,7 +220,7 @@ fn cull_early(@builtin(global_invocation_id) gid: vec3u, @builtin(local_invocati
     let id = gid.x;
     if (id < cull.counts.x && was_visible(id)) {
         let b = bounds[id];
-        let culled = !usable(b) || ((cull.counts.y & FLAG_CULL) != 0u && outside_camera(b.xyz, b.w));
+        let culled = !usable(b) || ((cull.counts.y & FLAG_CULL) != 0u && outside(b.xyz, b.w, false));
         if (!culled) {
             emit(0u, id, select_lod(b.xyz, b.w, meshes[mesh_ids[id]].lod_count));
             count(C_DRAWN_EARLY);
@@ -266,7 +258,7 @@ fn cull_shadow(@builtin(global_invocation_id) gid: vec3u, @builtin(local_invocat
     let id = gid.x;
     if (id < cull.counts.x) {
         let b = bounds[id];
-        let culled = !usable(b) || ((cull.counts.y & FLAG_CULL) != 0u && outside_light(b.xyz, b.w));
+        let culled = !usable(b) || ((cull.counts.y & FLAG_CULL) != 0u && outside(b.xyz, b.w, true));
         if (!culled) {
             emit(2u, id, select_lod(b.xyz, b.w, meshes[mesh_ids[id]].lod_count));
             count(C_SHADOW);

@@ -45,8 +45,9 @@ def scene():
 def test_passes_are_objects_with_their_own_enable_rules(gpu, scene):
     from engine.passes.cull import CullPass, CullResetPass
     from engine.passes.hiz import HiZPass
-    from engine.passes.mesh import MainPass, ShadowPass
+    from engine.passes.mesh import MainPass
     from engine.passes.post import PostPass
+    from engine.passes.shadow import ShadowPass
 
     h = Harness(gpu, scene)
     assert h.graph.pass_names() == list(PASS_NAMES)
@@ -72,7 +73,7 @@ def test_passes_are_objects_with_their_own_enable_rules(gpu, scene):
         h.graph.validate()  # every enabled combination reads only what was written before
         h.frame.set_settings(occlusion=True, shadows=True, post=True)
     # Main.Late loads colour and depth only in two-phase mode
-    late = h.frame.passes[7]
+    late = h.graph.pass_named("Main.Late")
     assert "frame.depth" in late.reads
     h.frame.set_settings(occlusion=False)
     assert "frame.depth" not in late.reads
@@ -80,7 +81,7 @@ def test_passes_are_objects_with_their_own_enable_rules(gpu, scene):
 
 def test_graph_rejects_a_read_before_the_write(gpu, scene):
     h = Harness(gpu, scene)
-    hiz, main_early = h.frame.passes[5], h.frame.passes[4]
+    hiz, main_early = h.graph.pass_named("HiZ"), h.graph.pass_named("Main.Early")
     h.graph.passes.remove(hiz)
     h.graph.passes.insert(h.graph.passes.index(main_early), hiz)  # HiZ before its depth
     with pytest.raises(ValueError) as e:

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.passes.hiz import pyramid_base, pyramid_levels
+from engine.culling.pyramid import pyramid_base, pyramid_levels
 from engine.scene.scene import MAX_WORLD, usable_spheres  # noqa: F401 (part of this spec)
 
 FRUSTUM, SMALL, OCCLUDED, VISIBLE = 0, 1, 2, 3

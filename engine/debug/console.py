@@ -19,6 +19,7 @@ import logging
 from collections import deque
 
 from ..commands import Choice, CommandError, CommandRegistry, Int, PngPath
+from ..settings import SHADOW_SIZES
 from .logtail import ERROR
 from .overlay import DebugOverlay
 from .perf import DIM, HEADER, PANEL_BG, TEXT
@@ -107,7 +108,7 @@ def register_frame_commands(registry: CommandRegistry, frame, *, freeze=None) ->
     registry.register(
         "shadow-size",
         shadow_size,
-        args=[Int(256, 8192, power_of_two=True)],
+        args=[Int(*SHADOW_SIZES, power_of_two=True)],
         help="shadow map size in texels",
     )
 

@@ -13,25 +13,14 @@ from __future__ import annotations
 
 import wgpu
 
+from engine.culling.pyramid import pyramid_base, pyramid_levels
 from engine.graph import ComputePass
+from engine.passes.resources import DEPTH, PYRAMID
 from engine.shaders import shader_module
 
+__all__ = ["DepthPyramid", "HiZPass", "dispatch_count", "pyramid_base", "pyramid_levels"]
+
 FORMAT = "r32float"
-
-
-def pyramid_base(size: int) -> int:
-    """Largest power of two strictly below ``size`` pixels (1 when ``size`` <= 2)."""
-    if size < 1:
-        raise ValueError(f"pyramid size must be >= 1 pixel, got {size}")
-    p = 1
-    while p * 2 < size:
-        p *= 2
-    return p
-
-
-def pyramid_levels(width: int, height: int) -> int:
-    """Mip count of a ``width`` x ``height`` level 0: down to 1x1."""
-    return max(width, height).bit_length()
 
 
 #: Levels one single-pass dispatch writes (its first level plus five reduced in workgroup memory).
@@ -79,13 +68,14 @@ class DepthPyramid:
             per_level = device.limits["max-storage-textures-per-shader-stage"] < LEVELS_PER_DISPATCH
         self.per_level = per_level
         self.levels_per_dispatch = 1 if per_level else LEVELS_PER_DISPATCH
-        m = shader_module(device, "hiz.wgsl")
-        e0, er = ("level0", "reduce") if per_level else ("spd_depth", "spd_level")
-        self.pipe0 = device.create_compute_pipeline(
-            label=f"hiz {e0}", layout="auto", compute={"module": m, "entry_point": e0}
-        )
-        self.pipe_reduce = device.create_compute_pipeline(
-            label=f"hiz {er}", layout="auto", compute={"module": m, "entry_point": er}
+        entry = "per_level" if per_level else "spd"
+        self.pipe0, self.pipe_reduce = (
+            device.create_compute_pipeline(
+                label=f"hiz {src} {entry}",
+                layout="auto",
+                compute={"module": shader_module(device, f"hiz_{src}.wgsl"), "entry_point": entry},
+            )
+            for src in ("depth", "level")
         )
         # Unused level slots of the last dispatch still need a view each: 1x1 layers, never
         # written (the shader stores only into levels the pyramid has).
@@ -159,18 +149,18 @@ class DepthPyramid:
 
 
 class HiZPass(ComputePass):
-    """``HiZ``: the depth pyramid of this frame's ``frame.depth`` (after ``Main.Early``)."""
+    """``HiZ``: the depth pyramid (``res.pyramid``) of this frame's depth (after
+    ``Main.Early``)."""
 
-    reads = ("frame.depth",)
-    writes = ("hiz.pyramid",)
+    reads = (DEPTH,)
+    writes = (PYRAMID,)
 
-    def __init__(self, frame):
-        super().__init__("HiZ")
-        self.frame = frame
-        self.pyramid = DepthPyramid(frame.device, frame.graph.size)
+    def __init__(self, res, name: str = "HiZ"):
+        super().__init__(name)
+        self.res = res
 
     def enabled_by(self, settings) -> bool:
         return settings.cull and settings.occlusion
 
     def record(self, ctx, cpass) -> None:
-        self.pyramid.record(cpass, self.frame.graph.view("frame.depth"))
+        self.res.pyramid.record(cpass, self.res.graph.view(DEPTH))

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import wgpu
 
-from engine.graph import OUTPUT, RenderPass
+from engine.graph import RenderPass
+from engine.passes.resources import DEPTH, HDR, HDR_FORMAT, OUTPUT
 from engine.shaders import shader_module
 
-HDR_FORMAT = "rgba16float"
+__all__ = ["HDR_FORMAT", "PostPass", "PostPipeline"]
 
 
 class PostPipeline:
@@ -36,28 +37,33 @@ class PostPipeline:
 class PostPass(RenderPass):
     """``Post``: sky behind the scene, exposure and tone map from ``frame.hdr`` to the output."""
 
-    reads = ("frame.hdr", "frame.depth")
+    reads = (HDR, DEPTH)
     writes = (OUTPUT,)
 
-    def __init__(self, frame):
-        super().__init__("Post")
-        self.frame = frame
-        self.pipeline = PostPipeline(frame.device, frame.graph.output_format).pipeline
+    def __init__(self, res, name: str = "Post"):
+        super().__init__(name)
+        self.res = res
+        self.pipeline = PostPipeline(res.device, res.graph.output_format).pipeline
+        self._group: tuple | None = None  # (graph generation, bind group)
 
     def enabled_by(self, settings) -> bool:
         return settings.post
 
-    def bind(self, view_uniform, hdr_view, depth_view) -> None:
-        """(Re)bind after the HDR and depth textures were created or resized."""
-        self.group = self.frame.device.create_bind_group(
-            label="post",
-            layout=self.pipeline.get_bind_group_layout(0),
-            entries=[
-                {"binding": 0, "resource": {"buffer": view_uniform}},
-                {"binding": 1, "resource": hdr_view},
-                {"binding": 2, "resource": depth_view},
-            ],
-        )
+    def group(self) -> wgpu.GPUBindGroup:
+        """The bind group over this size's HDR and depth (rebuilt after a resize)."""
+        g = self.res.graph
+        if self._group is None or self._group[0] != g.generation:
+            group = self.res.device.create_bind_group(
+                label="post",
+                layout=self.pipeline.get_bind_group_layout(0),
+                entries=[
+                    {"binding": 0, "resource": {"buffer": self.res.view_uniform}},
+                    {"binding": 1, "resource": g.view(HDR)},
+                    {"binding": 2, "resource": g.view(DEPTH)},
+                ],
+            )
+            self._group = (g.generation, group)
+        return self._group[1]
 
     def targets(self, ctx) -> dict:
         return {
@@ -73,5 +79,5 @@ class PostPass(RenderPass):
 
     def record(self, ctx, rpass) -> None:
         rpass.set_pipeline(self.pipeline)
-        rpass.set_bind_group(0, self.group)
+        rpass.set_bind_group(0, self.group())
         rpass.draw(3)

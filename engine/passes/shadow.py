@@ -1,4 +1,5 @@
-"""The sun's orthographic shadow projection, fitted to the view, and frustum planes.
+"""The sun's shadow in one place: its orthographic projection fitted to the view, frustum
+planes, the map (``ShadowMap``) and the ``Shadow`` pass that renders it.
 
 The shadowed region (the receivers) is what the camera sees: its view frustum from the near
 plane to a shadow distance, clipped to the scene's extent (:func:`shadow_region`); one
@@ -17,8 +18,11 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import wgpu
 
+from engine.graph import RenderPass
 from engine.math3d import look_at, orthographic
+from engine.passes.resources import DRAW_INPUTS, SHADOW_FORMAT, SHADOW_MAP
 
 SHADOW_DISTANCE = 90.0  # default view depth (world units, metres in the city) shadowed
 
@@ -157,3 +161,76 @@ def _slice_sphere(corners: np.ndarray) -> tuple[np.ndarray, float]:
     t = min(max((length * length + b2 - a2) / (2.0 * length), 0.0), length)
     center = cn + (cf - cn) * (t / length)
     return center, float(np.linalg.norm(corners - center, axis=1).max())
+
+
+# -- the map and its pass ----------------------------------------------------------------------
+class ShadowMap:
+    """The sun's depth map (``SHADOW_FORMAT``, ``size`` x ``size`` texels), the bind group the
+    main pipeline samples it through, and its per-frame fit.
+
+    Args:
+        device: the ``wgpu.GPUDevice``; ``mesh``: the ``MeshPipelines`` (its shadow layout).
+        size: texels per side (checked by ``FrameSettings``).
+    """
+
+    def __init__(self, device, mesh, size: int):
+        self.device, self.mesh = device, mesh
+        self.texture = None
+        self.resize(size)
+
+    def resize(self, size: int) -> None:
+        """Recreate the map at ``size`` texels per side (no-op when unchanged)."""
+        if self.texture is not None:
+            if self.size == size:
+                return
+            self.texture.destroy()
+        self.size = size
+        self.texture = self.device.create_texture(
+            label="shadow map",
+            size=(size, size, 1),
+            format=SHADOW_FORMAT,
+            usage=wgpu.TextureUsage.RENDER_ATTACHMENT | wgpu.TextureUsage.TEXTURE_BINDING,
+        )
+        self.view = self.texture.create_view()
+        self.group = self.mesh.shadow_group(self.view)
+
+    def fit(self, view_proj: np.ndarray, scene, radius: float | None) -> SunFit:
+        """The sun's projection for a camera ``view_proj`` (4, 4): receivers up to view depth
+        ``radius`` (world units; None: ``SHADOW_DISTANCE``) in ``scene``'s extent."""
+        extent = scene.extent
+        center, r = shadow_region(view_proj, radius or SHADOW_DISTANCE, extent)
+        return fit_sun(scene.sun_direction, center, r, extent, self.size)
+
+
+class ShadowPass(RenderPass):
+    """``Shadow``: depth-only sun shadow map (reverse-Z, cleared to 0), one indexed indirect
+    draw per batch of the shadow region.
+
+    Args:
+        res: the frame's ``FrameResources`` (``shadow``, ``mesh``, ``gs``).
+    """
+
+    def __init__(self, res, name: str = "Shadow"):
+        super().__init__(name, reads=DRAW_INPUTS, writes=(SHADOW_MAP,))
+        self.res = res
+        self.pipeline = res.mesh.shadow()
+
+    def enabled_by(self, settings) -> bool:
+        return settings.shadows
+
+    def targets(self, ctx) -> dict:
+        return {
+            "color_attachments": [],
+            "depth_stencil_attachment": {
+                "view": self.res.shadow.view,
+                "depth_clear_value": 0.0,
+                "depth_load_op": "clear",
+                "depth_store_op": "store",
+            },
+        }
+
+    def record(self, ctx, rpass) -> None:
+        r = self.res
+        rpass.set_pipeline(self.pipeline)
+        r.bind_geometry(rpass)
+        r.gs.draw(rpass, 2, 1, r.draw_group)
