@@ -46,7 +46,9 @@ from engine.culling.gpu_scene import GpuScene
 from engine.culling.stats import CullStats
 from engine.gpu import GpuError
 from engine.graph import RenderGraph, TextureDesc
+from engine.passes.bloom import BloomPass
 from engine.passes.cull import CullPass, CullResetPass, CullResources
+from engine.passes.exposure import ExposurePass, LuminancePass
 from engine.passes.frustum_lines import FrustumLines
 from engine.passes.hiz import DepthPyramid, HiZPass
 from engine.passes.mesh import MainPass, MeshPipelines
@@ -54,15 +56,18 @@ from engine.passes.post import PostPass
 from engine.passes.resources import (
     DEPTH,
     DEPTH_FORMAT,
+    EXPOSURE,
     GEOMETRY,
     HDR,
     HDR_FORMAT,
     INSTANCES,
     SKY_HORIZON,
+    TAA,
     VISIBILITY,
     FrameResources,
 )
 from engine.passes.shadow import ShadowMap, ShadowPass, frustum_planes
+from engine.passes.taa import JITTER, TaaPass, jitter_matrix
 from engine.settings import FrameSettings
 
 log = logging.getLogger("lantern")
@@ -78,6 +83,10 @@ STANDARD_PASSES = (
     ("HiZ", HiZPass),
     ("Cull.Late", CullPass),
     ("Main.Late", MainPass),
+    ("Post.Luminance", LuminancePass),
+    ("Post.Exposure", ExposurePass),
+    ("Post.Bloom", BloomPass),
+    ("Post.TAA", TaaPass),
     ("Post", PostPass),
 )
 PASS_NAMES = tuple(name for name, _ in STANDARD_PASSES)
@@ -152,7 +161,7 @@ class StandardFrame:
             TextureDesc(DEPTH_FORMAT, tex.RENDER_ATTACHMENT | tex.TEXTURE_BINDING | tex.COPY_SRC),
         )
         graph.create_texture(
-            HDR, TextureDesc(HDR_FORMAT, tex.RENDER_ATTACHMENT | tex.TEXTURE_BINDING)
+            HDR, TextureDesc(HDR_FORMAT, tex.RENDER_ATTACHMENT | tex.TEXTURE_BINDING | tex.COPY_SRC)
         )
         u = wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST
         view_uniform = d.create_buffer(label="view", size=VIEW_DTYPE.itemsize, usage=u)
@@ -178,6 +187,8 @@ class StandardFrame:
         self.cull_camera = None  # frozen culling camera (F2) or None
         self.show_frustum = True  # draw the frozen culling frustum (while frozen)
         self._lines: dict[str, FrustumLines] = {}  # per colour format, made on first freeze
+        self.jitter_sequence = JITTER  # sub-pixel offsets (pixels) cycled with TAA on
+        self.cut_distance = 0.1 * float(np.linalg.norm(scene.extent[1] - scene.extent[0]))
         self.passes = [graph.add(make(self.res, name)) for name, make in STANDARD_PASSES]
         self.configure(settings)
         graph.on_resize(self._on_resize)
@@ -190,7 +201,12 @@ class StandardFrame:
     # -- knobs and resources ---------------------------------------------------------------
     def configure(self, settings: FrameSettings) -> None:
         """Apply new knobs: each pass's enable rule decides whether it runs; recreates what
-        the knobs change (the shadow map)."""
+        the knobs change (the shadow map); a temporal effect switched on starts afresh."""
+        old = self.res.settings
+        if settings.taa and not old.taa:
+            self.graph.reset_history(TAA)
+        if settings.auto_exposure and not old.auto_exposure:
+            self.graph.reset_history(EXPOSURE)
         self.res.settings = settings
         self.res.shadow.resize(settings.shadow_size)
         for p in self.passes:
@@ -231,31 +247,50 @@ class StandardFrame:
     def update(self, ctx, camera) -> None:
         """Upload changed rows and this frame's uniforms.
 
+        With TAA on, the rendering projection is offset by ``jitter_sequence[frame_index %
+        len]`` pixels (culling judges the jittered image); a camera that moved more than
+        ``cut_distance`` world units since the last frame is a cut (TAA restarts).
+
         Args:
             ctx: the ``FrameContext`` of the frame about to be recorded.
             camera: ``engine.scene.camera.Camera`` to render from.
         """
+        r = self.res
         self.gs.upload_dirty()
-        self.camera = self.res.camera = camera
+        last = r.camera
+        self.camera = r.camera = camera
         aspect = ctx.size[0] / ctx.size[1]
         view_proj = camera.proj(aspect) @ camera.view()
+        if self.settings.taa and self.settings.post:
+            seq = self.jitter_sequence
+            r.jitter = seq[ctx.frame_index % len(seq)]
+        else:
+            r.jitter = (0.0, 0.0)
+        jittered = (
+            view_proj if r.jitter == (0.0, 0.0) else jitter_matrix(r.jitter, ctx.size) @ view_proj
+        )
+        r.prev_view_proj, r.view_proj = r.view_proj, view_proj.astype(np.float64)
+        r.inv_view_proj = np.linalg.inv(jittered.astype(np.float64))
+        r.camera_cut = last is not None and (
+            float(np.linalg.norm(np.subtract(camera.eye, last.eye))) > self.cut_distance
+        )
         fit = self._fit_sun(view_proj)
-        self._update_frustum_lines(view_proj, aspect)
+        self._update_frustum_lines(jittered, aspect)
         q = self.device.queue
-        q.write_buffer(self.res.view_uniform, 0, self._view_bytes(camera, view_proj, fit))
-        q.write_buffer(self.res.cull.uniform, 0, self._cull_bytes(ctx.size, aspect, fit))
+        q.write_buffer(r.view_uniform, 0, self._view_bytes(camera, jittered, fit))
+        q.write_buffer(r.cull.uniform, 0, self._cull_bytes(ctx.size, aspect, fit))
 
     def _view_bytes(self, camera, view_proj, fit) -> bytes:
         s = self.settings
         u = np.zeros((), VIEW_DTYPE)
         u["view_proj"] = view_proj.T
-        u["inv_view_proj"] = np.linalg.inv(view_proj.astype(np.float64)).T
+        u["inv_view_proj"] = self.res.inv_view_proj.T
         u["light_view_proj"] = fit.view_proj.T
         u["eye"] = (*camera.eye, s.fog_density)
         u["sun_dir"] = (*self.scene.sun_direction, 1.0 if s.shadows else 0.0)
         u["sun_color"] = (*SUN_COLOR, fit.texel_world)
         u["sky_zenith"] = (*SKY_ZENITH, s.shadow_size)
-        u["sky_horizon"] = (*SKY_HORIZON, s.exposure)
+        u["sky_horizon"] = (*SKY_HORIZON, 1.0 if s.auto_exposure else s.exposure)
         u["ground"] = (*GROUND, 0.0)
         return u.tobytes()
 
@@ -282,7 +317,10 @@ class StandardFrame:
     def _cull_bytes(self, size, aspect, fit) -> bytes:
         s = self.settings
         cam = self.cull_camera or self.camera
+        jitter = self.res.jitter if self.cull_camera is None else (0.0, 0.0)
         view, proj = cam.view(), cam.proj(aspect)
+        if jitter != (0.0, 0.0):
+            proj = jitter_matrix(jitter, size) @ proj
         flags = 0
         if s.cull:
             flags |= FLAG_CULL
@@ -308,6 +346,7 @@ class StandardFrame:
             batches=self.gs.batch_count,
             region_slots=self.gs.region_slots,
             lod_base_px=s.lod_base_px * size[1] / 720.0,
+            jitter=jitter,
         )
 
     # -- debugging / tests -------------------------------------------------------------------

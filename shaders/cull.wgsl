@@ -40,6 +40,7 @@ struct Cull {
     screen: vec4f,                  // xy: output size px; zw: pyramid level-0 size in texels
     counts: vec4u,                  // x: instances N, y: flags, z: batches B, w: remap region T
     misc: vec4u,                    // x: pyramid mip count, y: camera planes, z: light planes
+    jitter: vec4f,                  // xy: the projection's sub-pixel offset, pixels (x right, y down)
 };
 
 struct MeshInfo {
@@ -193,8 +194,9 @@ fn classify(c: vec3f, r: f32) -> u32 {
     }
     let tx = tangent_slopes(v.x, z, r) * cull.proj.x;
     let ty = tangent_slopes(v.y, z, r) * cull.proj.y;
-    let uv_lo = vec2f(0.5 + 0.5 * tx.x, 0.5 - 0.5 * ty.y);
-    let uv_hi = vec2f(0.5 + 0.5 * tx.y, 0.5 - 0.5 * ty.x);
+    let shift = cull.jitter.xy / cull.screen.xy;  // TAA: the image moves by the jitter
+    let uv_lo = vec2f(0.5 + 0.5 * tx.x, 0.5 - 0.5 * ty.y) + shift;
+    let uv_hi = vec2f(0.5 + 0.5 * tx.y, 0.5 - 0.5 * ty.x) + shift;
     if (any(uv_hi < vec2f(0.0)) || any(uv_lo > vec2f(1.0))) {
         return CLASS_FRUSTUM;
     }

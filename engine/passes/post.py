@@ -1,4 +1,4 @@
-"""Post: sky behind the scene, exposure and ACES-fitted tone mapping to the output format.
+"""Post: sky behind the scene, bloom, exposure and ACES-fitted tone mapping to the output.
 
 Tone curve: Krzysztof Narkowicz, "ACES Filmic Tone Mapping Curve" (2016), a fit of the ACES
 reference rendering transform. Output is linear; the graph's ``-srgb`` output encodes it.
@@ -6,17 +6,20 @@ reference rendering transform. Output is linear; the graph's ``-srgb`` output en
 
 from __future__ import annotations
 
+import numpy as np
 import wgpu
 
 from engine.graph import RenderPass
-from engine.passes.resources import DEPTH, HDR, HDR_FORMAT, OUTPUT
+from engine.passes.bloom import BLOOM_STRENGTH
+from engine.passes.resources import BLOOM, DEPTH, EXPOSURE, HDR, HDR_FORMAT, OUTPUT, TAA
 from engine.shaders import shader_module
 
 __all__ = ["HDR_FORMAT", "PostPass", "PostPipeline"]
 
 
 class PostPipeline:
-    """Fullscreen-triangle pipeline reading the HDR colour and the depth (sky mask)."""
+    """Fullscreen-triangle pipeline reading the colour, the depth (sky mask), the bloom and
+    the exposure."""
 
     def __init__(self, device: wgpu.GPUDevice, output_format: str):
         self.device = device
@@ -35,35 +38,61 @@ class PostPipeline:
 
 
 class PostPass(RenderPass):
-    """``Post``: sky behind the scene, exposure and tone map from ``frame.hdr`` to the output."""
+    """``Post``: sky behind the scene, bloom (``post.bloom``, with ``BLOOM_STRENGTH``),
+    exposure (the knob, or ``post.exposure`` in auto) and tone map to the output. The colour
+    is ``post.taa`` with TAA on, else ``frame.hdr``."""
 
-    reads = (HDR, DEPTH)
     writes = (OUTPUT,)
 
     def __init__(self, res, name: str = "Post"):
         super().__init__(name)
         self.res = res
-        self.pipeline = PostPipeline(res.device, res.graph.output_format).pipeline
-        self._group: tuple | None = None  # (graph generation, bind group)
+        d = res.device
+        self.pipeline = PostPipeline(d, res.graph.output_format).pipeline
+        self.sampler = d.create_sampler(label="post", mag_filter="linear", min_filter="linear")
+        self.params = d.create_buffer(
+            label="post params",
+            size=16,
+            usage=wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST,
+        )
+        self._params: tuple | None = None  # last written
+        self._groups: dict = {}
 
     def enabled_by(self, settings) -> bool:
         return settings.post
 
+    @property
+    def reads(self) -> tuple[str, ...]:
+        s = self.res.settings
+        r = (TAA if s.taa else HDR, DEPTH)
+        if s.bloom:
+            r += (BLOOM,)
+        if s.auto_exposure:
+            r += (EXPOSURE,)
+        return r
+
     def group(self) -> wgpu.GPUBindGroup:
-        """The bind group over this size's HDR and depth (rebuilt after a resize)."""
-        g = self.res.graph
-        if self._group is None or self._group[0] != g.generation:
-            group = self.res.device.create_bind_group(
+        """The bind group over this frame's colour, depth, bloom and exposure (cached per
+        size, history parity and TAA knob: never rebuilt in a steady state)."""
+        g, taa = self.res.graph, self.res.settings.taa
+        key = (g.resource_key(), taa)
+        if key not in self._groups:
+            if len(self._groups) > 8:
+                self._groups.clear()
+            self._groups[key] = self.res.device.create_bind_group(
                 label="post",
                 layout=self.pipeline.get_bind_group_layout(0),
                 entries=[
                     {"binding": 0, "resource": {"buffer": self.res.view_uniform}},
-                    {"binding": 1, "resource": g.view(HDR)},
+                    {"binding": 1, "resource": g.view(TAA if taa else HDR)},
                     {"binding": 2, "resource": g.view(DEPTH)},
+                    {"binding": 3, "resource": g.view(BLOOM)},
+                    {"binding": 4, "resource": self.sampler},
+                    {"binding": 5, "resource": {"buffer": g.buffer(EXPOSURE)}},
+                    {"binding": 6, "resource": {"buffer": self.params}},
                 ],
             )
-            self._group = (g.generation, group)
-        return self._group[1]
+        return self._groups[key]
 
     def targets(self, ctx) -> dict:
         return {
@@ -78,6 +107,11 @@ class PostPass(RenderPass):
         }
 
     def record(self, ctx, rpass) -> None:
+        s = self.res.settings
+        params = (BLOOM_STRENGTH if s.bloom else 0.0, 1.0 if s.auto_exposure else 0.0)
+        if params != self._params:  # written when a knob changes, not every frame
+            self.res.device.queue.write_buffer(self.params, 0, np.array([*params, 0, 0], "f4"))
+            self._params = params
         rpass.set_pipeline(self.pipeline)
         rpass.set_bind_group(0, self.group())
         rpass.draw(3)

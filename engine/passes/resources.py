@@ -72,6 +72,10 @@ class FrameResources:
             over the last main pass into a target of that format, or None.
         jitter: this frame's sub-pixel offset of the projection in pixels ``(x right,
             y down)``, (0, 0) without TAA.
+        view_proj, prev_view_proj: ``(4, 4)`` float64 world -> clip of the rendering camera,
+            unjittered, this frame and the last (None before the second frame).
+        inv_view_proj: ``(4, 4)`` float64 clip -> world of this frame's jittered projection.
+        camera_cut: the camera jumped this frame (TAA takes the current frame alone).
     """
 
     device: wgpu.GPUDevice
@@ -89,6 +93,10 @@ class FrameResources:
     frustum_lines: Callable[[str], FrustumLines | None]
     jitter: tuple[float, float] = (0.0, 0.0)
     camera: Any = None  # the camera of the frame being recorded
+    view_proj: Any = None
+    prev_view_proj: Any = None
+    inv_view_proj: Any = None
+    camera_cut: bool = False
 
     def bind_geometry(self, rpass) -> None:
         """Bind group 0 and the scene's vertex and index buffers."""

@@ -1,0 +1,67 @@
+// Post.TAA: temporal anti-aliasing (Karis 2014, "High Quality Temporal Supersampling").
+// The frame was rendered with a sub-pixel jittered projection; each pixel reprojects its
+// surface into last frame's resolved image with the camera's motion (homogeneous: the sky at
+// depth 0 reprojects as a direction), clamps that history to the 3x3 neighbourhood of the
+// current frame (rejects disoccluded and changed colour), and blends with luma weights
+// 1 / (1 + luma) (no fireflies). A reset (first frame, resize, camera cut) takes the frame.
+
+struct Taa {
+    inv_view_proj: mat4x4f,   // clip -> world of this frame's jittered projection
+    view_proj: mat4x4f,       // world -> clip, this frame, unjittered
+    prev_view_proj: mat4x4f,  // world -> clip, last frame, unjittered
+    params: vec4f,            // x: current frame's weight (1 = reset), yzw: unused
+};
+
+@group(0) @binding(0) var<uniform> taa: Taa;
+@group(0) @binding(1) var current: texture_2d<f32>;
+@group(0) @binding(2) var depth: texture_depth_2d;
+@group(0) @binding(3) var history: texture_2d<f32>;
+@group(0) @binding(4) var linear_clamp: sampler;
+@group(0) @binding(5) var resolved: texture_storage_2d<rgba16float, write>;
+
+fn luma(c: vec3f) -> f32 {
+    return dot(c, vec3f(0.2126, 0.7152, 0.0722));
+}
+
+fn to_uv(clip: vec4f) -> vec2f {
+    let ndc = clip.xy / clip.w;
+    return vec2f(0.5 + 0.5 * ndc.x, 0.5 - 0.5 * ndc.y);
+}
+
+@compute @workgroup_size(8, 8)
+fn resolve(@builtin(global_invocation_id) gid: vec3u) {
+    let size = textureDimensions(current);
+    if (any(gid.xy >= size)) {
+        return;
+    }
+    let p = vec2i(gid.xy);
+    let hi = vec2i(size) - vec2i(1);
+    let now = textureLoad(current, p, 0).rgb;
+    var lo_c = now;
+    var hi_c = now;
+    for (var dy = -1; dy <= 1; dy++) {
+        for (var dx = -1; dx <= 1; dx++) {
+            let c = textureLoad(current, clamp(p + vec2i(dx, dy), vec2i(0), hi), 0).rgb;
+            lo_c = min(lo_c, c);
+            hi_c = max(hi_c, c);
+        }
+    }
+    let alpha = taa.params.x;
+    if (alpha >= 1.0) {
+        textureStore(resolved, p, vec4f(now, 1.0));
+        return;
+    }
+    let uv = (vec2f(gid.xy) + 0.5) / vec2f(size);
+    let ndc = vec2f(uv.x * 2.0 - 1.0, 1.0 - uv.y * 2.0);
+    let world = taa.inv_view_proj * vec4f(ndc, textureLoad(depth, p, 0), 1.0);
+    let motion = to_uv(taa.view_proj * world) - to_uv(taa.prev_view_proj * world);
+    let prev_uv = uv - motion;
+    if (any(prev_uv < vec2f(0.0)) || any(prev_uv > vec2f(1.0))) {
+        textureStore(resolved, p, vec4f(now, 1.0));  // came from off screen: no history
+        return;
+    }
+    let old = clamp(textureSampleLevel(history, linear_clamp, prev_uv, 0.0).rgb, lo_c, hi_c);
+    let w_now = alpha / (1.0 + luma(now));
+    let w_old = (1.0 - alpha) / (1.0 + luma(old));
+    textureStore(resolved, p, vec4f((now * w_now + old * w_old) / (w_now + w_old), 1.0));
+}
