@@ -30,14 +30,14 @@ def check_shadow_size(size) -> int:
 
 
 #: A fixed exposure multiplier's range (inclusive).
-EXPOSURE_RANGE = (1.0 / 64.0, 64.0)
+EXPOSURE_RANGE = (0.01, 100.0)
 
 
 def check_exposure(value) -> float | str:
     """``value`` if it is ``"auto"`` or a number in ``EXPOSURE_RANGE``.
 
     Raises:
-        ValueError: ``expected 'auto' or a number from 0.015625 to 64, got ...``.
+        ValueError: ``expected 'auto' or a number from 0.01 to 100, got ...``.
     """
     lo, hi = EXPOSURE_RANGE
     if value == "auto":

@@ -1,4 +1,4 @@
-"""s13: a procedural city through the standard frame: GPU occlusion culling, shadows, tone map.
+"""s13: a procedural city through the standard frame: GPU occlusion culling, shadows, post chain.
 
 Keys: F1 cycles the overlay, F2 freezes the culling camera and lets you fly (W/S A/D Q/E,
 arrow keys, Shift) to see what was culled from the frozen view; F2 again returns. Esc quits.
@@ -14,6 +14,7 @@ import numpy as np
 
 from engine.app import KEY_F2, Sample, main
 from engine.debug.console import register_frame_commands
+from engine.debug.post_commands import register_post_commands
 from engine.frame import StandardFrame
 from engine.scene.camera import FlyCamera, fly_speed
 from engine.settings import add_frame_arguments, settings_from_args
@@ -61,6 +62,7 @@ class City(Sample):
             settings = replace(settings, fog_density=0.1 / diag, shadow_radius=3.0 * diag)
         self.frame = StandardFrame(self.app.gpu, graph, scene, settings)
         register_frame_commands(self.app.commands, self.frame, freeze=self.freeze)
+        register_post_commands(self.app.commands, self.frame)
         log.info(
             "s13: %s instances, %d draw batches", f"{scene.count:,}", self.frame.gs.batch_count
         )

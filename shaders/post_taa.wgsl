@@ -23,6 +23,37 @@ fn luma(c: vec3f) -> f32 {
     return dot(c, vec3f(0.2126, 0.7152, 0.0722));
 }
 
+fn history_at(uv: vec2f) -> vec3f {
+    return textureSampleLevel(history, linear_clamp, uv, 0.0).rgb;
+}
+
+// Catmull-Rom filtered history from five bilinear fetches (the 4x4 kernel without its
+// corners, renormalised): bilinear history would blur a little more every frame in motion.
+fn history_catmull_rom(uv: vec2f, size: vec2f) -> vec3f {
+    let pos = uv * size;
+    let center = floor(pos - 0.5) + 0.5;
+    let f = pos - center;
+    let f2 = f * f;
+    let f3 = f2 * f;
+    let w0 = -0.5 * f3 + f2 - 0.5 * f;
+    let w1 = 1.5 * f3 - 2.5 * f2 + 1.0;
+    let w2 = -1.5 * f3 + 2.0 * f2 + 0.5 * f;
+    let w3 = 0.5 * f3 - 0.5 * f2;
+    let w12 = w1 + w2;
+    let t0 = (center - 1.0) / size;
+    let t12 = (center + w2 / w12) / size;
+    let t3 = (center + 2.0) / size;
+    let a = w12.x * w0.y;
+    let b = w0.x * w12.y;
+    let c = w12.x * w12.y;
+    let d = w3.x * w12.y;
+    let e = w12.x * w3.y;
+    let sum = history_at(vec2f(t12.x, t0.y)) * a + history_at(vec2f(t0.x, t12.y)) * b
+        + history_at(t12) * c + history_at(vec2f(t3.x, t12.y)) * d
+        + history_at(vec2f(t12.x, t3.y)) * e;
+    return sum / (a + b + c + d + e);
+}
+
 fn to_uv(clip: vec4f) -> vec2f {
     let ndc = clip.xy / clip.w;
     return vec2f(0.5 + 0.5 * ndc.x, 0.5 - 0.5 * ndc.y);
@@ -60,7 +91,7 @@ fn resolve(@builtin(global_invocation_id) gid: vec3u) {
         textureStore(resolved, p, vec4f(now, 1.0));  // came from off screen: no history
         return;
     }
-    let old = clamp(textureSampleLevel(history, linear_clamp, prev_uv, 0.0).rgb, lo_c, hi_c);
+    let old = clamp(history_catmull_rom(prev_uv, vec2f(size)), lo_c, hi_c);
     let w_now = alpha / (1.0 + luma(now));
     let w_old = (1.0 - alpha) / (1.0 + luma(old));
     textureStore(resolved, p, vec4f((now * w_now + old * w_old) / (w_now + w_old), 1.0));
