@@ -15,8 +15,8 @@
 //
 // This file is included by hiz_depth.wgsl (first level from the depth buffer) and
 // hiz_level.wgsl (from a level of the pyramid): each declares binding 0 and defines
-// `source_min(p, dst_size)`, the value of texel p of the first level it writes; the
-// kernels below are written once for both.
+// `source_min(p, dst_size)`, the value of texel p of the first level it writes, and the
+// two entry points over the kernels below, which are written once for both.
 
 const BIG: f32 = 3.4028235e38;
 const TILE: u32 = 32u; // first-level texels per workgroup side
@@ -74,28 +74,28 @@ fn reduce_tile(wg: vec2u, lid: vec2u, v: f32, size0: vec2u) {
     }
 }
 
-// Six levels: the first from source_min, five more through workgroup memory.
-// Dispatch ceil(w / 32) x ceil(h / 32) workgroups for a first level of w x h texels.
-@compute @workgroup_size(16, 16)
-fn spd(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec3u) {
+// Six levels: the first from source_min, five more through workgroup memory. The entry
+// point `spd` (16x16 threads, in each including file) runs it; dispatch ceil(w / 32) x
+// ceil(h / 32) workgroups for a first level of w x h texels.
+fn spd_tile(wg: vec2u, lid: vec2u) {
     let size0 = textureDimensions(dst0);
     var v = BIG;
     for (var k = 0u; k < 4u; k++) {
-        let p = wg.xy * TILE + lid.xy * 2u + vec2u(k & 1u, k >> 1u);
+        let p = wg * TILE + lid * 2u + vec2u(k & 1u, k >> 1u);
         if (all(p < size0)) {
             let m = source_min(p, size0);
             textureStore(dst0, p, vec4f(m, 0.0, 0.0, 0.0));
             v = min(v, m);
         }
     }
-    reduce_tile(wg.xy, lid.xy, v, size0);
+    reduce_tile(wg, lid, v, size0);
 }
 
-// Fallback for devices with fewer than 6 storage textures per stage: one dispatch per level.
-@compute @workgroup_size(8, 8)
-fn per_level(@builtin(global_invocation_id) gid: vec3u) {
+// Fallback for devices with fewer than 6 storage textures per stage: one dispatch per level
+// (entry point `per_level`, 8x8 threads, one texel each).
+fn per_level_texel(p: vec2u) {
     let dst_size = textureDimensions(dst0);
-    if (all(gid.xy < dst_size)) {
-        textureStore(dst0, gid.xy, vec4f(source_min(gid.xy, dst_size), 0.0, 0.0, 0.0));
+    if (all(p < dst_size)) {
+        textureStore(dst0, p, vec4f(source_min(p, dst_size), 0.0, 0.0, 0.0));
     }
 }

@@ -18,3 +18,13 @@ fn source_min(p: vec2u, dst_size: vec2u) -> f32 {
     }
     return m;
 }
+
+@compute @workgroup_size(16, 16)
+fn spd(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec3u) {
+    spd_tile(wg.xy, lid.xy);
+}
+
+@compute @workgroup_size(8, 8)
+fn per_level(@builtin(global_invocation_id) gid: vec3u) {
+    per_level_texel(gid.xy);
+}

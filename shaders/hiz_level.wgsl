@@ -13,3 +13,13 @@ fn source_min(p: vec2u, dst_size: vec2u) -> f32 {
     let d = textureLoad(src_level, clamp(q + vec2i(1, 1), vec2i(0), hi), 0).r;
     return min(min(a, b), min(c, d));
 }
+
+@compute @workgroup_size(16, 16)
+fn spd(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec3u) {
+    spd_tile(wg.xy, lid.xy);
+}
+
+@compute @workgroup_size(8, 8)
+fn per_level(@builtin(global_invocation_id) gid: vec3u) {
+    per_level_texel(gid.xy);
+}

@@ -15,7 +15,7 @@ from engine.frame import PASS_NAMES
 from engine.profiling.timings import FrameTimings, Scope
 from engine.telemetry import Telemetry
 
-PASSES = (*PASS_NAMES, "Bloom", "FXAA", "DebugOverlay")  # 12: the size budget
+PASSES = (*PASS_NAMES[:11], "DebugOverlay")  # 12: the size budget
 CPU_ONLY = CPU_ONLY_SCOPES
 
 
