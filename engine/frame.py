@@ -29,6 +29,7 @@ LODs). Without post, Main renders straight to the output (no HDR target, flat sk
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -67,7 +68,7 @@ from engine.passes.resources import (
     FrameResources,
 )
 from engine.passes.shadow import ShadowMap, ShadowPass, frustum_planes
-from engine.passes.taa import JITTER, TaaPass, jitter_matrix
+from engine.passes.taa import JITTER, TaaPass, jittered_projection
 from engine.settings import FrameSettings
 
 log = logging.getLogger("lantern")
@@ -260,25 +261,27 @@ class StandardFrame:
         last = r.camera
         self.camera = r.camera = camera
         aspect = ctx.size[0] / ctx.size[1]
-        view_proj = camera.proj(aspect) @ camera.view()
+        view, proj = camera.view(), camera.proj(aspect)
+        view_proj = proj @ view
         if self.settings.taa and self.settings.post:
             seq = self.jitter_sequence
             r.jitter = seq[ctx.frame_index % len(seq)]
         else:
             r.jitter = (0.0, 0.0)
-        jittered = (
-            view_proj if r.jitter == (0.0, 0.0) else jitter_matrix(r.jitter, ctx.size) @ view_proj
-        )
+        jproj = jittered_projection(proj, r.jitter, ctx.size)
+        jittered = view_proj if jproj is proj else jproj @ view
         r.prev_view_proj, r.view_proj = r.view_proj, view_proj.astype(np.float64)
         r.inv_view_proj = np.linalg.inv(jittered.astype(np.float64))
-        r.camera_cut = last is not None and (
-            float(np.linalg.norm(np.subtract(camera.eye, last.eye))) > self.cut_distance
-        )
+        if last is None:
+            r.camera_cut = False
+        else:
+            d = [a - b for a, b in zip(camera.eye.tolist(), last.eye.tolist(), strict=True)]
+            r.camera_cut = math.sqrt(sum(x * x for x in d)) > self.cut_distance
         fit = self._fit_sun(view_proj)
         self._update_frustum_lines(jittered, aspect)
         q = self.device.queue
         q.write_buffer(r.view_uniform, 0, self._view_bytes(camera, jittered, fit))
-        q.write_buffer(r.cull.uniform, 0, self._cull_bytes(ctx.size, aspect, fit))
+        q.write_buffer(r.cull.uniform, 0, self._cull_bytes(ctx.size, aspect, fit, view, jproj))
 
     def _view_bytes(self, camera, view_proj, fit) -> bytes:
         s = self.settings
@@ -314,13 +317,14 @@ class StandardFrame:
     def _fit_sun(self, view_proj):
         return self.res.shadow.fit(view_proj, self.scene, self.settings.shadow_radius)
 
-    def _cull_bytes(self, size, aspect, fit) -> bytes:
+    def _cull_bytes(self, size, aspect, fit, view, proj) -> bytes:
+        """The cull uniform; ``view`` and ``proj`` (jittered) are the rendering camera's,
+        used unless culling is frozen at another camera (then without jitter)."""
         s = self.settings
         cam = self.cull_camera or self.camera
         jitter = self.res.jitter if self.cull_camera is None else (0.0, 0.0)
-        view, proj = cam.view(), cam.proj(aspect)
-        if jitter != (0.0, 0.0):
-            proj = jitter_matrix(jitter, size) @ proj
+        if self.cull_camera is not None:
+            view, proj = cam.view(), cam.proj(aspect)
         flags = 0
         if s.cull:
             flags |= FLAG_CULL

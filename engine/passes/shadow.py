@@ -14,6 +14,7 @@ Rendering of Cascaded Shadow Maps" (ShaderX6).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -53,6 +54,13 @@ def frustum_planes(view_proj: np.ndarray, *, near: bool = True, far: bool = Fals
     return p.astype(np.float32)
 
 
+@functools.lru_cache(maxsize=8)
+def _sun_rotation(sun: tuple[float, float, float]) -> np.ndarray:
+    """The light's view rotation (eye at the origin looking along -sun), float64; cached:
+    the sun rarely moves, and ``look_at`` is a dozen small numpy calls."""
+    return look_at(np.zeros(3), -np.asarray(sun, np.float64)).astype(np.float64)
+
+
 def fit_sun(
     sun_dir: np.ndarray,
     focus: np.ndarray,
@@ -72,7 +80,7 @@ def fit_sun(
         ``extent`` that can shadow it (:func:`caster_reach`).
     """
     sun = np.asarray(sun_dir, np.float64)
-    rot = look_at(np.zeros(3), -sun).astype(np.float64)  # rotation only: eye at origin
+    rot = _sun_rotation(tuple(float(v) for v in sun))  # rotation only: eye at origin
     texel = 2.0 * radius / map_size
     f = rot[:3, :3] @ np.asarray(focus, np.float64)
     fx, fy = np.floor(f[0] / texel) * texel, np.floor(f[1] / texel) * texel
@@ -176,6 +184,7 @@ class ShadowMap:
     def __init__(self, device, mesh, size: int):
         self.device, self.mesh = device, mesh
         self.texture = None
+        self._last: tuple | None = None  # (inputs, SunFit) of the last fit
         self.resize(size)
 
     def resize(self, size: int) -> None:
@@ -196,10 +205,16 @@ class ShadowMap:
 
     def fit(self, view_proj: np.ndarray, scene, radius: float | None) -> SunFit:
         """The sun's projection for a camera ``view_proj`` (4, 4): receivers up to view depth
-        ``radius`` (world units; None: ``SHADOW_DISTANCE``) in ``scene``'s extent."""
+        ``radius`` (world units; None: ``SHADOW_DISTANCE``) in ``scene``'s extent. A camera
+        that did not move reuses the last fit."""
+        key = (np.asarray(view_proj).tobytes(), radius, self.size, id(scene))
+        if self._last is not None and self._last[0] == key:
+            return self._last[1]
         extent = scene.extent
         center, r = shadow_region(view_proj, radius or SHADOW_DISTANCE, extent)
-        return fit_sun(scene.sun_direction, center, r, extent, self.size)
+        fit = fit_sun(scene.sun_direction, center, r, extent, self.size)
+        self._last = (key, fit)
+        return fit
 
 
 class ShadowPass(RenderPass):

@@ -45,6 +45,17 @@ def jitter_matrix(jitter: tuple[float, float], size: tuple[int, int]) -> np.ndar
     return j
 
 
+def jittered_projection(proj: np.ndarray, jitter: tuple[float, float], size) -> np.ndarray:
+    """``jitter_matrix(jitter, size) @ proj`` as float64, by adding multiples of the w row
+    (two row operations instead of a matrix product); ``proj`` itself when ``jitter`` is 0."""
+    if jitter == (0.0, 0.0):
+        return proj
+    p = np.array(proj, np.float64)
+    p[0] += (2.0 * jitter[0] / size[0]) * p[3]
+    p[1] += (-2.0 * jitter[1] / size[1]) * p[3]
+    return p
+
+
 class TaaPass(ComputePass):
     """``Post.TAA``: ``frame.hdr`` + ``frame.depth`` + ``post.taa@prev`` -> ``post.taa``."""
 
