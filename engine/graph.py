@@ -323,8 +323,11 @@ class RenderGraph:
                 refs[j] = (base, ref, SNAPSHOT if n == 1 else f"{SNAPSHOT}.{k}")
                 src = self._texture_descs[base]
                 if not src.usage & wgpu.TextureUsage.COPY_SRC:
-                    src.usage |= wgpu.TextureUsage.COPY_SRC
-                    self._make_texture(base)
+                    src = replace(src, usage=src.usage | wgpu.TextureUsage.COPY_SRC)
+                    pair = (base, base + "@" + PREV) if base in self._history else (base,)
+                    for name in pair:  # a history pair: both, the two swap each frame
+                        self._texture_descs[name] = src
+                        self._make_texture(name)
                     self.generation += 1
                 if ref not in self._textures:
                     u = src.usage | wgpu.TextureUsage.COPY_DST

@@ -184,3 +184,15 @@ def test_snapshots_are_timed_scopes_numbered_in_frame_order(device):
         ("Snapshot.2", "transfer"),
         ("Use", "transfer"),
     ]
+
+
+def test_snapshot_of_a_history_texture_copies_from_either_of_the_pair(device):
+    g = RenderGraph(device, output_format="rgba8unorm", size=(8, 4))
+    g.create_texture(
+        "acc", TextureDesc("r32float", wgpu.TextureUsage.RENDER_ATTACHMENT), history=True
+    )
+    g.add(clear_pass("Write", "acc", lambda ctx: ctx.frame_index + 2))
+    g.add(TransferPass("Use", lambda ctx, enc: None, reads=("acc@prev", "acc@Write")))
+    for k in range(3):  # both textures of the pair are copied from (they swap each frame)
+        execute(device, g, k)
+        assert np.all(read_r32f(device, g.texture("acc@Write")) == k + 2)

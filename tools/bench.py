@@ -1,7 +1,7 @@
 """Lantern benchmarks: print figures (never pass/fail). Run on lavapipe here, on the H200
 through the device tool for the real numbers.
 
-    python tools/bench.py [profiler|cull|hud|scene|ablate|portal|flame|all] [--quick]
+    python tools/bench.py [profiler|cull|hud|scene|ablate|portal|flame|post|all] [--quick]
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ SECTIONS = (
     "ablate",
     "portal",
     "flame",
+    "post",
 )  # each is tools/benchmarks/<name>.py with run(gpu, args)
 
 
