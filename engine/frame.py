@@ -1,5 +1,5 @@
 """The standard frame: one engine-owned node that wires the passes of a GPU-driven frame with
-two-phase occlusion culling, a sun shadow map, HDR lighting and tone mapping.
+two-phase occlusion culling, a sun shadow map, HDR lighting and a post chain.
 
 Passes, in order (each an object in ``engine/passes/`` that owns its pipeline, targets,
 ``record`` and enable rule; names are what every table, trace and capture shows)::
@@ -13,7 +13,11 @@ Passes, in order (each an object in ``engine/passes/`` that owns its pipeline, t
     HiZ          compute   depth pyramid from that depth
     Cull.Late    compute   everything: frustum, sub-pixel, Hi-Z; newly visible queued
     Main.Late    render    draw the newly visible (colour and depth loaded)
-    Post         render    sky, exposure, ACES-fitted tone map to the output
+    Post.Luminance compute log2-luminance histogram of the HDR colour (auto exposure)
+    Post.Exposure  compute exposure adapted from last frame's (history buffer; auto)
+    Post.Bloom     compute energy-conserving downsample/upsample bloom chain
+    Post.TAA       compute jittered frames resolved with reprojected, clamped history
+    Post         render    sky, bloom mix, exposure, ACES-fitted tone map to the output
 
 Every pass is built as ``Pass(res, name)`` from ``STANDARD_PASSES`` and given the typed
 ``engine.passes.resources.FrameResources`` (scene buffers, counters, uniforms, bind groups,
@@ -23,7 +27,8 @@ builds those, uploads the per-frame uniforms and applies the knobs
 ``enabled = False``. Without occlusion there is one phase:
 Cull.Early, Main.Early and HiZ are off and Main.Late draws everything that passes the
 frustum and sub-pixel tests. Without culling every instance is visible (Cull.Late only picks
-LODs). Without post, Main renders straight to the output (no HDR target, flat sky colour).
+LODs). Without post, Main renders straight to the output (no HDR target, flat sky colour,
+no jitter).
 """
 
 from __future__ import annotations
