@@ -13,11 +13,12 @@ Passes, in order (each an object in ``engine/passes/`` that owns its pipeline, t
     HiZ          compute   depth pyramid from that depth
     Cull.Late    compute   everything: frustum, sub-pixel, Hi-Z; newly visible queued
     Main.Late    render    draw the newly visible (colour and depth loaded)
+    Sky          render    the sky model where nothing was drawn (depth still 0)
     Post.Luminance compute log2-luminance histogram of the HDR colour (auto exposure)
     Post.Exposure  compute exposure adapted from last frame's (history buffer; auto)
     Post.Bloom     compute energy-conserving downsample/upsample bloom chain
     Post.TAA       compute jittered frames resolved with reprojected, clamped history
-    Post         render    sky, bloom mix, exposure, ACES-fitted tone map to the output
+    Post         render    bloom mix, exposure, ACES-fitted tone map to the output
 
 Every pass is built as ``Pass(res, name)`` from ``STANDARD_PASSES`` and given the typed
 ``engine.passes.resources.FrameResources`` (scene buffers, counters, uniforms, bind groups,
@@ -73,6 +74,7 @@ from engine.passes.resources import (
     FrameResources,
 )
 from engine.passes.shadow import ShadowMap, ShadowPass, frustum_planes
+from engine.passes.sky import SkyPass
 from engine.passes.taa import JITTER, TaaPass, jittered_projection
 from engine.settings import FrameSettings
 
@@ -89,6 +91,7 @@ STANDARD_PASSES = (
     ("HiZ", HiZPass),
     ("Cull.Late", CullPass),
     ("Main.Late", MainPass),
+    ("Sky", SkyPass),
     ("Post.Luminance", LuminancePass),
     ("Post.Exposure", ExposurePass),
     ("Post.Bloom", BloomPass),

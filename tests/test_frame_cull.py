@@ -50,20 +50,21 @@ def test_passes_are_objects_with_their_own_enable_rules(gpu, scene):
     from engine.passes.mesh import MainPass
     from engine.passes.post import PostPass
     from engine.passes.shadow import ShadowPass
+    from engine.passes.sky import SkyPass
     from engine.passes.taa import TaaPass
 
     h = Harness(gpu, scene, settings=FrameSettings(exposure="auto"))
     assert h.graph.pass_names() == list(PASS_NAMES)
     kinds = [type(p) for p in h.frame.passes]
     assert kinds == [CullResetPass, CullPass, ShadowPass, CullPass, MainPass, HiZPass,
-                     CullPass, MainPass, LuminancePass, ExposurePass, BloomPass, TaaPass,
-                     PostPass]  # fmt: skip
+                     CullPass, MainPass, SkyPass, LuminancePass, ExposurePass, BloomPass,
+                     TaaPass, PostPass]  # fmt: skip
     assert [p.entry for p in h.frame.passes if isinstance(p, CullPass)] == [
         "cull_shadow",
         "cull_early",
         "cull_late",
     ]
-    post_chain = ("Post.Luminance", "Post.Exposure", "Post.Bloom", "Post.TAA", "Post")
+    post_chain = ("Sky", "Post.Luminance", "Post.Exposure", "Post.Bloom", "Post.TAA", "Post")
     # each knob switches exactly the passes whose rule names it
     expect = {
         (): PASS_NAMES,
@@ -90,9 +91,9 @@ def test_passes_are_objects_with_their_own_enable_rules(gpu, scene):
     assert "frame.depth" not in late.reads
     # Post reads what the chain made: the TAA result, the bloom, the adapted exposure
     post = h.graph.pass_named("Post")
-    assert post.reads == ("post.taa", "frame.depth", "post.bloom", "post.exposure")
+    assert post.reads == ("post.taa", "post.bloom", "post.exposure")
     h.frame.set_settings(taa=False, bloom=False, exposure=0.9)
-    assert post.reads == ("frame.hdr", "frame.depth")
+    assert post.reads == ("frame.hdr",)
 
 
 def test_graph_rejects_a_read_before_the_write(gpu, scene):

@@ -1,4 +1,4 @@
-"""Post: sky behind the scene, bloom, exposure and ACES-fitted tone mapping to the output.
+"""Post: bloom, exposure and ACES-fitted tone mapping to the output.
 
 Tone curve: Krzysztof Narkowicz, "ACES Filmic Tone Mapping Curve" (2016), a fit of the ACES
 reference rendering transform. Output is linear; the graph's ``-srgb`` output encodes it.
@@ -11,15 +11,14 @@ import wgpu
 
 from engine.graph import RenderPass
 from engine.passes.bloom import BLOOM_STRENGTH
-from engine.passes.resources import BLOOM, DEPTH, EXPOSURE, HDR, HDR_FORMAT, OUTPUT, TAA
+from engine.passes.resources import BLOOM, EXPOSURE, HDR, HDR_FORMAT, OUTPUT, TAA
 from engine.shaders import shader_module
 
 __all__ = ["HDR_FORMAT", "PostPass", "PostPipeline"]
 
 
 class PostPipeline:
-    """Fullscreen-triangle pipeline reading the colour, the depth (sky mask), the bloom and
-    the exposure."""
+    """Fullscreen-triangle pipeline reading the colour, the bloom and the exposure."""
 
     def __init__(self, device: wgpu.GPUDevice, output_format: str):
         self.device = device
@@ -38,7 +37,7 @@ class PostPipeline:
 
 
 class PostPass(RenderPass):
-    """``Post``: sky behind the scene, bloom (``post.bloom``, with ``BLOOM_STRENGTH``),
+    """``Post``: bloom (``post.bloom``, with ``BLOOM_STRENGTH``),
     exposure (the knob, or ``post.exposure`` in auto) and tone map to the output. The colour
     is ``post.taa`` with TAA on, else ``frame.hdr``."""
 
@@ -64,7 +63,7 @@ class PostPass(RenderPass):
     @property
     def reads(self) -> tuple[str, ...]:
         s = self.res.settings
-        r = (TAA if s.taa else HDR, DEPTH)
+        r = (TAA if s.taa else HDR,)
         if s.bloom:
             r += (BLOOM,)
         if s.auto_exposure:
@@ -85,7 +84,6 @@ class PostPass(RenderPass):
                 entries=[
                     {"binding": 0, "resource": {"buffer": self.res.view_uniform}},
                     {"binding": 1, "resource": g.view(TAA if taa else HDR)},
-                    {"binding": 2, "resource": g.view(DEPTH)},
                     {"binding": 3, "resource": g.view(BLOOM)},
                     {"binding": 4, "resource": self.sampler},
                     {"binding": 5, "resource": {"buffer": g.buffer(EXPOSURE)}},

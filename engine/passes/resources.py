@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import wgpu
 
-from engine.graph import OUTPUT, RenderGraph
+from engine.graph import OUTPUT, RenderGraph  # OUTPUT: the imported output, named here too
 
 if TYPE_CHECKING:
     from engine.culling.gpu_scene import GpuScene
@@ -40,7 +40,6 @@ HISTOGRAM = "post.histogram"  # luminance histogram (storage buffer of u32 bins)
 EXPOSURE = "post.exposure"  # adapted exposure (history pair: read as EXPOSURE@prev)
 BLOOM = "post.bloom"  # the bloom chain's result (half size, mip 0 of the up chain)
 TAA = "post.taa"  # the resolved anti-aliased HDR colour (history pair: TAA@prev)
-OUTPUT = OUTPUT  # the imported output texture (re-exported: every name from this module)
 
 DEPTH_FORMAT = "depth32float"
 SHADOW_FORMAT = "depth32float"
