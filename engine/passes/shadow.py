@@ -80,7 +80,7 @@ def fit_sun(
         ``extent`` that can shadow it (:func:`caster_reach`).
     """
     sun = np.asarray(sun_dir, np.float64)
-    rot = _sun_rotation(tuple(float(v) for v in sun))  # rotation only: eye at origin
+    rot = _sun_rotation(tuple(sun.tolist()))  # rotation only: eye at origin
     texel = 2.0 * radius / map_size
     f = rot[:3, :3] @ np.asarray(focus, np.float64)
     fx, fy = np.floor(f[0] / texel) * texel, np.floor(f[1] / texel) * texel
@@ -142,17 +142,23 @@ def shadow_region(view_proj: np.ndarray, distance: float, extent) -> tuple[np.nd
     corners = w[:, :3] / w[:, 3:]
     slice_c, slice_r = _slice_sphere(corners)
     lo, hi = (np.asarray(v, np.float64) for v in extent)
-    whole_c, whole_r = (lo + hi) / 2.0, float(np.linalg.norm(hi - lo)) / 2.0
+    whole_c, whole_r = (lo + hi) / 2.0, _length(hi - lo) / 2.0
     if whole_r <= slice_r:
         center, radius = whole_c, whole_r
     else:
         clo, chi = np.maximum(corners.min(axis=0), lo), np.minimum(corners.max(axis=0), hi)
-        if (clo <= chi).all() and np.linalg.norm(chi - clo) / 2.0 < slice_r:
-            center, radius = (clo + chi) / 2.0, float(np.linalg.norm(chi - clo)) / 2.0
+        if (clo <= chi).all() and _length(chi - clo) / 2.0 < slice_r:
+            center, radius = (clo + chi) / 2.0, _length(chi - clo) / 2.0
         else:  # nothing of the scene in view, or the slice is the tighter fit
             center, radius = slice_c, slice_r
     radius = 2.0 ** (math.ceil(8.0 * math.log2(max(radius, 1e-3))) / 8.0)
     return center, radius
+
+
+def _length(v: np.ndarray) -> float:
+    """``np.linalg.norm`` of a (3,) float64 vector, same arithmetic (sqrt of the dot
+    product), without its dispatch: the fit runs every frame the camera moves."""
+    return math.sqrt(float(v @ v))
 
 
 def _slice_sphere(corners: np.ndarray) -> tuple[np.ndarray, float]:
@@ -163,7 +169,7 @@ def _slice_sphere(corners: np.ndarray) -> tuple[np.ndarray, float]:
     cn, cf = near_pts.mean(axis=0), far_pts.mean(axis=0)
     a2 = float(((near_pts[0] - cn) ** 2).sum())  # squared half-diagonals
     b2 = float(((far_pts[0] - cf) ** 2).sum())
-    length = float(np.linalg.norm(cf - cn))
+    length = _length(cf - cn)
     if length < 1e-12:
         return cn, math.sqrt(max(a2, b2))
     t = min(max((length * length + b2 - a2) / (2.0 * length), 0.0), length)
