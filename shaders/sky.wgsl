@@ -6,7 +6,7 @@
 @group(0) @binding(0) var<uniform> view: View;
 
 struct SkyOut {
-    @builtin(position) clip: vec4f,
+    @builtin(position) @invariant clip: vec4f,  // exact depth 0 for the equal test
     @location(0) ndc: vec2f,  // interpolated: the pixel centre's NDC
 };
 
