@@ -453,7 +453,16 @@ class RenderGraph:
 
     def reset_history(self, name: str | None = None) -> None:
         """Clear the history of ``name`` (None: of every history resource) at the start of
-        the next frame (a camera cut, a knob change)."""
+        the next frame (a camera cut, a knob change).
+
+        Raises:
+            ValueError: ``name`` was not created with ``history=True``.
+        """
+        if name is not None and name not in self._history:
+            raise ValueError(
+                f"render graph: {name!r} has no history; create it with history=True "
+                f"(histories: {sorted(self._history)})"
+            )
         self._fresh.update(self._history if name is None else {name})
 
     def resource_key(self) -> tuple[int, int]:

@@ -68,6 +68,8 @@ def test_history_alternates_each_frame_and_is_cleared_on_frame_0_and_after_resiz
     g.reset_history("acc")
     execute(device, g, 6)
     assert np.all(read_r32f(device, g.texture("acc@prev")) == 0.0)
+    with pytest.raises(ValueError, match="'nope' has no history; create it with history=True"):
+        g.reset_history("nope")
 
 
 def test_buffer_history_alternates(device):
