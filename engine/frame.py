@@ -136,6 +136,14 @@ class StandardFrame:
         settings: the knobs.
         stats: where the counters are read back (a ``CullStats`` is made when None).
 
+    Attributes:
+        res: the ``FrameResources`` every pass is given.
+        passes: the standard passes in ``PASS_NAMES`` order (``graph.pass_named`` finds one).
+        jitter_sequence: TAA's sub-pixel projection offsets in pixels ``(x right, y down)``,
+            cycled by frame index (default: 16 of Halton (2, 3)); tests may pin one.
+        cut_distance: camera movement in one frame (world units; a tenth of the scene's
+            diagonal) past which TAA restarts.
+
     Raises:
         ValueError: an empty scene or more than ``MAX_INSTANCES`` instances.
         GpuError: the adapter's backend cannot run the frame's shaders (OpenGL).
