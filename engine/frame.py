@@ -1,5 +1,5 @@
 """The standard frame: one engine-owned node that wires the passes of a GPU-driven frame with
-two-phase occlusion culling, a sun shadow map, HDR lighting and tone mapping.
+two-phase occlusion culling, a sun shadow map, HDR lighting and a post chain.
 
 Passes, in order (each an object in ``engine/passes/`` that owns its pipeline, targets,
 ``record`` and enable rule; names are what every table, trace and capture shows)::
@@ -13,74 +13,93 @@ Passes, in order (each an object in ``engine/passes/`` that owns its pipeline, t
     HiZ          compute   depth pyramid from that depth
     Cull.Late    compute   everything: frustum, sub-pixel, Hi-Z; newly visible queued
     Main.Late    render    draw the newly visible (colour and depth loaded)
-    Post         render    sky, exposure, ACES-fitted tone map to the output
+    Sky          render    the sky model where nothing was drawn (depth still 0)
+    Post.Luminance compute log2-luminance histogram of the HDR colour (auto exposure)
+    Post.Exposure  compute exposure adapted from last frame's (history buffer; auto)
+    Post.Bloom     compute energy-conserving downsample/upsample bloom chain
+    Post.TAA       compute jittered frames resolved with reprojected, clamped history
+    Post         render    bloom mix, exposure, ACES-fitted tone map to the output
 
-This module holds what the passes share (scene buffers, counters, uniforms, bind groups),
-the per-frame uniform upload and the knobs (``engine.settings.FrameSettings``): disabled
-passes stay in the graph with ``enabled = False``. Without occlusion there is one phase:
+Every pass is built as ``Pass(res, name)`` from ``STANDARD_PASSES`` and given the typed
+``engine.passes.resources.FrameResources`` (scene buffers, counters, uniforms, bind groups,
+shadow map, depth pyramid); resource names are in ``engine.passes.resources``. This module
+builds those, uploads the per-frame uniforms and applies the knobs
+(``engine.settings.FrameSettings``): disabled passes stay in the graph with
+``enabled = False``. Without occlusion there is one phase:
 Cull.Early, Main.Early and HiZ are off and Main.Late draws everything that passes the
 frustum and sub-pixel tests. Without culling every instance is visible (Cull.Late only picks
-LODs). Without post, Main renders straight to the output (no HDR target, flat sky colour).
+LODs). Without post, Main renders straight to the output (no HDR target, flat sky colour,
+no jitter).
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import replace
 
 import numpy as np
 import wgpu
 
-from engine.culling.counters import NUM_COUNTERS
 from engine.culling.cull import (
-    CULL_UNIFORM_SIZE,
     FLAG_CULL,
     FLAG_OCCLUSION,
     FLAG_RESET,
     FLAG_TWO_PHASE,
     MAX_INSTANCES,
-    cull_bind_group,
-    cull_bind_group_layout,
     cull_uniform,
-    workgroups,
 )
 from engine.culling.gpu_scene import GpuScene
 from engine.culling.stats import CullStats
 from engine.gpu import GpuError
 from engine.graph import RenderGraph, TextureDesc
-from engine.passes.cull import INSTANCES, VISIBILITY, CullPass, CullResetPass
+from engine.passes.bloom import BloomPass
+from engine.passes.cull import CullPass, CullResetPass, CullResources
+from engine.passes.exposure import ExposurePass, LuminancePass
 from engine.passes.frustum_lines import FrustumLines
-from engine.passes.hiz import HiZPass
-from engine.passes.mesh import (
+from engine.passes.hiz import DepthPyramid, HiZPass
+from engine.passes.mesh import MainPass, MeshPipelines
+from engine.passes.post import PostPass
+from engine.passes.resources import (
     DEPTH,
     DEPTH_FORMAT,
+    EXPOSURE,
     GEOMETRY,
     HDR,
-    SHADOW_FORMAT,
-    MainPass,
-    MeshPipelines,
-    ShadowPass,
+    HDR_FORMAT,
+    INSTANCES,
+    SKY_HORIZON,
+    TAA,
+    VISIBILITY,
+    FrameResources,
 )
-from engine.passes.post import HDR_FORMAT, PostPass
-from engine.passes.shadow import SHADOW_DISTANCE, fit_sun, frustum_planes, shadow_region
+from engine.passes.shadow import ShadowMap, ShadowPass, frustum_planes
+from engine.passes.sky import SkyPass
+from engine.passes.taa import JITTER, TaaPass, jittered_projection
 from engine.settings import FrameSettings
-from engine.shaders import shader_module
 
 log = logging.getLogger("lantern")
 
-PASS_NAMES = (
-    "Cull.Reset",
-    "Shadow.Cull",
-    "Shadow",
-    "Cull.Early",
-    "Main.Early",
-    "HiZ",
-    "Cull.Late",
-    "Main.Late",
-    "Post",
+#: The standard passes in recording order: ``(name, constructor(res, name))``. Adding a
+#: standard pass is one line here (its class builds its own pipeline and graph resources).
+STANDARD_PASSES = (
+    ("Cull.Reset", CullResetPass),
+    ("Shadow.Cull", CullPass),
+    ("Shadow", ShadowPass),
+    ("Cull.Early", CullPass),
+    ("Main.Early", MainPass),
+    ("HiZ", HiZPass),
+    ("Cull.Late", CullPass),
+    ("Main.Late", MainPass),
+    ("Sky", SkyPass),
+    ("Post.Luminance", LuminancePass),
+    ("Post.Exposure", ExposurePass),
+    ("Post.Bloom", BloomPass),
+    ("Post.TAA", TaaPass),
+    ("Post", PostPass),
 )
+PASS_NAMES = tuple(name for name, _ in STANDARD_PASSES)
 SKY_ZENITH = (0.16, 0.32, 0.68)
-SKY_HORIZON = (0.62, 0.72, 0.84)
 GROUND = (0.30, 0.27, 0.23)
 SUN_COLOR = (3.0, 2.8, 2.5)
 
@@ -117,6 +136,14 @@ class StandardFrame:
         settings: the knobs.
         stats: where the counters are read back (a ``CullStats`` is made when None).
 
+    Attributes:
+        res: the ``FrameResources`` every pass is given.
+        passes: the standard passes in ``PASS_NAMES`` order (``graph.pass_named`` finds one).
+        jitter_sequence: TAA's sub-pixel projection offsets in pixels ``(x right, y down)``,
+            cycled by frame index (default: 16 of Halton (2, 3)); tests may pin one.
+        cut_distance: camera movement in one frame (world units; a tenth of the scene's
+            diagonal) past which TAA restarts.
+
     Raises:
         ValueError: an empty scene or more than ``MAX_INSTANCES`` instances.
         GpuError: the adapter's backend cannot run the frame's shaders (OpenGL).
@@ -140,69 +167,68 @@ class StandardFrame:
             raise ValueError(f"scene has {scene.count:,} instances; at most {MAX_INSTANCES:,}")
         self.gpu, self.graph, self.scene = gpu, graph, scene
         self.device = d = gpu.device
-        self.settings = settings or FrameSettings()
-        self.gs = GpuScene(d, scene, first_instance="indirect-first-instance" in gpu.features)
-        self.workgroups = workgroups(scene.count)
-        self.stats = stats if stats is not None else CullStats(d)
-        graph.add_readback(self.stats)
+        settings = settings or FrameSettings()
+        gs = GpuScene(d, scene, first_instance="indirect-first-instance" in gpu.features)
+        stats = stats if stats is not None else CullStats(d)
+        graph.add_readback(stats)
         graph.import_resource(INSTANCES, VISIBILITY, GEOMETRY)
-        self.counters = d.create_buffer(
-            label="cull counters",
-            size=NUM_COUNTERS * 4,
-            usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST,
-        )
-        u = wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST
-        self.view_uniform = d.create_buffer(label="view", size=VIEW_DTYPE.itemsize, usage=u)
-        self.cull_uniform = d.create_buffer(label="cull", size=CULL_UNIFORM_SIZE, usage=u)
-        self.mesh = MeshPipelines(d)
-        self.cull_layout = cull_bind_group_layout(d)
-        self.cull_module = shader_module(d, "cull.wgsl")
         tex = wgpu.TextureUsage
         graph.create_texture(
             DEPTH,
             TextureDesc(DEPTH_FORMAT, tex.RENDER_ATTACHMENT | tex.TEXTURE_BINDING | tex.COPY_SRC),
         )
         graph.create_texture(
-            HDR, TextureDesc(HDR_FORMAT, tex.RENDER_ATTACHMENT | tex.TEXTURE_BINDING)
+            HDR, TextureDesc(HDR_FORMAT, tex.RENDER_ATTACHMENT | tex.TEXTURE_BINDING | tex.COPY_SRC)
         )
-        self.view_group = self.mesh.view_group(self.view_uniform, self.gs)
-        self.draw_group = self.mesh.draw_group(self.gs)
-        self.shadow_map = None
+        u = wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST
+        view_uniform = d.create_buffer(label="view", size=VIEW_DTYPE.itemsize, usage=u)
+        mesh = MeshPipelines(d)
+        self.res = FrameResources(
+            device=d,
+            graph=graph,
+            settings=settings,
+            gs=gs,
+            mesh=mesh,
+            view_uniform=view_uniform,
+            view_group=mesh.view_group(view_uniform, gs),
+            draw_group=mesh.draw_group(gs),
+            cull=CullResources(d, gs),
+            shadow=ShadowMap(d, mesh, settings.shadow_size),
+            pyramid=DepthPyramid(d, graph.size),
+            stats=stats,
+            frustum_lines=self.frustum_lines,
+        )
+        self.gs, self.stats, self.pyramid = gs, stats, self.res.pyramid
+        self.counters = self.res.cull.counters
         self.camera = None
         self.cull_camera = None  # frozen culling camera (F2) or None
         self.show_frustum = True  # draw the frozen culling frustum (while frozen)
         self._lines: dict[str, FrustumLines] = {}  # per colour format, made on first freeze
-        self._reset = True  # ignore visibility from before (first frame, resize, knob change)
-        self._make_shadow_map()
-        self.passes = [
-            CullResetPass(self),
-            CullPass(self, "Shadow.Cull"),
-            ShadowPass(self),
-            CullPass(self, "Cull.Early"),
-            MainPass(self, "Main.Early", SKY_HORIZON),
-            HiZPass(self),
-            CullPass(self, "Cull.Late"),
-            MainPass(self, "Main.Late", SKY_HORIZON),
-            PostPass(self),
-        ]
-        for p in self.passes:
-            graph.add(p)
-        self.pyramid = self.passes[5].pyramid
-        self._bind_sized()
-        self.configure(self.settings)
+        self.jitter_sequence = JITTER  # sub-pixel offsets (pixels) cycled with TAA on
+        self.cut_distance = 0.1 * float(np.linalg.norm(scene.extent[1] - scene.extent[0]))
+        self.passes = [graph.add(make(self.res, name)) for name, make in STANDARD_PASSES]
+        self.configure(settings)
         graph.on_resize(self._on_resize)
+
+    @property
+    def settings(self) -> FrameSettings:
+        """The current knobs (``configure`` / ``set_settings`` change them)."""
+        return self.res.settings
 
     # -- knobs and resources ---------------------------------------------------------------
     def configure(self, settings: FrameSettings) -> None:
         """Apply new knobs: each pass's enable rule decides whether it runs; recreates what
-        the knobs change (the shadow map)."""
-        size_changed = settings.shadow_size != self.settings.shadow_size
-        self.settings = settings
-        if size_changed:
-            self._make_shadow_map()
+        the knobs change (the shadow map); a temporal effect switched on starts afresh."""
+        old = self.res.settings
+        if settings.taa and not old.taa:
+            self.graph.reset_history(TAA)
+        if settings.auto_exposure and not old.auto_exposure:
+            self.graph.reset_history(EXPOSURE)
+        self.res.settings = settings
+        self.res.shadow.resize(settings.shadow_size)
         for p in self.passes:
             p.enabled = p.enabled_by(settings)
-        self._reset = True
+        self.res.cull.reset = True
 
     def set_settings(self, **changes) -> FrameSettings:
         """``configure(replace(settings, **changes))``; returns the new settings.
@@ -213,51 +239,9 @@ class StandardFrame:
         self.configure(replace(self.settings, **changes))
         return self.settings
 
-    def _make_shadow_map(self) -> None:
-        if self.shadow_map is not None:
-            self.shadow_map.destroy()
-        s = self.settings.shadow_size
-        self.shadow_map = self.device.create_texture(
-            label="shadow map",
-            size=(s, s, 1),
-            format=SHADOW_FORMAT,
-            usage=wgpu.TextureUsage.RENDER_ATTACHMENT | wgpu.TextureUsage.TEXTURE_BINDING,
-        )
-        self.shadow_view = self.shadow_map.create_view()
-        self.shadow_group = self.mesh.shadow_group(self.shadow_view)
-
-    def _bind_sized(self) -> None:
-        g = self.graph
-        self.passes[-1].bind(self.view_uniform, g.view(HDR), g.view(DEPTH))
-        self.cull_group = cull_bind_group(
-            self.device,
-            self.cull_layout,
-            self.cull_uniform,
-            self.gs,
-            self.counters,
-            self.pyramid.view,
-        )
-
     def _on_resize(self, size) -> None:
-        self.pyramid.resize(size)
-        self._bind_sized()
-        self._reset = True  # a pyramid or visibility from another size is never used
-
-    def reset_recorded(self) -> None:
-        """``Cull.Reset`` recorded this frame: the uniform written for it carries
-        ``FLAG_RESET``; later frames do not."""
-        self._reset = False
-
-    def bind_geometry(self, rpass) -> None:
-        rpass.set_bind_group(0, self.view_group)
-        rpass.set_vertex_buffer(0, self.gs.vertices)
-        rpass.set_index_buffer(self.gs.indices, "uint32")
-
-    def color_target(self, ctx):
-        """(view, format) Main renders to: the HDR texture, or the output without Post."""
-        if self.settings.post:
-            return self.graph.view(HDR), HDR_FORMAT
-        return ctx.output, self.graph.output_format
+        self.res.pyramid.resize(size)
+        self.res.cull.reset = True  # a pyramid or visibility from another size is never used
 
     # -- per frame --------------------------------------------------------------------------
     def freeze_culling(self, frozen: bool | None = None) -> bool:
@@ -268,7 +252,7 @@ class StandardFrame:
         pyramid comes from the moving camera. Returns whether culling is now frozen."""
         frozen = (self.cull_camera is None) if frozen is None else frozen
         self.cull_camera = self.camera if frozen else None
-        self._reset = True
+        self.res.cull.reset = True
         log.info(
             "culling camera %s",
             "FROZEN (F2 releases): fly around to see what was culled; occlusion paused"
@@ -280,31 +264,52 @@ class StandardFrame:
     def update(self, ctx, camera) -> None:
         """Upload changed rows and this frame's uniforms.
 
+        With TAA on, the rendering projection is offset by ``jitter_sequence[frame_index %
+        len]`` pixels (culling judges the jittered image); a camera that moved more than
+        ``cut_distance`` world units since the last frame is a cut (TAA restarts).
+
         Args:
             ctx: the ``FrameContext`` of the frame about to be recorded.
             camera: ``engine.scene.camera.Camera`` to render from.
         """
+        r = self.res
         self.gs.upload_dirty()
-        self.camera = camera
+        last = r.camera
+        self.camera = r.camera = camera
         aspect = ctx.size[0] / ctx.size[1]
-        view_proj = camera.proj(aspect) @ camera.view()
+        view, proj = camera.view(), camera.proj(aspect)
+        view_proj = proj @ view
+        if self.settings.taa and self.settings.post:
+            seq = self.jitter_sequence
+            r.jitter = seq[ctx.frame_index % len(seq)]
+        else:
+            r.jitter = (0.0, 0.0)
+        jproj = jittered_projection(proj, r.jitter, ctx.size)
+        jittered = view_proj if jproj is proj else jproj @ view
+        r.prev_view_proj, r.view_proj = r.view_proj, view_proj.astype(np.float64)
+        r.inv_view_proj = np.linalg.inv(jittered.astype(np.float64))
+        if last is None:
+            r.camera_cut = False
+        else:
+            d = [a - b for a, b in zip(camera.eye.tolist(), last.eye.tolist(), strict=True)]
+            r.camera_cut = math.sqrt(sum(x * x for x in d)) > self.cut_distance
         fit = self._fit_sun(view_proj)
-        self._update_frustum_lines(view_proj, aspect)
+        self._update_frustum_lines(jittered, aspect)
         q = self.device.queue
-        q.write_buffer(self.view_uniform, 0, self._view_bytes(camera, view_proj, fit))
-        q.write_buffer(self.cull_uniform, 0, self._cull_bytes(ctx.size, aspect, fit))
+        q.write_buffer(r.view_uniform, 0, self._view_bytes(camera, jittered, fit))
+        q.write_buffer(r.cull.uniform, 0, self._cull_bytes(ctx.size, aspect, fit, view, jproj))
 
     def _view_bytes(self, camera, view_proj, fit) -> bytes:
         s = self.settings
         u = np.zeros((), VIEW_DTYPE)
         u["view_proj"] = view_proj.T
-        u["inv_view_proj"] = np.linalg.inv(view_proj.astype(np.float64)).T
+        u["inv_view_proj"] = self.res.inv_view_proj.T
         u["light_view_proj"] = fit.view_proj.T
         u["eye"] = (*camera.eye, s.fog_density)
         u["sun_dir"] = (*self.scene.sun_direction, 1.0 if s.shadows else 0.0)
         u["sun_color"] = (*SUN_COLOR, fit.texel_world)
         u["sky_zenith"] = (*SKY_ZENITH, s.shadow_size)
-        u["sky_horizon"] = (*SKY_HORIZON, s.exposure)
+        u["sky_horizon"] = (*SKY_HORIZON, 1.0 if s.auto_exposure else s.exposure)
         u["ground"] = (*GROUND, 0.0)
         return u.tobytes()
 
@@ -326,14 +331,16 @@ class StandardFrame:
         return self._lines.get(fmt)
 
     def _fit_sun(self, view_proj):
-        extent, distance = self.scene.extent, self.settings.shadow_radius or SHADOW_DISTANCE
-        center, radius = shadow_region(view_proj, distance, extent)  # what the camera sees
-        return fit_sun(self.scene.sun_direction, center, radius, extent, self.settings.shadow_size)
+        return self.res.shadow.fit(view_proj, self.scene, self.settings.shadow_radius)
 
-    def _cull_bytes(self, size, aspect, fit) -> bytes:
+    def _cull_bytes(self, size, aspect, fit, view, proj) -> bytes:
+        """The cull uniform; ``view`` and ``proj`` (jittered) are the rendering camera's,
+        used unless culling is frozen at another camera (then without jitter)."""
         s = self.settings
         cam = self.cull_camera or self.camera
-        view, proj = cam.view(), cam.proj(aspect)
+        jitter = self.res.jitter if self.cull_camera is None else (0.0, 0.0)
+        if self.cull_camera is not None:
+            view, proj = cam.view(), cam.proj(aspect)
         flags = 0
         if s.cull:
             flags |= FLAG_CULL
@@ -341,7 +348,7 @@ class StandardFrame:
                 flags |= FLAG_TWO_PHASE
                 if self.cull_camera is None:
                     flags |= FLAG_OCCLUSION
-        if self._reset:
+        if self.res.cull.reset:
             flags |= FLAG_RESET
         return cull_uniform(
             view=view,
@@ -359,6 +366,7 @@ class StandardFrame:
             batches=self.gs.batch_count,
             region_slots=self.gs.region_slots,
             lod_base_px=s.lod_base_px * size[1] / 720.0,
+            jitter=jitter,
         )
 
     # -- debugging / tests -------------------------------------------------------------------
@@ -382,8 +390,8 @@ class StandardFrame:
                 "depth_store_op": "store",
             },
         )
-        rpass.set_pipeline(self.mesh.ids())
-        self.bind_geometry(rpass)
+        rpass.set_pipeline(self.res.mesh.ids())
+        self.res.bind_geometry(rpass)
         for r in regions:
-            self.gs.draw(rpass, r, 1, self.draw_group)
+            self.gs.draw(rpass, r, 1, self.res.draw_group)
         rpass.end()

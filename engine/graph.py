@@ -19,13 +19,31 @@ protocol is ``engine.profiling.sink.ProfilerSink`` (implemented by
 Each pass declares the resources it ``reads`` and ``writes``; before recording a set of
 enabled passes for the first time the graph checks that nothing is read before an earlier
 pass wrote it (``validate``), and ``describe``/``to_dot`` print the frame (``--graph``).
+
+Two kinds of read reach outside the present moment of the frame:
+
+* **History** ``NAME@prev``: ``NAME`` as it was at the end of the previous frame. A resource
+  declared with ``history=True`` (``create_texture`` / ``create_buffer``) is a pair the graph
+  alternates at the start of every executed frame: ``view(NAME)`` is this frame's,
+  ``view(NAME + "@prev")`` last frame's. On the first frame, after ``resize`` (for
+  size-relative textures, which are recreated) and after ``reset_history``, the ``@prev``
+  one is **cleared to zero** before any pass runs, and ``history_fresh(NAME)`` is True for
+  that frame (a temporal pass then ignores it: exposure snaps, TAA takes the current frame).
+  Some enabled pass must write ``NAME`` (checked by ``validate``).
+* **Snapshot** ``NAME@PASS``: a copy of texture ``NAME`` as it was right after the earlier
+  pass ``PASS`` of the same frame (``PASS`` must write ``NAME``). The graph creates the copy
+  target and records the copy (a transfer scope named ``Snapshot``, ``Snapshot.2``, ... in
+  frame order, timed like a pass) only while some enabled pass reads it.
+
+Resources are read each frame by name (``view``, ``buffer``); a pass that caches bind
+groups keys them on ``resource_key`` (changes on resize and with the history parity).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import wgpu
@@ -34,6 +52,15 @@ from .profiling.sink import NULL_PROFILER, ProfilerSink
 
 RENDER, COMPUTE, TRANSFER = "render", "compute", "transfer"
 OUTPUT = "output"  # the imported output texture: written by whichever pass draws to it
+PREV = "prev"  # NAME@prev: the history of NAME
+SNAPSHOT = "Snapshot"  # the scope name of a snapshot copy
+
+
+def split_ref(ref: str) -> tuple[str, str | None]:
+    """``"frame.hdr@prev"`` -> ``("frame.hdr", "prev")``; ``"a@Main.Late"`` ->
+    ``("a", "Main.Late")``; a plain name -> ``(name, None)``."""
+    base, at, when = ref.partition("@")
+    return (base, when) if at else (ref, None)
 
 
 class Pass:
@@ -170,6 +197,11 @@ class RenderGraph:
         self.readbacks: list = []  # engine.loop.ReadbackClient objects the frame loop drives
         self.imports: set[str] = {OUTPUT}  # resources written outside the graph's passes
         self._validated: tuple | None = None
+        self._history: set[str] = set()  # names declared with history=True
+        self._fresh: set[str] = set()  # histories whose @prev is cleared next frame
+        self._fresh_now: frozenset[str] = frozenset()  # ... cleared in the frame being recorded
+        self.parity = 0  # flips at the start of every executed frame with history
+        self._snapshots: dict[str, list[tuple[str, str, str]]] = {}  # pass -> (res, ref, scope)
 
     @property
     def profiler(self) -> ProfilerSink:
@@ -194,6 +226,18 @@ class RenderGraph:
         self._validated = None
         return p
 
+    def pass_named(self, name: str) -> Pass:
+        """The pass called ``name`` (spaces stripped).
+
+        Raises:
+            KeyError: naming the pass and the passes the graph has.
+        """
+        name = name.strip()
+        for p in self.passes:
+            if p.name == name:
+                return p
+        raise KeyError(f"render graph has no pass {name!r}; it has {[p.name for p in self.passes]}")
+
     def pass_names(self) -> list[str]:
         return [p.name for p in self.passes if p.enabled]
 
@@ -208,7 +252,10 @@ class RenderGraph:
 
     def validate(self) -> None:
         """Check that every enabled pass reads only what an earlier enabled pass wrote (or
-        what was imported).
+        what was imported); that each history ``NAME@prev`` read was declared with
+        ``history=True`` and is written by some enabled pass; that each snapshot
+        ``NAME@PASS`` names an earlier enabled pass that writes the texture ``NAME``. Creates
+        the snapshot targets enabled passes read.
 
         Raises:
             ValueError: naming the pass, the resource, and the pass that writes it too late
@@ -216,54 +263,151 @@ class RenderGraph:
         """
         written = set(self.imports)
         enabled = [p for p in self.passes if p.enabled]
+        every_write = {r for p in enabled for r in p.writes}
+        snapshots: dict[str, list[tuple[str, str, str]]] = {}
         for i, p in enumerate(enabled):
             for r in p.reads:
-                if r in written:
-                    continue
-                later = next((q.name for q in enabled[i + 1 :] if r in q.writes), None)
-                who = f"only the later pass {later!r} writes it" if later else "no pass writes it"
-                raise ValueError(
-                    f"render graph: pass {p.name!r} reads {r!r} but {who}; "
-                    "reorder the passes or import the resource"
-                )
+                base, when = split_ref(r)
+                if when == PREV:
+                    self._check_history(p, r, base, every_write)
+                elif when is not None:
+                    self._check_snapshot(p, r, base, when, enabled[:i])
+                    refs = snapshots.setdefault(when, [])
+                    if all(ref != r for _, ref, _ in refs):
+                        refs.append((base, r, ""))
+                elif r not in written:
+                    later = next((q.name for q in enabled[i + 1 :] if r in q.writes), None)
+                    who = (
+                        f"only the later pass {later!r} writes it" if later else "no pass writes it"
+                    )
+                    raise ValueError(
+                        f"render graph: pass {p.name!r} reads {r!r} but {who}; "
+                        "reorder the passes or import the resource"
+                    )
             written.update(p.writes)
+        self._install_snapshots(snapshots)
+
+    def _check_history(self, p: Pass, ref: str, base: str, every_write: set[str]) -> None:
+        if base not in self._history:
+            raise ValueError(
+                f"render graph: pass {p.name!r} reads the history {ref!r} but {base!r} was not "
+                "created with history=True"
+            )
+        if base not in every_write and base not in self.imports:
+            raise ValueError(
+                f"render graph: pass {p.name!r} reads the history {ref!r} but no enabled pass "
+                f"writes {base!r}"
+            )
+
+    def _check_snapshot(self, p: Pass, ref: str, base: str, after: str, before: list) -> None:
+        writer = next((q for q in before if q.name == after), None)
+        if writer is None or base not in writer.writes:
+            why = "is not an earlier enabled pass" if writer is None else f"does not write {base!r}"
+            raise ValueError(
+                f"render graph: pass {p.name!r} reads the snapshot {ref!r} but pass {after!r} {why}"
+            )
+        if base not in self._texture_descs:
+            raise ValueError(
+                f"render graph: pass {p.name!r} reads the snapshot {ref!r} but {base!r} is not "
+                "a graph-owned texture"
+            )
+
+    def _install_snapshots(self, snapshots: dict) -> None:
+        """Create the snapshot targets (same desc, copied into) and name their scopes."""
+        n = sum(len(v) for v in snapshots.values())
+        k = 0
+        for after in [p.name for p in self.passes if p.name in snapshots]:
+            refs = snapshots[after]
+            for j, (base, ref, _) in enumerate(refs):
+                k += 1
+                refs[j] = (base, ref, SNAPSHOT if n == 1 else f"{SNAPSHOT}.{k}")
+                src = self._texture_descs[base]
+                if not src.usage & wgpu.TextureUsage.COPY_SRC:
+                    src = replace(src, usage=src.usage | wgpu.TextureUsage.COPY_SRC)
+                    pair = (base, base + "@" + PREV) if base in self._history else (base,)
+                    for name in pair:  # a history pair: both, the two swap each frame
+                        self._texture_descs[name] = src
+                        self._make_texture(name)
+                    self.generation += 1
+                if ref not in self._textures:
+                    u = src.usage | wgpu.TextureUsage.COPY_DST
+                    self._texture_descs[ref] = replace(src, usage=u)
+                    self._make_texture(ref)
+        self._snapshots = snapshots
 
     def describe(self) -> str:
-        """The enabled passes in order with their resource edges, as text."""
+        """The enabled passes in order with their resource edges, as text; history reads
+        are marked ``(last frame)`` and snapshot reads ``(copy after PASS)``."""
+
+        def label(r: str) -> str:
+            base, when = split_ref(r)
+            if when is None:
+                return r
+            return f"{r} (last frame)" if when == PREV else f"{r} (copy after {when})"
+
         lines = []
         for i, p in enumerate(self.passes, 1):
             state = "" if p.enabled else "  (disabled)"
             lines.append(f"{i:3d}. {p.name:<14} {p.kind}{state}")
             if p.reads:
-                lines.append(f"       reads  {', '.join(p.reads)}")
+                lines.append(f"       reads  {', '.join(label(r) for r in p.reads)}")
             if p.writes:
                 lines.append(f"       writes {', '.join(p.writes)}")
         return "\n".join(lines)
 
     def to_dot(self) -> str:
         """Graphviz DOT: passes as boxes (disabled ones dashed), resources as ellipses, an
-        edge resource -> pass for a read and pass -> resource for a write."""
+        edge resource -> pass for a read and pass -> resource for a write. A history read is
+        a dashed blue edge labelled ``prev`` from the resource itself (last frame's value);
+        a snapshot is its own node (``shape=note``) fed from the pass it copies after."""
 
         def q(text: str) -> str:  # a DOT string: backslashes and quotes escaped
             return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
         out = ["digraph frame {", "  rankdir=LR;", '  node [fontname="monospace"];']
+        index = {p.name: i for i, p in enumerate(self.passes)}
         for i, p in enumerate(self.passes):
             style = "" if p.enabled else ", style=dashed"
             label = q(f"{i + 1}. {p.name}")[:-1] + f'\\n{p.kind}"'
             out.append(f"  p{i} [shape=box, label={label}{style}];")
-        resources = sorted({r for p in self.passes for r in (*p.reads, *p.writes)})
-        for r in resources:
+        refs = {r for p in self.passes for r in (*p.reads, *p.writes)}
+        plain = sorted({split_ref(r)[0] for r in refs if split_ref(r)[1] in (None, PREV)})
+        for r in plain:
             out.append(f"  {q(r)} [shape=ellipse];")
+        snaps = sorted(r for r in refs if split_ref(r)[1] not in (None, PREV))
+        for r in snaps:
+            out.append(f"  {q(r)} [shape=note];")
+        for r in snaps:
+            base, after = split_ref(r)
+            if after in index:
+                out.append(f'  p{index[after]} -> {q(r)} [style=bold, label="snapshot"];')
         for i, p in enumerate(self.passes):
-            out += [f"  {q(r)} -> p{i};" for r in p.reads]
+            for r in p.reads:
+                base, when = split_ref(r)
+                if when == PREV:
+                    out.append(f'  {q(base)} -> p{i} [style=dashed, color=blue, label="prev"];')
+                else:
+                    out.append(f"  {q(r)} -> p{i};")
             out += [f"  p{i} -> {q(r)};" for r in p.writes]
         out.append("}")
         return "\n".join(out) + "\n"
 
     # -- resources ------------------------------------------------------------------------
-    def create_texture(self, name: str, desc: TextureDesc) -> wgpu.GPUTexture:
-        """Declare a graph-owned texture; relative ones are recreated on ``resize``."""
+    def create_texture(
+        self, name: str, desc: TextureDesc, *, history: bool = False
+    ) -> wgpu.GPUTexture:
+        """Declare a graph-owned texture; relative ones are recreated on ``resize``.
+
+        ``history=True`` makes it a pair readable as ``name + "@prev"`` (see the module
+        docstring); the graph adds ``RENDER_ATTACHMENT`` to clear it, so the format must be
+        a colour format that can be rendered to.
+        """
+        if history:
+            desc = replace(desc, usage=desc.usage | wgpu.TextureUsage.RENDER_ATTACHMENT)
+            self._texture_descs[name + "@" + PREV] = desc
+            self._make_texture(name + "@" + PREV)
+            self._history.add(name)
+            self._fresh.add(name)
         self._texture_descs[name] = desc
         self._make_texture(name)
         return self._textures[name]
@@ -284,14 +428,47 @@ class RenderGraph:
         self._textures[name] = tex
         self._views[name] = tex.create_view(label=name)
 
-    def create_buffer(self, name: str, *, size: int, usage: int) -> wgpu.GPUBuffer:
-        """Declare (or replace) a graph-owned buffer of ``size`` bytes."""
-        old = self._buffers.get(name)
-        if old is not None:
-            old.destroy()
-        buf = self.device.create_buffer(label=name, size=max(4, size), usage=usage)
-        self._buffers[name] = buf
-        return buf
+    def create_buffer(
+        self, name: str, *, size: int, usage: int, history: bool = False
+    ) -> wgpu.GPUBuffer:
+        """Declare (or replace) a graph-owned buffer of ``size`` bytes; ``history=True``
+        makes it a pair readable as ``name + "@prev"`` (``COPY_DST`` is added to clear it)."""
+        names = (name, name + "@" + PREV) if history else (name,)
+        if history:
+            usage |= wgpu.BufferUsage.COPY_DST
+            self._history.add(name)
+            self._fresh.add(name)
+        for n in names:
+            old = self._buffers.get(n)
+            if old is not None:
+                old.destroy()
+            self._buffers[n] = self.device.create_buffer(label=n, size=max(4, size), usage=usage)
+        return self._buffers[name]
+
+    def history_fresh(self, name: str) -> bool:
+        """Whether ``name + "@prev"`` holds zeros (first frame, after a resize that
+        recreated it, after ``reset_history``) rather than last frame's ``name``: in the
+        frame being recorded, or between frames in the next one."""
+        return name in self._fresh_now or name in self._fresh
+
+    def reset_history(self, name: str | None = None) -> None:
+        """Clear the history of ``name`` (None: of every history resource) at the start of
+        the next frame (a camera cut, a knob change).
+
+        Raises:
+            ValueError: ``name`` was not created with ``history=True``.
+        """
+        if name is not None and name not in self._history:
+            raise ValueError(
+                f"render graph: {name!r} has no history; create it with history=True "
+                f"(histories: {sorted(self._history)})"
+            )
+        self._fresh.update(self._history if name is None else {name})
+
+    def resource_key(self) -> tuple[int, int]:
+        """``(generation, parity)``: changes whenever a view or buffer returned by name may
+        be a different object (a resize, the alternation of history pairs)."""
+        return self.generation, self.parity
 
     def texture(self, name: str) -> wgpu.GPUTexture:
         return self._textures[name]
@@ -314,13 +491,17 @@ class RenderGraph:
         for name, d in self._texture_descs.items():
             if d.size is None:
                 self._make_texture(name)
+                base, when = split_ref(name)
+                if when == PREV:
+                    self._fresh.add(base)
         self.generation += 1
         for cb in self._resize_callbacks:
             cb(self.size)
 
     # -- execution ------------------------------------------------------------------------
     def execute(self, encoder: wgpu.GPUCommandEncoder, ctx: FrameContext) -> None:
-        """Record every enabled pass into ``encoder``, in declaration order.
+        """Record every enabled pass into ``encoder``, in declaration order: first the
+        history alternation (and clears), each snapshot copy right after its pass.
 
         Raises:
             ValueError: from ``validate`` when the enabled set changed and is inconsistent.
@@ -329,11 +510,17 @@ class RenderGraph:
         if key != self._validated:
             self.validate()
             self._validated = key
+        if self._history:
+            self._begin_history(encoder)
         prof = self._profiler
+        snaps = self._snapshots
         if not prof.active:
             for p in self.passes:
                 if p.enabled:
                     _encode(p, encoder, ctx, None)
+                    if p.name in snaps:
+                        self._copy_snapshots(encoder, snaps[p.name], None)
+            self._fresh_now = frozenset()
             return
         prof.begin_frame(ctx.frame_index, encoder)
         for p in self.passes:
@@ -341,7 +528,50 @@ class RenderGraph:
                 tw = prof.begin_pass(p.name, p.kind, encoder)
                 _encode(p, encoder, ctx, tw, prof)
                 prof.end_pass(p.name, p.kind, encoder)
+                if p.name in snaps:
+                    self._copy_snapshots(encoder, snaps[p.name], prof)
         prof.end_frame(encoder)
+        self._fresh_now = frozenset()
+
+    def _begin_history(self, encoder) -> None:
+        """Swap every pair (this frame writes what was read as @prev), clear the fresh."""
+        self.parity ^= 1
+        for name in self._history:
+            prev = name + "@" + PREV
+            for table in (self._textures, self._views, self._buffers):
+                if name in table:
+                    table[name], table[prev] = table[prev], table[name]
+        self._fresh_now = frozenset(self._fresh)
+        self._fresh.clear()
+        for name in self._fresh_now:
+            prev = name + "@" + PREV
+            if prev in self._buffers:
+                encoder.clear_buffer(self._buffers[prev])
+            else:
+                encoder.begin_render_pass(
+                    label=f"clear {prev}",
+                    color_attachments=[
+                        {
+                            "view": self._views[prev],
+                            "clear_value": (0, 0, 0, 0),
+                            "load_op": "clear",
+                            "store_op": "store",
+                        }
+                    ],
+                ).end()
+
+    def _copy_snapshots(self, encoder, snaps, prof) -> None:
+        for base, ref, scope in snaps:
+            if prof is not None:
+                prof.begin_pass(scope, TRANSFER, encoder)
+            encoder.push_debug_group(scope)
+            src, dst = self._textures[base], self._textures[ref]
+            encoder.copy_texture_to_texture(
+                {"texture": src}, {"texture": dst}, (src.width, src.height, 1)
+            )
+            encoder.pop_debug_group()
+            if prof is not None:
+                prof.end_pass(scope, TRANSFER, encoder)
 
 
 def _encode(p: Pass, encoder, ctx: FrameContext, timestamp_writes, prof=None) -> None:

@@ -34,6 +34,14 @@ def orthographic(half_w: float, half_h: float, near: float, far: float) -> np.nd
     )
 
 
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``np.cross`` of two (3,) vectors, same arithmetic, without its axis handling (which
+    made it most of a frame's camera set-up)."""
+    a0, a1, a2 = a.tolist()
+    b0, b1, b2 = b.tolist()
+    return np.array([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0])
+
+
 def look_at(eye, target, up=(0.0, 1.0, 0.0)) -> np.ndarray:
     """World-to-view matrix for a camera at ``eye`` looking at ``target``."""
     eye, target, up = (np.asarray(v, np.float64) for v in (eye, target, up))
@@ -41,9 +49,9 @@ def look_at(eye, target, up=(0.0, 1.0, 0.0)) -> np.ndarray:
     f /= np.linalg.norm(f)
     if abs(np.dot(f, up)) > 0.999:  # looking straight up or down: pick another up
         up = np.array([0.0, 0.0, 1.0])
-    s = np.cross(f, up)
+    s = _cross(f, up)
     s /= np.linalg.norm(s)
-    u = np.cross(s, f)
+    u = _cross(s, f)
     m = np.identity(4)
     m[0, :3], m[1, :3], m[2, :3] = s, u, -f
     m[:3, 3] = -m[:3, :3] @ eye

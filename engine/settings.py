@@ -12,6 +12,64 @@ from dataclasses import dataclass
 from engine.commands import Int
 from engine.culling.cull import LOD_BASE_PX, MAX_INSTANCES
 
+#: Shadow map sizes in texels: a power of two in this range (inclusive).
+SHADOW_SIZES = (256, 8192)
+
+
+def check_shadow_size(size) -> int:
+    """``size`` if it is a valid shadow map size (a power of two in ``SHADOW_SIZES``).
+
+    Raises:
+        ValueError: ``expected a power of two from 256 to 8,192, got ...``.
+    """
+    lo, hi = SHADOW_SIZES
+    ok = isinstance(size, int) and lo <= size <= hi and not size & (size - 1)
+    if not ok:
+        raise ValueError(f"expected a power of two from {lo:,} to {hi:,}, got {size!r}")
+    return size
+
+
+#: A fixed exposure multiplier's range (inclusive).
+EXPOSURE_RANGE = (0.01, 100.0)
+
+
+def check_exposure(value) -> float | str:
+    """``value`` if it is ``"auto"`` or a number in ``EXPOSURE_RANGE``.
+
+    Raises:
+        ValueError: ``expected 'auto' or a number from 0.01 to 100, got ...``.
+    """
+    lo, hi = EXPOSURE_RANGE
+    if value == "auto":
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and lo <= value <= hi:
+        return float(value)
+    raise ValueError(f"expected 'auto' or a number from {lo:g} to {hi:g}, got {value!r}")
+
+
+def parse_exposure(text: str) -> float | str:
+    """``"auto"`` or a float in ``EXPOSURE_RANGE`` from ``text`` (CLI and console).
+
+    Raises:
+        ValueError: the one-line message of ``check_exposure`` naming ``text``.
+    """
+    text = text.strip().lower()
+    try:
+        return check_exposure(text if text == "auto" else float(text))
+    except ValueError:
+        lo, hi = EXPOSURE_RANGE
+        raise ValueError(
+            f"expected 'auto' or a number from {lo:g} to {hi:g}, got {text!r}"
+        ) from None
+
+
+def exposure_type(text: str) -> float | str:
+    """argparse type for ``--exposure``: ``auto`` or a multiplier."""
+    try:
+        return parse_exposure(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
 
 @dataclass(frozen=True)
 class FrameSettings:
@@ -22,15 +80,19 @@ class FrameSettings:
             two in 256..8192.
         cull: GPU culling on (off: every instance is drawn, LODs still chosen).
         occlusion: two-phase Hi-Z occlusion culling on (needs ``cull``).
-        post: HDR target + tone-mapping Post pass (off: Main renders to the output).
+        post: HDR target + the post chain (off: Main renders to the output).
         fog_density: exponential fog per world unit (0 = none).
-        exposure: multiplier before tone mapping.
+        exposure: multiplier before tone mapping (``EXPOSURE_RANGE``), or ``"auto"``: from
+            the GPU luminance histogram, adapted over time (``Post.Luminance``,
+            ``Post.Exposure``).
+        bloom: the energy-conserving bloom chain (``Post.Bloom``).
+        taa: temporal anti-aliasing with a jittered projection (``Post.TAA``).
         shadow_radius: shadow distance: receivers the camera sees up to this view depth
             (world units) are shadowed (None: ``engine.passes.shadow.SHADOW_DISTANCE``, 90).
         lod_base_px: projected diameter in pixels below which LOD 1 is used (halving per LOD).
 
     Raises:
-        ValueError: a bad ``shadow_size`` or a negative number.
+        ValueError: a bad ``shadow_size``, ``exposure`` or a negative number.
     """
 
     shadows: bool = True
@@ -39,27 +101,35 @@ class FrameSettings:
     occlusion: bool = True
     post: bool = True
     fog_density: float = 0.004
-    exposure: float = 0.9
+    exposure: float | str = 0.9
     shadow_radius: float | None = None
     lod_base_px: float = LOD_BASE_PX
+    bloom: bool = True
+    taa: bool = True
 
     def __post_init__(self):
-        s = self.shadow_size
-        if not isinstance(s, int) or s < 256 or s > 8192 or s & (s - 1):
-            raise ValueError(f"shadow_size must be a power of two in 256..8192, got {s!r}")
-        if self.fog_density < 0 or self.exposure <= 0 or self.lod_base_px <= 0:
-            raise ValueError("fog_density must be >= 0, exposure and lod_base_px > 0")
+        try:
+            check_shadow_size(self.shadow_size)
+        except ValueError as e:
+            raise ValueError(f"shadow_size: {e}") from None
+        check_exposure(self.exposure)
+        if self.fog_density < 0 or self.lod_base_px <= 0:
+            raise ValueError("fog_density must be >= 0 and lod_base_px > 0")
 
-
-_shadow_range = Int(256, 8192, what="a power of two").argparse_type()
+    @property
+    def auto_exposure(self) -> bool:
+        return self.exposure == "auto"
 
 
 def shadow_size_type(text: str) -> int:
-    """argparse type: a power of two in 256..8192 (texels)."""
-    v = _shadow_range(text)
-    if v & (v - 1):
-        raise argparse.ArgumentTypeError(f"expected a power of two from 256 to 8,192, got {text!r}")
-    return v
+    """argparse type: a power of two in ``SHADOW_SIZES`` (texels)."""
+    try:
+        return check_shadow_size(int(text))
+    except ValueError:
+        lo, hi = SHADOW_SIZES
+        raise argparse.ArgumentTypeError(
+            f"expected a power of two from {lo:,} to {hi:,}, got {text!r}"
+        ) from None
 
 
 instances_type = Int(1, MAX_INSTANCES, what="an instance count").argparse_type()
@@ -88,7 +158,18 @@ def add_frame_arguments(parser: argparse.ArgumentParser, *, default_instances: i
     g.add_argument("--no-cull", action="store_true", help="draw every instance (no GPU culling)")
     g.add_argument("--no-occlusion", action="store_true", help="frustum + sub-pixel culling only")
     g.add_argument("--no-shadows", action="store_true", help="no sun shadow map")
-    g.add_argument("--no-post", action="store_true", help="no HDR/tone mapping: Main to output")
+    g.add_argument("--no-post", action="store_true", help="no HDR/post chain: Main to output")
+    g.add_argument("--no-bloom", action="store_true", help="no bloom (Post.Bloom)")
+    g.add_argument("--no-taa", action="store_true", help="no temporal anti-aliasing (Post.TAA)")
+    lo, hi = EXPOSURE_RANGE
+    g.add_argument(
+        "--exposure",
+        type=exposure_type,
+        default=FrameSettings.exposure,
+        metavar="auto|VALUE",
+        help=f"exposure before tone mapping: 'auto' (GPU histogram, adapted over time) or a "
+        f"multiplier {lo:g}..{hi:g} (default {FrameSettings.exposure})",
+    )
     g.add_argument(
         "--shadow-size",
         type=shadow_size_type,
@@ -127,4 +208,7 @@ def settings_from_args(args: argparse.Namespace) -> FrameSettings:
         cull=not args.no_cull,
         occlusion=not (args.no_occlusion or args.no_cull),
         post=not args.no_post,
+        exposure=args.exposure,
+        bloom=not args.no_bloom,
+        taa=not args.no_taa,
     )

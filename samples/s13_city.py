@@ -1,4 +1,4 @@
-"""s13: a procedural city through the standard frame: GPU occlusion culling, shadows, tone map.
+"""s13: a procedural city through the standard frame: GPU occlusion culling, shadows, post chain.
 
 Keys: F1 cycles the overlay, F2 freezes the culling camera and lets you fly (W/S A/D Q/E,
 arrow keys, Shift) to see what was culled from the frozen view; F2 again returns. Esc quits.
@@ -14,6 +14,7 @@ import numpy as np
 
 from engine.app import KEY_F2, Sample, main
 from engine.debug.console import register_frame_commands
+from engine.debug.post_commands import register_post_commands
 from engine.frame import StandardFrame
 from engine.scene.camera import FlyCamera, fly_speed
 from engine.settings import add_frame_arguments, settings_from_args
@@ -78,6 +79,7 @@ class City(Sample):
         """The standard frame's commands, ``cull freeze`` starting the fly camera too; F2
         runs it."""
         register_frame_commands(commands, self.frame, freeze=self.freeze)
+        register_post_commands(commands, self.frame)
         commands.bind("F2", KEY_F2, "cull freeze")
 
     def freeze(self, frozen: bool | None = None) -> str:

@@ -40,6 +40,7 @@ struct Cull {
     screen: vec4f,                  // xy: output size px; zw: pyramid level-0 size in texels
     counts: vec4u,                  // x: instances N, y: flags, z: batches B, w: remap region T
     misc: vec4u,                    // x: pyramid mip count, y: camera planes, z: light planes
+    jitter: vec4f,                  // xy: the projection's sub-pixel offset, pixels (x right, y down)
 };
 
 struct MeshInfo {
@@ -98,19 +99,11 @@ fn usable(b: vec4f) -> bool {
     return all((bitcast<vec4u>(b) & vec4u(0x7fffffffu)) <= vec4u(MAX_WORLD_BITS));
 }
 
-fn outside_camera(c: vec3f, r: f32) -> bool {
-    for (var k = 0u; k < cull.misc.y; k++) {
-        let p = cull.planes[k];
-        if (dot(p.xyz, c) + p.w < -r) {
-            return true;
-        }
-    }
-    return false;
-}
-
-fn outside_light(c: vec3f, r: f32) -> bool {
-    for (var k = 0u; k < cull.misc.z; k++) {
-        let p = cull.light_planes[k];
+// Outside one of the camera's planes (light == false) or the sun volume's (light == true).
+fn outside(c: vec3f, r: f32, light: bool) -> bool {
+    let n = select(cull.misc.y, cull.misc.z, light);
+    for (var k = 0u; k < n; k++) {
+        let p = select(cull.planes[k], cull.light_planes[k], light);
         if (dot(p.xyz, c) + p.w < -r) {
             return true;
         }
@@ -190,7 +183,7 @@ fn classify(c: vec3f, r: f32) -> u32 {
     if ((cull.counts.y & FLAG_CULL) == 0u) {
         return CLASS_VISIBLE;
     }
-    if (outside_camera(c, r)) {
+    if (outside(c, r, false)) {
         return CLASS_FRUSTUM;
     }
     let v = (cull.view * vec4f(c, 1.0)).xyz;
@@ -201,8 +194,9 @@ fn classify(c: vec3f, r: f32) -> u32 {
     }
     let tx = tangent_slopes(v.x, z, r) * cull.proj.x;
     let ty = tangent_slopes(v.y, z, r) * cull.proj.y;
-    let uv_lo = vec2f(0.5 + 0.5 * tx.x, 0.5 - 0.5 * ty.y);
-    let uv_hi = vec2f(0.5 + 0.5 * tx.y, 0.5 - 0.5 * ty.x);
+    let shift = cull.jitter.xy / cull.screen.xy;  // TAA: the image moves by the jitter
+    let uv_lo = vec2f(0.5 + 0.5 * tx.x, 0.5 - 0.5 * ty.y) + shift;
+    let uv_hi = vec2f(0.5 + 0.5 * tx.y, 0.5 - 0.5 * ty.x) + shift;
     if (any(uv_hi < vec2f(0.0)) || any(uv_lo > vec2f(1.0))) {
         return CLASS_FRUSTUM;
     }
@@ -228,7 +222,7 @@ fn cull_early(@builtin(global_invocation_id) gid: vec3u, @builtin(local_invocati
     let id = gid.x;
     if (id < cull.counts.x && was_visible(id)) {
         let b = bounds[id];
-        let culled = !usable(b) || ((cull.counts.y & FLAG_CULL) != 0u && outside_camera(b.xyz, b.w));
+        let culled = !usable(b) || ((cull.counts.y & FLAG_CULL) != 0u && outside(b.xyz, b.w, false));
         if (!culled) {
             emit(0u, id, select_lod(b.xyz, b.w, meshes[mesh_ids[id]].lod_count));
             count(C_DRAWN_EARLY);
@@ -266,7 +260,7 @@ fn cull_shadow(@builtin(global_invocation_id) gid: vec3u, @builtin(local_invocat
     let id = gid.x;
     if (id < cull.counts.x) {
         let b = bounds[id];
-        let culled = !usable(b) || ((cull.counts.y & FLAG_CULL) != 0u && outside_light(b.xyz, b.w));
+        let culled = !usable(b) || ((cull.counts.y & FLAG_CULL) != 0u && outside(b.xyz, b.w, true));
         if (!culled) {
             emit(2u, id, select_lod(b.xyz, b.w, meshes[mesh_ids[id]].lod_count));
             count(C_SHADOW);

@@ -12,13 +12,16 @@
 // (2^r)^2 first-level texels under it (clipped to the level), whatever the reduction order;
 // texels outside the level enter as BIG, the identity of min. Result: bit-identical to the
 // per-level build, ceil(levels / 6) dispatches (2 at 1080p and 4K).
+//
+// This file is included by hiz_depth.wgsl (first level from the depth buffer) and
+// hiz_level.wgsl (from a level of the pyramid): each declares binding 0 and defines
+// `source_min(p, dst_size)`, the value of texel p of the first level it writes, and the
+// two entry points over the kernels below, which are written once for both.
 
 const BIG: f32 = 3.4028235e38;
 const TILE: u32 = 32u; // first-level texels per workgroup side
 const LEVELS: u32 = 6u; // levels written per dispatch
 
-@group(0) @binding(0) var src_depth: texture_depth_2d;
-@group(0) @binding(0) var src_level: texture_2d<f32>;
 @group(0) @binding(1) var dst0: texture_storage_2d<r32float, write>;
 @group(0) @binding(2) var dst1: texture_storage_2d<r32float, write>;
 @group(0) @binding(3) var dst2: texture_storage_2d<r32float, write>;
@@ -28,33 +31,6 @@ const LEVELS: u32 = 6u; // levels written per dispatch
 
 // One level-1 value per thread, 16x16, row-major; reduced in place between barriers.
 var<workgroup> red: array<f32, 256>;
-
-// Level-0 texel p of a (pw, ph) level: min over every depth pixel its footprint touches.
-// (A fixed clamped 3x3 of loads measured slower on the H200, 0.045 vs 0.033 ms at 1080p.)
-fn depth_footprint_min(p: vec2u, dst_size: vec2u) -> f32 {
-    let src_size = textureDimensions(src_depth);
-    // Footprint [x*W/pw, (x+1)*W/pw) in pixels: first touched pixel floor, last ceil - 1.
-    let lo = (p * src_size) / dst_size;
-    let hi = min(((p + 1u) * src_size + dst_size - 1u) / dst_size, src_size);
-    var m = BIG;
-    for (var y = lo.y; y < hi.y; y++) {
-        for (var x = lo.x; x < hi.x; x++) {
-            m = min(m, textureLoad(src_depth, vec2u(x, y), 0));
-        }
-    }
-    return m;
-}
-
-// Texel p of the level below src_level: clamped 2x2 min (clamping matters once an axis is 1).
-fn level_2x2_min(p: vec2u) -> f32 {
-    let hi = vec2i(textureDimensions(src_level)) - vec2i(1);
-    let q = vec2i(p * 2u);
-    let a = textureLoad(src_level, clamp(q, vec2i(0), hi), 0).r;
-    let b = textureLoad(src_level, clamp(q + vec2i(1, 0), vec2i(0), hi), 0).r;
-    let c = textureLoad(src_level, clamp(q + vec2i(0, 1), vec2i(0), hi), 0).r;
-    let d = textureLoad(src_level, clamp(q + vec2i(1, 1), vec2i(0), hi), 0).r;
-    return min(min(a, b), min(c, d));
-}
 
 fn store_level(r: u32, p: vec2u, v: f32) {
     let t = vec4f(v, 0.0, 0.0, 0.0);
@@ -98,50 +74,28 @@ fn reduce_tile(wg: vec2u, lid: vec2u, v: f32, size0: vec2u) {
     }
 }
 
-// Levels 0..5 from the depth buffer. Dispatch ceil(pw / 32) x ceil(ph / 32) workgroups.
-@compute @workgroup_size(16, 16)
-fn spd_depth(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec3u) {
+// Six levels: the first from source_min, five more through workgroup memory. The entry
+// point `spd` (16x16 threads, in each including file) runs it; dispatch ceil(w / 32) x
+// ceil(h / 32) workgroups for a first level of w x h texels.
+fn spd_tile(wg: vec2u, lid: vec2u) {
     let size0 = textureDimensions(dst0);
     var v = BIG;
     for (var k = 0u; k < 4u; k++) {
-        let p = wg.xy * TILE + lid.xy * 2u + vec2u(k & 1u, k >> 1u);
+        let p = wg * TILE + lid * 2u + vec2u(k & 1u, k >> 1u);
         if (all(p < size0)) {
-            let m = depth_footprint_min(p, size0);
+            let m = source_min(p, size0);
             textureStore(dst0, p, vec4f(m, 0.0, 0.0, 0.0));
             v = min(v, m);
         }
     }
-    reduce_tile(wg.xy, lid.xy, v, size0);
+    reduce_tile(wg, lid, v, size0);
 }
 
-// Six more levels from the level bound as src_level (written by the previous dispatch).
-@compute @workgroup_size(16, 16)
-fn spd_level(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec3u) {
-    let size0 = textureDimensions(dst0);
-    var v = BIG;
-    for (var k = 0u; k < 4u; k++) {
-        let p = wg.xy * TILE + lid.xy * 2u + vec2u(k & 1u, k >> 1u);
-        if (all(p < size0)) {
-            let m = level_2x2_min(p);
-            textureStore(dst0, p, vec4f(m, 0.0, 0.0, 0.0));
-            v = min(v, m);
-        }
-    }
-    reduce_tile(wg.xy, lid.xy, v, size0);
-}
-
-// Fallback for devices with fewer than 6 storage textures per stage: one dispatch per level.
-@compute @workgroup_size(8, 8)
-fn level0(@builtin(global_invocation_id) gid: vec3u) {
+// Fallback for devices with fewer than 6 storage textures per stage: one dispatch per level
+// (entry point `per_level`, 8x8 threads, one texel each).
+fn per_level_texel(p: vec2u) {
     let dst_size = textureDimensions(dst0);
-    if (all(gid.xy < dst_size)) {
-        textureStore(dst0, gid.xy, vec4f(depth_footprint_min(gid.xy, dst_size), 0.0, 0.0, 0.0));
-    }
-}
-
-@compute @workgroup_size(8, 8)
-fn reduce(@builtin(global_invocation_id) gid: vec3u) {
-    if (all(gid.xy < textureDimensions(dst0))) {
-        textureStore(dst0, gid.xy, vec4f(level_2x2_min(gid.xy), 0.0, 0.0, 0.0));
+    if (all(p < dst_size)) {
+        textureStore(dst0, p, vec4f(source_min(p, dst_size), 0.0, 0.0, 0.0));
     }
 }

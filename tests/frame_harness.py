@@ -12,6 +12,7 @@ from engine.graph import RenderGraph
 from engine.loop import FrameLoop
 from engine.math3d import translation
 from engine.passes.shadow import frustum_planes
+from engine.passes.taa import jitter_matrix
 from engine.scene.camera import Camera
 from engine.scene.meshes import box, plane
 from engine.scene.scene import Mesh, Scene
@@ -47,15 +48,18 @@ class Harness:
         self.graph = RenderGraph(gpu.device, output_format=self.target.format, size=size)
         self.frame = StandardFrame(gpu, self.graph, scene, settings)
         self.loop = FrameLoop(gpu, self.graph)
+        self.time = 0.0
 
     def resize(self, size):
         self.target = OffscreenTarget(self.device, size)
         self.graph.resize(size)
 
-    def render(self, camera: Camera, frames: int = 1) -> None:
-        """Record and submit ``frames`` frames from ``camera`` through the one frame loop."""
+    def render(self, camera: Camera, frames: int = 1, dt: float = 0.0) -> None:
+        """Record and submit ``frames`` frames from ``camera`` through the one frame loop,
+        ``dt`` seconds apart."""
         for _ in range(frames):
-            self.loop.frame(self.target.view, 0.0, lambda ctx: self.frame.update(ctx, camera))
+            self.time += dt
+            self.loop.frame(self.target.view, self.time, lambda ctx: self.frame.update(ctx, camera))
 
     # -- blocking readbacks --------------------------------------------------------------------
     def read(self, buf, dtype=np.uint32) -> np.ndarray:
@@ -96,6 +100,21 @@ class Harness:
             out.append(np.frombuffer(data, np.float32).reshape(h, bpr // 4)[:, :w].copy())
         return out
 
+    def texture(self, name: str, mip: int = 0) -> np.ndarray:
+        """A graph texture's mip as ``(h, w, 4)`` float32 (rgba16float or rgba32float)."""
+        tex = self.graph.texture(name)
+        w, h = max(1, tex.width >> mip), max(1, tex.height >> mip)
+        bpp = 8 if tex.format == "rgba16float" else 16
+        bpr = (w * bpp + 255) // 256 * 256
+        data = self.device.queue.read_texture(
+            {"texture": tex, "mip_level": mip},
+            {"bytes_per_row": bpr, "rows_per_image": h},
+            (w, h, 1),
+        )
+        comp = np.dtype(np.float16 if bpp == 8 else np.float32)
+        rows = np.frombuffer(data, comp).reshape(h, bpr // comp.itemsize)
+        return rows[:, : w * 4].reshape(h, w, 4).astype(np.float32)
+
     def depth(self) -> np.ndarray:
         tex = self.graph.texture("frame.depth")
         w, h = self.graph.size
@@ -124,16 +143,19 @@ class Harness:
 
     def visible_ids_unculled(self, camera: Camera) -> set[int]:
         """Rows covering at least one pixel when every instance is drawn (culling off)."""
-        settings = self.frame.settings
+        settings, seq = self.frame.settings, self.frame.jitter_sequence
+        self.frame.jitter_sequence = (self.frame.res.jitter,)  # the culled frame's jitter
         self.frame.set_settings(cull=False, occlusion=False)
         self.render(camera)
         ids = self.ids()
         self.frame.configure(settings)
+        self.frame.jitter_sequence = seq
         return {int(i) - 1 for i in np.unique(ids) if i}
 
     def cull_view(self, camera: Camera) -> CullView:
         w, h = self.graph.size
-        view, proj = camera.view(), camera.proj(w / h)
+        jitter = self.frame.res.jitter
+        view, proj = camera.view(), jitter_matrix(jitter, (w, h)) @ camera.proj(w / h)
         return CullView(
             view=view,
             planes=frustum_planes(proj @ view),
@@ -143,4 +165,5 @@ class Harness:
             near=camera.near,
             screen=(w, h),
             lod_base_px=self.frame.settings.lod_base_px * h / 720.0,
+            jitter=jitter,
         )

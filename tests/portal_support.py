@@ -14,7 +14,7 @@ from engine.debug.perf import CPU_ONLY_SCOPES
 from engine.frame import PASS_NAMES
 from engine.telemetry import FrameTimings, Scope, Telemetry
 
-PASSES = (*PASS_NAMES, "Bloom", "FXAA", "DebugOverlay")  # 12: the size budget
+PASSES = (*PASS_NAMES[:11], "DebugOverlay")  # 12: the size budget
 CPU_ONLY = CPU_ONLY_SCOPES
 
 

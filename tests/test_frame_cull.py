@@ -43,44 +43,62 @@ def scene():
 
 
 def test_passes_are_objects_with_their_own_enable_rules(gpu, scene):
+    from engine.passes.bloom import BloomPass
     from engine.passes.cull import CullPass, CullResetPass
+    from engine.passes.exposure import ExposurePass, LuminancePass
     from engine.passes.hiz import HiZPass
-    from engine.passes.mesh import MainPass, ShadowPass
+    from engine.passes.mesh import MainPass
     from engine.passes.post import PostPass
+    from engine.passes.shadow import ShadowPass
+    from engine.passes.sky import SkyPass
+    from engine.passes.taa import TaaPass
 
-    h = Harness(gpu, scene)
+    h = Harness(gpu, scene, settings=FrameSettings(exposure="auto"))
     assert h.graph.pass_names() == list(PASS_NAMES)
     kinds = [type(p) for p in h.frame.passes]
     assert kinds == [CullResetPass, CullPass, ShadowPass, CullPass, MainPass, HiZPass,
-                     CullPass, MainPass, PostPass]  # fmt: skip
+                     CullPass, MainPass, SkyPass, LuminancePass, ExposurePass, BloomPass,
+                     TaaPass, PostPass]  # fmt: skip
     assert [p.entry for p in h.frame.passes if isinstance(p, CullPass)] == [
         "cull_shadow",
         "cull_early",
         "cull_late",
     ]
+    post_chain = ("Sky", "Post.Luminance", "Post.Exposure", "Post.Bloom", "Post.TAA", "Post")
     # each knob switches exactly the passes whose rule names it
     expect = {
         (): PASS_NAMES,
-        ("occlusion",): ("Cull.Reset", "Shadow.Cull", "Shadow", "Cull.Late", "Main.Late", "Post"),
+        ("occlusion",): ("Cull.Reset", "Shadow.Cull", "Shadow", "Cull.Late", "Main.Late")
+        + post_chain,
         ("shadows",): tuple(n for n in PASS_NAMES if not n.startswith("Shadow")),
-        ("post",): PASS_NAMES[:-1],
+        ("post",): PASS_NAMES[: -len(post_chain)],
+        ("bloom",): tuple(n for n in PASS_NAMES if n != "Post.Bloom"),
+        ("taa",): tuple(n for n in PASS_NAMES if n != "Post.TAA"),
+        ("exposure",): tuple(n for n in PASS_NAMES if n not in ("Post.Luminance", "Post.Exposure")),
         ("occlusion", "shadows", "post"): ("Cull.Reset", "Cull.Late", "Main.Late"),
     }
+    on = dict(occlusion=True, shadows=True, post=True, bloom=True, taa=True, exposure="auto")
     for off, names in expect.items():
-        h.frame.set_settings(**dict.fromkeys(off, False))
+        changes = {k: 1.0 if k == "exposure" else False for k in off}
+        h.frame.set_settings(**changes)
         assert h.graph.pass_names() == list(names), off
         h.graph.validate()  # every enabled combination reads only what was written before
-        h.frame.set_settings(occlusion=True, shadows=True, post=True)
+        h.frame.set_settings(**on)
     # Main.Late loads colour and depth only in two-phase mode
-    late = h.frame.passes[7]
+    late = h.graph.pass_named("Main.Late")
     assert "frame.depth" in late.reads
     h.frame.set_settings(occlusion=False)
     assert "frame.depth" not in late.reads
+    # Post reads what the chain made: the TAA result, the bloom, the adapted exposure
+    post = h.graph.pass_named("Post")
+    assert post.reads == ("post.taa", "post.bloom", "post.exposure")
+    h.frame.set_settings(taa=False, bloom=False, exposure=0.9)
+    assert post.reads == ("frame.hdr",)
 
 
 def test_graph_rejects_a_read_before_the_write(gpu, scene):
     h = Harness(gpu, scene)
-    hiz, main_early = h.frame.passes[5], h.frame.passes[4]
+    hiz, main_early = h.graph.pass_named("HiZ"), h.graph.pass_named("Main.Early")
     h.graph.passes.remove(hiz)
     h.graph.passes.insert(h.graph.passes.index(main_early), hiz)  # HiZ before its depth
     with pytest.raises(ValueError) as e:
@@ -90,7 +108,8 @@ def test_graph_rejects_a_read_before_the_write(gpu, scene):
 
 
 def test_invariants_and_convergence(gpu, scene):
-    h = Harness(gpu, scene)
+    # no TAA: a moving jitter keeps showing sub-pixel instances for the first time
+    h = Harness(gpu, scene, settings=FrameSettings(taa=False))
     h.render(CAM)
     c = check_invariants(h)
     assert c["drawn_early"] == 0 and c["drawn_late"] == c["visible"]  # first frame: no history
@@ -339,3 +358,22 @@ def test_non_finite_and_huge_instances_are_frustum_culled_on_the_gpu(gpu):
         assert (cls != want).sum() == 0, np.flatnonzero(cls != want)
         assert c["frustum_culled"] == (want == ref.FRUSTUM).sum()
         assert c["shadow_casters"] <= n - 3
+
+
+def test_no_false_culling_under_taa_jitter(gpu):
+    """The sub-pixel and Hi-Z tests judge the jittered image: for offsets near half a pixel
+    every instance the unculled jittered ID render shows was drawn by the culled frame."""
+    scene = random_scene(400, seed=5, spread=30.0)
+    cam = Camera(np.array([3.0, 3.0, 35.0]), np.array([-2.0, 1.0, 0.0]), 55.0, 0.1)
+    h = Harness(gpu, scene, size=(80, 48))  # small output: many sub-pixel instances
+    assert h.frame.settings.taa
+    seen = []
+    for jitter in [(0.0, 0.0), (0.49, -0.49), (-0.49, 0.49), (0.3, 0.45)]:
+        h.frame.jitter_sequence = (jitter,)
+        h.render(cam, 3)
+        assert h.frame.res.jitter == jitter
+        check_invariants(h)
+        check_no_false_culling(h, cam)
+        seen.append(h.visible_ids_unculled(cam))
+    # the jitter changes what covers a pixel centre: otherwise this test proves nothing
+    assert any(s != seen[0] for s in seen[1:])

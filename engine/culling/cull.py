@@ -31,9 +31,10 @@ CULL_DTYPE = np.dtype(
         ("screen", "<f4", 4),  # output size px; pyramid level-0 size in texels
         ("counts", "<u4", 4),  # instances N, flags, batches B, remap region T
         ("misc", "<u4", 4),  # pyramid mip count, camera planes, light planes, 0
+        ("jitter", "<f4", 4),  # xy: the projection's sub-pixel offset in pixels (TAA); zw: 0
     ]
 )
-CULL_UNIFORM_SIZE = CULL_DTYPE.itemsize  # 336 bytes
+CULL_UNIFORM_SIZE = CULL_DTYPE.itemsize  # 352 bytes
 
 
 def cull_uniform(
@@ -53,10 +54,13 @@ def cull_uniform(
     batches: int,
     region_slots: int,
     lod_base_px: float,
+    jitter: tuple[float, float] = (0.0, 0.0),
 ) -> bytes:
-    """Pack the WGSL ``Cull`` struct (``CULL_DTYPE``, 336 bytes) by field name. ``view`` is a
+    """Pack the WGSL ``Cull`` struct (``CULL_DTYPE``, 352 bytes) by field name. ``view`` is a
     4x4 row-major matrix (stored transposed: WGSL matrices are column-major); ``planes`` and
-    ``light_planes`` are up to 6 ``(a, b, c, d)`` rows each."""
+    ``light_planes`` are up to 6 ``(a, b, c, d)`` rows each; ``jitter`` the rendering
+    projection's sub-pixel offset in pixels ``(x right, y down)``: the projected bounds are
+    shifted by it, so the sub-pixel and Hi-Z tests judge what the jittered frame draws."""
     u = np.zeros((), CULL_DTYPE)
     u["view"] = np.asarray(view, np.float32).T
     u["planes"][: len(planes)] = planes
@@ -66,6 +70,7 @@ def cull_uniform(
     u["screen"] = (*screen, *pyramid)
     u["counts"] = (count, flags, batches, region_slots)
     u["misc"] = (levels, len(planes), len(light_planes), 0)
+    u["jitter"][:2] = jitter
     return u.tobytes()
 
 

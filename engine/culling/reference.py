@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.passes.hiz import pyramid_base, pyramid_levels
+from engine.culling.pyramid import pyramid_base, pyramid_levels
 from engine.scene.scene import MAX_WORLD, usable_spheres  # noqa: F401 (part of this spec)
 
 FRUSTUM, SMALL, OCCLUDED, VISIBLE = 0, 1, 2, 3
@@ -53,7 +53,8 @@ FRUSTUM, SMALL, OCCLUDED, VISIBLE = 0, 1, 2, 3
 class CullView:
     """The culling camera. ``view`` (4, 4) world→view; ``planes`` (K, 4) normalised world
     planes; ``eye`` (3,); ``p00``, ``p11`` projection scales; ``near`` in world units;
-    ``screen`` (W, H) pixels; ``lod_base_px`` LOD 1 threshold in pixels."""
+    ``screen`` (W, H) pixels; ``lod_base_px`` LOD 1 threshold in pixels; ``jitter`` the
+    projection's sub-pixel offset in pixels (x right, y down), which shifts the bounds."""
 
     view: np.ndarray
     planes: np.ndarray
@@ -63,6 +64,7 @@ class CullView:
     near: float
     screen: tuple[int, int]
     lod_base_px: float
+    jitter: tuple[float, float] = (0.0, 0.0)
 
 
 def build_pyramid(depth: np.ndarray) -> list[np.ndarray]:
@@ -132,10 +134,11 @@ def classify(
     vx, vy, zz, rr = v[i, 0], v[i, 1], z[i], r[i]
     tx0, tx1 = _slopes(vx, zz, rr)
     ty0, ty1 = _slopes(vy, zz, rr)
-    lo = np.stack([0.5 + 0.5 * tx0 * cv.p00, 0.5 - 0.5 * ty1 * cv.p11], axis=1)
-    hi = np.stack([0.5 + 0.5 * tx1 * cv.p00, 0.5 - 0.5 * ty0 * cv.p11], axis=1)
-    off = (hi < 0).any(axis=1) | (lo > 1).any(axis=1)
     scr = np.array(cv.screen, np.float64)
+    shift = np.asarray(cv.jitter, np.float64) / scr
+    lo = np.stack([0.5 + 0.5 * tx0 * cv.p00, 0.5 - 0.5 * ty1 * cv.p11], axis=1) + shift
+    hi = np.stack([0.5 + 0.5 * tx1 * cv.p00, 0.5 - 0.5 * ty0 * cv.p11], axis=1) + shift
+    off = (hi < 0).any(axis=1) | (lo > 1).any(axis=1)
     px_lo = np.maximum(np.ceil(lo * scr - 0.5), 0)
     px_hi = np.minimum(np.floor(hi * scr - 0.5), scr - 1)
     small = ~off & (px_lo > px_hi).any(axis=1)

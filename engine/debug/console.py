@@ -11,6 +11,7 @@ from collections import deque
 from ..commands import Choice, CommandError, CommandRegistry, Int
 from ..overlay.grid import DebugOverlay
 from ..overlay.panel import HudData, Panel
+from ..settings import SHADOW_SIZES
 from .logtail import ERROR
 from .perf import DIM, HEADER, PANEL_BG, TEXT
 
@@ -62,7 +63,7 @@ def register_frame_commands(registry: CommandRegistry, frame, *, freeze=None) ->
     registry.register(
         "shadow-size",
         shadow_size,
-        args=[Int(256, 8192, power_of_two=True), Choice("confirm", optional=True)],
+        args=[Int(*SHADOW_SIZES, power_of_two=True), Choice("confirm", optional=True)],
         help=f"shadow map size in texels (over {SHADOW_CONFIRM_MIB} MiB: add confirm)",
     )
 

@@ -1,27 +1,69 @@
 """The cull passes of the standard frame (shaders/cull.wgsl): ``Cull.Reset`` (transfer),
-``Shadow.Cull``, ``Cull.Early`` and ``Cull.Late`` (compute).
+``Shadow.Cull``, ``Cull.Early`` and ``Cull.Late`` (compute), and the state they share
+(``CullResources``).
 
 Two-phase occlusion culling after zeux/niagara (Arseny Kapoulkine, "niagara" renderer,
-2020); the numpy specification of every decision is ``engine.culling.reference``. Shared
-state (scene buffers, counters, the cull uniform and bind group) lives on the
-``engine.frame.StandardFrame`` each pass is given.
+2020); the numpy specification of every decision is ``engine.culling.reference``.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+import wgpu
+
+from engine.culling.counters import NUM_COUNTERS
+from engine.culling.cull import (
+    CULL_UNIFORM_SIZE,
+    cull_bind_group,
+    cull_bind_group_layout,
+    workgroups,
+)
 from engine.graph import ComputePass, TransferPass
-from engine.settings import FrameSettings
+from engine.passes.resources import ARGS, COUNTERS, INSTANCES, PYRAMID, REMAP, VISIBILITY
 from engine.shader_registry import shader_pipeline
 
-# Graph resource names (declared reads/writes; the graph checks the order).
-INSTANCES = "scene.instances"  # transforms, bounds, mesh ids: CPU uploads (imported)
-VISIBILITY = "cull.visibility"  # per-instance state kept from the last frame (imported)
-ARGS = "cull.args"  # indirect draw arguments, per region and batch
-REMAP = "cull.remap"  # instance remap lists the draws read
-COUNTERS = "cull.counters"  # the eight atomic counters
-PYRAMID = "hiz.pyramid"
+if TYPE_CHECKING:
+    from engine.passes.resources import FrameResources
+    from engine.settings import FrameSettings
 
 _ENTRY = {"Shadow.Cull": "cull_shadow", "Cull.Early": "cull_early", "Cull.Late": "cull_late"}
+
+
+class CullResources:
+    """The cull's uniform, counters and bind group layout, and ``reset``: the next
+    ``Cull.Reset`` makes the cull ignore last frame's visibility (first frame, resize, knob
+    change, freeze).
+
+    Args:
+        device: the ``wgpu.GPUDevice``; ``gs``: the ``GpuScene`` bound to the cull.
+    """
+
+    def __init__(self, device: wgpu.GPUDevice, gs):
+        self.device, self.gs = device, gs
+        self.workgroups = workgroups(gs.count)
+        self.counters = device.create_buffer(
+            label="cull counters",
+            size=NUM_COUNTERS * 4,
+            usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST,
+        )
+        self.uniform = device.create_buffer(
+            label="cull",
+            size=CULL_UNIFORM_SIZE,
+            usage=wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST,
+        )
+        self.layout = cull_bind_group_layout(device)
+        self.reset = True
+        self._group: tuple | None = None  # (pyramid view, bind group)
+
+    def group(self, pyramid_view) -> wgpu.GPUBindGroup:
+        """The bind group over the pyramid's current view (rebuilt when it was recreated)."""
+        if self._group is None or self._group[0] is not pyramid_view:
+            g = cull_bind_group(
+                self.device, self.layout, self.uniform, self.gs, self.counters, pyramid_view
+            )
+            self._group = (pyramid_view, g)
+        return self._group[1]
 
 
 class CullResetPass(TransferPass):
@@ -30,22 +72,22 @@ class CullResetPass(TransferPass):
 
     writes = (ARGS, COUNTERS)
 
-    def __init__(self, frame):
-        super().__init__("Cull.Reset")
-        self.frame = frame
+    def __init__(self, res: FrameResources, name: str = "Cull.Reset"):
+        super().__init__(name)
+        self.res = res
         self._last_recorded: int | None = None
 
     def enabled_by(self, settings: FrameSettings) -> bool:
         return True
 
     def record(self, ctx, encoder) -> None:
-        f = self.frame
+        r = self.res
         if self._last_recorded is not None:
-            f.stats.record_copy(encoder, f.counters, self._last_recorded)
+            r.stats.record_copy(encoder, r.cull.counters, self._last_recorded)
         self._last_recorded = ctx.frame_index
-        f.gs.reset_args(encoder)
-        encoder.clear_buffer(f.counters)
-        f.reset_recorded()
+        r.gs.reset_args(encoder)
+        encoder.clear_buffer(r.cull.counters)
+        r.cull.reset = False  # the uniform written for this frame carried FLAG_RESET
 
 
 class CullPass(ComputePass):
@@ -54,24 +96,23 @@ class CullPass(ComputePass):
     frustum, sub-pixel, Hi-Z; newly visible queued). One thread per instance.
 
     Args:
-        frame: the ``StandardFrame`` (``device``, ``cull_layout``, ``cull_group``,
-            ``workgroups``).
+        res: the frame's ``FrameResources`` (``cull``, ``pyramid``, ``settings``).
         name: ``"Shadow.Cull"``, ``"Cull.Early"`` or ``"Cull.Late"``.
     """
 
-    def __init__(self, frame, name: str):
+    def __init__(self, res: FrameResources, name: str):
         super().__init__(name)
-        self.frame = frame
+        self.res = res
         self.entry = _ENTRY[name]
-        d = frame.device
-        layout = d.create_pipeline_layout(bind_group_layouts=[frame.cull_layout])
+        d, c = res.device, res.cull
+        layout = d.create_pipeline_layout(bind_group_layouts=[c.layout])
         self.shader = shader_pipeline(
             d,
             "cull.wgsl",
             lambda m: d.create_compute_pipeline(
                 label=name, layout=layout, compute={"module": m, "entry_point": self.entry}
             ),
-        )  # its own module (not frame.cull_module): hot reload rebuilds it
+        )  # its own module: hot reload rebuilds it
 
     @property
     def pipeline(self):  # the current one: hot reload replaces it (engine/shader_registry.py)
@@ -86,7 +127,7 @@ class CullPass(ComputePass):
 
     @property
     def reads(self) -> tuple[str, ...]:
-        s = self.frame.settings
+        s = self.res.settings
         if self.name == "Cull.Late" and s.cull and s.occlusion:
             return (INSTANCES, VISIBILITY, ARGS, PYRAMID)
         return (INSTANCES, VISIBILITY, ARGS)
@@ -98,6 +139,7 @@ class CullPass(ComputePass):
         return (ARGS, REMAP, COUNTERS)
 
     def record(self, ctx, cpass) -> None:
+        r = self.res
         cpass.set_pipeline(self.pipeline)
-        cpass.set_bind_group(0, self.frame.cull_group)
-        cpass.dispatch_workgroups(self.frame.workgroups, 1, 1)
+        cpass.set_bind_group(0, r.cull.group(r.pyramid.view))
+        cpass.dispatch_workgroups(r.cull.workgroups, 1, 1)

@@ -13,25 +13,14 @@ from __future__ import annotations
 
 import wgpu
 
+from engine.culling.pyramid import pyramid_base, pyramid_levels
 from engine.graph import ComputePass
+from engine.passes.resources import DEPTH, PYRAMID
 from engine.shader_registry import shader_pipeline
 
+__all__ = ["DepthPyramid", "HiZPass", "dispatch_count", "pyramid_base", "pyramid_levels"]
+
 FORMAT = "r32float"
-
-
-def pyramid_base(size: int) -> int:
-    """Largest power of two strictly below ``size`` pixels (1 when ``size`` <= 2)."""
-    if size < 1:
-        raise ValueError(f"pyramid size must be >= 1 pixel, got {size}")
-    p = 1
-    while p * 2 < size:
-        p *= 2
-    return p
-
-
-def pyramid_levels(width: int, height: int) -> int:
-    """Mip count of a ``width`` x ``height`` level 0: down to 1x1."""
-    return max(width, height).bit_length()
 
 
 #: Levels one single-pass dispatch writes (its first level plus five reduced in workgroup memory).
@@ -79,18 +68,22 @@ class DepthPyramid:
             per_level = device.limits["max-storage-textures-per-shader-stage"] < LEVELS_PER_DISPATCH
         self.per_level = per_level
         self.levels_per_dispatch = 1 if per_level else LEVELS_PER_DISPATCH
-        e0, er = ("level0", "reduce") if per_level else ("spd_depth", "spd_level")
-        self.shader = shader_pipeline(
-            device,
-            "hiz.wgsl",
-            lambda m: tuple(
-                device.create_compute_pipeline(
-                    label=f"hiz {e}", layout="auto", compute={"module": m, "entry_point": e}
-                )
-                for e in (e0, er)
-            ),
-        )
-        self.shader.on_reload(self._unbind)  # "auto" layouts: new pipelines, new groups
+        entry = "per_level" if per_level else "spd"
+
+        def build(src: str):  # hiz_depth.wgsl / hiz_level.wgsl: one kernel, two sources
+            return shader_pipeline(
+                device,
+                f"hiz_{src}.wgsl",
+                lambda m: device.create_compute_pipeline(
+                    label=f"hiz {src} {entry}",
+                    layout="auto",
+                    compute={"module": m, "entry_point": entry},
+                ),
+            )
+
+        self.shaders = (build("depth"), build("level"))
+        for shader in self.shaders:  # "auto" layouts: new pipelines, new groups
+            shader.on_reload(self._unbind)
         # Unused level slots of the last dispatch still need a view each: 1x1 layers, never
         # written (the shader stores only into levels the pyramid has).
         self._spare = device.create_texture(
@@ -132,11 +125,11 @@ class DepthPyramid:
 
     @property
     def pipe0(self):  # the current ones: hot reload replaces them
-        return self.shader.get()[0]
+        return self.shaders[0].get()
 
     @property
     def pipe_reduce(self):
-        return self.shader.get()[1]
+        return self.shaders[1].get()
 
     def _unbind(self) -> None:
         if self._groups is not None:  # now, inside the reload (a failure rolls it back)
@@ -175,18 +168,18 @@ class DepthPyramid:
 
 
 class HiZPass(ComputePass):
-    """``HiZ``: the depth pyramid of this frame's ``frame.depth`` (after ``Main.Early``)."""
+    """``HiZ``: the depth pyramid (``res.pyramid``) of this frame's depth (after
+    ``Main.Early``)."""
 
-    reads = ("frame.depth",)
-    writes = ("hiz.pyramid",)
+    reads = (DEPTH,)
+    writes = (PYRAMID,)
 
-    def __init__(self, frame):
-        super().__init__("HiZ")
-        self.frame = frame
-        self.pyramid = DepthPyramid(frame.device, frame.graph.size)
+    def __init__(self, res, name: str = "HiZ"):
+        super().__init__(name)
+        self.res = res
 
     def enabled_by(self, settings) -> bool:
         return settings.cull and settings.occlusion
 
     def record(self, ctx, cpass) -> None:
-        self.pyramid.record(cpass, self.frame.graph.view("frame.depth"))
+        self.res.pyramid.record(cpass, self.res.graph.view(DEPTH))

@@ -8,14 +8,25 @@ can render into the map without also binding it).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import wgpu
 
 from engine.graph import RenderPass
+from engine.passes.resources import (
+    DEPTH,
+    DEPTH_FORMAT,
+    DRAW_INPUTS,
+    SHADOW_FORMAT,
+    SHADOW_MAP,
+    SKY_HORIZON,
+)
 from engine.scene.meshes import VERTEX_LAYOUT
 from engine.shader_registry import shader_pipeline
 
-DEPTH_FORMAT = "depth32float"
-SHADOW_FORMAT = "depth32float"
+if TYPE_CHECKING:
+    from engine.passes.resources import FrameResources
+
 
 _V, _F = wgpu.ShaderStage.VERTEX, wgpu.ShaderStage.FRAGMENT
 
@@ -175,92 +186,56 @@ class MeshPipelines:
         )
 
 
-# -- the standard frame's mesh passes --------------------------------------------------------
-SHADOW_MAP = "shadow.map"
-DEPTH = "frame.depth"
-HDR = "frame.hdr"
-GEOMETRY = "scene.geometry"  # vertex and index buffers (imported)
-
-
-class ShadowPass(RenderPass):
-    """``Shadow``: depth-only sun shadow map (reverse-Z, cleared to 0), one indexed indirect
-    draw per batch of the shadow region."""
-
-    reads = (GEOMETRY, "scene.instances", "cull.args", "cull.remap")
-    writes = (SHADOW_MAP,)
-
-    def __init__(self, frame):
-        super().__init__("Shadow")
-        self.frame = frame
-
-    @property
-    def pipeline(self):  # asked each frame: hot reload replaces it
-        return self.frame.mesh.shadow()
-
-    def enabled_by(self, settings) -> bool:
-        return settings.shadows
-
-    def targets(self, ctx) -> dict:
-        return {
-            "color_attachments": [],
-            "depth_stencil_attachment": {
-                "view": self.frame.shadow_view,
-                "depth_clear_value": 0.0,
-                "depth_load_op": "clear",
-                "depth_store_op": "store",
-            },
-        }
-
-    def record(self, ctx, rpass) -> None:
-        f = self.frame
-        rpass.set_pipeline(self.pipeline)
-        f.bind_geometry(rpass)
-        f.gs.draw(rpass, 2, 1, f.draw_group)
-
-
+# -- the standard frame's main passes --------------------------------------------------------
 class MainPass(RenderPass):
     """``Main.Early`` (region 0: last frame's visible set; clears colour and depth) or
     ``Main.Late`` (region 1: the newly visible; loads them, or clears in one-phase mode).
-    Lit colour into the HDR target (the output without Post), reverse-Z ``depth32float``
-    compared with ``greater``."""
+    Lit colour into the HDR target (the output without post), reverse-Z ``depth32float``
+    compared with ``greater``.
 
-    def __init__(self, frame, name: str, sky_color):
+    Args:
+        res: the frame's ``FrameResources``; ``name``: ``"Main.Early"`` or ``"Main.Late"``.
+    """
+
+    def __init__(self, res: FrameResources, name: str):
         super().__init__(name)
-        self.frame, self.early, self.sky = frame, name == "Main.Early", sky_color
+        self.res, self.early = res, name == "Main.Early"
         self.region = 0 if self.early else 1
 
     def enabled_by(self, settings) -> bool:
         return (settings.cull and settings.occlusion) if self.early else True
 
     def _clears(self) -> bool:
-        s = self.frame.settings
+        s = self.res.settings
         return self.early or not (s.cull and s.occlusion)
 
     @property
     def reads(self) -> tuple[str, ...]:
-        r = (GEOMETRY, "scene.instances", "cull.args", "cull.remap")
-        if self.frame.settings.shadows:
+        r = DRAW_INPUTS
+        if self.res.settings.shadows:
             r += (SHADOW_MAP,)
         if not self._clears():
-            r += (DEPTH, self.color_name())
+            r += (DEPTH, self.res.color_name())
         return r
 
     @property
     def writes(self) -> tuple[str, ...]:
-        return (DEPTH, self.color_name())
-
-    def color_name(self) -> str:
-        return HDR if self.frame.settings.post else "output"
+        return (DEPTH, self.res.color_name())
 
     def targets(self, ctx) -> dict:
         op = "clear" if self._clears() else "load"
-        view, _ = self.frame.color_target(ctx)
+        view, _ = self.res.color_target(ctx)
         return {
             "color_attachments": [
-                {"view": view, "clear_value": (*self.sky, 1.0), "load_op": op, "store_op": "store"}
+                {
+                    "view": view,
+                    "clear_value": (*SKY_HORIZON, 1.0),
+                    "load_op": op,
+                    "store_op": "store",
+                }
             ],
             "depth_stencil_attachment": {
-                "view": self.frame.graph.view(DEPTH),
+                "view": self.res.graph.view(DEPTH),
                 "depth_clear_value": 0.0,
                 "depth_load_op": op,
                 "depth_store_op": "store",
@@ -268,12 +243,12 @@ class MainPass(RenderPass):
         }
 
     def record(self, ctx, rpass) -> None:
-        f = self.frame
-        _, fmt = f.color_target(ctx)
-        rpass.set_pipeline(f.mesh.main(fmt))
-        f.bind_geometry(rpass)
-        rpass.set_bind_group(2, f.shadow_group)
-        f.gs.draw(rpass, self.region, 1, f.draw_group)
-        lines = None if self.early else f.frustum_lines(fmt)
+        r = self.res
+        _, fmt = r.color_target(ctx)
+        rpass.set_pipeline(r.mesh.main(fmt))
+        r.bind_geometry(rpass)
+        rpass.set_bind_group(2, r.shadow.group)
+        r.gs.draw(rpass, self.region, 1, r.draw_group)
+        lines = None if self.early else r.frustum_lines(fmt)
         if lines is not None:  # F2: the frozen culling frustum, over the last main pass
             lines.record(ctx, rpass)

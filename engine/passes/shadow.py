@@ -1,4 +1,5 @@
-"""The sun's orthographic shadow projection, fitted to the view, and frustum planes.
+"""The sun's shadow in one place: its orthographic projection fitted to the view, frustum
+planes, the map (``ShadowMap``) and the ``Shadow`` pass that renders it.
 
 The shadowed region (the receivers) is what the camera sees: its view frustum from the near
 plane to a shadow distance, clipped to the scene's extent (:func:`shadow_region`); one
@@ -13,12 +14,16 @@ Rendering of Cascaded Shadow Maps" (ShaderX6).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
 import numpy as np
+import wgpu
 
+from engine.graph import RenderPass
 from engine.math3d import look_at, orthographic
+from engine.passes.resources import DRAW_INPUTS, SHADOW_FORMAT, SHADOW_MAP
 
 SHADOW_DISTANCE = 90.0  # default view depth (world units, metres in the city) shadowed
 
@@ -49,6 +54,13 @@ def frustum_planes(view_proj: np.ndarray, *, near: bool = True, far: bool = Fals
     return p.astype(np.float32)
 
 
+@functools.lru_cache(maxsize=8)
+def _sun_rotation(sun: tuple[float, float, float]) -> np.ndarray:
+    """The light's view rotation (eye at the origin looking along -sun), float64; cached:
+    the sun rarely moves, and ``look_at`` is a dozen small numpy calls."""
+    return look_at(np.zeros(3), -np.asarray(sun, np.float64)).astype(np.float64)
+
+
 def fit_sun(
     sun_dir: np.ndarray,
     focus: np.ndarray,
@@ -68,7 +80,7 @@ def fit_sun(
         ``extent`` that can shadow it (:func:`caster_reach`).
     """
     sun = np.asarray(sun_dir, np.float64)
-    rot = look_at(np.zeros(3), -sun).astype(np.float64)  # rotation only: eye at origin
+    rot = _sun_rotation(tuple(sun.tolist()))  # rotation only: eye at origin
     texel = 2.0 * radius / map_size
     f = rot[:3, :3] @ np.asarray(focus, np.float64)
     fx, fy = np.floor(f[0] / texel) * texel, np.floor(f[1] / texel) * texel
@@ -130,17 +142,23 @@ def shadow_region(view_proj: np.ndarray, distance: float, extent) -> tuple[np.nd
     corners = w[:, :3] / w[:, 3:]
     slice_c, slice_r = _slice_sphere(corners)
     lo, hi = (np.asarray(v, np.float64) for v in extent)
-    whole_c, whole_r = (lo + hi) / 2.0, float(np.linalg.norm(hi - lo)) / 2.0
+    whole_c, whole_r = (lo + hi) / 2.0, _length(hi - lo) / 2.0
     if whole_r <= slice_r:
         center, radius = whole_c, whole_r
     else:
         clo, chi = np.maximum(corners.min(axis=0), lo), np.minimum(corners.max(axis=0), hi)
-        if (clo <= chi).all() and np.linalg.norm(chi - clo) / 2.0 < slice_r:
-            center, radius = (clo + chi) / 2.0, float(np.linalg.norm(chi - clo)) / 2.0
+        if (clo <= chi).all() and _length(chi - clo) / 2.0 < slice_r:
+            center, radius = (clo + chi) / 2.0, _length(chi - clo) / 2.0
         else:  # nothing of the scene in view, or the slice is the tighter fit
             center, radius = slice_c, slice_r
     radius = 2.0 ** (math.ceil(8.0 * math.log2(max(radius, 1e-3))) / 8.0)
     return center, radius
+
+
+def _length(v: np.ndarray) -> float:
+    """``np.linalg.norm`` of a (3,) float64 vector, same arithmetic (sqrt of the dot
+    product), without its dispatch: the fit runs every frame the camera moves."""
+    return math.sqrt(float(v @ v))
 
 
 def _slice_sphere(corners: np.ndarray) -> tuple[np.ndarray, float]:
@@ -151,9 +169,92 @@ def _slice_sphere(corners: np.ndarray) -> tuple[np.ndarray, float]:
     cn, cf = near_pts.mean(axis=0), far_pts.mean(axis=0)
     a2 = float(((near_pts[0] - cn) ** 2).sum())  # squared half-diagonals
     b2 = float(((far_pts[0] - cf) ** 2).sum())
-    length = float(np.linalg.norm(cf - cn))
+    length = _length(cf - cn)
     if length < 1e-12:
         return cn, math.sqrt(max(a2, b2))
     t = min(max((length * length + b2 - a2) / (2.0 * length), 0.0), length)
     center = cn + (cf - cn) * (t / length)
     return center, float(np.linalg.norm(corners - center, axis=1).max())
+
+
+# -- the map and its pass ----------------------------------------------------------------------
+class ShadowMap:
+    """The sun's depth map (``SHADOW_FORMAT``, ``size`` x ``size`` texels), the bind group the
+    main pipeline samples it through, and its per-frame fit.
+
+    Args:
+        device: the ``wgpu.GPUDevice``; ``mesh``: the ``MeshPipelines`` (its shadow layout).
+        size: texels per side (checked by ``FrameSettings``).
+    """
+
+    def __init__(self, device, mesh, size: int):
+        self.device, self.mesh = device, mesh
+        self.texture = None
+        self._last: tuple | None = None  # (inputs, SunFit) of the last fit
+        self.resize(size)
+
+    def resize(self, size: int) -> None:
+        """Recreate the map at ``size`` texels per side (no-op when unchanged)."""
+        if self.texture is not None:
+            if self.size == size:
+                return
+            self.texture.destroy()
+        self.size = size
+        self.texture = self.device.create_texture(
+            label="shadow map",
+            size=(size, size, 1),
+            format=SHADOW_FORMAT,
+            usage=wgpu.TextureUsage.RENDER_ATTACHMENT | wgpu.TextureUsage.TEXTURE_BINDING,
+        )
+        self.view = self.texture.create_view()
+        self.group = self.mesh.shadow_group(self.view)
+
+    def fit(self, view_proj: np.ndarray, scene, radius: float | None) -> SunFit:
+        """The sun's projection for a camera ``view_proj`` (4, 4): receivers up to view depth
+        ``radius`` (world units; None: ``SHADOW_DISTANCE``) in ``scene``'s extent. A camera
+        that did not move reuses the last fit."""
+        key = (np.asarray(view_proj).tobytes(), radius, self.size, id(scene))
+        if self._last is not None and self._last[0] == key:
+            return self._last[1]
+        extent = scene.extent
+        center, r = shadow_region(view_proj, radius or SHADOW_DISTANCE, extent)
+        fit = fit_sun(scene.sun_direction, center, r, extent, self.size)
+        self._last = (key, fit)
+        return fit
+
+
+class ShadowPass(RenderPass):
+    """``Shadow``: depth-only sun shadow map (reverse-Z, cleared to 0), one indexed indirect
+    draw per batch of the shadow region.
+
+    Args:
+        res: the frame's ``FrameResources`` (``shadow``, ``mesh``, ``gs``).
+    """
+
+    def __init__(self, res, name: str = "Shadow"):
+        super().__init__(name, reads=DRAW_INPUTS, writes=(SHADOW_MAP,))
+        self.res = res
+
+    @property
+    def pipeline(self):  # asked each frame: hot reload replaces it
+        return self.res.mesh.shadow()
+
+    def enabled_by(self, settings) -> bool:
+        return settings.shadows
+
+    def targets(self, ctx) -> dict:
+        return {
+            "color_attachments": [],
+            "depth_stencil_attachment": {
+                "view": self.res.shadow.view,
+                "depth_clear_value": 0.0,
+                "depth_load_op": "clear",
+                "depth_store_op": "store",
+            },
+        }
+
+    def record(self, ctx, rpass) -> None:
+        r = self.res
+        rpass.set_pipeline(self.pipeline)
+        r.bind_geometry(rpass)
+        r.gs.draw(rpass, 2, 1, r.draw_group)

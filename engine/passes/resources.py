@@ -1,0 +1,114 @@
+"""What the standard frame's passes are given: the graph resource names (this is the one
+place they are spelled) and ``FrameResources``, the typed set of shared GPU objects.
+
+A pass of the standard frame is constructed as ``PassClass(res, name)`` and keeps ``res``;
+it reads only the fields below, never the frame that built it, and never another pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import wgpu
+
+from engine.graph import OUTPUT, RenderGraph  # OUTPUT: the imported output, named here too
+
+if TYPE_CHECKING:
+    from engine.culling.gpu_scene import GpuScene
+    from engine.culling.stats import CullStats
+    from engine.passes.cull import CullResources
+    from engine.passes.frustum_lines import FrustumLines
+    from engine.passes.hiz import DepthPyramid
+    from engine.passes.mesh import MeshPipelines
+    from engine.passes.shadow import ShadowMap
+    from engine.settings import FrameSettings
+
+# -- graph resource names (declared reads/writes; the graph checks the order) ----------------
+INSTANCES = "scene.instances"  # transforms, bounds, mesh ids: CPU uploads (imported)
+VISIBILITY = "cull.visibility"  # per-instance state kept from the last frame (imported)
+GEOMETRY = "scene.geometry"  # vertex and index buffers (imported)
+ARGS = "cull.args"  # indirect draw arguments, per region and batch
+REMAP = "cull.remap"  # instance remap lists the draws read
+COUNTERS = "cull.counters"  # the eight atomic counters
+PYRAMID = "hiz.pyramid"  # the depth pyramid (Hi-Z)
+SHADOW_MAP = "shadow.map"  # the sun's depth map
+DEPTH = "frame.depth"  # reverse-Z depth32float at the output size
+HDR = "frame.hdr"  # linear HDR colour (rgba16float) Main draws into
+HISTOGRAM = "post.histogram"  # luminance histogram (storage buffer of u32 bins)
+EXPOSURE = "post.exposure"  # adapted exposure (history pair: read as EXPOSURE@prev)
+BLOOM = "post.bloom"  # the bloom chain's result (half size, mip 0 of the up chain)
+TAA = "post.taa"  # the resolved anti-aliased HDR colour (history pair: TAA@prev)
+
+DEPTH_FORMAT = "depth32float"
+SHADOW_FORMAT = "depth32float"
+HDR_FORMAT = "rgba16float"
+
+#: Main's clear colour: the sky's horizon, linear (Post draws the sky where depth is 0).
+SKY_HORIZON = (0.62, 0.72, 0.84)
+
+#: What one indirect mesh draw of the scene reads.
+DRAW_INPUTS = (GEOMETRY, INSTANCES, ARGS, REMAP)
+
+
+@dataclass(eq=False)
+class FrameResources:
+    """The standard frame's shared objects, built once by ``engine.frame.StandardFrame``.
+
+    Attributes:
+        device: the ``wgpu.GPUDevice``. ``graph``: the ``RenderGraph`` (named textures and
+            buffers: ``graph.view(HDR)``, ``graph.buffer(EXPOSURE)``).
+        settings: the current ``FrameSettings`` (replaced by ``StandardFrame.configure``).
+        gs: the ``GpuScene`` (scene buffers, indirect args, remap, draws).
+        mesh: the ``MeshPipelines``; ``view_group`` / ``draw_group`` its bind groups 0 and 1.
+        view_uniform: the ``View`` uniform buffer (``engine.frame.VIEW_DTYPE``).
+        cull: the cull's uniform, counters, layout and bind group (``CullResources``).
+        shadow: the sun's shadow map and fit (``ShadowMap``).
+        pyramid: the Hi-Z ``DepthPyramid`` (resized with the graph).
+        stats: the ``CullStats`` readback of the counters.
+        frustum_lines: ``fmt -> FrustumLines | None``: the frozen culling frustum to draw
+            over the last main pass into a target of that format, or None.
+        jitter: this frame's sub-pixel offset of the projection in pixels ``(x right,
+            y down)``, (0, 0) without TAA.
+        view_proj, prev_view_proj: ``(4, 4)`` float64 world -> clip of the rendering camera,
+            unjittered, this frame and the last (None before the second frame).
+        inv_view_proj: ``(4, 4)`` float64 clip -> world of this frame's jittered projection.
+        camera_cut: the camera jumped this frame (TAA takes the current frame alone).
+    """
+
+    device: wgpu.GPUDevice
+    graph: RenderGraph
+    settings: FrameSettings
+    gs: GpuScene
+    mesh: MeshPipelines
+    view_uniform: wgpu.GPUBuffer
+    view_group: wgpu.GPUBindGroup
+    draw_group: wgpu.GPUBindGroup
+    cull: CullResources
+    shadow: ShadowMap
+    pyramid: DepthPyramid
+    stats: CullStats
+    frustum_lines: Callable[[str], FrustumLines | None]
+    jitter: tuple[float, float] = (0.0, 0.0)
+    camera: Any = None  # the camera of the frame being recorded
+    view_proj: Any = None
+    prev_view_proj: Any = None
+    inv_view_proj: Any = None
+    camera_cut: bool = False
+
+    def bind_geometry(self, rpass) -> None:
+        """Bind group 0 and the scene's vertex and index buffers."""
+        rpass.set_bind_group(0, self.view_group)
+        rpass.set_vertex_buffer(0, self.gs.vertices)
+        rpass.set_index_buffer(self.gs.indices, "uint32")
+
+    def color_name(self) -> str:
+        """The resource Main draws into: ``HDR``, or ``OUTPUT`` without post."""
+        return HDR if self.settings.post else OUTPUT
+
+    def color_target(self, ctx) -> tuple[Any, str]:
+        """``(view, format)`` Main renders to: the HDR texture, or the output without post."""
+        if self.settings.post:
+            return self.graph.view(HDR), HDR_FORMAT
+        return ctx.output, self.graph.output_format

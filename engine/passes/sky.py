@@ -1,0 +1,55 @@
+"""``Sky``: the sky model (shaders/sky.wgsl, ``sky_color`` of frame_common.wgsl) drawn into
+the HDR target where the main passes drew nothing, before the post chain reads it."""
+
+from __future__ import annotations
+
+import wgpu
+
+from engine.graph import RenderPass
+from engine.passes.resources import DEPTH, DEPTH_FORMAT, HDR, HDR_FORMAT
+from engine.shaders import shader_module
+
+
+class SkyPass(RenderPass):
+    """``Sky``: a fullscreen triangle at depth 0 tested ``equal`` against ``frame.depth``
+    (read-only): writes ``frame.hdr`` only where the depth is still the clear value."""
+
+    reads = (HDR, DEPTH)
+    writes = (HDR,)
+
+    def __init__(self, res, name: str = "Sky"):
+        super().__init__(name)
+        self.res = res
+        d = res.device
+        m = shader_module(d, "sky.wgsl")
+        self.pipeline = d.create_render_pipeline(
+            label=name,
+            layout="auto",
+            vertex={"module": m, "entry_point": "vs_sky"},
+            primitive={"topology": "triangle-list"},
+            depth_stencil={
+                "format": DEPTH_FORMAT,
+                "depth_write_enabled": False,
+                "depth_compare": "equal",  # reverse-Z cleared to 0: nothing drawn there
+            },
+            fragment={"module": m, "entry_point": "fs_sky", "targets": [{"format": HDR_FORMAT}]},
+        )
+        self.group = d.create_bind_group(
+            layout=self.pipeline.get_bind_group_layout(0),
+            entries=[{"binding": 0, "resource": {"buffer": res.view_uniform}}],
+        )
+
+    def enabled_by(self, settings) -> bool:
+        return settings.post
+
+    def targets(self, ctx) -> dict:
+        g = self.res.graph
+        return {
+            "color_attachments": [{"view": g.view(HDR), "load_op": "load", "store_op": "store"}],
+            "depth_stencil_attachment": {"view": g.view(DEPTH), "depth_read_only": True},
+        }
+
+    def record(self, ctx, rpass: wgpu.GPURenderPassEncoder) -> None:
+        rpass.set_pipeline(self.pipeline)
+        rpass.set_bind_group(0, self.group)
+        rpass.draw(3)

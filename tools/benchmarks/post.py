@@ -1,0 +1,161 @@
+"""Post-chain benchmark (issue 17): printed figures, no pass/fail.
+
+1. GPU ms of ``Post.Luminance``, ``Post.Exposure``, ``Post.Bloom``, ``Post.TAA`` and ``Post`` at
+   1920x1080, with a bare fullscreen alpha-blended triangle drawn in the same frames (a pass
+   after ``Post``) as the raster baseline, so the ratios read on any GPU.
+2. CPU us per frame of the graph's history and snapshot bookkeeping (a graph of two empty
+   passes with and without a history pair and a snapshot).
+3. CPU ms to record the standard frame with the whole post chain (``--exposure auto``, bloom,
+   TAA) at 1k / 100k / 1M instances, and ``StandardFrame.update`` alone.
+
+Goals (H200): Luminance + Exposure <= 0.05 ms; Bloom <= 1.5x the blend; TAA <= 1.5x the blend;
+bookkeeping <= 20 us; record(100k) <= 2.0 ms CPU; record(1M) <= 1.2x record(1k).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import wgpu
+
+SIZE = (1920, 1080)
+POST = ("Post.Luminance", "Post.Exposure", "Post.Bloom", "Post.TAA", "Post")
+
+
+def _setup(gpu, n: int, *, profile: bool, blend: bool = False):
+    from engine.frame import StandardFrame
+    from engine.graph import OUTPUT, RenderGraph, RenderPass
+    from engine.loop import FrameLoop
+    from engine.scene.procedural import city
+    from engine.settings import FrameSettings
+    from engine.surfaces import OffscreenTarget
+
+    scene, path = city(n, seed=0)
+    target = OffscreenTarget(gpu.device, SIZE)
+    graph = RenderGraph(gpu.device, output_format=target.format, size=SIZE)
+    frame = StandardFrame(gpu, graph, scene, FrameSettings(exposure="auto"))
+    if blend:
+        from benchmarks.hud import _fullscreen_blend
+
+        def load(ctx):
+            att = {"view": ctx.output, "load_op": "load", "store_op": "store"}
+            return {"color_attachments": [att]}
+
+        draw = _fullscreen_blend(gpu.device, target.format)
+        graph.add(
+            RenderPass(
+                "Blend", lambda ctx, rp: draw(rp), targets=load, reads=(OUTPUT,), writes=(OUTPUT,)
+            )
+        )
+    if profile:
+        from engine.profiling import FrameProfiler
+
+        graph.profiler = FrameProfiler(gpu, gpu=True, cpu=False)
+    return frame, graph, target, path, FrameLoop(gpu, graph)
+
+
+def _frames(gpu, frame, graph, target, path, loop, count: int, sync: bool) -> list[float]:
+    times = []
+    for i in range(count):
+        t0 = time.perf_counter()
+        loop.frame(target.view, 4.0 + i / 60, lambda ctx: frame.update(ctx, path.at(ctx.time)))
+        times.append((time.perf_counter() - t0) * 1e3)
+        if sync:  # a software GPU would fall ever further behind; a real one runs ahead
+            gpu.queue.read_buffer(frame.counters)
+    return times
+
+
+def run(gpu, args) -> None:
+    quick = getattr(args, "quick", False)
+    frames = 8 if quick else 40
+    _gpu_costs(gpu, frames)
+    _bookkeeping(gpu, 200 if quick else 2000)
+    _record(gpu, (1_000, 100_000) if quick else (1_000, 100_000, 1_000_000), frames)
+
+
+def _gpu_costs(gpu, frames: int) -> None:
+    frame, graph, target, path, loop = _setup(gpu, 10_000, profile=True, blend=True)
+    _frames(gpu, frame, graph, target, path, loop, frames, sync=False)
+    loop.drain()
+    hist = [t for t in loop.telemetry.history if t.gpu][3:]
+    if not hist:
+        print("GPU timings: n/a (no timestamp-query)")
+        return
+    per: dict[str, list[float]] = {}
+    for t in hist:
+        for s in t.gpu:
+            per.setdefault(s.name, []).append(s.duration_ms)
+    med = {k: statistics.median(v) for k, v in per.items()}
+    blend = med.get("Blend", 0.0)
+    print(f"GPU at {SIZE[0]}x{SIZE[1]}, median of {len(hist)} frames back to back:")
+    print(f"  Blend (baseline)   {blend:8.3f} ms  bare fullscreen alpha-blended triangle")
+    for name in POST:
+        ratio = f"{med[name] / blend:5.2f}x blend" if blend > 0 else ""
+        print(f"  {name:<18} {med.get(name, 0.0):8.3f} ms  {ratio}")
+    lum = med.get("Post.Luminance", 0.0) + med.get("Post.Exposure", 0.0)
+    print(f"  histogram + adaptation {lum:.3f} ms (goal <= 0.05 on H200); "
+          f"bloom and TAA goal <= 1.5x blend")  # fmt: skip
+
+
+def _bookkeeping(gpu, n: int) -> None:
+    """execute() CPU of two empty passes, plain vs a history pair plus a snapshot read."""
+    from engine.graph import FrameContext, RenderGraph, RenderPass, TextureDesc, TransferPass
+
+    d = gpu.device
+
+    def graph(temporal: bool):
+        g = RenderGraph(d, output_format="rgba8unorm", size=SIZE)
+        usage = wgpu.TextureUsage.RENDER_ATTACHMENT | wgpu.TextureUsage.TEXTURE_BINDING
+        g.create_texture("t", TextureDesc("rgba16float", usage), history=temporal)
+
+        def targets(ctx):
+            att = {"view": ctx.graph.view("t"), "load_op": "load", "store_op": "store"}
+            return {"color_attachments": [att]}
+
+        g.add(RenderPass("W", lambda ctx, rp: None, targets=targets, writes=("t",)))
+        reads = ("t@prev", "t@W") if temporal else ("t",)
+        g.add(TransferPass("R", lambda ctx, enc: None, reads=reads))
+        return g
+
+    out = {}
+    for temporal in (False, True):
+        g = graph(temporal)
+        ts = []
+        for i in range(n):
+            enc = d.create_command_encoder()
+            ctx = FrameContext(d, g, i, 0.0, SIZE, None)
+            t0 = time.perf_counter()
+            g.execute(enc, ctx)
+            ts.append(time.perf_counter() - t0)
+            if i % 50 == 0:
+                d.queue.submit([enc.finish()])
+        out[temporal] = statistics.median(ts[10:]) * 1e6
+    print(f"graph bookkeeping: execute {out[False]:6.1f} us plain, {out[True]:6.1f} us with a "
+          f"history pair and a snapshot: {out[True] - out[False]:5.1f} us per frame "
+          f"(goal <= 20)")  # fmt: skip
+
+
+def _record(gpu, counts, frames: int) -> None:
+    base = None
+    for n in counts:
+        frame, graph, target, path, loop = _setup(gpu, n, profile=False)
+        t = _frames(gpu, frame, graph, target, path, loop, frames, sync=True)[3:]
+        med = statistics.median(t)
+        base = base or med
+        ups = []
+        for i in range(frames):
+            ctx = _ctx(gpu, graph, i)
+            cam = path.at(ctx.time)
+            t0 = time.perf_counter()
+            frame.update(ctx, cam)
+            ups.append((time.perf_counter() - t0) * 1e3)
+        print(f"record frame with post chain N={n:>9,}: {med:7.3f} ms CPU (median of {len(t)}), "
+              f"{med / base:4.2f}x of N={counts[0]:,}; update {statistics.median(ups):.3f} ms",
+              flush=True)  # fmt: skip
+
+
+def _ctx(gpu, graph, i: int):
+    from engine.graph import FrameContext
+
+    return FrameContext(gpu.device, graph, i, 4.0 + i / 60, SIZE, None)
