@@ -318,7 +318,9 @@ def test_every_pipeline_of_s13_the_hud_and_the_flame_chart_reloads(tmp_path, mon
     argv = ["--capture", str(png), "--frames", "5", "--size", "64x36", "--instances", "40",
             "--overlay", "flame", "--gpu-profile"]  # fmt: skip
     assert app_module.run(Touched, argv) == 0
-    assert {"cull.wgsl", "hiz.wgsl", "mesh.wgsl", "post.wgsl", "debug_overlay.wgsl",
+    assert {"cull.wgsl", "hiz_depth.wgsl", "hiz_level.wgsl", "mesh.wgsl", "post.wgsl",
+            "post_luminance.wgsl", "post_bloom.wgsl", "post_taa.wgsl", "sky.wgsl",
+            "debug_overlay.wgsl",
             "flame_draw.wgsl", "flame_select.wgsl"} <= seen["names"]  # fmt: skip
     assert seen["result"].ok, seen["result"].text
     assert f"{seen['pipelines']} pipelines in" in seen["result"].text

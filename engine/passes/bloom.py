@@ -13,7 +13,7 @@ import wgpu
 
 from engine.graph import ComputePass, TextureDesc
 from engine.passes.resources import BLOOM, HDR, HDR_FORMAT
-from engine.shaders import shader_module
+from engine.shader_registry import shader_pipeline
 
 BLOOM_DOWN = BLOOM + ".down"
 MAX_LEVELS = 6  # 1/2 .. 1/64 of the output: ~30 px wide at 1080p
@@ -49,17 +49,32 @@ class BloomPass(ComputePass):
                     mip_level_count=lambda w, h: bloom_levels(2 * w, 2 * h),
                 ),
             )
-        m = shader_module(d, "post_bloom.wgsl")
-        self.down, self.up = (
-            d.create_compute_pipeline(
-                label=f"{name} {e}", layout="auto", compute={"module": m, "entry_point": e}
-            )
-            for e in ("downsample", "upsample")
+        self.shader = shader_pipeline(
+            d,
+            "post_bloom.wgsl",
+            lambda m: tuple(
+                d.create_compute_pipeline(
+                    label=f"{name} {e}", layout="auto", compute={"module": m, "entry_point": e}
+                )
+                for e in ("downsample", "upsample")
+            ),
         )
+        self.shader.on_reload(self._unbind)  # "auto" layouts: new pipelines, new groups
         self.sampler = d.create_sampler(
             label="bloom", mag_filter="linear", min_filter="linear"
         )  # clamp-to-edge by default
         self._steps: tuple | None = None
+
+    @property
+    def down(self):  # the current pipelines: hot reload replaces them
+        return self.shader.get()[0]
+
+    @property
+    def up(self):
+        return self.shader.get()[1]
+
+    def _unbind(self) -> None:
+        self._steps = None
 
     def enabled_by(self, settings) -> bool:
         return settings.post and settings.bloom

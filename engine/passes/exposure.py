@@ -15,7 +15,7 @@ import wgpu
 
 from engine.graph import ComputePass
 from engine.passes.resources import EXPOSURE, HDR, HISTOGRAM
-from engine.shaders import shader_module
+from engine.shader_registry import shader_pipeline
 
 BINS = 64
 MIN_LOG2 = -10.0  # bin 0: luminance below 2^-10 (cd/m^2-free: linear scene units)
@@ -63,14 +63,29 @@ class LuminancePass(ComputePass):
         d = res.device
         usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC
         res.graph.create_buffer(HISTOGRAM, size=BINS * 4, usage=usage)
-        m = shader_module(d, "post_luminance.wgsl")
-        self.clear, self.count = (
-            d.create_compute_pipeline(
-                label=f"{name} {e}", layout="auto", compute={"module": m, "entry_point": e}
-            )
-            for e in ("clear_bins", "histogram_bins")
+        self.shader = shader_pipeline(
+            d,
+            "post_luminance.wgsl",
+            lambda m: tuple(
+                d.create_compute_pipeline(
+                    label=f"{name} {e}", layout="auto", compute={"module": m, "entry_point": e}
+                )
+                for e in ("clear_bins", "histogram_bins")
+            ),
         )
+        self.shader.on_reload(self._unbind)  # "auto" layouts: new pipelines, new groups
         self._groups: tuple | None = None
+
+    @property
+    def clear(self):  # the current pipelines: hot reload replaces them
+        return self.shader.get()[0]
+
+    @property
+    def count(self):
+        return self.shader.get()[1]
+
+    def _unbind(self) -> None:
+        self._groups = None
 
     def enabled_by(self, settings) -> bool:
         return settings.post and settings.auto_exposure
@@ -119,12 +134,20 @@ class ExposurePass(ComputePass):
             size=32,
             usage=wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST,
         )
-        m = shader_module(d, "post_exposure.wgsl")
-        self.pipeline = d.create_compute_pipeline(
-            label=name, layout="auto", compute={"module": m, "entry_point": "adapt"}
+        self.shader = shader_pipeline(
+            d,
+            "post_exposure.wgsl",
+            lambda m: d.create_compute_pipeline(
+                label=name, layout="auto", compute={"module": m, "entry_point": "adapt"}
+            ),
         )
+        self.shader.on_reload(lambda: self._groups.clear())  # "auto" layout: new groups
         self._groups: dict = {}
         self._last_time: float | None = None
+
+    @property
+    def pipeline(self):  # the current one: hot reload replaces it (engine/shader_registry.py)
+        return self.shader.get()
 
     def enabled_by(self, settings) -> bool:
         return settings.post and settings.auto_exposure

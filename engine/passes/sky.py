@@ -7,7 +7,7 @@ import wgpu
 
 from engine.graph import RenderPass
 from engine.passes.resources import DEPTH, DEPTH_FORMAT, HDR, HDR_FORMAT
-from engine.shaders import shader_module
+from engine.shader_registry import shader_pipeline
 
 
 class SkyPass(RenderPass):
@@ -21,8 +21,12 @@ class SkyPass(RenderPass):
         super().__init__(name)
         self.res = res
         d = res.device
-        m = shader_module(d, "sky.wgsl")
-        self.pipeline = d.create_render_pipeline(
+        self.shader = shader_pipeline(d, "sky.wgsl", lambda m: self._make(m, name))
+        self.shader.on_reload(self._bind)  # "auto" layout: a new group
+        self._bind()
+
+    def _make(self, m, name: str):
+        return self.res.device.create_render_pipeline(
             label=name,
             layout="auto",
             vertex={"module": m, "entry_point": "vs_sky"},
@@ -34,9 +38,15 @@ class SkyPass(RenderPass):
             },
             fragment={"module": m, "entry_point": "fs_sky", "targets": [{"format": HDR_FORMAT}]},
         )
-        self.group = d.create_bind_group(
+
+    @property
+    def pipeline(self):  # the current one: hot reload replaces it (engine/shader_registry.py)
+        return self.shader.get()
+
+    def _bind(self) -> None:
+        self.group = self.res.device.create_bind_group(
             layout=self.pipeline.get_bind_group_layout(0),
-            entries=[{"binding": 0, "resource": {"buffer": res.view_uniform}}],
+            entries=[{"binding": 0, "resource": {"buffer": self.res.view_uniform}}],
         )
 
     def enabled_by(self, settings) -> bool:

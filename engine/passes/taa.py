@@ -15,7 +15,7 @@ import wgpu
 
 from engine.graph import ComputePass, TextureDesc
 from engine.passes.resources import DEPTH, HDR, HDR_FORMAT, TAA
-from engine.shaders import shader_module
+from engine.shader_registry import shader_pipeline
 
 JITTER_SAMPLES = 16
 CURRENT_WEIGHT = 0.1  # of the new frame in the blend (0.9 of the clamped history)
@@ -69,10 +69,14 @@ class TaaPass(ComputePass):
         tex = wgpu.TextureUsage
         usage = tex.STORAGE_BINDING | tex.TEXTURE_BINDING | tex.COPY_SRC
         g.create_texture(TAA, TextureDesc(HDR_FORMAT, usage), history=True)
-        m = shader_module(d, "post_taa.wgsl")
-        self.pipeline = d.create_compute_pipeline(
-            label=name, layout="auto", compute={"module": m, "entry_point": "resolve"}
+        self.shader = shader_pipeline(
+            d,
+            "post_taa.wgsl",
+            lambda m: d.create_compute_pipeline(
+                label=name, layout="auto", compute={"module": m, "entry_point": "resolve"}
+            ),
         )
+        self.shader.on_reload(lambda: self._groups.clear())  # "auto" layout: new groups
         self.uniform = d.create_buffer(
             label=name, size=208, usage=wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST
         )
@@ -80,6 +84,10 @@ class TaaPass(ComputePass):
         self._groups: dict = {}
         self._data = np.zeros(52, np.float32)
         self.reset_frames = 0  # frames that took the current frame alone (tests, HUD)
+
+    @property
+    def pipeline(self):  # the current one: hot reload replaces it (engine/shader_registry.py)
+        return self.shader.get()
 
     def enabled_by(self, settings) -> bool:
         return settings.post and settings.taa
