@@ -2,15 +2,16 @@
 the pixel-column level of detail, and picking, as one compute pass of six dispatches.
 
 Per frame, whatever the span count, the CPU writes one 112-byte uniform and records the same
-six kinds of dispatch (the span ones once per store chunk, ``SpanStore.chunk_spans`` spans
-each: the adapter's binding limit): ``reset`` (clear the per-cell buffers and counters), ``classify`` (every
-span: in the time range, in a visible row of a shown lane; a span at least one pixel wide is
-appended to the instance list at once, a narrower one bids ``atomicMax`` of ``(search match
-<< 31) | bits(f32 duration)`` for its (row, pixel column) cell), ``resolve`` (the bidders
-whose key won write ``atomicMin`` of their index: ties go to the lowest index, so the choice
-is deterministic), ``compact`` (each won cell, per chunk the cells its winner is in, appends its span as a one-pixel *collapsed*
-instance), ``finish`` (indirect draw and pick dispatch arguments), ``pick`` (indirect, over
-the drawn instances: the lowest span index under the cursor).
+six kinds of dispatch (the span ones once per store chunk: ``SpanStore.chunk_spans`` spans
+each, the adapter's binding limit): ``reset`` (clear the per-cell buffers and counters),
+``classify`` (every span: in the time range, in a visible row of a shown lane; a span at
+least one pixel wide is appended to the instance list at once, a narrower one bids
+``atomicMax`` of ``(search match << 31) | bits(f32 duration)`` for its (row, pixel column)
+cell), ``resolve`` (the bidders whose key won write ``atomicMin`` of their index: ties go to
+the lowest index, so the choice is deterministic), ``compact`` (each won cell appends its
+span as a one-pixel *collapsed* instance; per chunk, the cells whose winner it holds),
+``finish`` (indirect draw and pick dispatch arguments), ``pick`` (indirect, over the drawn
+instances: the lowest span index under the cursor).
 
 So the output is bounded by rows x screen width (plus the spans wider than a pixel, which
 never overlap in a well-nested row), never by the span count, and no span wider than a
