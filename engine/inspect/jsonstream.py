@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import orjson
 
-BLOCK = 8 << 20
+BLOCK = 2 << 20
 PENDING_MAX = 512 << 20  # a region with no event boundary in it: not a trace
 OTHER_MAX = 16 << 20  # object members outside traceEvents kept (metadata)
 _CUTS = (b"},{", b"},\n{", b"}, {", b"},\r\n{")

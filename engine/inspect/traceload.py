@@ -32,6 +32,7 @@ import os
 import zlib
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from itertools import repeat
 from pathlib import Path
 
 import numpy as np
@@ -388,25 +389,34 @@ class _ChromeReader:
     def feed_chunk(self, events: list) -> None:
         """One decoded chunk: the plain ``X`` events as columns, the rest one by one."""
         base = self.ordinal
-        xs = [k for k, e in enumerate(events) if type(e) is dict and e.get("ph") == "X"]
-        if len(xs) == len(events) or xs:
-            done = self._plain_x(events, xs, base)
+        try:
+            phs = list(map(dict.get, events, repeat("ph")))
+        except TypeError:  # an event that is not an object: all one by one
+            xs = []
         else:
-            done = set()
-        for k, e in enumerate(events):
-            if k not in done:
-                self.ordinal = base + k
-                self.feed(e)
+            n_x = phs.count("X")
+            xs = (
+                range(len(events))
+                if n_x == len(phs)
+                else [k for k, p in enumerate(phs) if p == "X"]
+            )
+        done = self._plain_x(events, xs, base) if len(xs) else []
+        if len(done) != len(events):
+            skip = set(done)
+            for k, e in enumerate(events):
+                if k not in skip:
+                    self.ordinal = base + k
+                    self.feed(e)
         self.ordinal = base + len(events)
 
-    def _plain_x(self, events: list, xs: list[int], base: int) -> set:
-        """Vectorised ``X`` events of a chunk; returns the indices handled (all or none)."""
-        x = [events[k] for k in xs]
-        ts = [e.get("ts") for e in x]
-        dur = [e.get("dur") for e in x]
-        pid = [e.get("pid", 0) for e in x]
-        tid = [e.get("tid", 0) for e in x]
-        name = [e.get("name", "?") for e in x]
+    def _plain_x(self, events: list, xs, base: int):
+        """Vectorised ``X`` events ``xs`` (indices) of a chunk: returns ``xs`` when they were
+        all plain and handled, else an empty list (they go one by one)."""
+        x = events if isinstance(xs, range) else [events[k] for k in xs]
+        ts, dur, pid, tid, name = (
+            list(map(dict.get, x, repeat(k), repeat(d)))
+            for k, d in (("ts", None), ("dur", None), ("pid", 0), ("tid", 0), ("name", "?"))
+        )
         if not (
             set(map(type, ts)) <= _PLAIN
             and set(map(type, dur)) <= _PLAIN
@@ -414,7 +424,7 @@ class _ChromeReader:
             and set(map(type, tid)) <= _KEYS
             and set(map(type, name)) <= {str}
         ):
-            return set()
+            return []
         t = np.array(ts, np.float64)
         d = np.array(dur, np.float64)
         far = ~(np.abs(t) < MAX_US) | ~(d < MAX_US)
@@ -436,7 +446,7 @@ class _ChromeReader:
         end = begin + np.round(d[ok] * 1000).astype(np.int64)
         ev = base + np.asarray(xs, np.int64)[ok]
         self.parts.append((tr[ok], begin, end, nid[ok], ev))
-        return set(xs)
+        return xs
 
     def feed(self, e) -> None:
         if not isinstance(e, dict):

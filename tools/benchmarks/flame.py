@@ -1,7 +1,8 @@
 """Flame chart benchmark (engine/inspect): figures, never pass/fail.
 
-1. Parse: a generated Chrome Trace Event JSON file (orjson + the loader's event loop):
-   seconds, spans per second; peak Python memory per span (tracemalloc, a separate run).
+1. Parse: a generated Chrome Trace Event JSON file, the same gzipped, and a Lantern
+   --telemetry JSONL (the streaming loader): seconds, spans per second; peak Python memory
+   per span and per file byte (tracemalloc, a separate run); bytes per span kept.
 2. Load: 1M and 10M synthetic spans as a columnar table (generation and sort) and the
    upload to the GPU: seconds, table bytes per span, peak memory (tracemalloc).
 3. GPU: the ``Flame.Select`` compute pass and the ``Flame`` draw at 2560x1440 while the view
@@ -18,6 +19,7 @@
 from __future__ import annotations
 
 import gc
+import gzip
 import math
 import tempfile
 import time
@@ -84,19 +86,52 @@ def write_chrome_json(path: Path, n: int) -> int:
     return len(t)
 
 
+def write_jsonl(path: Path, n: int) -> int:
+    """A Lantern --telemetry JSONL of about ``n`` scopes (frames of 8 CPU + 8 GPU scopes)."""
+    names = [f"Pass{i}" for i in range(8)]
+    lines = [
+        {"type": "session", "gpu_clock_offset_ns": 1000},
+        {"type": "names", "names": names},
+    ]
+    frames = max(1, n // 18)
+    for f in range(frames):
+        t0 = f * 16_000_000
+        cpu = [[i, t0 + i * 100_000, t0 + i * 100_000 + 90_000] for i in range(8)]
+        gpu = [[i, t0 + i * 200_000, t0 + i * 200_000 + 150_000] for i in range(8)]
+        lines.append({"type": "frame", "frame": f, "cpu": cpu, "gpu": gpu})
+    path.write_bytes(b"\n".join(orjson.dumps(x) for x in lines) + b"\n")
+    return frames * 18
+
+
 def bench_parse(n: int) -> None:
+    """Parse rate and memory of Chrome JSON, the same gzipped, and Lantern JSONL."""
     with tempfile.TemporaryDirectory() as d:
-        path = Path(d) / "trace.json"
-        count = write_chrome_json(path, n)
-        mb = path.stat().st_size / 1e6
-        dt, table = _timed(load_trace, path)
-        peak, _ = _peak(load_trace, path)
-    assert len(table) == count
-    print(
-        f"parse  Chrome JSON {count:,} spans ({mb:.1f} MB): {dt:.2f} s, "
-        f"{count / dt / 1e6:.2f} M spans/s, peak {peak / count:.0f} B/span "
-        f"({peak / 1e6:.0f} MB)"
-    )
+        js, gz, jl = Path(d) / "trace.json", Path(d) / "trace.json.gz", Path(d) / "tel.jsonl"
+        count = write_chrome_json(js, n)
+        gz.write_bytes(gzip.compress(js.read_bytes(), 6))
+        write_jsonl(jl, n)
+        for what, path in (("Chrome JSON", js), ("Chrome JSON.gz", gz), ("Lantern JSONL", jl)):
+            mb = path.stat().st_size / 1e6
+            dt, table = _timed(load_trace, path)
+            peak, _ = _peak(load_trace, path)
+            count = len(table)
+            kept = sum(
+                c.nbytes
+                for c in (
+                    table.start_ns,
+                    table.dur_ns,
+                    table.lane,
+                    table.depth,
+                    table.name_id,
+                    table.event,
+                )  # fmt: skip
+            )
+            print(
+                f"parse  {what} {count:,} spans ({mb:.1f} MB): {dt:.2f} s, "
+                f"{count / dt / 1e6:.2f} M spans/s, peak {peak / count:.0f} B/span "
+                f"({peak / 1e6:.0f} MB, {peak / (path.stat().st_size):.2f}x the file), kept "
+                f"{kept / count:.0f} B/span"
+            )
 
 
 def bench_load(gpu, n: int) -> SpanTable:
