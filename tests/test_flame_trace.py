@@ -282,3 +282,30 @@ def test_name_and_range_statistics():
     assert (r.t0, r.t1, r.spans, r.top) == (100, 250, 2, ((1, 2, 50.0),))
     assert (r.roots, r.root_mean) == (1, 20.0)  # spans 1 (depth 0) and 2 (depth 1) inside
     assert fmt_ns(12_345_678) == "12.35 ms" and fmt_ns(900) == "900 ns"
+
+
+def test_self_times_and_per_lane_statistics():
+    from engine.inspect.view import self_times
+
+    # lane 0: A [0,100) holds B [10,40) (holding C [20,25)) and D [50,60); lane 1: A [0,70)
+    start = np.array([0, 10, 20, 50, 0])
+    dur = np.array([100, 30, 5, 10, 70])
+    lane = np.array([0, 0, 0, 0, 1])
+    depth = np.array([0, 1, 2, 1, 0])
+    st = self_times(start, dur, lane, depth)
+    assert st.tolist() == [100 - 30 - 10, 30 - 5, 5, 10, 70]
+    name = np.array([0, 1, 2, 3, 0])
+    s = name_stats(dur, name, 0, "A", lane=lane, lane_id=1, self_ns=st)
+    assert (s.count, s.mean, s.self_mean) == (1, 70.0, 70.0)  # lane 0's A left out
+    both = name_stats(dur, name, 0, "A", self_ns=st)
+    assert (both.count, both.median, both.self_total) == (2, 85.0, 130.0)
+
+
+def test_non_ascii_names_get_a_visible_fallback():
+    from engine.inspect.spans import label_bytes, printable
+
+    assert printable("Render résumé") == "Render r<U+00E9>sum<U+00E9>"
+    chars, offs = label_bytes(["a\tb", "ok"])
+    text = chars.view(np.uint8).tobytes()
+    assert text[offs[0, 0] : offs[0, 0] + offs[0, 1]] == b"a<U+0009>b"
+    assert text[offs[1, 0] : offs[1, 0] + offs[1, 1]] == b"ok"

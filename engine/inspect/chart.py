@@ -167,4 +167,4 @@ class DrawPass(RenderPass):
 
     def record(self, ctx: FrameContext, rpass) -> None:
         c = self.chart
-        c.draw.record(rpass, c.select, panel=c.panel)
+        c.draw.record(rpass, c.select, panel=c.panel, ruler=c.view.ruler_px > 0)

@@ -58,6 +58,7 @@ class FlameDraw:
         m = shader_module(device, "flame_draw.wgsl")
         self.spans = self._pipeline(layout, m, "vs", "fs", fmt, MAX_BLEND)
         self.panel = self._pipeline(layout, m, "vs_panel", "fs_panel", fmt, OVER_BLEND)
+        self.ruler = self._pipeline(layout, m, "vs_ruler", "fs_ruler", fmt, OVER_BLEND)
         self.bind_group = None
         self._key = None
 
@@ -87,11 +88,15 @@ class FlameDraw:
         )
         self._key = key
 
-    def record(self, rpass, select, *, panel: bool = False) -> None:
-        """Draw the panel (optional) and the instances: the same commands for any count."""
+    def record(self, rpass, select, *, panel: bool = False, ruler: bool = False) -> None:
+        """Draw the panel and the ruler (optional) and the instances: the same commands
+        for any count."""
         rpass.set_bind_group(0, self.bind_group)
         if panel:
             rpass.set_pipeline(self.panel)
+            rpass.draw(6)
+        if ruler:
+            rpass.set_pipeline(self.ruler)
             rpass.draw(6)
         rpass.set_pipeline(self.spans)
         rpass.draw_indirect(select.args, 0)

@@ -31,7 +31,7 @@ from ..shaders import shader_module
 
 WG = 256
 MAX_WORKGROUPS = 65535
-VIEW_BYTES = 112
+VIEW_BYTES = 128
 INST_BYTES = 32
 STATE_BYTES = 64
 NONE = 0xFFFFFFFF
@@ -56,6 +56,9 @@ class ViewParams:
         selected_name: name id whose spans are outlined (``NONE`` for none).
         search_on: whether ``NAME_MATCH`` flags dim the rest.
         glyph_px: label glyph scale (8 x glyph_px px per character).
+        tick_x0, tick_px, minors: the ruler's first major tick (chart px), spacing (px)
+            and subdivisions (``engine.inspect.ruler.Ticks``); ``ruler_px``: height of its
+            band above the chart (0: none).
     """
 
     start_ns: float
@@ -73,6 +76,10 @@ class ViewParams:
     selected_name: int = NONE
     search_on: bool = False
     glyph_px: int = 1
+    tick_x0: float = 0.0
+    tick_px: float = 100.0
+    minors: int = 5
+    ruler_px: int = 0
 
     @property
     def cols(self) -> int:
@@ -100,9 +107,9 @@ def instance_capacity(params: ViewParams) -> int:
 
 
 def view_uniform(p: ViewParams, count: int, capacity: int) -> bytes:
-    """Pack the WGSL ``View`` struct (112 bytes, shaders/flame_common.wgsl)."""
+    """Pack the WGSL ``View`` struct (128 bytes, shaders/flame_common.wgsl)."""
     lo, hi, frac = p.split_start()
-    u = np.zeros(28, np.uint32)
+    u = np.zeros(32, np.uint32)
     f = u.view(np.float32)
     i = u.view(np.int32)
     u[0], u[1] = lo, hi
@@ -114,6 +121,8 @@ def view_uniform(p: ViewParams, count: int, capacity: int) -> bytes:
     f[16:18] = p.cursor
     u[18:22] = (p.hover, p.selected, p.selected_name, int(p.search_on))
     f[22], f[23], f[24] = p.glyph_px, *p.out_size
+    f[25], f[26], f[27] = p.tick_x0, p.tick_px, p.ruler_px
+    u[28] = p.minors
     return u.tobytes()
 
 

@@ -63,14 +63,21 @@ def name_colors(names: list[str]) -> np.ndarray:
     return (r | g << 8 | b << 16 | np.uint32(255) << 24).astype(np.uint32)
 
 
+def printable(text: str) -> str:
+    """The 8x8 font has printable ASCII only: any other character becomes a visible
+    ``<U+XXXX>`` (never dropped, never Python's repr)."""
+    if text.isascii() and text.isprintable():
+        return text
+    return "".join(c if c.isascii() and c.isprintable() else f"<U+{ord(c):04X}>" for c in text)
+
+
 def label_bytes(names: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Names as printable ASCII (others '?'), at most ``LABEL_MAX`` characters each:
+    """Names as printable ASCII (``printable``), at most ``LABEL_MAX`` characters each:
     ``(chars uint32 words, 4 per word little-endian; offsets_and_lengths uint32 (n, 2))``."""
     offs = np.zeros((len(names), 2), np.uint32)
     parts, pos = [], 0
     for i, n in enumerate(names):
-        b = n[:LABEL_MAX].encode("ascii", "replace")
-        b = bytes(c if 32 <= c < 127 else 63 for c in b)
+        b = printable(n)[:LABEL_MAX].encode("ascii")
         offs[i] = (pos, len(b))
         parts.append(b)
         pos += len(b)
