@@ -35,6 +35,7 @@ from engine.cli import int_type
 from engine.debug.overlay import MAX_COLS, MAX_ROWS, DebugOverlay
 from engine.graph import OUTPUT, RenderPass
 from engine.inspect.chart import FlameChart
+from engine.inspect.extras import ChartExtras
 from engine.inspect.ruler import tick_label, ticks
 from engine.inspect.select import NONE
 from engine.inspect.spans import NAME_MATCH, printable
@@ -179,6 +180,7 @@ class FlameViewer(Sample):
             graph.device, graph.output_format, self.view, name="Viewer", glyph_px=self.scale
         )
         self.chart.store.upload(t)
+        self.chart.extras = ChartExtras(graph.device, graph.output_format, t)
         self.overlay = DebugOverlay()
         self.text = DebugOverlayPass(
             graph.device, self.overlay, graph.output_format, name="Viewer.Text"
@@ -391,7 +393,10 @@ class FlameViewer(Sample):
         )
         self._ruler(ov, cell)
         top = v.origin[1] // cell
-        for label, r in zip(t.lanes, v.lane_rows() - 1, strict=True):
+        labels = list(t.lanes)
+        for c in t.counters:  # the scale of the step chart below the label
+            labels[c.lane] += f"  (max {float(c.value.max()):,.6g})"
+        for label, r in zip(labels, v.lane_rows() - 1, strict=True):
             row = top + (int(r) * v.row_px - v.scroll_px) // cell
             if top <= row < ov.rows:
                 ov.text(1, row, label, HEAD)

@@ -145,3 +145,44 @@ def test_vectorised_nesting_equals_the_stack():
         o = order[lane[order] == ln]
         assert got[o].tolist() == _stack_depth(start[o].tolist(), end[o].tolist())
     assert got[~ok].max() == 3 and ok.any()
+
+
+def test_counters_become_step_series_on_lanes_of_their_own(tmp_path):
+    ev = [
+        {"ph": "X", "name": "work", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+        {"ph": "C", "name": "heap", "pid": 1, "ts": 10, "args": {"used": 5, "free": "7"}},
+        {"ph": "C", "name": "heap", "pid": 1, "ts": 0, "args": {"used": 1}},
+        {"ph": "C", "name": "fps", "pid": 1, "ts": 20, "args": {"value": 60.5}},
+        {"ph": "C", "name": "bad", "pid": 1, "ts": 20, "args": {"x": "NaN?"}},
+    ]
+    t = load_trace(_write(tmp_path, ev))
+    assert t.lanes == ["pid 1 / tid 1", "pid 1 / fps", "pid 1 / heap free", "pid 1 / heap used"]
+    got = {c.name: (c.lane, c.t_ns.tolist(), c.value.tolist()) for c in t.counters}
+    assert got == {
+        "fps": (1, [20_000], [60.5]),
+        "heap free": (2, [10_000], [7.0]),  # a numeric string coerced
+        "heap used": (3, [0, 10_000], [1.0, 5.0]),  # sorted by time
+    }
+    assert t.lane_depths().tolist() == [1, 3, 3, 3]
+    assert t.notes == ["skipped 1 counter value(s) not a finite number"]
+
+
+def test_flows_bind_to_the_enclosing_or_next_span(tmp_path):
+    ev = [
+        {"ph": "X", "name": "A", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+        {"ph": "X", "name": "A1", "pid": 1, "tid": 1, "ts": 10, "dur": 20},
+        {"ph": "X", "name": "B", "pid": 1, "tid": 2, "ts": 50, "dur": 10},
+        {"ph": "s", "name": "f", "cat": "c", "id": 1, "pid": 1, "tid": 1, "ts": 15},
+        {"ph": "t", "name": "f", "cat": "c", "id": 1, "pid": 1, "tid": 1, "ts": 60},
+        {"ph": "f", "name": "f", "cat": "c", "id": 1, "pid": 1, "tid": 2, "ts": 45},  # next: B
+        {"ph": "s", "name": "g", "cat": "c", "id": 2, "pid": 1, "tid": 2, "ts": 55},
+        {"ph": "f", "bp": "e", "name": "g", "cat": "c", "id": 2, "pid": 9, "tid": 9, "ts": 58},
+    ]
+    t = load_trace(_write(tmp_path, ev))
+    f = t.flows
+    rows = list(zip(f.t0.tolist(), f.lane0.tolist(), f.depth0.tolist(), f.t1.tolist(),
+                    f.lane1.tolist(), f.depth1.tolist(), strict=True))  # fmt: skip
+    # s at 15 us in A1 (depth 1) -> f at 45 us binds to B (begins at 50 us, lane 1);
+    # the t step at 60 us (A, depth 0) sorts after f in time: s -> f -> t
+    assert rows == [(15_000, 0, 1, 50_000, 1, 0), (50_000, 1, 0, 60_000, 0, 0)]
+    assert t.notes == ["skipped 1 flow step(s) with no span to bind to"]  # pid 9 has none

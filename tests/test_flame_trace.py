@@ -89,8 +89,8 @@ def test_nesting_depth_puts_improper_overlap_one_deeper():
         ([{"ph": "X", "name": "n", "ts": 3}], "skipped 1 X event(s) without a numeric dur"),
         ([17], "skipped 1 malformed event(s) (not an object)"),
         (
-            [{"ph": "C", "ts": 1}, {"ph": "s", "ts": 2}, {"ph": "C", "ts": 3}],
-            "ignored 3 event(s) of phases not drawn: 'C' x2, 's' x1",
+            [{"ph": "P", "ts": 1}, {"ph": "O", "ts": 2}, {"ph": "P", "ts": 3}],
+            "ignored 3 event(s) of phases not drawn: 'O' x1, 'P' x2",
         ),
     ],
 )

@@ -28,6 +28,7 @@ that yields nothing raises ``TraceError`` with one line naming the file.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import zlib
 from collections import Counter, defaultdict
@@ -68,6 +69,9 @@ class SpanTable:
             ``B``/``b`` of a pair; -1: none), for ``event_at``; empty when generated.
         display_unit: ``"ms"`` or ``"ns"`` (the trace's ``displayTimeUnit``).
         chunks: ``(first event ordinal, stream offset, bytes)`` of each decoded chunk.
+        counters: ``CounterTrack`` per counter series (``C`` events), each on a lane of its
+            own after the span lanes (``COUNTER_ROWS`` rows tall).
+        flows: the flow arrows (``s``/``t``/``f`` events), or None.
     """
 
     start_ns: np.ndarray
@@ -83,6 +87,8 @@ class SpanTable:
     event: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     display_unit: str = "ms"
     chunks: list[tuple[int, int, int]] = field(default_factory=list)
+    counters: list[CounterTrack] = field(default_factory=list)
+    flows: Flows | None = None
 
     def event_at(self, span: int) -> dict | None:
         """The file's event behind ``span`` (decoded again from its chunk: its ``cat`` and
@@ -111,11 +117,47 @@ class SpanTable:
         return self.start_ns + self.dur_ns
 
     def lane_depths(self) -> np.ndarray:
-        """``int64 (len(lanes),)``: rows each lane needs (max depth + 1; 0 when empty)."""
+        """``int64 (len(lanes),)``: rows each lane needs (max depth + 1; 0 when empty;
+        ``COUNTER_ROWS`` for a counter lane)."""
         out = np.zeros(len(self.lanes), np.int64)
         if len(self):
             np.maximum.at(out, self.lane.astype(np.int64), self.depth.astype(np.int64) + 1)
+        for c in self.counters:
+            out[c.lane] = COUNTER_ROWS
         return out
+
+
+COUNTER_ROWS = 3  # rows of a counter lane
+
+
+@dataclass
+class CounterTrack:
+    """One counter series: ``lane`` (index into ``SpanTable.lanes``), ``name`` (``"<event
+    name> <series>"``), ``t_ns`` (``int64 (k,)`` ns since the table's origin, ascending) and
+    ``value`` (``float64 (k,)``; it holds until the next sample: a step chart)."""
+
+    lane: int
+    name: str
+    t_ns: np.ndarray
+    value: np.ndarray
+
+
+@dataclass
+class Flows:
+    """Flow arrows, one row per step (``s`` -> ``t`` -> ... -> ``f`` of one flow id): ``int64
+    (k,)`` columns ``t0, lane0, depth0, t1, lane1, depth1`` (ns since the origin; lane and
+    depth of the span each end binds to: the enclosing one, or for an ``f`` without
+    ``bp: "e"`` the next one to begin on its thread)."""
+
+    t0: np.ndarray
+    lane0: np.ndarray
+    depth0: np.ndarray
+    t1: np.ndarray
+    lane1: np.ndarray
+    depth1: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.t0)
 
 
 def nesting_depth(lane: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -336,6 +378,7 @@ def _load_chrome(path, stream) -> SpanTable:
 _PLAIN = {int, float}
 _KEYS = {int, str}
 ASYNC_BEGIN, ASYNC_END = ("b", "S"), ("e", "F")
+FLOWS = ("s", "t", "f")
 INSTANTS = ("i", "I", "n", "T")
 
 
@@ -358,6 +401,8 @@ class _ChromeReader:
         self.unknown: Counter = Counter()
         self.ordinal = 0  # of the event being read
         self.chunks: list[tuple[int, int, int]] = []
+        self.counter_cols: dict[tuple, tuple[list, list]] = {}  # (pid, name, series)
+        self.flow_steps: dict[tuple, list] = defaultdict(list)  # (cat, name, id)
 
     def track(self, e: dict) -> int:
         return self._track((_ident(e.get("pid", 0)), _ident(e.get("tid", 0))))
@@ -456,7 +501,7 @@ class _ChromeReader:
         if ph == "M":
             _metadata(e, self.proc_name, self.thread_name, self.proc_sort, self.thread_sort)
             return
-        if ph not in ("X", "B", "E", *ASYNC_BEGIN, *ASYNC_END, *INSTANTS):
+        if ph not in ("X", "B", "E", "C", *FLOWS, *ASYNC_BEGIN, *ASYNC_END, *INSTANTS):
             self.unknown[str(ph)] += 1
             return
         ts = _coerce(e.get("ts"))
@@ -464,6 +509,12 @@ class _ChromeReader:
             self.bad["event(s) without a numeric ts"] += 1
         elif not abs(ts) < MAX_US:
             self.bad["event(s) with ts or dur beyond 100 days"] += 1
+        elif ph == "C":
+            self.counter(e, round(ts * 1000))
+        elif ph in FLOWS:
+            key = (display_name(e.get("cat", "")), display_name(e.get("name", "")),
+                   display_name(e.get("id", e.get("id2"))))  # fmt: skip
+            self.flow_steps[key].append((round(ts * 1000), ph, self.track(e), e.get("bp") == "e"))
         elif ph == "X":
             self.complete(e, round(ts * 1000))
         elif ph == "B":
@@ -478,6 +529,24 @@ class _ChromeReader:
             self.end(e, round(ts * 1000), self.async_track(e), "async end")
         else:
             self.instant(e, round(ts * 1000))
+
+    def counter(self, e: dict, at: int) -> None:
+        """``C``: each numeric ``args`` member is a sample of series ``name member``."""
+        args = e.get("args")
+        if not isinstance(args, dict) or not args:
+            self.bad["C event(s) without args"] += 1
+            return
+        pid, name = _ident(e.get("pid", 0)), display_name(e.get("name", "?"))
+        if e.get("id") is not None:
+            name = f"{name} {display_name(e['id'])}"
+        for k, v in args.items():
+            v = _coerce(v)
+            if not _number(v) or not math.isfinite(v):
+                self.bad["counter value(s) not a finite number"] += 1
+                continue
+            t, vals = self.counter_cols.setdefault((pid, name, str(k)), ([], []))
+            t.append(at)
+            vals.append(float(v))
 
     def instant(self, e: dict, at: int) -> None:
         """A zero-length span: thread scope on its thread, ``n``/``T`` on their async
@@ -537,10 +606,48 @@ class _ChromeReader:
         self.parts, self.cols = [], ([], [], [], [], [])
         lane, start, end, nid, ev = (np.concatenate([p[i] for p in parts]) for i in range(5))
         if not len(lane):
-            raise TraceError(f"{path}: no drawable span (X or B/E events){_why(notes)}")
+            kinds = "X, B/E, b/e or instant events"
+            raise TraceError(f"{path}: no drawable span ({kinds}){_why(notes)}")
         remap, labels = self.lane_order(np.unique(lane))
         names = list(self.names.ids)
-        return build_table(remap[lane], start, end, nid, names, labels, notes, event=ev)
+        table = build_table(remap[lane], start, end, nid, names, labels, notes, event=ev)
+        self._add_counters(table)
+        self._add_flows(table, remap)
+        return table
+
+    def _add_counters(self, table: SpanTable) -> None:
+        """Counter series as lanes after the span lanes, ordered by (pid, name, series)."""
+        for (pid, name, series), (t, v) in sorted(
+            self.counter_cols.items(), key=lambda kv: (_num(kv[0][0]), kv[0][1], kv[0][2])
+        ):
+            t = np.asarray(t, np.int64) - table.origin_ns
+            order = np.argsort(t, kind="stable")
+            label = f"{name} {series}" if series not in ("value", name) else name
+            proc = self.proc_name.get(pid, f"pid {display_name(pid)}")
+            table.counters.append(
+                CounterTrack(len(table.lanes), label, t[order], np.asarray(v, np.float64)[order])
+            )
+            table.lanes.append(f"{proc} / {label}")
+
+    def _add_flows(self, table: SpanTable, remap: np.ndarray) -> None:
+        """Each flow's steps in time order joined pairwise; ends bound to spans."""
+        rows = []
+        lost = 0
+        for steps in self.flow_steps.values():
+            steps.sort(key=lambda s: (s[0], "stf".index(s[1])))
+            ends = [_bind(table, int(remap[tr]), t, ph, bp) for t, ph, tr, bp in steps]
+            for a, b in zip(ends[:-1], ends[1:], strict=True):
+                if a is None or b is None:
+                    lost += 1
+                else:
+                    rows.append((*a, *b))
+        if lost:
+            table.notes.append(f"skipped {lost} flow step(s) with no span to bind to")
+        if rows:
+            cols = np.asarray(rows, np.int64).T
+            cols[0] -= table.origin_ns
+            cols[3] -= table.origin_ns
+            table.flows = Flows(*cols)
 
     def lane_order(self, used: np.ndarray) -> tuple[np.ndarray, list[str]]:
         """Tracks with spans (``used``: their indices) ordered by (process sort index, pid,
@@ -551,7 +658,7 @@ class _ChromeReader:
             (k for k, i in self.tracks.items() if i in keep),
             key=lambda k: (ps.get(k[0], 0), _num(k[0]), ts.get(k, 0), _num(k[1])),
         )
-        remap = np.zeros(len(self.tracks), np.int64)
+        remap = np.full(len(self.tracks), -1, np.int64)  # -1: a track without spans
         labels = []
         for i, key in enumerate(order):
             remap[self.tracks[key]] = i
@@ -561,6 +668,29 @@ class _ChromeReader:
             thread = self.thread_name.get(key, default)
             labels.append(thread if pid == "" else f"{p} / {thread}")
         return remap, labels
+
+
+def _bind(table: SpanTable, lane: int, t: int, ph: str, enclosing: bool):
+    """``(t, lane, depth)`` of the span a flow end binds to: the deepest one of its lane
+    enclosing ``t`` (``s``, ``t``, ``f`` with ``bp: "e"``), else for an ``f`` the next one
+    to begin; None when there is none. ``t`` absolute ns."""
+    if lane < 0:
+        return None
+    rel = t - table.origin_ns
+    k = int(np.searchsorted(table.start_ns, rel, side="right"))
+    best = None
+    for i in range(k - 1, max(k - 4096, 0) - 1, -1):  # spans begun at or before t
+        if table.lane[i] == lane and table.start_ns[i] + table.dur_ns[i] > rel:
+            if best is None or table.depth[i] > table.depth[best]:
+                best = i
+    if best is not None:
+        return t, lane, int(table.depth[best])
+    if ph == "f" and not enclosing:
+        nxt = np.flatnonzero(table.lane[k:] == lane)
+        if len(nxt):
+            i = k + int(nxt[0])
+            return int(table.start_ns[i]) + table.origin_ns, lane, int(table.depth[i])
+    return None
 
 
 def _coerce(ts):
