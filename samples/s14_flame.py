@@ -15,7 +15,9 @@ mean, median, p95, max, total, mean self time), shift-drag selects a time range 
 statistics in the side panel). A time ruler above the chart labels ticks in the trace's
 displayTimeUnit. Keys: W/S zoom in/out, A/D or Left/Right pan, Up/Down scroll the lanes,
 Home shows everything, / types a search (Enter ends it, Backspace deletes, an empty search
-clears it; the match count shows), N / P select the next / previous match, Esc quits.
+clears it; the match count shows), N / P select the next / previous match, a click on a
+lane's label collapses or expands it, PageUp / PageDown move the lane under the cursor, Esc
+quits. Lanes are as tall as the deepest span in view; an idle window waits for input.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from engine.debug.overlay import MAX_COLS, MAX_ROWS, DebugOverlay
 from engine.graph import OUTPUT, RenderPass
 from engine.inspect.chart import FlameChart
 from engine.inspect.extras import ChartExtras
+from engine.inspect.rows import RowIndex
 from engine.inspect.ruler import tick_label, ticks
 from engine.inspect.select import NONE
 from engine.inspect.spans import NAME_MATCH, printable
@@ -57,6 +60,8 @@ KEY_SLASH, KEY_ENTER, KEY_BACKSPACE, KEY_HOME = 47, 257, 259, 268
 KEY_RIGHT, KEY_LEFT, KEY_DOWN, KEY_UP = 262, 263, 264, 265
 KEY_A, KEY_D, KEY_S, KEY_W, KEY_N, KEY_P = 65, 68, 83, 87, 78, 80
 KEY_LEFT_SHIFT = 340
+KEY_PAGE_UP, KEY_PAGE_DOWN = 266, 267
+IDLE_FRAMES, IDLE_WAIT_S = 4, 0.5  # unchanged frames before waiting for input, and how long
 ZOOM_PER_S, PAN_PX_PER_S, WHEEL_STEP = 4.0, 900.0, 1.25
 DOUBLE_CLICK_S, CLICK_PX = 0.35, 3.0
 
@@ -173,6 +178,9 @@ class FlameViewer(Sample):
         self.scale = _scale(a.hud_scale, graph.size)
         cell = 8 * self.scale
         self.self_ns = self_times(t.start_ns, t.dur_ns, t.lane, t.depth)
+        self.rows = RowIndex(t)
+        self._depth_key = self._idle_key = None
+        self._idle = 0
         self.view = FlameView(t.lane_depths(), 0, int(t.end_ns.max()), (1, 1), row_px=2 * cell)
         self.view.ruler_px = 2 * cell
         # passes "Viewer.*": the HUD's live flame chart owns "Flame.*" in the same graph
@@ -294,6 +302,10 @@ class FlameViewer(Sample):
             v.reset()
         elif key in (KEY_N, KEY_P):
             self._search_step(1 if key == KEY_N else -1)
+        elif key in (KEY_PAGE_UP, KEY_PAGE_DOWN):  # move the lane under the cursor
+            lane = self._lane_under_cursor()
+            if lane is not None:
+                v.move_lane(lane, -1 if key == KEY_PAGE_UP else 1)
         elif key == KEY_SLASH:
             self.typing, self._skip_slash = True, True
             self._set_search("")
@@ -348,6 +360,10 @@ class FlameViewer(Sample):
             return
         if abs(x - x0) > CLICK_PX or abs(y - y0) > CLICK_PX:
             return  # a drag (already panned)
+        lane = v.lane_at(y - v.origin[1])
+        if lane is not None:  # a click on a lane's label row: collapse or expand it
+            v.toggle_lane(lane)
+            return
         now = time.perf_counter()
         lt, lx, ly = self.last_click
         span = self.chart.picked
@@ -356,13 +372,46 @@ class FlameViewer(Sample):
         self._select(span)
         self.last_click = (now, x, y)
 
+    def _lane_under_cursor(self) -> int | None:
+        """The lane whose rows are under the cursor, or None."""
+        v = self.view
+        if v.cursor[0] < -1e8:
+            return None
+        row = (v.cursor[1] - v.origin[1] + v.scroll_px) // v.row_px
+        heads = v.header_rows()
+        above = np.flatnonzero(heads <= row)
+        return int(above[np.argmax(heads[above])]) if len(above) else None
+
+    def _fit_lanes(self) -> None:
+        """Lanes as tall as the deepest span in view (recomputed when the range moved)."""
+        v = self.view
+        key = (v.start_ns, v.ns_per_px, v.width)
+        if key != self._depth_key:
+            self._depth_key = key
+            v.set_lane_depths(self.rows.depths_in(v.time_at(0), v.time_at(v.width)))
+            v.scroll(0)
+
+    def _wait_if_idle(self, win) -> None:
+        """Nothing moved for a few frames: wait for input (up to IDLE_WAIT_S) instead of
+        drawing the same picture at the display rate."""
+        v = self.view
+        key = (v.start_ns, v.ns_per_px, v.scroll_px, v.cursor, v.hover, v.selected, v.search,
+               self.typing, v.range_ns, self.drag, self.chart.picked, self.size,
+               tuple(v.order), frozenset(v.collapsed))  # fmt: skip
+        self._idle = self._idle + 1 if key == self._idle_key else 0
+        self._idle_key = key
+        if self._idle >= IDLE_FRAMES:
+            win.wait(IDLE_WAIT_S)
+
     # -- per frame ----------------------------------------------------------------------------
     def update(self, ctx):
         self._layout(ctx.size)
+        self._fit_lanes()
         win, v = self.app.window, self.view
         if win is not None:
             dt = 1 / 60 if getattr(self, "_t", None) is None else ctx.time - self._t
             self._t = ctx.time
+            self._wait_if_idle(win)
             self._mouse(win)
             self._keys_held(win, min(max(dt, 0.0), 0.1))
         elif self.app.args.cursor is not None:
@@ -396,10 +445,11 @@ class FlameViewer(Sample):
         labels = list(t.lanes)
         for c in t.counters:  # the scale of the step chart below the label
             labels[c.lane] += f"  (max {float(c.value.max()):,.6g})"
-        for label, r in zip(labels, v.lane_rows() - 1, strict=True):
+        for lane, (label, r) in enumerate(zip(labels, v.header_rows(), strict=True)):
             row = top + (int(r) * v.row_px - v.scroll_px) // cell
             if top <= row < ov.rows:
-                ov.text(1, row, label, HEAD)
+                mark = "+" if lane in v.collapsed else "-"
+                ov.text(1, row, printable(f"{mark} {label}"), HEAD)
         if v.range_ns is not None:
             c0 = max(0, int(v.x_of(v.range_ns[0]) // cell))
             c1 = min(v.width // cell, int(math.ceil(v.x_of(v.range_ns[1]) / cell)))

@@ -309,3 +309,27 @@ def test_non_ascii_names_get_a_visible_fallback():
     text = chars.view(np.uint8).tobytes()
     assert text[offs[0, 0] : offs[0, 0] + offs[0, 1]] == b"a<U+0009>b"
     assert text[offs[1, 0] : offs[1, 0] + offs[1, 1]] == b"ok"
+
+
+def test_lanes_collapse_reorder_and_size_to_what_is_in_view():
+    from engine.inspect.rows import RowIndex
+    from engine.inspect.traceload import build_table
+
+    # lane 0: a deep stack at 0..100 only; lane 1: one span everywhere
+    t = build_table(
+        [0, 0, 0, 1], [0, 10, 20, 0], [100, 90, 80, 10_000], [0, 0, 0, 1], ["a", "b"], ["L0", "L1"]
+    )
+    idx = RowIndex(t)
+    assert idx.depths_in(0, 50).tolist() == [3, 1]
+    assert idx.depths_in(85, 200).tolist() == [2, 1]  # depth 2 ended at 80
+    assert idx.depths_in(500, 600).tolist() == [0, 1]
+    v = FlameView(idx.depths_in(500, 600), 0, 10_000, (100, 100), row_px=10)
+    assert v.lane_rows().tolist() == [1, 3]  # an empty lane keeps one row
+    v.set_lane_depths(idx.depths_in(0, 50))
+    assert v.lane_rows().tolist() == [1, 5] and v.total_rows == 6
+    v.toggle_lane(0)
+    assert v.lane_rows().tolist() == [-1, 2] and v.total_rows == 3
+    assert v.lane_at(15) == 1 and v.lane_at(5) == 0 and v.lane_at(25) is None
+    v.toggle_lane(0)
+    v.move_lane(1, -1)  # lane 1 first
+    assert v.lane_rows().tolist() == [3, 1] and v.header_rows().tolist() == [2, 0]

@@ -57,20 +57,61 @@ class FlameView:
         self.range_ns: tuple[float, float] | None = None
         self.cursor: tuple[float, float] = (-1e9, -1e9)  # output px
         self.ruler_px = 0  # height of the time ruler's band above the chart (0: none)
+        self.collapsed: set[int] = set()  # lanes showing their header row only
+        self.order = list(range(len(self.lane_depths)))  # display order of the lanes
         self.reset()
 
     # -- layout ---------------------------------------------------------------------------
+    def _heights(self) -> np.ndarray:
+        """Rows of each lane: its header, then its depths (at least one) unless collapsed."""
+        h = 1 + np.maximum(self.lane_depths, 1)
+        if self.collapsed:
+            h[list(self.collapsed)] = 1
+        return h
+
     def lane_rows(self) -> np.ndarray:
-        """``int32 (lanes,)``: row of each lane's depth 0 (after its header row)."""
-        heights = 1 + np.maximum(self.lane_depths, 1)
-        return (np.cumsum(heights) - heights + 1).astype(np.int32)
+        """``int32 (lanes,)``: row of each lane's depth 0 (after its header row), lanes
+        stacked in ``order``; -1 for a collapsed lane (its spans are not drawn)."""
+        h = self._heights()[self.order]
+        first = np.cumsum(h) - h + 1
+        out = np.empty(len(h), np.int32)
+        out[self.order] = first
+        if self.collapsed:
+            out[list(self.collapsed)] = -1
+        return out
+
+    def header_rows(self) -> np.ndarray:
+        """``int64 (lanes,)``: row of each lane's header (label) row."""
+        h = self._heights()[self.order]
+        out = np.empty(len(h), np.int64)
+        out[self.order] = np.cumsum(h) - h
+        return out
 
     @property
     def total_rows(self) -> int:
-        return int(np.sum(1 + np.maximum(self.lane_depths, 1)))
+        return int(np.sum(self._heights()))
 
     def set_lane_depths(self, lane_depths: np.ndarray) -> None:
         self.lane_depths = np.asarray(lane_depths, np.int64)
+        if len(self.order) != len(self.lane_depths):
+            self.order = list(range(len(self.lane_depths)))
+
+    def lane_at(self, y: float) -> int | None:
+        """The lane whose header row is at chart y (px), or None."""
+        row = int((y + self.scroll_px) // self.row_px)
+        hit = np.flatnonzero(self.header_rows() == row)
+        return int(hit[0]) if len(hit) else None
+
+    def toggle_lane(self, lane: int) -> None:
+        """Collapse a lane to its header row, or expand it again."""
+        self.collapsed ^= {lane}
+        self.scroll(0)
+
+    def move_lane(self, lane: int, step: int) -> None:
+        """Move a lane ``step`` places down (negative: up) in the display order."""
+        i = self.order.index(lane)
+        j = min(max(i + step, 0), len(self.order) - 1)
+        self.order.insert(j, self.order.pop(i))
 
     def set_data_range(self, t_min: float, t_max: float) -> None:
         self.t_min, self.t_max = float(t_min), float(t_max)
