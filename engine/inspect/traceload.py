@@ -34,12 +34,14 @@ import zlib
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from itertools import repeat
+from operator import attrgetter
 from pathlib import Path
 
+import msgspec
 import numpy as np
 import orjson
 
-from .jsonstream import BLOCK, EventStream, StreamError, gzip_size, open_stream
+from .jsonstream import BLOCK, EventStream, StreamError, XEvent, gzip_size, open_stream
 
 log = logging.getLogger("lantern")
 
@@ -432,8 +434,16 @@ class _ChromeReader:
         ev.append(self.ordinal if event < 0 else event)
 
     def feed_chunk(self, events: list) -> None:
-        """One decoded chunk: the plain ``X`` events as columns, the rest one by one."""
+        """One decoded chunk: the plain ``X`` events as columns, the rest one by one
+        (``XEvent`` structs are all ``X`` events: ``jsonstream._decode``)."""
         base = self.ordinal
+        if events and isinstance(events[0], XEvent):
+            if len(self._plain_x(events, range(len(events)), base)) != len(events):
+                for k, e in enumerate(events):  # odd values: validated one by one
+                    self.ordinal = base + k
+                    self.feed(msgspec.structs.asdict(e))
+            self.ordinal = base + len(events)
+            return
         try:
             phs = list(map(dict.get, events, repeat("ph")))
         except TypeError:  # an event that is not an object: all one by one
@@ -455,13 +465,19 @@ class _ChromeReader:
         self.ordinal = base + len(events)
 
     def _plain_x(self, events: list, xs, base: int):
-        """Vectorised ``X`` events ``xs`` (indices) of a chunk: returns ``xs`` when they were
-        all plain and handled, else an empty list (they go one by one)."""
+        """Vectorised ``X`` events ``xs`` (indices) of a chunk (dicts or ``XEvent``):
+        returns ``xs`` when they were all plain and handled, else an empty list (they go one
+        by one)."""
         x = events if isinstance(xs, range) else [events[k] for k in xs]
-        ts, dur, pid, tid, name = (
-            list(map(dict.get, x, repeat(k), repeat(d)))
-            for k, d in (("ts", None), ("dur", None), ("pid", 0), ("tid", 0), ("name", "?"))
-        )
+        if x and isinstance(x[0], XEvent):
+            ts, dur, pid, tid, name = (
+                list(map(attrgetter(k), x)) for k in ("ts", "dur", "pid", "tid", "name")
+            )
+        else:
+            ts, dur, pid, tid, name = (
+                list(map(dict.get, x, repeat(k), repeat(d)))
+                for k, d in (("ts", None), ("dur", None), ("pid", 0), ("tid", 0), ("name", "?"))
+            )
         if not (
             set(map(type, ts)) <= _PLAIN
             and set(map(type, dur)) <= _PLAIN

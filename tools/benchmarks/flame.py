@@ -13,7 +13,14 @@
    interleaved frame by frame, the GPU idle meanwhile (lavapipe runs it on the same cores):
    must not depend on the span count.
 
-``--quick`` (lavapipe): 100k and 1M spans, 640x360, fewer frames, a 20k-span JSON file.
+5. Load from a file: a generated Chrome JSON of ``LANTERN_FLAME_FILE_SPANS`` events
+   (default 10M; written in chunks), loaded by ``load_trace``: seconds, spans/s, peak RSS
+   growth over the file size.
+
+``--quick`` (lavapipe): 100k and 1M spans, 640x360, fewer frames, a 20k-span JSON file, no
+file load. ``LANTERN_FLAME_SPANS`` (comma-separated, e.g. ``10000000,100000000``) sets the
+GPU table sizes (100M: the 10M table tiled in time); ``LANTERN_FLAME_PARTS`` (any of
+``parse,load,gpu,cpu,file``) picks parts.
 """
 
 from __future__ import annotations
@@ -134,21 +141,93 @@ def bench_parse(n: int) -> None:
             )
 
 
+def write_chrome_json_chunked(path: Path, n: int) -> int:
+    """Like ``write_chrome_json`` for any ``n``: events written 200k at a time."""
+    t = synthetic_table(n, lanes=2, seed=5)
+    names = [orjson.dumps(x) for x in t.names]
+    with open(path, "wb") as f:
+        f.write(b'{"traceEvents":[')
+        for a in range(0, len(t), 200_000):
+            b = min(a + 200_000, len(t))
+            ts, dur = (t.start_ns[a:b] / 1e3).tolist(), (t.dur_ns[a:b] / 1e3).tolist()
+            lane, nid = t.lane[a:b].tolist(), t.name_id[a:b].tolist()
+            part = b",".join(
+                b'{"ph":"X","name":%s,"pid":1,"tid":%d,"ts":%r,"dur":%r}'
+                % (names[nid[k]], lane[k], ts[k], dur[k])
+                for k in range(b - a)
+            )
+            f.write(part if a == 0 else b"," + part)
+        f.write(b"]}")
+    return len(t)
+
+
+def _rss() -> int:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def bench_file(n: int) -> None:
+    """Load time and peak memory growth of a large Chrome JSON file (a fresh process would
+    be cleaner; max RSS before and after is what the OS saw)."""
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "big.json"
+        t0 = time.perf_counter()
+        count = write_chrome_json_chunked(path, n)
+        made = time.perf_counter() - t0
+        size = path.stat().st_size
+        gc.collect()
+        before = _rss()
+        dt, table = _timed(load_trace, path)
+        grew = max(_rss() - before, 0)
+    kept = sum(c.nbytes for c in (table.start_ns, table.dur_ns, table.lane, table.depth,
+                                  table.name_id, table.event))  # fmt: skip
+    print(
+        f"file   Chrome JSON {count:,} spans ({size / 1e6:.0f} MB, written in {made:.0f} s): "
+        f"load {dt:.1f} s, {count / dt / 1e6:.2f} M spans/s; max RSS grew {grew / 1e6:.0f} MB "
+        f"({grew / size:.2f}x the file); kept {kept / count:.0f} B/span"
+    )
+
+
+def tile_table(table: SpanTable, k: int) -> SpanTable:
+    """``k`` copies of ``table`` one after another in time (still sorted by start)."""
+    if k <= 1:
+        return table
+    step = int(table.end_ns.max()) + 1_000_000
+    n = len(table)
+    start = np.concatenate([table.start_ns + i * step for i in range(k)])
+    return SpanTable(
+        start_ns=start,
+        dur_ns=np.tile(table.dur_ns, k),
+        lane=np.tile(table.lane, k),
+        depth=np.tile(table.depth, k),
+        name_id=np.tile(table.name_id, k),
+        names=table.names,
+        lanes=table.lanes,
+        source=f"{k} x {n:,}",
+    )
+
+
 def bench_load(gpu, n: int) -> SpanTable:
-    peak, _ = _peak(synthetic_table, n, lanes=4, seed=1)
-    dt, table = _timed(synthetic_table, n, lanes=4, seed=1)
+    base = min(n, 10_000_000)
+    peak, _ = _peak(synthetic_table, min(n, 1_000_000), lanes=4, seed=1)
+    peak *= base / min(n, 1_000_000)
+    dt, table = _timed(synthetic_table, base, lanes=4, seed=1)
+    table = tile_table(table, round(n / base))
     cols = (table.start_ns, table.dur_ns, table.lane, table.depth, table.name_id)
     nbytes = sum(c.nbytes for c in cols)
     view = FlameView(table.lane_depths(), 0, int(table.end_ns.max()), (64, 64))
     chart = FlameChart(gpu.device, FMT, view)
     t1 = time.perf_counter()
     chart.store.upload(table)
-    gpu.device.queue.read_buffer(chart.store.spans, 0, 16)  # wait for the upload
+    gpu.device.queue.read_buffer(chart.store.chunks[-1], 0, 16)  # wait for the upload
     up = time.perf_counter() - t1
+    chunks = len(chart.store.chunks)
     print(
         f"load   {len(table):,} spans: table {dt:.2f} s, {nbytes / len(table):.0f} B/span "
         f"({nbytes / 1e6:.0f} MB), peak {peak / 1e6:.0f} MB; GPU upload {up:.2f} s "
-        f"({len(table) * 20 / 1e6:.0f} MB)"
+        f"({len(table) * 20 / 1e6:.0f} MB in {chunks} chunk(s) of "
+        f"{chart.store.chunk_spans:,} spans)"
     )
     return table
 
@@ -317,20 +396,30 @@ def bench_cpu(gpu, tables: dict[int, SpanTable], size, frames: int) -> None:
 
 
 def run(gpu, args) -> None:
+    import os
+
     quick = args.quick
     sizes = (100_000, 1_000_000) if quick else (1_000_000, 10_000_000)
+    env = os.environ.get("LANTERN_FLAME_SPANS")
+    if env:
+        sizes = tuple(int(x) for x in env.split(","))
+    default = "parse,load,gpu,cpu" if quick else "parse,load,gpu,cpu,file"
+    parts = set(os.environ.get("LANTERN_FLAME_PARTS", default).split(","))
     res = (640, 360) if quick else (2560, 1440)
     frames = 24 if quick else 300
-    bench_parse(20_000 if quick else 500_000)
+    if "parse" in parts:
+        bench_parse(20_000 if quick else 500_000)
+    if "file" in parts:
+        bench_file(int(os.environ.get("LANTERN_FLAME_FILE_SPANS", 10_000_000)))
+    if not parts & {"load", "gpu", "cpu"}:
+        return
     tables = {}
     for n in sizes:
         tables[n] = bench_load(gpu, n)
-    for n in sizes:
-        bench_gpu(gpu, tables[n], res, frames)
-    small = synthetic_table(1000, lanes=4, seed=2)
-    bench_cpu(
-        gpu,
-        {len(small): small, len(tables[sizes[-1]]): tables[sizes[-1]]},
-        res,
-        max(frames // 2, 12),
-    )
+    if "gpu" in parts:
+        for n in sizes:
+            bench_gpu(gpu, tables[n], res, frames)
+    if "cpu" in parts:
+        small = synthetic_table(1000, lanes=4, seed=2)
+        big = tables[sizes[-1]]
+        bench_cpu(gpu, {len(small): small, len(big): big}, res, max(frames // 2, 12))
