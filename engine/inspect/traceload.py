@@ -506,7 +506,7 @@ class _ChromeReader:
         begin = np.round(t[ok] * 1000).astype(np.int64)
         end = begin + np.round(d[ok] * 1000).astype(np.int64)
         ev = base + np.asarray(xs, np.int64)[ok]
-        self.parts.append((tr[ok], begin, end, nid[ok], ev))
+        self.parts.append([tr[ok].astype(np.int32), begin, end, nid[ok].astype(np.int32), ev])
         return xs
 
     def feed(self, e) -> None:
@@ -617,10 +617,11 @@ class _ChromeReader:
     def table(self, path, stream_notes: list[str] | None = None) -> SpanTable:
         notes = list(stream_notes or []) + self.notes()
         lane, start, end, nid, ev = self.cols
-        cols = [np.asarray(c, np.int64) for c in (lane, start, end, nid, ev)]
-        parts = [*self.parts, tuple(cols)]
+        dtypes = (np.int32, np.int64, np.int64, np.int32, np.int64)
+        cols = [np.asarray(c, d) for c, d in zip((lane, start, end, nid, ev), dtypes, strict=True)]
+        parts = [*self.parts, list(cols)]
         self.parts, self.cols = [], ([], [], [], [], [])
-        lane, start, end, nid, ev = (np.concatenate([p[i] for p in parts]) for i in range(5))
+        lane, start, end, nid, ev = (_take_column(parts, i) for i in range(5))
         if not len(lane):
             kinds = "X, B/E, b/e or instant events"
             raise TraceError(f"{path}: no drawable span ({kinds}){_why(notes)}")
@@ -684,6 +685,15 @@ class _ChromeReader:
             thread = self.thread_name.get(key, default)
             labels.append(thread if pid == "" else f"{p} / {thread}")
         return remap, labels
+
+
+def _take_column(parts: list[list[np.ndarray]], i: int) -> np.ndarray:
+    """Column ``i`` of every part, concatenated; the parts' copies are dropped as it goes
+    (the peak holds one column twice, not every column)."""
+    out = np.concatenate([p[i] for p in parts])
+    for p in parts:
+        p[i] = None
+    return out
 
 
 def _bind(table: SpanTable, lane: int, t: int, ph: str, enclosing: bool):
