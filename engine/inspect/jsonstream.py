@@ -120,8 +120,11 @@ def _decode(region: bytes):
 
 
 def _last_cut(buf: bytes | memoryview, end: int, start: int = 0) -> int:
-    """Index of the ``}`` of the last candidate cut before ``end`` (-1: none)."""
-    return max(buf.rfind(c, start, end) for c in _CUTS)
+    """Index of the ``}`` of the last candidate cut before ``end`` (-1: none); the last
+    64 KiB first (a pattern absent from the file would scan the whole block each time)."""
+    near = max(start, end - (1 << 16))
+    k = max(buf.rfind(c, near, end) for c in _CUTS)
+    return k if k >= 0 or near == start else max(buf.rfind(c, start, near + 8) for c in _CUTS)
 
 
 class EventStream:

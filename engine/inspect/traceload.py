@@ -172,9 +172,28 @@ def nesting_depth(lane: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.nd
     overlapping spans in one row (improper nesting) is redone with the stack.
     Returns ``uint32 (n,)``.
     """
-    lane = np.asarray(lane, np.int64)
-    start, end = np.asarray(start, np.int64), np.asarray(end, np.int64)
-    order = np.lexsort((start - end, start, lane))
+    return _nest(np.asarray(lane, np.int64), np.asarray(start, np.int64),
+                 np.asarray(end, np.int64))[0]  # fmt: skip
+
+
+def nest_order(lane: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Indices by (lane, start, longest first). A file in time order (the usual case) needs
+    only a radix sort of the lane (its spans are then already in order within each lane,
+    checked); anything else a full ``lexsort``."""
+    if len(lane) and int(lane.max()) < 1 << 16 and int(lane.min()) >= 0:
+        o = np.argsort(lane.astype(np.uint16), kind="stable")
+        ln, st, du = lane[o], start[o], (end - start)[o]
+        same = ln[1:] == ln[:-1]
+        back = st[1:] < st[:-1]
+        tie = (st[1:] == st[:-1]) & (du[1:] > du[:-1])
+        if not np.any(same & (back | tie)):
+            return o
+    return np.lexsort((start - end, start, lane))
+
+
+def _nest(lane: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(depth uint32 (n,), nest_order)``."""
+    order = nest_order(lane, start, end)
     ln, st, en = lane[order], start[order], end[order]
     depth = np.zeros(len(order), np.int64)
     bounds = np.flatnonzero(np.r_[True, ln[1:] != ln[:-1], True]) if len(ln) else [0]
@@ -186,7 +205,7 @@ def nesting_depth(lane: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.nd
         depth[a:b] = d
     out = np.zeros(len(order), np.uint32)
     out[order] = depth
-    return out
+    return out, order
 
 
 def _rows_disjoint(d: np.ndarray, s: np.ndarray, e: np.ndarray) -> bool:
@@ -227,9 +246,13 @@ def build_table(
     start = np.asarray(start, np.int64)
     end = np.asarray(end, np.int64)
     if depth is None:
-        depth = nesting_depth(lane, start, end)
+        # the nesting order (lane, start, longest first) is a few sorted runs by start (one
+        # per lane): a stable sort by start merges them, ties left in (lane, depth) order
+        depth, nest = _nest(lane, start, end)
+        order = nest[np.argsort(start[nest], kind="stable")]
+    else:
+        order = np.lexsort((depth, lane, start))
     origin = int(start.min()) if len(start) else 0
-    order = np.lexsort((depth, lane, start))
     return SpanTable(
         start_ns=start[order] - origin,
         dur_ns=(end - start)[order],
