@@ -822,7 +822,7 @@ def _load_jsonl(path, stream) -> SpanTable:
         else:
             bad["line(s) of an unknown type"] += 1
         if len(cols[0]) >= 1 << 16:
-            parts.append([np.asarray(c, np.int64) for c in cols])
+            parts.append(_jsonl_part(cols))
             cols = ([], [], [], [])
     for m in early:
         gpu_frames += _frame(cols, bad, m, session, len(names))
@@ -833,12 +833,17 @@ def _load_jsonl(path, stream) -> SpanTable:
             f"left out the GPU scopes of {gpu_frames} frame(s): the session has no "
             "gpu_clock_offset_ns to put them on the CPU clock"
         )
-    parts.append([np.asarray(c, np.int64) for c in cols])
-    lane, start, end, nid = (np.concatenate([p[i] for p in parts]) for i in range(4))
+    parts.append(_jsonl_part(cols))
+    lane, start, end, nid = (_take_column(parts, i) for i in range(4))
     if not len(lane):
         raise TraceError(f"{path}: no frame with scopes (record with --profile){_why(notes)}")
     lanes = [CPU_LANE, GPU_LANE]
     return build_table(lane, start, end, nid, names + list(FRAME_NAMES), lanes, notes)
+
+
+def _jsonl_part(cols) -> list[np.ndarray]:
+    dtypes = (np.int32, np.int64, np.int64, np.int32)  # lane, start, end, name
+    return [np.asarray(c, d) for c, d in zip(cols, dtypes, strict=True)]
 
 
 def _frame(cols, bad: Counter, msg: dict, session: dict, n_names: int) -> int:
