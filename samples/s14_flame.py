@@ -44,7 +44,14 @@ from engine.inspect.select import NONE
 from engine.inspect.spans import NAME_MATCH, printable
 from engine.inspect.synthetic import synthetic_table
 from engine.inspect.traceload import SpanTable, TraceError, load_trace
-from engine.inspect.view import FlameView, fmt_ns, name_stats, range_stats, self_times
+from engine.inspect.view import (
+    FlameView,
+    fmt_ns,
+    name_stats,
+    next_match,
+    range_stats,
+    self_times,
+)
 from engine.passes.debug_overlay import DebugOverlayPass, auto_hud_scale, grid_for
 
 BG = (0.015, 0.016, 0.022, 1.0)
@@ -264,13 +271,7 @@ class FlameViewer(Sample):
         m, v, t = self.matches, self.view, self.table
         if not len(m):
             return
-        if v.selected != NONE:
-            k = int(np.searchsorted(m, v.selected, side="right" if step > 0 else "left"))
-        else:
-            centre = v.time_at(v.width / 2)
-            k = int(np.searchsorted(t.start_ns[m], centre))
-        k = (k if step > 0 else k - 1) % len(m)
-        span = int(m[k])
+        span = next_match(m, t.start_ns, v.selected, v.time_at(v.width / 2), step)
         self._select(span)
         s, d = float(t.start_ns[span]), float(t.dur_ns[span])
         if d > 0.8 * v.width * v.ns_per_px or s < v.time_at(0) or s + d > v.time_at(v.width):

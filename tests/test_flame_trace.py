@@ -333,3 +333,15 @@ def test_lanes_collapse_reorder_and_size_to_what_is_in_view():
     v.toggle_lane(0)
     v.move_lane(1, -1)  # lane 1 first
     assert v.lane_rows().tolist() == [3, 1] and v.header_rows().tolist() == [2, 0]
+
+
+def test_next_and_previous_search_match():
+    from engine.inspect.view import NONE, next_match
+
+    start = np.array([0, 10, 20, 30, 40, 50])
+    m = np.array([1, 3, 4])  # matching spans, in start order
+    assert next_match(m, start, NONE, 25.0, 1) == 3  # first at or after the centre
+    assert next_match(m, start, NONE, 25.0, -1) == 1
+    assert next_match(m, start, 3, 0.0, 1) == 4 and next_match(m, start, 3, 0.0, -1) == 1
+    assert next_match(m, start, 4, 0.0, 1) == 1 and next_match(m, start, 1, 0.0, -1) == 4  # wrap
+    assert next_match(m, start, 2, 0.0, 1) == 3  # a selected span that is no match

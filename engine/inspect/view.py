@@ -243,6 +243,18 @@ def name_stats(
                      float(d.sum()), sm, st)  # fmt: skip
 
 
+def next_match(matches: np.ndarray, start_ns: np.ndarray, selected: int, centre_ns: float,
+               step: int) -> int:  # fmt: skip
+    """The search match to select on N (``step`` 1) or P (-1): after (before) the selected
+    span, or the first starting at or after the view's centre when none is selected;
+    wraps around. ``matches``: span indices in start order (non-empty)."""
+    if selected != NONE:
+        k = int(np.searchsorted(matches, selected, side="right" if step > 0 else "left"))
+    else:
+        k = int(np.searchsorted(start_ns[matches], centre_ns))
+    return int(matches[(k if step > 0 else k - 1) % len(matches)])
+
+
 def self_times(start_ns, dur_ns, lane, depth) -> np.ndarray:
     """``int64 (n,)`` self time of each span, ns: its duration minus its children's (the
     spans one deeper in its lane that it encloses; the nesting of ``nesting_depth``).
