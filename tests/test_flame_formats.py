@@ -186,3 +186,18 @@ def test_flows_bind_to_the_enclosing_or_next_span(tmp_path):
     # the t step at 60 us (A, depth 0) sorts after f in time: s -> f -> t
     assert rows == [(15_000, 0, 1, 50_000, 1, 0), (50_000, 1, 0, 60_000, 0, 0)]
     assert t.notes == ["skipped 1 flow step(s) with no span to bind to"]  # pid 9 has none
+
+
+def test_running_out_of_memory_is_said_so_not_invalid_json(tmp_path, monkeypatch):
+    from engine.inspect import jsonstream
+
+    def no_memory(region):
+        raise MemoryError("Not enough memory to allocate")
+
+    monkeypatch.setattr(jsonstream, "_decode", no_memory)
+    p = _write(tmp_path, events(50))
+    with pytest.raises(TraceError) as e:
+        load_trace(p)
+    msg = str(e.value)
+    assert "ran out of memory loading this" in msg and "available" in msg
+    assert "not valid JSON" not in msg and p in msg and "\n" not in msg

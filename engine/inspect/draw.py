@@ -11,7 +11,8 @@ Blending is ``max`` (factors one): the select pass appends instances with atomic
 order changes run to run; ``max`` makes overlapping antialiased fringes order-independent
 (a deterministic picture) and, on the dark chart background, looks like "over" blending.
 An optional panel quad (``over`` blending) darkens the chart area first when drawing over a
-frame (live mode).
+frame (live mode); an optional ruler quad (``vs_ruler``/``fs_ruler``) draws the time ruler's
+ticks above the chart and its grid lines down it, from the tick spacing in the view uniform.
 """
 
 from __future__ import annotations
