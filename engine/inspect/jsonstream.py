@@ -80,9 +80,10 @@ def gzip_size(path: str) -> int:
     return isize
 
 
-class XEvent(msgspec.Struct):
+class XEvent(msgspec.Struct, gc=False):
     """The fields of a complete event the fast path reads (any JSON type: checked later);
-    defaults as ``dict.get`` would give them."""
+    defaults as ``dict.get`` would give them. Not tracked by the garbage collector (it
+    holds no cycles): millions of them must not trigger collections."""
 
     ph: Any = None
     ts: Any = None

@@ -27,6 +27,7 @@ that yields nothing raises ``TraceError`` with one line naming the file.
 
 from __future__ import annotations
 
+import gc
 import logging
 import math
 import os
@@ -386,12 +387,17 @@ class _Names:
 def _load_chrome(path, stream) -> SpanTable:
     reader = _ChromeReader()
     events = EventStream(stream, STREAM_BLOCK)
+    was_on = gc.isenabled()
+    gc.disable()  # decoded chunks are millions of acyclic objects: no collections meanwhile
     try:
         for chunk in events:
             reader.chunks.append((reader.ordinal, chunk.offset, chunk.length))
             reader.feed_chunk(chunk.events)
     except StreamError as e:
         raise TraceError(f"{path}: {e}") from None
+    finally:
+        if was_on:
+            gc.enable()
     info = events.info
     unit = info.other.get("displayTimeUnit") if isinstance(info.other, dict) else None
     table = reader.table(path, info.notes)

@@ -1,7 +1,8 @@
 """Flame chart benchmark (engine/inspect): figures, never pass/fail.
 
 1. Parse: a generated Chrome Trace Event JSON file, the same gzipped, and a Lantern
-   --telemetry JSONL (the streaming loader): seconds, spans per second; peak Python memory
+   --telemetry JSONL (the streaming loader): seconds, spans per second (wall and CPU time:
+   on a shared machine the CPU time is the steadier figure); peak Python memory
    per span and per file byte (tracemalloc, a separate run); bytes per span kept.
 2. Load: 1M and 10M synthetic spans as a columnar table (generation and sort) and the
    upload to the GPU: seconds, table bytes per span, peak memory (tracemalloc).
@@ -119,7 +120,9 @@ def bench_parse(n: int) -> None:
         write_jsonl(jl, n)
         for what, path in (("Chrome JSON", js), ("Chrome JSON.gz", gz), ("Lantern JSONL", jl)):
             mb = path.stat().st_size / 1e6
+            c0 = time.process_time()
             dt, table = _timed(load_trace, path)
+            cpu = time.process_time() - c0
             peak, _ = _peak(load_trace, path)
             count = len(table)
             kept = sum(
@@ -135,7 +138,8 @@ def bench_parse(n: int) -> None:
             )
             print(
                 f"parse  {what} {count:,} spans ({mb:.1f} MB): {dt:.2f} s, "
-                f"{count / dt / 1e6:.2f} M spans/s, peak {peak / count:.0f} B/span "
+                f"{count / dt / 1e6:.2f} M spans/s (CPU time {cpu:.2f} s: "
+                f"{count / cpu / 1e6:.2f} M/s), peak {peak / count:.0f} B/span "
                 f"({peak / 1e6:.0f} MB, {peak / (path.stat().st_size):.2f}x the file), kept "
                 f"{kept / count:.0f} B/span"
             )
@@ -166,11 +170,11 @@ import resource, sys, time
 from engine.inspect.traceload import load_trace
 rss = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 before = rss()
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 t = load_trace(sys.argv[1])
-dt = time.perf_counter() - t0
+dt, cpu = time.perf_counter() - t0, time.process_time() - c0
 kept = sum(c.nbytes for c in (t.start_ns, t.dur_ns, t.lane, t.depth, t.name_id, t.event))
-print(len(t), dt, rss() - before, kept)
+print(len(t), dt, rss() - before, kept, cpu)
 """
 
 
@@ -189,11 +193,12 @@ def bench_file(n: int) -> None:
         root = Path(__file__).resolve().parents[2]
         out = subprocess.run([sys.executable, "-c", _LOAD_CHILD, str(path)], cwd=root,
                              capture_output=True, text=True, check=True).stdout  # fmt: skip
-    count, dt, grew, kept = out.split()[-4:]
-    count, dt, grew, kept = int(count), float(dt), int(grew), int(kept)
+    count, dt, grew, kept, cpu = out.split()[-5:]
+    count, dt, grew, kept, cpu = int(count), float(dt), int(grew), int(kept), float(cpu)
     print(
         f"file   Chrome JSON {count:,} spans ({size / 1e6:.0f} MB, written in {made:.0f} s): "
-        f"load {dt:.1f} s, {count / dt / 1e6:.2f} M spans/s; peak RSS grew {grew / 1e6:.0f} MB "
+        f"load {dt:.1f} s, {count / dt / 1e6:.2f} M spans/s (CPU time {cpu:.1f} s: "
+        f"{count / cpu / 1e6:.2f} M/s); peak RSS grew {grew / 1e6:.0f} MB "
         f"({grew / size:.2f}x the file); kept {kept / count:.0f} B/span"
     )
 
