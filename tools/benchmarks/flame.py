@@ -166,9 +166,12 @@ def write_chrome_json_chunked(path: Path, n: int) -> int:
 
 
 _LOAD_CHILD = """
-import resource, sys, time
+import sys, time
 from engine.inspect.traceload import load_trace
-rss = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+def rss():  # VmHWM: this process's peak (ru_maxrss would start at the parent's at fork)
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
 before = rss()
 t0, c0 = time.perf_counter(), time.process_time()
 t = load_trace(sys.argv[1])
@@ -180,7 +183,7 @@ print(len(t), dt, rss() - before, kept, cpu)
 
 def bench_file(n: int) -> None:
     """Load time and peak memory growth of a large Chrome JSON file, loaded in a fresh
-    process (its max RSS after the imports vs after the load: what the OS saw)."""
+    process (its peak RSS, VmHWM, after the imports vs after the load: what the OS saw)."""
     import subprocess
     import sys
 
