@@ -106,3 +106,17 @@ def test_counter_and_flow_picture(device, compare_reference, tmp_path):
     col = rgb[top : top + h + 3, 40]  # x 40: sample 0 (n 0): the line at the baseline
     assert np.argmax(col.sum(axis=1)) in (h, h + 1)
     compare_reference("flame_counters_flows_320x160", rgb)
+
+
+def test_flows_of_the_selected_span_only(tmp_path):
+    t = trace(tmp_path)
+    v = view_of(t, (400, 200))
+    a = int(np.flatnonzero(np.array(t.names)[t.name_id] == "A")[0])
+    b = int(np.flatnonzero(np.array(t.names)[t.name_id] == "B")[0])
+    for span, n in ((a, 3), (b, 3)):  # both ends' spans show the arrow (shaft + 2 strokes)
+        v.selected = span
+        assert len(flow_segments(t, v.params((400, 200)))) == n
+    f = t.flows
+    v.selected = a
+    f.t0 = f.t0 + 2_000_000  # move the start out of A: A no longer touches it
+    assert len(flow_segments(t, v.params((400, 200)))) == 0

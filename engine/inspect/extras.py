@@ -6,7 +6,8 @@ Counters (``SpanTable.counters``) are step charts: a value holds until the next 
 Where a lane has more samples in view than pixel columns, each column gets one vertical
 segment from its minimum to its maximum (and the value entering it), so the cost is bounded
 by the width, not the sample count. Flows (``SpanTable.flows``) are arrows from the middle of
-the row each end binds to, with a head at the far end; at most ``MAX_FLOWS`` of those in view.
+the row each end binds to, with a head at the far end: those of the selected span, or with
+no selection all in view while they are sparse (at most one per ``SPARSE_PX`` of width).
 
 Segments are recomputed only when the view changes (a key of every parameter that moves
 them), so an idle chart re-uploads nothing.
@@ -19,7 +20,7 @@ import wgpu
 
 from ..shaders import shader_module
 from .draw import OVER_BLEND
-from .select import ViewParams
+from .select import NONE, ViewParams
 from .spans import name_colors
 from .traceload import COUNTER_ROWS, SpanTable
 
@@ -28,6 +29,7 @@ MAX_SEGMENTS = 1 << 18
 MAX_FLOWS = 20_000
 FLOW_RGBA = 0xE6F0F0F0  # light grey, alpha 0.9
 HEAD_PX = 6.0
+SPARSE_PX = 12  # without a selection, flows are drawn while at most one per 12 px is in view
 
 
 def _rgba_bits(c: np.ndarray) -> np.ndarray:
@@ -106,6 +108,10 @@ def flow_segments(table: SpanTable, p: ViewParams) -> np.ndarray:
     y1 = (rows[l1] + f.depth1 + 0.5) * p.row_px - p.scroll_px
     ok &= (np.maximum(x0, x1) >= 0) & (np.minimum(x0, x1) < p.width)
     ok &= (np.maximum(y0, y1) >= 0) & (np.minimum(y0, y1) < p.height)
+    if p.selected != NONE and p.selected < len(table):
+        ok &= _touches(table, f, p.selected)
+    elif ok.sum() > p.width / SPARSE_PX:
+        ok[:] = False  # a thicket: the selected span's flows only (as Perfetto does)
     k = np.flatnonzero(ok)[:MAX_FLOWS]
     x0, y0, x1, y1 = x0[k], y0[k], x1[k], y1[k]
     d = np.hypot(x1 - x0, y1 - y0)
@@ -117,6 +123,16 @@ def flow_segments(table: SpanTable, p: ViewParams) -> np.ndarray:
         hy = y1 - HEAD_PX * (uy * 0.866 + side * ux * 0.5)
         heads.append(_seg(hx, hy, x1, y1, 0.75, FLOW_RGBA))
     return np.concatenate([_seg(x0, y0, x1, y1, 0.6, FLOW_RGBA), *heads])
+
+
+def _touches(table: SpanTable, f, span: int) -> np.ndarray:
+    """Flows with an end bound to ``span`` (its lane and depth, inside its time)."""
+    lane, depth = int(table.lane[span]), int(table.depth[span])
+    t0 = int(table.start_ns[span])
+    t1 = t0 + max(int(table.dur_ns[span]), 1)
+    a = (f.lane0 == lane) & (f.depth0 == depth) & (f.t0 >= t0) & (f.t0 < t1)
+    b = (f.lane1 == lane) & (f.depth1 == depth) & (f.t1 >= t0) & (f.t1 < t1)
+    return a | b
 
 
 class ChartExtras:
@@ -161,7 +177,7 @@ class ChartExtras:
         if not self.enabled:
             return
         key = (p.start_ns, p.px_per_ns, p.width, p.height, p.row_px, p.scroll_px,
-               p.lane_rows.tobytes(), id(uniform))  # fmt: skip
+               p.lane_rows.tobytes(), p.selected, id(uniform))  # fmt: skip
         if key == self._key:
             return
         self._key = key

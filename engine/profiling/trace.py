@@ -165,15 +165,16 @@ FLOW_NAME = "CPU to GPU"
 
 def counter_events(history, t0: int) -> list[dict]:
     """Counter events (``ph: "C"``, one track per name, one series per ``args`` key) on the
-    CPU process, at the start of the frame each reading describes: ``Cull`` (the eight
-    ``COUNTER_NAMES``) and ``<pass> pipeline statistics`` (the pass's sums of
+    CPU process: ``Cull`` (the eight ``COUNTER_NAMES``, once per reading, at the start of
+    the frame it describes) and ``<pass> pipeline statistics`` (the pass's sums of
     ``STAT_FIELDS`` over its draws, ``--gpu-profile draws`` with the feature)."""
     from ..culling.counters import COUNTER_NAMES
 
     start = {r.frame_index: r.t_ns for r in history}
-    out = []
+    out, seen = [], set()
     for r in history:
-        if r.cull is not None:
+        if r.cull is not None and r.cull.frame_index not in seen:  # a reading rides on
+            seen.add(r.cull.frame_index)  # every record until the next one comes back
             at = start.get(r.cull.frame_index, r.t_ns)
             args = dict(zip(COUNTER_NAMES, (int(v) for v in r.cull.values), strict=True))
             out.append(_counter("Cull", at - t0, args))
