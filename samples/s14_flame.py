@@ -9,10 +9,15 @@ longest span per pixel column where spans are narrower than a pixel) and one ins
 shows it, so panning 10 million spans costs the CPU what panning 1000 does.
 
 Window: mouse wheel zooms around the cursor, drag pans, double-click zooms to a span, click
-selects (every span of that name outlined; count, mean, median, p95, max in the side panel),
-shift-drag selects a time range (its statistics in the side panel). Keys: W/S zoom in/out,
-A/D or Left/Right pan, Up/Down scroll the lanes, Home shows everything, / types a search
-(Enter ends it, Backspace deletes, an empty search clears it), Esc quits.
+selects (every span of that name outlined; the side panel shows its details: name, category,
+args, duration, self and thread time; and the statistics of its name in its lane: count,
+mean, median, p95, max, total, mean self time), shift-drag selects a time range (its
+statistics in the side panel). A time ruler above the chart labels ticks in the trace's
+displayTimeUnit. Keys: W/S zoom in/out, A/D or Left/Right pan, Up/Down scroll the lanes,
+Home shows everything, / types a search (Enter ends it, Backspace deletes, an empty search
+clears it; the match count shows), N / P select the next / previous match, a click on a
+lane's label collapses or expands it, PageUp / PageDown move the lane under the cursor, Esc
+quits. Lanes are as tall as the deepest span in view; an idle window waits for input.
 """
 
 from __future__ import annotations
@@ -25,18 +30,29 @@ import time
 from pathlib import Path
 
 import numpy as np
+import orjson
 
 from engine.app import Sample, main
 from engine.cli import int_type
 from engine.graph import OUTPUT, RenderPass
 from engine.inspect.chart import FlameChart
+from engine.inspect.extras import ChartExtras
+from engine.inspect.rows import RowIndex
+from engine.inspect.ruler import tick_label, ticks
 from engine.inspect.select import NONE
-from engine.inspect.spans import NAME_MATCH
+from engine.inspect.spans import NAME_MATCH, printable
 from engine.inspect.synthetic import synthetic_table
 from engine.inspect.traceload import SpanTable, TraceError, load_trace
-from engine.inspect.view import FlameView, fmt_ns, name_stats, range_stats
+from engine.inspect.view import (
+    FlameView,
+    fmt_ns,
+    name_stats,
+    next_match,
+    range_stats,
+    self_times,
+)
 from engine.overlay.debug_overlay import DebugOverlayPass, auto_hud_scale, grid_for
-from engine.overlay.grid import DebugOverlay
+from engine.overlay.grid import MAX_COLS, MAX_ROWS, DebugOverlay
 
 BG = (0.015, 0.016, 0.022, 1.0)
 PANEL = (22, 24, 32, 255)
@@ -49,8 +65,10 @@ PANEL_COLS = 36
 # glfw key codes (glfw is not imported in captures)
 KEY_SLASH, KEY_ENTER, KEY_BACKSPACE, KEY_HOME = 47, 257, 259, 268
 KEY_RIGHT, KEY_LEFT, KEY_DOWN, KEY_UP = 262, 263, 264, 265
-KEY_A, KEY_D, KEY_S, KEY_W = 65, 68, 83, 87
+KEY_A, KEY_D, KEY_S, KEY_W, KEY_N, KEY_P = 65, 68, 83, 87, 78, 80
 KEY_LEFT_SHIFT = 340
+KEY_PAGE_UP, KEY_PAGE_DOWN = 266, 267
+IDLE_FRAMES, IDLE_WAIT_S = 4, 0.5  # unchanged frames before waiting for input, and how long
 ZOOM_PER_S, PAN_PX_PER_S, WHEEL_STEP = 4.0, 900.0, 1.25
 DOUBLE_CLICK_S, CLICK_PX = 0.35, 3.0
 
@@ -131,6 +149,13 @@ class FlameViewer(Sample):
             help="a frame-range selection, as shift-drag makes (statistics in the side panel)",
         )
         g.add_argument(
+            "--next",
+            type=int_type(0, 1_000_000),
+            default=0,
+            metavar="K",
+            help="with --search: select the K-th match (as pressing N K times)",
+        )
+        g.add_argument(
             "--cursor",
             type=cursor_arg,
             metavar="X,Y",
@@ -157,14 +182,20 @@ class FlameViewer(Sample):
     # -- setup ----------------------------------------------------------------------------------
     def build(self, graph):
         t, a = self.table, self.app.args
-        self.scale = a.hud_scale or auto_hud_scale(graph.size)
+        self.scale = _scale(a.hud_scale, graph.size)
         cell = 8 * self.scale
+        self.self_ns = self_times(t.start_ns, t.dur_ns, t.lane, t.depth)
+        self.rows = RowIndex(t)
+        self._depth_key = self._idle_key = None
+        self._idle = 0
         self.view = FlameView(t.lane_depths(), 0, int(t.end_ns.max()), (1, 1), row_px=2 * cell)
+        self.view.ruler_px = 2 * cell
         # passes "Viewer.*": the HUD's live flame chart owns "Flame.*" in the same graph
         self.chart = FlameChart(
             graph.device, graph.output_format, self.view, name="Viewer", glyph_px=self.scale
         )
         self.chart.store.upload(t)
+        self.chart.extras = ChartExtras(graph.device, graph.output_format, t)
         self.overlay = DebugOverlay()
         self.text = DebugOverlayPass(
             graph.device, self.overlay, graph.output_format, name="Viewer.Text"
@@ -181,6 +212,8 @@ class FlameViewer(Sample):
             idx = np.flatnonzero(t.name_id == self.select_id)
             self._select(int(idx[np.argmax(t.dur_ns[idx])]))
         self._set_search(a.search)
+        for _ in range(a.next):
+            self._search_step(1)
         self.typing = False
         self.drag = None  # (x, y, shift) of the press
         self.last_cursor = None
@@ -207,32 +240,55 @@ class FlameViewer(Sample):
         if size == self.size:
             return
         self.size = tuple(size)
+        self.scale = _scale(self.app.args.hud_scale, size)
         cell = 8 * self.scale
+        self.chart.glyph_px = self.scale
+        self.view.row_px = self.view.ruler_px = 2 * cell
         cols, rows = grid_for(size, self.scale)
         self.overlay.resize(cols, rows)
         self.text.set_scale(self.scale)
         self.text.target_size = self.size
         panel = min(PANEL_COLS, cols // 3)  # small windows keep two thirds for the chart
         chart_w = max(cell, size[0] - panel * cell)
-        self.view.resize((chart_w, max(cell, size[1] - 2 * cell)), origin=(0, 2 * cell))
+        self.view.resize((chart_w, max(cell, size[1] - 4 * cell)), origin=(0, 4 * cell))
         self.view.reset()
 
     # -- state changes ------------------------------------------------------------------------
     def _set_search(self, text: str) -> None:
         self.view.search = text
+        self.matches = np.zeros(0, np.int64)
         if text:
             low = text.lower()
-            flags = [NAME_MATCH if low in n.lower() else 0 for n in self.table.names]
-            self.chart.store.set_name_flags(np.array(flags, np.uint32))
+            flags = np.array(
+                [NAME_MATCH if low in n.lower() else 0 for n in self.table.names], np.uint32
+            )
+            self.chart.store.set_name_flags(flags)
+            self.matches = np.flatnonzero(flags[self.table.name_id] != 0)  # by start
+
+    def _search_step(self, step: int) -> None:
+        """Select the next (``step`` 1) or previous (-1) match after the selected span or
+        the view's centre, and bring it into view."""
+        m, v, t = self.matches, self.view, self.table
+        if not len(m):
+            return
+        span = next_match(m, t.start_ns, v.selected, v.time_at(v.width / 2), step)
+        self._select(span)
+        s, d = float(t.start_ns[span]), float(t.dur_ns[span])
+        if d > 0.8 * v.width * v.ns_per_px or s < v.time_at(0) or s + d > v.time_at(v.width):
+            v.zoom_to_span(s, max(d, v.width * v.ns_per_px * 0.25))
 
     def _select(self, span: int) -> None:
         v, t = self.view, self.table
         if span == NONE:
             v.selected = v.selected_name = NONE
-            self.stats = None
+            self.stats = self.event = None
             return
         v.selected, v.selected_name = span, int(t.name_id[span])
-        self.stats = name_stats(t.dur_ns, t.name_id, v.selected_name, t.names[v.selected_name])
+        self.stats = name_stats(
+            t.dur_ns, t.name_id, v.selected_name, t.names[v.selected_name],
+            lane=t.lane, lane_id=int(t.lane[span]), self_ns=self.self_ns,
+        )  # fmt: skip
+        self.event = t.event_at(span)
 
     # -- input ----------------------------------------------------------------------------------
     def on_key(self, key: int) -> None:
@@ -245,6 +301,12 @@ class FlameViewer(Sample):
             return
         if key == KEY_HOME:
             v.reset()
+        elif key in (KEY_N, KEY_P):
+            self._search_step(1 if key == KEY_N else -1)
+        elif key in (KEY_PAGE_UP, KEY_PAGE_DOWN):  # move the lane under the cursor
+            lane = self._lane_under_cursor()
+            if lane is not None:
+                v.move_lane(lane, -1 if key == KEY_PAGE_UP else 1)
         elif key == KEY_SLASH:
             self.typing, self._skip_slash = True, True
             self._set_search("")
@@ -299,6 +361,10 @@ class FlameViewer(Sample):
             return
         if abs(x - x0) > CLICK_PX or abs(y - y0) > CLICK_PX:
             return  # a drag (already panned)
+        lane = v.lane_at(y - v.origin[1])
+        if lane is not None:  # a click on a lane's label row: collapse or expand it
+            v.toggle_lane(lane)
+            return
         now = time.perf_counter()
         lt, lx, ly = self.last_click
         span = self.chart.picked
@@ -307,13 +373,46 @@ class FlameViewer(Sample):
         self._select(span)
         self.last_click = (now, x, y)
 
+    def _lane_under_cursor(self) -> int | None:
+        """The lane whose rows are under the cursor, or None."""
+        v = self.view
+        if v.cursor[0] < -1e8:
+            return None
+        row = (v.cursor[1] - v.origin[1] + v.scroll_px) // v.row_px
+        heads = v.header_rows()
+        above = np.flatnonzero(heads <= row)
+        return int(above[np.argmax(heads[above])]) if len(above) else None
+
+    def _fit_lanes(self) -> None:
+        """Lanes as tall as the deepest span in view (recomputed when the range moved)."""
+        v = self.view
+        key = (v.start_ns, v.ns_per_px, v.width)
+        if key != self._depth_key:
+            self._depth_key = key
+            v.set_lane_depths(self.rows.depths_in(v.time_at(0), v.time_at(v.width)))
+            v.scroll(0)
+
+    def _wait_if_idle(self, win) -> None:
+        """Nothing moved for a few frames: wait for input (up to IDLE_WAIT_S) instead of
+        drawing the same picture at the display rate."""
+        v = self.view
+        key = (v.start_ns, v.ns_per_px, v.scroll_px, v.cursor, v.hover, v.selected, v.search,
+               self.typing, v.range_ns, self.drag, self.chart.picked, self.size,
+               tuple(v.order), frozenset(v.collapsed))  # fmt: skip
+        self._idle = self._idle + 1 if key == self._idle_key else 0
+        self._idle_key = key
+        if self._idle >= IDLE_FRAMES:
+            win.wait(IDLE_WAIT_S)
+
     # -- per frame ----------------------------------------------------------------------------
     def update(self, ctx):
         self._layout(ctx.size)
+        self._fit_lanes()
         win, v = self.app.window, self.view
         if win is not None:
             dt = 1 / 60 if getattr(self, "_t", None) is None else ctx.time - self._t
             self._t = ctx.time
+            self._wait_if_idle(win)
             self._mouse(win)
             self._keys_held(win, min(max(dt, 0.0), 0.1))
         elif self.app.args.cursor is not None:
@@ -333,19 +432,25 @@ class FlameViewer(Sample):
         )
         ov.text(1, 0, status, TEXT)
         search = v.search + ("_" if self.typing else "")
+        count = f"  ({len(self.matches):,} spans; N / P next, previous)" if v.search else ""
         ov.text(
             1,
             1,
-            f"search: {search}"
+            f"search: {search}{count}"
             if (search or self.typing)
             else "/ search  wheel zoom  drag pan  shift-drag range  Home all",
             HEAD if search else DIM,
         )
+        self._ruler(ov, cell)
         top = v.origin[1] // cell
-        for label, r in zip(t.lanes, v.lane_rows() - 1, strict=True):
+        labels = list(t.lanes)
+        for c in t.counters:  # the scale of the step chart below the label
+            labels[c.lane] += f"  (max {float(c.value.max()):,.6g})"
+        for lane, (label, r) in enumerate(zip(labels, v.header_rows(), strict=True)):
             row = top + (int(r) * v.row_px - v.scroll_px) // cell
             if top <= row < ov.rows:
-                ov.text(1, row, label, HEAD)
+                mark = "+" if lane in v.collapsed else "-"
+                ov.text(1, row, printable(f"{mark} {label}"), HEAD)
         if v.range_ns is not None:
             c0 = max(0, int(v.x_of(v.range_ns[0]) // cell))
             c1 = min(v.width // cell, int(math.ceil(v.x_of(v.range_ns[1]) / cell)))
@@ -354,13 +459,28 @@ class FlameViewer(Sample):
         self._panel(ov, v.width // cell)
         self._tooltip(ov, cell)
 
+    def _ruler(self, ov, cell: int) -> None:
+        """Tick labels in the ruler band's top row, just right of each major tick."""
+        v = self.view
+        tk = ticks(v.start_ns, v.ns_per_px)
+        row = v.origin[1] // cell - 2
+        for x, t in tk.majors(v.width):
+            label = tick_label(t, tk.step_ns, self.table.display_unit)
+            col = int(x // cell) + 1
+            if col + len(label) <= v.width // cell:
+                ov.text(col, row, label, DIM)
+
     def _panel(self, ov, col: int) -> None:
         ov.fill(col, 2, ov.cols - col, ov.rows - 2, PANEL)
         x, y = col + 1, 3
         s = getattr(self, "stats", None)
         if s is not None:
-            ov.text(x, y, "SELECTED", HEAD)
-            ov.text(x, y + 1, s.name[: PANEL_COLS - 2], TEXT)
+            y = self._details(ov, x, y)
+        w = ov.cols - x - 1
+        if s is not None:
+            t = self.table
+            ov.text(x, y, f"ALL {s.name}"[:w], HEAD)
+            ov.text(x, y + 1, f"in {t.lanes[t.lane[self.view.selected]]}"[:w], DIM)
             rows = (
                 ("count", f"{s.count:,}"),
                 ("mean", fmt_ns(s.mean)),
@@ -368,9 +488,10 @@ class FlameViewer(Sample):
                 ("p95", fmt_ns(s.p95)),
                 ("max", fmt_ns(s.max)),
                 ("total", fmt_ns(s.total)),
+                ("self avg", fmt_ns(s.self_mean)),
             )
             for i, (k, val) in enumerate(rows):
-                ov.text(x, y + 2 + i, f"{k:<8}{val:>14}", TEXT)
+                ov.text(x, y + 2 + i, f"{k:<9}{val:>13}", TEXT)
             y += 10
         r = self.range_stats
         if r is not None:
@@ -389,13 +510,38 @@ class FlameViewer(Sample):
             ov.text(x, y, "click a span: its name's", DIM)
             ov.text(x, y + 1, "statistics show here", DIM)
 
+    def _details(self, ov, x: int, y: int) -> int:
+        """The selected span: name, category, duration, self and thread time, args."""
+        t, span = self.table, self.view.selected
+        e = getattr(self, "event", None) or {}
+        w = ov.cols - x - 1
+        ov.text(x, y, "SELECTED", HEAD)
+        ov.text(x, y + 1, printable(t.names[t.name_id[span]])[:w], TEXT)
+        rows = [("category", printable(str(e.get("cat", "-"))))]
+        rows.append(("duration", fmt_ns(float(t.dur_ns[span]))))
+        rows.append(("self", fmt_ns(float(self.self_ns[span]))))
+        tdur = e.get("tdur")
+        if isinstance(tdur, int | float) and not isinstance(tdur, bool):
+            rows.append(("thread", fmt_ns(tdur * 1000.0)))
+        rows.append(("start", f"{t.start_ns[span] / 1e6:.6f} ms"))
+        args = e.get("args") if isinstance(e.get("args"), dict) else {}
+        for i, (k, val) in enumerate(rows):
+            ov.text(x, y + 2 + i, f"{k:<9}{val:>13}"[:w], TEXT)
+        y += 2 + len(rows)
+        if args:
+            ov.text(x, y, "args", DIM)
+            for i, (k, val) in enumerate(list(args.items())[:6]):
+                ov.text(x, y + 1 + i, printable(f"{k}: {_compact(val)}")[:w], TEXT)
+            y += 1 + min(len(args), 6)
+        return y + 1
+
     def _tooltip(self, ov, cell: int) -> None:
         v, t = self.view, self.table
         span = v.hover
         if span == NONE or span >= len(t):
             return
         lines = [
-            t.names[t.name_id[span]][:40],
+            printable(t.names[t.name_id[span]])[:40],
             f"duration {fmt_ns(float(t.dur_ns[span]))}",
             f"start    {t.start_ns[span] / 1e6:.6f} ms",
             f"depth    {int(t.depth[span])}  {t.lanes[t.lane[span]][:28]}",
@@ -408,6 +554,17 @@ class FlameViewer(Sample):
         ov.fill(c, r, w, len(lines), TIP)
         for i, s in enumerate(lines):
             ov.text(c + 1, r + i, s, TEXT if i else HEAD)
+
+
+def _scale(forced: int | None, size) -> int:
+    """HUD scale: the automatic one, raised until the text grid covers the window (its
+    ceiling is MAX_COLS x MAX_ROWS cells), so labels and panels show at every size."""
+    auto = forced or auto_hud_scale(size)
+    return max(auto, math.ceil(size[1] / (8 * MAX_ROWS)), math.ceil(size[0] / (8 * MAX_COLS)))
+
+
+def _compact(v) -> str:
+    return v if isinstance(v, str) else orjson.dumps(v).decode()
 
 
 if __name__ == "__main__":

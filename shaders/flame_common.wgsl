@@ -27,7 +27,9 @@ const INST_DIM: u32 = 4u;        // a search is on and it does not match
 const NAME_MATCH: u32 = 1u;
 const NONE: u32 = 0xFFFFFFFFu;
 
-// 112 bytes (a multiple of 16); packed by engine/inspect/select.py view_uniform.
+// 128 bytes (a multiple of 16); packed by engine/inspect/select.py view_uniform. The ruler:
+// first major tick at chart x tick_x0, every tick_px, `minors` subdivisions, a band of
+// ruler_px above the chart (0: no ruler).
 struct View {
     start_lo: u32, start_hi: u32, frac_ns: f32, px_per_ns: f32,
     width: f32, height: f32, origin_x: f32, origin_y: f32,
@@ -35,5 +37,6 @@ struct View {
     cols: u32, rows: u32, lanes: u32, capacity: u32,
     cursor_x: f32, cursor_y: f32, hover: u32, selected: u32,
     selected_name: u32, search_on: u32, glyph_px: f32, out_w: f32,
-    out_h: f32, pad0: u32, pad1: u32, pad2: u32,
+    out_h: f32, tick_x0: f32, tick_px: f32, ruler_px: f32,
+    minors: u32, pad0: u32, pad1: u32, pad2: u32,
 };

@@ -149,3 +149,39 @@ fn vs_panel(@builtin(vertex_index) vi: u32) -> @builtin(position) vec4<f32> {
 fn fs_panel() -> @location(0) vec4<f32> {
     return vec4<f32>(0.008, 0.009, 0.012, 0.95);
 }
+
+// The time ruler and grid: one quad over the ruler band and the chart, "over" blending,
+// drawn before the spans. Majors: a full-height tick in the band and a faint grid line down
+// the chart; minors: short ticks at the band's bottom.
+@vertex
+fn vs_ruler(@builtin(vertex_index) vi: u32) -> @builtin(position) vec4<f32> {
+    let corner = vec2<f32>(f32(vi == 1u || vi == 2u || vi == 4u), f32(vi >= 2u && vi <= 4u));
+    let lo = vec2<f32>(view.origin_x, view.origin_y - view.ruler_px);
+    let p = lo + corner * vec2<f32>(view.width, view.height + view.ruler_px);
+    return vec4<f32>(p.x / view.out_w * 2.0 - 1.0, 1.0 - p.y / view.out_h * 2.0, 0.0, 1.0);
+}
+
+fn tick_dist(x: f32, spacing: f32) -> f32 {
+    // px from x (chart px) to the nearest tick of this spacing
+    let d = (x - view.tick_x0) / spacing;
+    return abs(d - round(d)) * spacing;
+}
+
+@fragment
+fn fs_ruler(@builtin(position) pos: vec4<f32>) -> @location(0) vec4<f32> {
+    let x = floor(pos.x) - view.origin_x;  // pixel column, so a tick is one whole column
+    let major = tick_dist(x, view.tick_px) < 0.5;
+    let minor = tick_dist(x, view.tick_px / f32(max(view.minors, 1u))) < 0.5;
+    let in_band = pos.y < view.origin_y;
+    let band_y = pos.y - (view.origin_y - view.ruler_px);  // 0 at the band's top
+    if (in_band) {
+        var c = vec3<f32>(0.010, 0.011, 0.016);
+        if (major) { c = vec3<f32>(0.55); }
+        else if (minor && band_y >= view.ruler_px * 0.65) { c = vec3<f32>(0.25); }
+        if (band_y >= view.ruler_px - 1.0) { c = vec3<f32>(0.18); }  // the band's base line
+        return vec4<f32>(c, 1.0);
+    }
+    if (major) { return vec4<f32>(vec3<f32>(0.045), 1.0); }
+    discard;
+    return vec4<f32>(0.0);
+}

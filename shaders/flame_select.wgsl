@@ -1,11 +1,13 @@
 // Flame chart selection: what is in view, the pixel-column level of detail, picking.
 // Numpy twin: engine/inspect/reference.py (tested span by span). Dispatch order, one
 // compute pass: reset (cells), classify (spans), resolve (spans), compact (cells),
-// finish (1 thread), pick (indirect, drawn instances).
+// finish (1 thread), pick (indirect, drawn instances). The store is split into chunks (the
+// binding size limit): classify, resolve and compact run once per chunk, bound as `spans`
+// with its first global index in `chunk`; span indices everywhere else are global.
 // #include "flame_common.wgsl"
 
 @group(0) @binding(0) var<uniform> view: View;
-@group(0) @binding(1) var<storage, read> spans: array<Span>;
+@group(0) @binding(1) var<storage, read> spans: array<Span>;      // this chunk's spans
 @group(0) @binding(2) var<storage, read> names: array<vec4<u32>>;  // colour, flags, label
 @group(0) @binding(3) var<storage, read> lane_row: array<i32>;     // first row; < 0 hidden
 @group(0) @binding(4) var<storage, read_write> cell_key: array<atomic<u32>>;
@@ -16,11 +18,13 @@
 // indirect arguments, bound only for finish (a buffer read as indirect arguments may not be
 // bound writable in the same dispatch): 0..3 draw, 4..6 pick dispatch
 @group(1) @binding(0) var<storage, read_write> args: array<u32, 8>;
+struct Chunk { base: u32, count: u32, pad0: u32, pad1: u32, };
+@group(0) @binding(8) var<uniform> chunk: Chunk;
 
 const WG: u32 = 256u;
 
 fn span_index(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
-    return gid.x + gid.y * nwg.x * WG;  // 2D grid past 65535 workgroups
+    return gid.x + gid.y * nwg.x * WG;  // 2D grid past 65535 workgroups (chunk-local)
 }
 
 // (start - view start) in ns as f32: exact 64-bit subtraction in two words, then one
@@ -45,7 +49,7 @@ struct Placed {
 fn place(i: u32) -> Placed {
     var p: Placed;
     p.ok = false;
-    let s = spans[i];
+    let s = spans[i - chunk.base];
     let lane = s.lane_depth >> 16u;
     if (lane >= view.lanes) { return p; }
     let first = lane_row[lane];
@@ -85,7 +89,7 @@ fn row_top(lane_depth: u32) -> f32 {
 fn emit(i: u32, x0: f32, w: f32, flags: u32) {
     let k = atomicAdd(&state[1], 1u);
     if (k >= view.capacity) { return; }
-    let s = spans[i];
+    let s = spans[i - chunk.base];
     insts[k] = Inst(x0, w, row_top(s.lane_depth), i, s.name, flags, s.lane_depth, 0u);
 }
 
@@ -105,8 +109,9 @@ fn reset(@builtin(global_invocation_id) gid: vec3<u32>) {
 @compute @workgroup_size(256)
 fn classify(@builtin(global_invocation_id) gid: vec3<u32>,
             @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = span_index(gid, nwg);
-    if (i >= view.count) { return; }
+    let j = span_index(gid, nwg);
+    if (j >= chunk.count) { return; }
+    let i = chunk.base + j;
     let p = place(i);
     if (!p.ok) { return; }
     if (p.w >= 1.0) {
@@ -124,8 +129,9 @@ fn classify(@builtin(global_invocation_id) gid: vec3<u32>,
 @compute @workgroup_size(256)
 fn resolve(@builtin(global_invocation_id) gid: vec3<u32>,
            @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = span_index(gid, nwg);
-    if (i >= view.count) { return; }
+    let j = span_index(gid, nwg);
+    if (j >= chunk.count) { return; }
+    let i = chunk.base + j;
     let p = place(i);
     if (!p.ok || p.w >= 1.0) { return; }
     let c = cell_of(p);
@@ -139,7 +145,7 @@ fn compact(@builtin(global_invocation_id) gid: vec3<u32>) {
     let c = gid.x;
     if (c >= view.cols * view.rows) { return; }
     let i = atomicLoad(&cell_idx[c]);
-    if (i == NONE) { return; }
+    if (i == NONE || i < chunk.base || i - chunk.base >= chunk.count) { return; }
     let p = place(i);
     emit(i, f32(c % view.cols), 1.0, p.flags | INST_COLLAPSED);
 }

@@ -51,16 +51,25 @@ def run_select(device, store, p: ViewParams, sel: FlameSelect | None = None):
     return sel
 
 
-@pytest.fixture(scope="module")
-def random_store(device):
+@pytest.fixture(scope="module", params=["one_chunk", "split"])
+def random_store(device, request):
+    """The 30k random spans in one chunk, and split across 30 chunks of 1024 spans (an
+    artificial 20 KiB binding limit: the split that lets 10M spans fit lavapipe's 128 MiB)."""
     cols = random_spans(30_000)
-    store = SpanStore(device)
+    limit = 1024 * SPAN_BYTES + 19 if request.param == "split" else None
+    store = SpanStore(device, max_binding_bytes=limit)
+    assert len(store.chunk_ranges()) == 0
     store.set_names([f"name{i}" for i in range(N_NAMES)])
     store.append(*cols)
     flags = np.zeros(N_NAMES, np.uint32)
     flags[::4] = NAME_MATCH
     store.set_name_flags(flags)
-    return store, pack_spans(*cols), flags
+    packed = pack_spans(*cols)
+    if request.param == "split":
+        assert store.chunk_spans == 1024 and len(store.chunks) == 30
+        assert store.chunk_ranges()[-1] == (29 * 1024, 30_000 - 29 * 1024)
+    np.testing.assert_array_equal(store.read_packed(), packed)
+    return store, packed, flags
 
 
 VIEWS = {
@@ -171,6 +180,16 @@ def test_pipelines_are_built(device):
     for fmt in ("rgba8unorm-srgb", "bgra8unorm-srgb", "rgba8unorm"):
         d = FlameDraw(device, fmt)
         assert d.spans is not None and d.panel is not None
+
+
+def test_split_store_grows_chunk_by_chunk_and_keeps_its_spans(device):
+    store = SpanStore(device, capacity=16, max_binding_bytes=512 * SPAN_BYTES)
+    cols = random_spans(1500, seed=4)
+    for a, b in ((0, 300), (300, 301), (301, 1100), (1100, 1500)):  # across chunk edges
+        store.append(*(c[a:b] for c in cols))
+    assert store.chunk_spans == 512 and [c.size for c in store.chunks] == [512 * SPAN_BYTES] * 3
+    assert store.chunk_ranges() == [(0, 512), (512, 512), (1024, 476)]
+    np.testing.assert_array_equal(store.read_packed(), pack_spans(*cols))
 
 
 def test_store_grows_by_powers_of_two_and_keeps_its_spans(device):

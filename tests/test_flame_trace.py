@@ -89,8 +89,8 @@ def test_nesting_depth_puts_improper_overlap_one_deeper():
         ([{"ph": "X", "name": "n", "ts": 3}], "skipped 1 X event(s) without a numeric dur"),
         ([17], "skipped 1 malformed event(s) (not an object)"),
         (
-            [{"ph": "C", "ts": 1}, {"ph": "i", "ts": 2}, {"ph": "C", "ts": 3}],
-            "ignored 3 event(s) of phases not drawn: 'C' x2, 'i' x1",
+            [{"ph": "P", "ts": 1}, {"ph": "O", "ts": 2}, {"ph": "P", "ts": 3}],
+            "ignored 3 event(s) of phases not drawn: 'O' x1, 'P' x2",
         ),
     ],
 )
@@ -106,8 +106,10 @@ def test_bad_events_are_counted_once_and_skipped(tmp_path, events, note):
     [
         (b"", "empty file"),
         (b"   \n", "empty file"),
-        (b'{"traceEvents": [{"ph": "X", "ts": 1, "du', "not valid JSON"),
-        (b"[1, 2", "not valid JSON"),
+        (b'{"traceEvents": [{"ph": "X", "ts": 1, "du', "the file ends inside an event"),
+        (b"[1, 2", "the event array is not closed"),
+        (b'[{"ph": "X", "ts": 1, "dur": 2}, {"ph": "X", ts: 3}, 5', "not valid JSON near byte"),
+        (b"<html>", "not valid JSON: neither an event array nor an object"),
         (b'{"foo": 1}', "no traceEvents list"),
         (b'{"traceEvents": [{"ph": "C", "ts": 1}]}', "no drawable span"),
     ],
@@ -135,10 +137,11 @@ WEIRD = [
 
 def test_odd_values_are_skipped_never_a_traceback(tmp_path):
     t = load_trace(write(tmp_path, chrome(WEIRD)))
-    assert len(t) == 1 and t.names == ["{'a': 1}"] and t.lanes == ["pid [1] / tid {'x': 2}"]
+    assert len(t) == 1 and t.names == ['{"a":1}'] and t.lanes == ['pid [1] / tid {"x":2}']
     assert t.notes == [
         "skipped 2 event(s) with ts or dur beyond 100 days",
-        "skipped 2 event(s) without a numeric ts",
+        "skipped 1 event(s) without a numeric ts",
+        "skipped 1 B event(s) without an E",  # its ts "5" coerced, as Perfetto does
         "ignored 2 event(s) of phases not drawn: 'None' x2",
     ]
     lines = [{"type": "names", "names": ["A"]},
@@ -279,3 +282,66 @@ def test_name_and_range_statistics():
     assert (r.t0, r.t1, r.spans, r.top) == (100, 250, 2, ((1, 2, 50.0),))
     assert (r.roots, r.root_mean) == (1, 20.0)  # spans 1 (depth 0) and 2 (depth 1) inside
     assert fmt_ns(12_345_678) == "12.35 ms" and fmt_ns(900) == "900 ns"
+
+
+def test_self_times_and_per_lane_statistics():
+    from engine.inspect.view import self_times
+
+    # lane 0: A [0,100) holds B [10,40) (holding C [20,25)) and D [50,60); lane 1: A [0,70)
+    start = np.array([0, 10, 20, 50, 0])
+    dur = np.array([100, 30, 5, 10, 70])
+    lane = np.array([0, 0, 0, 0, 1])
+    depth = np.array([0, 1, 2, 1, 0])
+    st = self_times(start, dur, lane, depth)
+    assert st.tolist() == [100 - 30 - 10, 30 - 5, 5, 10, 70]
+    name = np.array([0, 1, 2, 3, 0])
+    s = name_stats(dur, name, 0, "A", lane=lane, lane_id=1, self_ns=st)
+    assert (s.count, s.mean, s.self_mean) == (1, 70.0, 70.0)  # lane 0's A left out
+    both = name_stats(dur, name, 0, "A", self_ns=st)
+    assert (both.count, both.median, both.self_total) == (2, 85.0, 130.0)
+
+
+def test_non_ascii_names_get_a_visible_fallback():
+    from engine.inspect.spans import label_bytes, printable
+
+    assert printable("Render résumé") == "Render r<U+00E9>sum<U+00E9>"
+    chars, offs = label_bytes(["a\tb", "ok"])
+    text = chars.view(np.uint8).tobytes()
+    assert text[offs[0, 0] : offs[0, 0] + offs[0, 1]] == b"a<U+0009>b"
+    assert text[offs[1, 0] : offs[1, 0] + offs[1, 1]] == b"ok"
+
+
+def test_lanes_collapse_reorder_and_size_to_what_is_in_view():
+    from engine.inspect.rows import RowIndex
+    from engine.inspect.traceload import build_table
+
+    # lane 0: a deep stack at 0..100 only; lane 1: one span everywhere
+    t = build_table(
+        [0, 0, 0, 1], [0, 10, 20, 0], [100, 90, 80, 10_000], [0, 0, 0, 1], ["a", "b"], ["L0", "L1"]
+    )
+    idx = RowIndex(t)
+    assert idx.depths_in(0, 50).tolist() == [3, 1]
+    assert idx.depths_in(85, 200).tolist() == [2, 1]  # depth 2 ended at 80
+    assert idx.depths_in(500, 600).tolist() == [0, 1]
+    v = FlameView(idx.depths_in(500, 600), 0, 10_000, (100, 100), row_px=10)
+    assert v.lane_rows().tolist() == [1, 3]  # an empty lane keeps one row
+    v.set_lane_depths(idx.depths_in(0, 50))
+    assert v.lane_rows().tolist() == [1, 5] and v.total_rows == 6
+    v.toggle_lane(0)
+    assert v.lane_rows().tolist() == [-1, 2] and v.total_rows == 3
+    assert v.lane_at(15) == 1 and v.lane_at(5) == 0 and v.lane_at(25) is None
+    v.toggle_lane(0)
+    v.move_lane(1, -1)  # lane 1 first
+    assert v.lane_rows().tolist() == [3, 1] and v.header_rows().tolist() == [2, 0]
+
+
+def test_next_and_previous_search_match():
+    from engine.inspect.view import NONE, next_match
+
+    start = np.array([0, 10, 20, 30, 40, 50])
+    m = np.array([1, 3, 4])  # matching spans, in start order
+    assert next_match(m, start, NONE, 25.0, 1) == 3  # first at or after the centre
+    assert next_match(m, start, NONE, 25.0, -1) == 1
+    assert next_match(m, start, 3, 0.0, 1) == 4 and next_match(m, start, 3, 0.0, -1) == 1
+    assert next_match(m, start, 4, 0.0, 1) == 1 and next_match(m, start, 1, 0.0, -1) == 4  # wrap
+    assert next_match(m, start, 2, 0.0, 1) == 3  # a selected span that is no match

@@ -16,7 +16,7 @@ from tests.helpers import run_sample
     ("args", "needle"),
     [
         (["missing.json"], "missing.json: cannot read"),
-        (["BAD"], "not valid JSON"),
+        (["BAD"], "the file ends inside an event"),
         (["--range", "5:2"], "argument --range: expected START_MS:END_MS"),
         (["--cursor", "x"], "argument --cursor: expected X,Y"),
         (["--spans", "0"], "argument --spans"),

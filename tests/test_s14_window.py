@@ -42,13 +42,14 @@ DRIVER = textwrap.dedent(
             elif n == 5:
                 inp.buttons.append((0, False, 0, 400.0, 60.0))
                 log["pan"] += [v.start_ns, v.ns_per_px]
-            elif n == 6:  # hover the middle of a frame span (lane 0, depth 0: y 32..47)
+            elif n == 6:  # hover the middle of a frame span (lane 0, depth 0, under the ruler)
                 t = self.table
                 mid = v.x_of(t.start_ns + t.dur_ns / 2)
                 k = int(next(i for i in range(len(t)) if t.lane[i] == 0 and t.depth[i] == 0
                              and 50 < mid[i] < 600))
                 log["expect"] = k
-                cur["pos"] = (float(mid[k]), 40.0)
+                y = v.origin[1] + int(v.lane_rows()[0]) * v.row_px + v.row_px / 2
+                cur["pos"] = (float(mid[k]), float(y))
             elif n == 12:                                       # click: select what is picked
                 log["picked"] = self.chart.picked
                 x, y = cur["pos"]

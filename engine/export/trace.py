@@ -154,11 +154,68 @@ def build_trace(telemetry, *, calibration: tuple[int, int] | None) -> dict:
         for lane in sorted(used):
             name = thread if lane == 0 else f"{thread} (overlap {lane})"
             events.append(_meta("thread_name", pid, tid0 + lane, name))
+    events += counter_events(history, t0) + flow_events(events)
     return {
         "traceEvents": events,
         "displayTimeUnit": "ms",
         "otherData": {**_metadata(telemetry, calibration), "time_origin_perf_counter_ns": t0},
     }
+
+
+STAT_FIELDS = ("vertex", "clipper", "fragment", "compute")  # PassDraws.total names
+FLOW_NAME = "CPU to GPU"
+
+
+def counter_events(history, t0: int) -> list[dict]:
+    """Counter events (``ph: "C"``, one track per name, one series per ``args`` key) on the
+    CPU process: ``Cull`` (the eight ``COUNTER_NAMES``, once per reading, at the start of
+    the frame it describes) and ``<pass> pipeline statistics`` (the pass's sums of
+    ``STAT_FIELDS`` over its draws, ``--gpu-profile draws`` with the feature)."""
+    from ..culling.counters import COUNTER_NAMES
+
+    start = {r.frame_index: r.t_ns for r in history}
+    out, seen = [], set()
+    for r in history:
+        if r.cull is not None and r.cull.frame_index not in seen:  # a reading rides on
+            seen.add(r.cull.frame_index)  # every record until the next one comes back
+            at = start.get(r.cull.frame_index, r.t_ns)
+            args = dict(zip(COUNTER_NAMES, (int(v) for v in r.cull.values), strict=True))
+            out.append(_counter("Cull", at - t0, args))
+        for p in r.draws or ():
+            stats = {f: p.total(f) for f in STAT_FIELDS}
+            stats = {k: int(v) for k, v in stats.items() if v is not None}
+            if stats:
+                out.append(_counter(f"{p.name} pipeline statistics", r.t_ns - t0, stats))
+    return out
+
+
+def _counter(name: str, at_ns: int, args: dict) -> dict:
+    return {"name": name, "ph": "C", "pid": CPU_PID, "tid": 0, "ts": round(at_ns / 1e3, 3),
+            "args": args}  # fmt: skip
+
+
+def flow_events(events: list[dict]) -> list[dict]:
+    """Flow events (``s`` -> ``f`` with ``bp: "e"``: each end binds to the slice enclosing
+    it) from each CPU span to the GPU span of the same name and frame: a pass's recording to
+    its GPU execution, and CPU ``Frame`` N to GPU ``Frame`` N. Both ends sit at their span's
+    ``ts`` (enclosed by it, since children start at or after it)."""
+    firsts: dict[tuple, dict] = {}
+    for e in events:
+        if e.get("ph") == "X":
+            firsts.setdefault((e["pid"], frame_of(e), e["name"]), e)
+    out = []
+    for (pid, frame, name), g in firsts.items():
+        c = firsts.get((CPU_PID, frame, name)) if pid == GPU_PID else None
+        if c is None:
+            continue
+        fid = len(out) // 2 + 1
+        for ph, e in (("s", c), ("f", g)):
+            flow = {"name": FLOW_NAME, "cat": "flow", "ph": ph, "id": fid, "pid": e["pid"],
+                    "tid": e["tid"], "ts": e["ts"]}  # fmt: skip
+            if ph == "f":
+                flow["bp"] = "e"
+            out.append(flow)
+    return out
 
 
 def _metadata(telemetry, calibration) -> dict:

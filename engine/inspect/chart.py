@@ -69,6 +69,7 @@ class FlameChart:
         self._pending: int | None = None
         self.params: ViewParams | None = None
         self.passes = []
+        self.extras = None  # an ``engine.inspect.extras.ChartExtras`` (counters, flows)
 
     def add_passes(self, graph) -> list:
         """Add ``<name>.Select``, ``<name>.Readback`` (if ``readback``) and ``<name>``; the
@@ -105,6 +106,8 @@ class FlameChart:
         self.params = self.view.params(ctx.size, glyph_px=self.glyph_px)
         self.select.prepare(self.store, self.params)
         self.draw.prepare(self.store, self.select)
+        if self.extras is not None:
+            self.extras.prepare(self.params, self.select.uniform)
 
 
 class SelectPass(ComputePass):
@@ -167,4 +170,6 @@ class DrawPass(RenderPass):
 
     def record(self, ctx: FrameContext, rpass) -> None:
         c = self.chart
-        c.draw.record(rpass, c.select, panel=c.panel)
+        c.draw.record(rpass, c.select, panel=c.panel, ruler=c.view.ruler_px > 0)
+        if c.extras is not None:
+            c.extras.record(rpass)

@@ -11,7 +11,8 @@ Blending is ``max`` (factors one): the select pass appends instances with atomic
 order changes run to run; ``max`` makes overlapping antialiased fringes order-independent
 (a deterministic picture) and, on the dark chart background, looks like "over" blending.
 An optional panel quad (``over`` blending) darkens the chart area first when drawing over a
-frame (live mode).
+frame (live mode); an optional ruler quad (``vs_ruler``/``fs_ruler``) draws the time ruler's
+ticks above the chart and its grid lines down it, from the tick spacing in the view uniform.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ class FlameDraw:
             lambda m: (
                 self._pipeline(layout, m, "vs", "fs", fmt, MAX_BLEND),
                 self._pipeline(layout, m, "vs_panel", "fs_panel", fmt, OVER_BLEND),
+                self._pipeline(layout, m, "vs_ruler", "fs_ruler", fmt, OVER_BLEND),
             ),
         )  # explicit layout: the bind group survives a reload
         self.bind_group = None
@@ -73,6 +75,10 @@ class FlameDraw:
     @property
     def panel(self):
         return self.shader.get()[1]
+
+    @property
+    def ruler(self):
+        return self.shader.get()[2]
 
     def _pipeline(self, layout, m, vs: str, fs: str, fmt: str, blend: dict):
         return self.device.create_render_pipeline(
@@ -100,11 +106,15 @@ class FlameDraw:
         )
         self._key = key
 
-    def record(self, rpass, select, *, panel: bool = False) -> None:
-        """Draw the panel (optional) and the instances: the same commands for any count."""
+    def record(self, rpass, select, *, panel: bool = False, ruler: bool = False) -> None:
+        """Draw the panel and the ruler (optional) and the instances: the same commands
+        for any count."""
         rpass.set_bind_group(0, self.bind_group)
         if panel:
             rpass.set_pipeline(self.panel)
+            rpass.draw(6)
+        if ruler:
+            rpass.set_pipeline(self.ruler)
             rpass.draw(6)
         rpass.set_pipeline(self.spans)
         rpass.draw_indirect(select.args, 0)

@@ -2,14 +2,16 @@
 the pixel-column level of detail, and picking, as one compute pass of six dispatches.
 
 Per frame, whatever the span count, the CPU writes one 112-byte uniform and records the same
-six dispatches: ``reset`` (clear the per-cell buffers and counters), ``classify`` (every
-span: in the time range, in a visible row of a shown lane; a span at least one pixel wide is
-appended to the instance list at once, a narrower one bids ``atomicMax`` of ``(search match
-<< 31) | bits(f32 duration)`` for its (row, pixel column) cell), ``resolve`` (the bidders
-whose key won write ``atomicMin`` of their index: ties go to the lowest index, so the choice
-is deterministic), ``compact`` (each won cell appends its span as a one-pixel *collapsed*
-instance), ``finish`` (indirect draw and pick dispatch arguments), ``pick`` (indirect, over
-the drawn instances: the lowest span index under the cursor).
+six kinds of dispatch (the span ones once per store chunk: ``SpanStore.chunk_spans`` spans
+each, the adapter's binding limit): ``reset`` (clear the per-cell buffers and counters),
+``classify`` (every span: in the time range, in a visible row of a shown lane; a span at
+least one pixel wide is appended to the instance list at once, a narrower one bids
+``atomicMax`` of ``(search match << 31) | bits(f32 duration)`` for its (row, pixel column)
+cell), ``resolve`` (the bidders whose key won write ``atomicMin`` of their index: ties go to
+the lowest index, so the choice is deterministic), ``compact`` (each won cell appends its
+span as a one-pixel *collapsed* instance; per chunk, the cells whose winner it holds),
+``finish`` (indirect draw and pick dispatch arguments), ``pick`` (indirect, over the drawn
+instances: the lowest span index under the cursor).
 
 So the output is bounded by rows x screen width (plus the spans wider than a pixel, which
 never overlap in a well-nested row), never by the span count, and no span wider than a
@@ -29,7 +31,7 @@ from ..shader_registry import shader_pipeline
 
 WG = 256
 MAX_WORKGROUPS = 65535
-VIEW_BYTES = 112
+VIEW_BYTES = 128
 INST_BYTES = 32
 STATE_BYTES = 64
 NONE = 0xFFFFFFFF
@@ -54,6 +56,9 @@ class ViewParams:
         selected_name: name id whose spans are outlined (``NONE`` for none).
         search_on: whether ``NAME_MATCH`` flags dim the rest.
         glyph_px: label glyph scale (8 x glyph_px px per character).
+        tick_x0, tick_px, minors: the ruler's first major tick (chart px), spacing (px)
+            and subdivisions (``engine.inspect.ruler.Ticks``); ``ruler_px``: height of its
+            band above the chart (0: none).
     """
 
     start_ns: float
@@ -71,6 +76,10 @@ class ViewParams:
     selected_name: int = NONE
     search_on: bool = False
     glyph_px: int = 1
+    tick_x0: float = 0.0
+    tick_px: float = 100.0
+    minors: int = 5
+    ruler_px: int = 0
 
     @property
     def cols(self) -> int:
@@ -98,9 +107,9 @@ def instance_capacity(params: ViewParams) -> int:
 
 
 def view_uniform(p: ViewParams, count: int, capacity: int) -> bytes:
-    """Pack the WGSL ``View`` struct (112 bytes, shaders/flame_common.wgsl)."""
+    """Pack the WGSL ``View`` struct (128 bytes, shaders/flame_common.wgsl)."""
     lo, hi, frac = p.split_start()
-    u = np.zeros(28, np.uint32)
+    u = np.zeros(32, np.uint32)
     f = u.view(np.float32)
     i = u.view(np.int32)
     u[0], u[1] = lo, hi
@@ -112,6 +121,8 @@ def view_uniform(p: ViewParams, count: int, capacity: int) -> bytes:
     f[16:18] = p.cursor
     u[18:22] = (p.hover, p.selected, p.selected_name, int(p.search_on))
     f[22], f[23], f[24] = p.glyph_px, *p.out_size
+    f[25], f[26], f[27] = p.tick_x0, p.tick_px, p.ruler_px
+    u[28] = p.minors
     return u.tobytes()
 
 
@@ -140,7 +151,7 @@ class FlameSelect:
         self.device = device
         c = wgpu.ShaderStage.COMPUTE
         ro, rw = {"type": "read-only-storage"}, {"type": "storage"}
-        kinds = [{"type": "uniform"}, ro, ro, ro, rw, rw, rw, rw]
+        kinds = [{"type": "uniform"}, ro, ro, ro, rw, rw, rw, rw, {"type": "uniform"}]
         self.layout = device.create_bind_group_layout(
             label="Flame.Select",
             entries=[{"binding": b, "visibility": c, "buffer": k} for b, k in enumerate(kinds)],
@@ -181,6 +192,10 @@ class FlameSelect:
             entries=[{"binding": 0, "resource": {"buffer": self.args}}],
         )
         self.cells = self.cell_idx = self.insts = self.lane_buf = None
+        self.chunk_uniforms: list[wgpu.GPUBuffer] = []  # (first span, spans) per chunk
+        self._chunk_vals: list[tuple[int, int]] = []
+        self.bind_groups: list = []
+        self._grids: list[tuple[int, int]] = []
         self.capacity = 0
         self._cells_n = 0
         self._lanes = None
@@ -221,33 +236,53 @@ class FlameSelect:
             self._lanes = lanes.copy()
         self.count = store.count
         self.device.queue.write_buffer(self.uniform, 0, view_uniform(p, store.count, self.capacity))
-        key = (store.version, id(self.cells), id(self.insts), id(self.lane_buf))
+        ranges = store.chunk_ranges() or [(0, 0)]
+        while len(self.chunk_uniforms) < len(ranges):
+            self.chunk_uniforms.append(self._buf("flame chunk", 16, u.UNIFORM | u.COPY_DST))
+            self._chunk_vals.append((-1, -1))
+        for k, r in enumerate(ranges):
+            if self._chunk_vals[k] != r:
+                self.device.queue.write_buffer(
+                    self.chunk_uniforms[k], 0, np.array([*r, 0, 0], np.uint32).tobytes()
+                )
+                self._chunk_vals[k] = r
+        key = (store.version, len(ranges), id(self.cells), id(self.insts), id(self.lane_buf))
         if key != self._bind_key:
-            bufs = [
-                self.uniform, store.spans, store.names, self.lane_buf,
-                self.cells, self.cell_idx, self.insts, self.state,
-            ]  # fmt: skip
-            self.bind_group = self.device.create_bind_group(
-                label="Flame.Select",
-                layout=self.layout,
-                entries=[{"binding": i, "resource": {"buffer": b}} for i, b in enumerate(bufs)],
-            )
+            self.bind_groups = [
+                self._bind_group(store, store.chunks[k], self.chunk_uniforms[k])
+                for k in range(len(ranges))
+            ]
+            self.bind_group = self.bind_groups[0]
             self._bind_key = key
-        self._grid = span_grid(store.count)
+        self._grids = [span_grid(n) for _, n in ranges]
+        self._grid = self._grids[0]
         self._cell_groups = max(1, -(-cells // WG))
 
+    def _bind_group(self, store, chunk: wgpu.GPUBuffer, chunk_uniform: wgpu.GPUBuffer):
+        bufs = [
+            self.uniform, chunk, store.names, self.lane_buf,
+            self.cells, self.cell_idx, self.insts, self.state, chunk_uniform,
+        ]  # fmt: skip
+        return self.device.create_bind_group(
+            label="Flame.Select",
+            layout=self.layout,
+            entries=[{"binding": i, "resource": {"buffer": b}} for i, b in enumerate(bufs)],
+        )
+
     def record(self, cpass: wgpu.GPUComputePassEncoder) -> None:
-        """The six dispatches (see the module docstring); ``prepare`` first."""
+        """The dispatches (see the module docstring); ``prepare`` first. Each phase runs
+        over every chunk before the next phase starts (a cell's winner may be in any)."""
         pl = self.pipelines
         cpass.set_bind_group(0, self.bind_group)
         cpass.set_pipeline(pl["reset"])
         cpass.dispatch_workgroups(self._cell_groups)
-        if self.count:
-            for e in ("classify", "resolve"):
-                cpass.set_pipeline(pl[e])
-                cpass.dispatch_workgroups(*self._grid)
-        cpass.set_pipeline(pl["compact"])
-        cpass.dispatch_workgroups(self._cell_groups)
+        phases = ("classify", "resolve", "compact") if self.count else ("compact",)
+        for e in phases:
+            cpass.set_pipeline(pl[e])
+            for bg, grid in zip(self.bind_groups, self._grids, strict=True):
+                cpass.set_bind_group(0, bg)
+                cpass.dispatch_workgroups(*(grid if e != "compact" else (self._cell_groups,)))
+        cpass.set_bind_group(0, self.bind_group)
         cpass.set_pipeline(pl["finish"])
         cpass.set_bind_group(1, self.args_group)
         cpass.dispatch_workgroups(1)

@@ -1,4 +1,4 @@
-"""The span store: every span in one GPU storage buffer, uploaded once (a file) or appended
+"""The span store: spans in GPU storage buffers (*chunks*), uploaded once (a file) or appended
 per frame (live), plus the per-name table the shaders read (colour, search match, label).
 
 GPU layout of one span (``SPAN_WORDS`` = 5 ``u32``, 20 bytes, ``struct Span`` in
@@ -6,8 +6,12 @@ shaders/flame_select.wgsl): ``start_lo, start_hi`` (int64 ns since the store's o
 complement split in two words: WGSL has no 64-bit integers without an optional feature),
 ``dur`` (f32 ns: 24-bit mantissa, invisible at any zoom), ``lane << 16 | depth``, ``name``.
 
-Capacity grows by reallocation in powers of two (a copy on the GPU, no re-upload), so live
-appends cost one ``write_buffer`` of the new spans per frame.
+No binding may exceed the adapter's ``max_storage_buffer_binding_size`` (128 MiB on lavapipe
+and WebGPU's default: 6.7M spans), so the spans are split into chunks of ``chunk_spans`` each
+(the largest multiple of 256 that fits both that limit and ``max_buffer_size``); the select
+pass runs its span dispatches once per chunk. Only host memory bounds the span count.
+The last chunk grows by reallocation in powers of two (a copy on the GPU, no re-upload), so
+live appends cost one ``write_buffer`` of the new spans per frame.
 """
 
 from __future__ import annotations
@@ -59,14 +63,21 @@ def name_colors(names: list[str]) -> np.ndarray:
     return (r | g << 8 | b << 16 | np.uint32(255) << 24).astype(np.uint32)
 
 
+def printable(text: str) -> str:
+    """The 8x8 font has printable ASCII only: any other character becomes a visible
+    ``<U+XXXX>`` (never dropped, never Python's repr)."""
+    if text.isascii() and text.isprintable():
+        return text
+    return "".join(c if c.isascii() and c.isprintable() else f"<U+{ord(c):04X}>" for c in text)
+
+
 def label_bytes(names: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Names as printable ASCII (others '?'), at most ``LABEL_MAX`` characters each:
+    """Names as printable ASCII (``printable``), at most ``LABEL_MAX`` characters each:
     ``(chars uint32 words, 4 per word little-endian; offsets_and_lengths uint32 (n, 2))``."""
     offs = np.zeros((len(names), 2), np.uint32)
     parts, pos = [], 0
     for i, n in enumerate(names):
-        b = n[:LABEL_MAX].encode("ascii", "replace")
-        b = bytes(c if 32 <= c < 127 else 63 for c in b)
+        b = printable(n)[:LABEL_MAX].encode("ascii")
         offs[i] = (pos, len(b))
         parts.append(b)
         pos += len(b)
@@ -84,23 +95,44 @@ def _pow2(n: int) -> int:
     return 1 << max(10, (max(n, 1) - 1).bit_length())
 
 
+def chunk_spans_for(device: wgpu.GPUDevice, max_binding_bytes: int | None = None) -> int:
+    """Spans per chunk: the binding limit (or ``max_binding_bytes``, for tests) and the
+    buffer size limit, in whole 256-span workgroups; at least 256."""
+    lim = device.limits
+    size = min(
+        lim.get("max-storage-buffer-binding-size", 1 << 27), lim.get("max-buffer-size", 1 << 28)
+    )
+    if max_binding_bytes is not None:
+        size = min(size, max_binding_bytes)
+    return max(256, size // SPAN_BYTES // 256 * 256)
+
+
 class SpanStore:
     """Spans and names on the GPU.
 
+    Args:
+        device: the ``wgpu.GPUDevice``. ``capacity``: spans to allocate at first.
+        max_binding_bytes: a lower binding limit than the device's (tests of the split).
+
     Attributes:
-        count: spans stored. ``capacity``: spans the buffer holds (a power of two).
-        spans: ``STORAGE | COPY_DST | COPY_SRC`` buffer of ``capacity * 20`` bytes.
+        count: spans stored. ``capacity``: spans the chunks hold.
+        chunk_spans: spans per chunk (chunk ``k`` holds spans ``k * chunk_spans ..``).
+        chunks: ``STORAGE | COPY_DST | COPY_SRC`` buffers, 20 bytes per span; all but the
+            last hold ``chunk_spans``, the last a power of two up to that.
         names: ``uint32 (names, 4)`` buffer: colour, flags, label offset, label length.
         chars: label characters. ``font``: the atlas. ``version`` bumps when a buffer is
         replaced (bind groups must be rebuilt).
     """
 
-    def __init__(self, device: wgpu.GPUDevice, capacity: int = 1024):
+    def __init__(
+        self, device: wgpu.GPUDevice, capacity: int = 1024, max_binding_bytes: int | None = None
+    ):
         self.device = device
         self.count = 0
-        self.capacity = 0
         self.version = 0
-        self.spans = None
+        self.chunk_spans = chunk_spans_for(device, max_binding_bytes)
+        self.chunks: list[wgpu.GPUBuffer] = []
+        self._caps: list[int] = []
         self.name_list: list[str] = []
         self.name_flags = np.zeros(0, np.uint32)
         self._names_info = np.zeros((0, 4), np.uint32)
@@ -108,6 +140,20 @@ class SpanStore:
         self.font = self._buffer("flame font", font_words().tobytes())
         self._grow(capacity)
         self.set_names([])
+
+    @property
+    def capacity(self) -> int:
+        return sum(self._caps)
+
+    @property
+    def spans(self) -> wgpu.GPUBuffer:
+        """The first chunk (all spans while there is one chunk)."""
+        return self.chunks[0]
+
+    def chunk_ranges(self) -> list[tuple[int, int]]:
+        """``(first span, spans)`` of each chunk holding spans now."""
+        c = self.chunk_spans
+        return [(b, min(c, self.count - b)) for b in range(0, self.count, c)]
 
     def _buffer(self, label: str, data: bytes, extra_usage: int = 0) -> wgpu.GPUBuffer:
         usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST | extra_usage
@@ -117,17 +163,27 @@ class SpanStore:
         return buf
 
     def _grow(self, need: int) -> None:
-        cap = _pow2(need)
-        if cap <= self.capacity:
-            return
+        """Chunks for ``need`` spans: full ones, then a power of two (copies what was kept)."""
+        c = self.chunk_spans
         usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.COPY_SRC
-        buf = self.device.create_buffer(label="flame spans", size=cap * SPAN_BYTES, usage=usage)
-        if self.spans is not None and self.count:
-            enc = self.device.create_command_encoder(label="flame spans grow")
-            enc.copy_buffer_to_buffer(self.spans, 0, buf, 0, self.count * SPAN_BYTES)
-            self.device.queue.submit([enc.finish()])
-        self.spans, self.capacity = buf, cap
-        self.version += 1
+        for k in range(max(1, -(-need // c))):
+            cap = min(c, _pow2(need - k * c))
+            if k < len(self._caps) and self._caps[k] >= cap:
+                continue
+            buf = self.device.create_buffer(
+                label=f"flame spans {k}", size=cap * SPAN_BYTES, usage=usage
+            )
+            if k < len(self.chunks):
+                kept = min(max(self.count - k * c, 0), self._caps[k])
+                if kept:
+                    enc = self.device.create_command_encoder(label="flame spans grow")
+                    enc.copy_buffer_to_buffer(self.chunks[k], 0, buf, 0, kept * SPAN_BYTES)
+                    self.device.queue.submit([enc.finish()])
+                self.chunks[k], self._caps[k] = buf, cap
+            else:
+                self.chunks.append(buf)
+                self._caps.append(cap)
+            self.version += 1
 
     def upload(self, table: SpanTable) -> None:
         """Replace everything with ``table`` (spans and names)."""
@@ -136,12 +192,29 @@ class SpanStore:
         self.append(table.start_ns, table.dur_ns, table.lane, table.depth, table.name_id)
 
     def append(self, start_ns, dur_ns, lane, depth, name_id) -> None:
-        """Append spans (columns as in ``SpanTable``; ``start_ns`` relative to the origin)."""
-        rows = pack_spans(start_ns, dur_ns, lane, depth, name_id)
-        self._grow(self.count + len(rows))
-        if len(rows):
-            self.device.queue.write_buffer(self.spans, self.count * SPAN_BYTES, rows.tobytes())
-        self.count += len(rows)
+        """Append spans (columns as in ``SpanTable``; ``start_ns`` relative to the origin);
+        packed and written a chunk's worth at a time (host memory: one chunk of rows)."""
+        start_ns, dur_ns, lane, depth = (np.asarray(a) for a in (start_ns, dur_ns, lane, depth))
+        n = len(start_ns)
+        name_id = np.broadcast_to(np.asarray(name_id, np.uint32), (n,))
+        self._grow(self.count + n)
+        c, done = self.chunk_spans, 0
+        while done < n:
+            k, at = divmod(self.count, c)
+            take = min(n - done, c - at, 1 << 20)
+            sl = slice(done, done + take)
+            rows = pack_spans(start_ns[sl], dur_ns[sl], lane[sl], depth[sl], name_id[sl])
+            self.device.queue.write_buffer(self.chunks[k], at * SPAN_BYTES, rows.tobytes())
+            self.count += take
+            done += take
+
+    def read_packed(self) -> np.ndarray:
+        """``uint32 (count, 5)``: every stored span as packed (blocking; tests and tools)."""
+        parts = [
+            np.frombuffer(self.device.queue.read_buffer(self.chunks[k], 0, n * SPAN_BYTES), "<u4")
+            for k, (_, n) in enumerate(self.chunk_ranges())
+        ]
+        return np.concatenate(parts or [np.zeros(0, np.uint32)]).reshape(-1, SPAN_WORDS)
 
     def clear(self) -> None:
         self.count = 0

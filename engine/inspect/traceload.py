@@ -4,8 +4,14 @@ Formats:
 
 * **Chrome Trace Event JSON** (Google, "Trace Event Format",
   https://docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsKchNAySU): a list of
-  events or ``{"traceEvents": [...]}``. Drawn: complete events ``ph: "X"`` (``ts``/``dur`` in
-  microseconds) and ``B``/``E`` pairs matched per (pid, tid) as a stack. Metadata ``M`` events
+  events or ``{"traceEvents": [...]}``, plain or gzip, read as a stream of decoded chunks
+  (``engine.inspect.jsonstream``: memory stays near the spans kept, ~40 B each, plus one
+  block); an array a crashed writer left open is read up to its last whole event. Drawn:
+  complete events ``ph: "X"`` (``ts``/``dur`` in microseconds; a numeric string ``ts`` is
+  coerced, as Perfetto does) and ``B``/``E`` pairs matched per (pid, tid) as a stack; async
+  ``b``/``e`` (and legacy ``S``/``F``) pairs on a track of their own per (pid, cat, id),
+  nested as a stack there; instant events ``i``/``I``/``n``/``T`` as zero-length spans (one
+  pixel markers) on their track. Metadata ``M`` events
   ``process_name``/``thread_name`` label the tracks, ``process_sort_index``/
   ``thread_sort_index`` order them. Lantern's own ``--trace`` output is such a file.
 * **Lantern ``--telemetry`` JSON Lines** (``engine.telemetry.JsonLinesWriter``): a session
@@ -21,13 +27,22 @@ that yields nothing raises ``TraceError`` with one line naming the file.
 
 from __future__ import annotations
 
+import gc
 import logging
+import math
+import os
+import zlib
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import attrgetter
 from pathlib import Path
 
+import msgspec
 import numpy as np
 import orjson
+
+from .jsonstream import BLOCK, EventStream, StreamError, XEvent, gzip_size, open_stream
 
 log = logging.getLogger("lantern")
 
@@ -53,6 +68,13 @@ class SpanTable:
         origin_ns: the source clock value of ``start_ns == 0`` (ns).
         notes: one line per kind of input that was skipped (with counts).
         source: the file it came from ('' when generated).
+        event: ``int64 (n,)`` ordinal of the event each span came from in the file (the
+            ``B``/``b`` of a pair; -1: none), for ``event_at``; empty when generated.
+        display_unit: ``"ms"`` or ``"ns"`` (the trace's ``displayTimeUnit``).
+        chunks: ``(first event ordinal, stream offset, bytes)`` of each decoded chunk.
+        counters: ``CounterTrack`` per counter series (``C`` events), each on a lane of its
+            own after the span lanes (``COUNTER_ROWS`` rows tall).
+        flows: the flow arrows (``s``/``t``/``f`` events), or None.
     """
 
     start_ns: np.ndarray
@@ -65,6 +87,30 @@ class SpanTable:
     origin_ns: int = 0
     notes: list[str] = field(default_factory=list)
     source: str = ""
+    event: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    display_unit: str = "ms"
+    chunks: list[tuple[int, int, int]] = field(default_factory=list)
+    counters: list[CounterTrack] = field(default_factory=list)
+    flows: Flows | None = None
+
+    def event_at(self, span: int) -> dict | None:
+        """The file's event behind ``span`` (decoded again from its chunk: its ``cat`` and
+        ``args`` are not kept in memory), or None (generated spans, JSONL)."""
+        if not self.source or len(self.event) <= span or self.event[span] < 0 or not self.chunks:
+            return None
+        ev = int(self.event[span])
+        k = max(i for i, c in enumerate(self.chunks) if c[0] <= ev)
+        first, offset, length = self.chunks[k]
+        stream, _ = open_stream(self.source)
+        with stream:
+            stream.seek(offset)
+            data = stream.read(length)
+        try:
+            events = orjson.loads(b"[" + data.lstrip(b", \t\r\n").rstrip(b", \t\r\n") + b"]")
+        except orjson.JSONDecodeError:
+            return None
+        e = events[ev - first] if ev - first < len(events) else None
+        return e if isinstance(e, dict) else None
 
     def __len__(self) -> int:
         return len(self.start_ns)
@@ -74,11 +120,47 @@ class SpanTable:
         return self.start_ns + self.dur_ns
 
     def lane_depths(self) -> np.ndarray:
-        """``int64 (len(lanes),)``: rows each lane needs (max depth + 1; 0 when empty)."""
+        """``int64 (len(lanes),)``: rows each lane needs (max depth + 1; 0 when empty;
+        ``COUNTER_ROWS`` for a counter lane)."""
         out = np.zeros(len(self.lanes), np.int64)
         if len(self):
             np.maximum.at(out, self.lane.astype(np.int64), self.depth.astype(np.int64) + 1)
+        for c in self.counters:
+            out[c.lane] = COUNTER_ROWS
         return out
+
+
+COUNTER_ROWS = 3  # rows of a counter lane
+
+
+@dataclass
+class CounterTrack:
+    """One counter series: ``lane`` (index into ``SpanTable.lanes``), ``name`` (``"<event
+    name> <series>"``), ``t_ns`` (``int64 (k,)`` ns since the table's origin, ascending) and
+    ``value`` (``float64 (k,)``; it holds until the next sample: a step chart)."""
+
+    lane: int
+    name: str
+    t_ns: np.ndarray
+    value: np.ndarray
+
+
+@dataclass
+class Flows:
+    """Flow arrows, one row per step (``s`` -> ``t`` -> ... -> ``f`` of one flow id): ``int64
+    (k,)`` columns ``t0, lane0, depth0, t1, lane1, depth1`` (ns since the origin; lane and
+    depth of the span each end binds to: the enclosing one, or for an ``f`` without
+    ``bp: "e"`` the next one to begin on its thread)."""
+
+    t0: np.ndarray
+    lane0: np.ndarray
+    depth0: np.ndarray
+    t1: np.ndarray
+    lane1: np.ndarray
+    depth1: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.t0)
 
 
 def nesting_depth(lane: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -86,24 +168,67 @@ def nesting_depth(lane: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.nd
 
     Spans are visited by (lane, start, longest first) with a stack of open end times; a span
     that overlaps its predecessor without nesting is put one deeper (as Perfetto does), never
-    moved or clipped. Returns ``uint32 (n,)``.
+    moved or clipped. Vectorised: the depth is the number of spans of the lane begun before
+    and not yet ended (the stack size when they nest); a lane where that puts two
+    overlapping spans in one row (improper nesting) is redone with the stack.
+    Returns ``uint32 (n,)``.
     """
-    order = np.lexsort((-(end - start), start, lane))
-    depth = np.zeros(len(lane), np.uint32)
+    return _nest(np.asarray(lane, np.int64), np.asarray(start, np.int64),
+                 np.asarray(end, np.int64))[0]  # fmt: skip
+
+
+def nest_order(lane: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Indices by (lane, start, longest first). A file in time order (the usual case) needs
+    only a radix sort of the lane (its spans are then already in order within each lane,
+    checked); anything else a full ``lexsort``."""
+    if len(lane) and int(lane.max()) < 1 << 16 and int(lane.min()) >= 0:
+        o = np.argsort(lane.astype(np.uint16), kind="stable")
+        ln, st, du = lane[o], start[o], (end - start)[o]
+        same = ln[1:] == ln[:-1]
+        back = st[1:] < st[:-1]
+        tie = (st[1:] == st[:-1]) & (du[1:] > du[:-1])
+        if not np.any(same & (back | tie)):
+            return o
+    return np.lexsort((start - end, start, lane))
+
+
+def _nest(lane: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(depth uint32 (n,), nest_order)``."""
+    order = nest_order(lane, start, end)
+    ln, st, en = lane[order], start[order], end[order]
+    depth = np.zeros(len(order), np.int64)
+    bounds = np.flatnonzero(np.r_[True, ln[1:] != ln[:-1], True]) if len(ln) else [0]
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        s, e = st[a:b], en[a:b]
+        d = np.arange(b - a) - np.searchsorted(np.sort(e), s, side="right")
+        if not _rows_disjoint(d, s, e):
+            d = _stack_depth(s.tolist(), e.tolist())
+        depth[a:b] = d
+    out = np.zeros(len(order), np.uint32)
+    out[order] = depth
+    return out, order
+
+
+def _rows_disjoint(d: np.ndarray, s: np.ndarray, e: np.ndarray) -> bool:
+    """No two spans of one depth overlap, and each depth > 0 has a parent open around it."""
+    if len(d) == 0:
+        return True
+    if d.min() < 0:
+        return False
+    o = np.lexsort((s, d))
+    same = d[o][1:] == d[o][:-1]
+    return bool(np.all(~same | (e[o][:-1] <= s[o][1:])))
+
+
+def _stack_depth(st: list, en: list) -> list:
     stack: list[int] = []
-    cur = -1
-    ln, st, en = lane[order].tolist(), start[order].tolist(), end[order].tolist()
-    out = [0] * len(order)
-    for k in range(len(order)):
-        if ln[k] != cur:
-            cur, stack = ln[k], []
-        s = st[k]
+    out = [0] * len(st)
+    for k, s in enumerate(st):
         while stack and stack[-1] <= s:
             stack.pop()
         out[k] = len(stack)
         stack.append(en[k])
-    depth[order] = out
-    return depth
+    return out
 
 
 def build_table(
@@ -115,15 +240,20 @@ def build_table(
     lanes: list[str],
     notes: list[str] | None = None,
     depth: np.ndarray | None = None,
+    event: np.ndarray | None = None,
 ) -> SpanTable:
     """Columns (absolute ns) -> a sorted ``SpanTable`` with depths (computed unless given)."""
     lane = np.asarray(lane, np.int64)
     start = np.asarray(start, np.int64)
     end = np.asarray(end, np.int64)
     if depth is None:
-        depth = nesting_depth(lane, start, end)
+        # the nesting order (lane, start, longest first) is a few sorted runs by start (one
+        # per lane): a stable sort by start merges them, ties left in (lane, depth) order
+        depth, nest = _nest(lane, start, end)
+        order = nest[np.argsort(start[nest], kind="stable")]
+    else:
+        order = np.lexsort((depth, lane, start))
     origin = int(start.min()) if len(start) else 0
-    order = np.lexsort((depth, lane, start))
     return SpanTable(
         start_ns=start[order] - origin,
         dur_ns=(end - start)[order],
@@ -134,28 +264,51 @@ def build_table(
         lanes=list(lanes),
         origin_ns=origin,
         notes=list(notes or []),
+        event=np.asarray(event, np.int64)[order] if event is not None else np.zeros(0, np.int64),
     )
 
 
+LOAD_BYTES_PER_BYTE = 1.0  # peak memory while loading, per byte of (decompressed) trace
+LOAD_FIXED = 256 << 20  # blocks, decoded chunk, interpreter
+STREAM_BLOCK = BLOCK  # bytes read at a time (tests make it tiny)
+
+
 def load_trace(path: str | Path) -> SpanTable:
-    """Read a Chrome Trace Event JSON or Lantern telemetry JSONL file.
+    """Read a Chrome Trace Event JSON (plain or gzip) or Lantern telemetry JSONL file.
 
     Raises:
-        TraceError: missing, unreadable, empty, not JSON, truncated beyond use, or no span
-            in it; the message is one line naming the file and what to do.
+        TraceError: missing, unreadable, empty, not JSON, too large for the memory
+            available, or no span in it; the message is one line naming the file and what
+            to do.
     """
-    p = Path(path)
+    p = str(path)
     try:
-        data = p.read_bytes()
+        stream, compressed = open_stream(p)
+        size = gzip_size(p) if compressed else os.path.getsize(p)
     except OSError as e:
-        raise TraceError(f"{path}: cannot read ({e.strerror})") from None
-    if not data.strip():
-        raise TraceError(f"{path}: empty file; give a Chrome trace JSON or a --telemetry JSONL")
-    first = data.lstrip()[:200]
-    if first.startswith(b"{") and b'"type"' in first.split(b"\n", 1)[0]:
-        table = _load_jsonl(path, data)
-    else:
-        table = _load_chrome(path, data)
+        raise TraceError(f"{path}: cannot read ({e.strerror or e})") from None
+    with stream:
+        _check_memory(path, size, compressed)
+        try:
+            head = stream.read(4096)
+            stream.seek(0)
+        except (OSError, EOFError) as e:
+            raise TraceError(f"{path}: cannot read ({e})") from None
+        if not head.strip():
+            raise TraceError(f"{path}: empty file; give a Chrome trace JSON or a --telemetry JSONL")
+        first = head.lstrip()[:200]
+        try:
+            if first.startswith(b"{") and b'"type"' in first.split(b"\n", 1)[0]:
+                table = _load_jsonl(path, stream)
+            else:
+                table = _load_chrome(path, stream)
+        except MemoryError:
+            raise TraceError(
+                f"{path}: ran out of memory loading this {_gb(size)} trace "
+                f"({_gb(_available_bytes())} available); close other programs or split it"
+            ) from None
+        except (OSError, EOFError, zlib.error) as e:
+            raise TraceError(f"{path}: cannot read, truncated or corrupt ({e})") from None
     if len(table.lanes) > MAX_ROWS or (len(table) and int(table.depth.max()) >= MAX_ROWS):
         raise TraceError(
             f"{path}: more than {MAX_ROWS} tracks or nesting levels; the flame chart draws "
@@ -167,58 +320,223 @@ def load_trace(path: str | Path) -> SpanTable:
     return table
 
 
+def _available_bytes() -> int:
+    """Memory this process may still use: MemAvailable, capped by a cgroup limit."""
+    avail = 1 << 62
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                avail = int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    for f in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            lim = Path(f).read_text().strip()
+            if lim.isdigit():
+                used = Path(f.replace("max", "current").replace("limit_in_bytes", "usage_in_bytes"))
+                avail = min(avail, int(lim) - int(used.read_text().strip()))
+        except (OSError, ValueError):
+            pass
+    return avail
+
+
+def _gb(n: float) -> str:
+    return f"{n / 1e9:.1f} GB" if n >= 1e8 else f"{n / 1e6:.0f} MB"
+
+
+def _check_memory(path, size: int, compressed: bool) -> None:
+    """Refuse up front a trace whose load would not fit in the memory available."""
+    need = size * LOAD_BYTES_PER_BYTE + LOAD_FIXED
+    avail = _available_bytes()
+    if need > avail:
+        fits = max(0, (avail - LOAD_FIXED) / LOAD_BYTES_PER_BYTE)
+        what = "decompressed " if compressed else ""
+        raise TraceError(
+            f"{path}: this {what}{_gb(size)} trace needs about {_gb(need)} of memory to load "
+            f"and {_gb(avail)} is available (a trace up to {_gb(fits)} would fit); free memory "
+            "or split the trace"
+        )
+
+
 # -- Chrome Trace Event JSON ------------------------------------------------------------------
+def display_name(v) -> str:
+    """A span name as text: strings as they are; null as ``(null)``; any other JSON value
+    as compact JSON (never Python's repr)."""
+    if isinstance(v, str):
+        return v
+    if v is None:
+        return "(null)"
+    try:
+        return orjson.dumps(v, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:
+        return str(v)
+
+
 class _Names:
     def __init__(self):
         self.ids: dict[str, int] = {}
 
     def __call__(self, name) -> int:
-        name = str(name)
+        name = display_name(name)
         i = self.ids.get(name)
         if i is None:
             i = self.ids[name] = len(self.ids)
         return i
 
 
-def _load_chrome(path, data: bytes) -> SpanTable:
-    try:
-        doc = orjson.loads(data)
-    except orjson.JSONDecodeError as e:
-        raise TraceError(f"{path}: not valid JSON, truncated or corrupt ({e})") from None
-    events = doc.get("traceEvents") if isinstance(doc, dict) else doc
-    if not isinstance(events, list):
-        raise TraceError(f"{path}: no traceEvents list; expected a Chrome Trace Event JSON file")
+def _load_chrome(path, stream) -> SpanTable:
     reader = _ChromeReader()
-    for e in events:
-        reader.feed(e)
-    return reader.table(path)
+    events = EventStream(stream, STREAM_BLOCK)
+    was_on = gc.isenabled()
+    gc.disable()  # decoded chunks are millions of acyclic objects: no collections meanwhile
+    try:
+        for chunk in events:
+            reader.chunks.append((reader.ordinal, chunk.offset, chunk.length))
+            reader.feed_chunk(chunk.events)
+    except StreamError as e:
+        raise TraceError(f"{path}: {e}") from None
+    finally:
+        if was_on:
+            gc.enable()
+    info = events.info
+    unit = info.other.get("displayTimeUnit") if isinstance(info.other, dict) else None
+    table = reader.table(path, info.notes)
+    table.display_unit = unit if unit in ("ms", "ns") else "ms"
+    table.chunks = reader.chunks
+    return table
+
+
+_PLAIN = {int, float}
+_KEYS = {int, str}
+ASYNC_BEGIN, ASYNC_END = ("b", "S"), ("e", "F")
+FLOWS = ("s", "t", "f")
+INSTANTS = ("i", "I", "n", "T")
 
 
 class _ChromeReader:
-    """Chrome events -> span columns, one event at a time; bad events counted by kind."""
+    """Chrome events -> span columns, a chunk at a time; bad events counted by kind.
+
+    ``X`` events whose fields are plain (numeric ts/dur, int or string pid/tid, string
+    name: nearly all) are converted as numpy columns per chunk; anything else goes through
+    ``feed`` one event at a time, which validates and counts every odd value."""
 
     def __init__(self):
         self.names = _Names()
         self.tracks: dict[tuple, int] = {}
-        self.cols: tuple[list, list, list, list] = ([], [], [], [])  # lane, start, end, name
+        self.track_label: dict[tuple, str] = {}
+        self.cols: tuple[list, list, list, list, list] = ([], [], [], [], [])  # + event
+        self.parts: list[tuple[np.ndarray, ...]] = []  # vectorised chunks, same columns
         self.proc_name, self.thread_name, self.proc_sort, self.thread_sort = {}, {}, {}, {}
         self.open_b: dict[int, list] = defaultdict(list)
         self.bad: Counter = Counter()
         self.unknown: Counter = Counter()
+        self.ordinal = 0  # of the event being read
+        self.chunks: list[tuple[int, int, int]] = []
+        self.counter_cols: dict[tuple, tuple[list, list]] = {}  # (pid, name, series)
+        self.flow_steps: dict[tuple, list] = defaultdict(list)  # (cat, name, id)
 
     def track(self, e: dict) -> int:
-        key = (_ident(e.get("pid", 0)), _ident(e.get("tid", 0)))
+        return self._track((_ident(e.get("pid", 0)), _ident(e.get("tid", 0))))
+
+    def _track(self, key: tuple, label: str | None = None) -> int:
         t = self.tracks.get(key)
         if t is None:
             t = self.tracks[key] = len(self.tracks)
+            if label is not None:
+                self.track_label[key] = label
         return t
 
-    def add(self, track: int, begin: int, end: int, name) -> None:
-        lane, start, stop, nid = self.cols
+    def async_track(self, e: dict) -> int:
+        """Async events: one track per (pid, cat, id) (``id2.local``/``global`` too)."""
+        ident = e.get("id", e.get("id2"))
+        cat = e.get("cat", "")
+        pid = _ident(e.get("pid", 0))
+        key = (pid, ("async", display_name(cat), display_name(ident)))
+        return self._track(key, f"async {display_name(cat)} {display_name(ident)}")
+
+    def add(self, track: int, begin: int, end: int, name, event: int = -1) -> None:
+        lane, start, stop, nid, ev = self.cols
         lane.append(track)
         start.append(begin)
         stop.append(end)
         nid.append(self.names(name))
+        ev.append(self.ordinal if event < 0 else event)
+
+    def feed_chunk(self, events: list) -> None:
+        """One decoded chunk: the plain ``X`` events as columns, the rest one by one
+        (``XEvent`` structs are all ``X`` events: ``jsonstream._decode``)."""
+        base = self.ordinal
+        if events and isinstance(events[0], XEvent):
+            if len(self._plain_x(events, range(len(events)), base)) != len(events):
+                for k, e in enumerate(events):  # odd values: validated one by one
+                    self.ordinal = base + k
+                    self.feed(msgspec.structs.asdict(e))
+            self.ordinal = base + len(events)
+            return
+        try:
+            phs = list(map(dict.get, events, repeat("ph")))
+        except TypeError:  # an event that is not an object: all one by one
+            xs = []
+        else:
+            n_x = phs.count("X")
+            xs = (
+                range(len(events))
+                if n_x == len(phs)
+                else [k for k, p in enumerate(phs) if p == "X"]
+            )
+        done = self._plain_x(events, xs, base) if len(xs) else []
+        if len(done) != len(events):
+            skip = set(done)
+            for k, e in enumerate(events):
+                if k not in skip:
+                    self.ordinal = base + k
+                    self.feed(e)
+        self.ordinal = base + len(events)
+
+    def _plain_x(self, events: list, xs, base: int):
+        """Vectorised ``X`` events ``xs`` (indices) of a chunk (dicts or ``XEvent``):
+        returns ``xs`` when they were all plain and handled, else an empty list (they go one
+        by one)."""
+        x = events if isinstance(xs, range) else [events[k] for k in xs]
+        if x and isinstance(x[0], XEvent):
+            ts, dur, pid, tid, name = (
+                list(map(attrgetter(k), x)) for k in ("ts", "dur", "pid", "tid", "name")
+            )
+        else:
+            ts, dur, pid, tid, name = (
+                list(map(dict.get, x, repeat(k), repeat(d)))
+                for k, d in (("ts", None), ("dur", None), ("pid", 0), ("tid", 0), ("name", "?"))
+            )
+        if not (
+            set(map(type, ts)) <= _PLAIN
+            and set(map(type, dur)) <= _PLAIN
+            and set(map(type, pid)) <= _KEYS
+            and set(map(type, tid)) <= _KEYS
+            and set(map(type, name)) <= {str}
+        ):
+            return []
+        t = np.array(ts, np.float64)
+        d = np.array(dur, np.float64)
+        far = ~(np.abs(t) < MAX_US) | ~(d < MAX_US)
+        neg = ~far & (d < 0)
+        if far.any():
+            self.bad["event(s) with ts or dur beyond 100 days"] += int(far.sum())
+        if neg.any():
+            self.bad["X event(s) with a negative dur"] += int(neg.sum())
+        ok = np.flatnonzero(~far & ~neg)
+        keys = list(zip(pid, tid, strict=True))
+        for k in dict.fromkeys(keys):  # first-appearance order: deterministic ids
+            self._track(k)
+        for n in dict.fromkeys(name):
+            self.names(n)
+        tr = np.fromiter(map(self.tracks.__getitem__, keys), np.int64, len(keys))
+        ids = self.names.ids
+        nid = np.fromiter(map(ids.__getitem__, name), np.int64, len(name))
+        begin = np.round(t[ok] * 1000).astype(np.int64)
+        end = begin + np.round(d[ok] * 1000).astype(np.int64)
+        ev = base + np.asarray(xs, np.int64)[ok]
+        self.parts.append([tr[ok].astype(np.int32), begin, end, nid[ok].astype(np.int32), ev])
+        return xs
 
     def feed(self, e) -> None:
         if not isinstance(e, dict):
@@ -228,20 +546,66 @@ class _ChromeReader:
         if ph == "M":
             _metadata(e, self.proc_name, self.thread_name, self.proc_sort, self.thread_sort)
             return
-        if ph not in ("X", "B", "E"):
+        if ph not in ("X", "B", "E", "C", *FLOWS, *ASYNC_BEGIN, *ASYNC_END, *INSTANTS):
             self.unknown[str(ph)] += 1
             return
-        ts = e.get("ts")
+        ts = _coerce(e.get("ts"))
         if not _number(ts):
             self.bad["event(s) without a numeric ts"] += 1
         elif not abs(ts) < MAX_US:
             self.bad["event(s) with ts or dur beyond 100 days"] += 1
+        elif ph == "C":
+            self.counter(e, round(ts * 1000))
+        elif ph in FLOWS:
+            key = (display_name(e.get("cat", "")), display_name(e.get("name", "")),
+                   display_name(e.get("id", e.get("id2"))))  # fmt: skip
+            self.flow_steps[key].append((round(ts * 1000), ph, self.track(e), e.get("bp") == "e"))
         elif ph == "X":
             self.complete(e, round(ts * 1000))
         elif ph == "B":
-            self.open_b[self.track(e)].append((round(ts * 1000), e.get("name", "?")))
+            self.open_b[self.track(e)].append((round(ts * 1000), e.get("name", "?"), self.ordinal))
+        elif ph == "E":
+            self.end(e, round(ts * 1000), self.track(e))
+        elif ph in ASYNC_BEGIN:
+            self.open_b[self.async_track(e)].append(
+                (round(ts * 1000), e.get("name", "?"), self.ordinal)
+            )
+        elif ph in ASYNC_END:
+            self.end(e, round(ts * 1000), self.async_track(e), "async end")
         else:
-            self.end(e, round(ts * 1000))
+            self.instant(e, round(ts * 1000))
+
+    def counter(self, e: dict, at: int) -> None:
+        """``C``: each numeric ``args`` member is a sample of series ``name member``."""
+        args = e.get("args")
+        if not isinstance(args, dict) or not args:
+            self.bad["C event(s) without args"] += 1
+            return
+        pid, name = _ident(e.get("pid", 0)), display_name(e.get("name", "?"))
+        if e.get("id") is not None:
+            name = f"{name} {display_name(e['id'])}"
+        for k, v in args.items():
+            v = _coerce(v)
+            if not _number(v) or not math.isfinite(v):
+                self.bad["counter value(s) not a finite number"] += 1
+                continue
+            t, vals = self.counter_cols.setdefault((pid, name, str(k)), ([], []))
+            t.append(at)
+            vals.append(float(v))
+
+    def instant(self, e: dict, at: int) -> None:
+        """A zero-length span: thread scope on its thread, ``n``/``T`` on their async
+        track, process and global scope on a track of their own."""
+        ph, scope = e.get("ph"), e.get("s", "t")
+        if ph in ("n", "T"):
+            track = self.async_track(e)
+        elif scope == "g":
+            track = self._track(("", ("instants", "global")), "global instants")
+        elif scope == "p":
+            track = self._track((_ident(e.get("pid", 0)), ("instants", "")), "instants")
+        else:
+            track = self.track(e)
+        self.add(track, at, at, e.get("name", "?"))
 
     def complete(self, e: dict, begin: int) -> None:
         dur = e.get("dur")
@@ -254,17 +618,18 @@ class _ChromeReader:
         else:
             self.add(self.track(e), begin, begin + round(dur * 1000), e.get("name", "?"))
 
-    def end(self, e: dict, end: int) -> None:
-        """``E``: closes the newest open ``B`` of its track (the name comes from the B)."""
-        stack = self.open_b.get(self.track(e))
+    def end(self, e: dict, end: int, track: int, what: str = "E") -> None:
+        """``E``/``e``: closes the newest open begin of its track (the name comes from it)."""
+        stack = self.open_b.get(track)
         if not stack:
-            self.bad["E event(s) without a B"] += 1
+            self.bad[f"{what} event(s) without a begin" if what != "E" else
+                     "E event(s) without a B"] += 1  # fmt: skip
             return
-        begin, name = stack.pop()
+        begin, name, ordinal = stack.pop()
         if end < begin:
             self.bad["B/E pair(s) ending before they begin"] += 1
         else:
-            self.add(self.track(e), begin, end, e.get("name", name) if name == "?" else name)
+            self.add(track, begin, end, e.get("name", name) if name == "?" else name, ordinal)
 
     def notes(self) -> list[str]:
         left_open = sum(len(s) for s in self.open_b.values())
@@ -278,30 +643,119 @@ class _ChromeReader:
             )
         return notes
 
-    def table(self, path) -> SpanTable:
-        notes = self.notes()
-        lane, start, end, nid = self.cols
-        if not lane:
-            raise TraceError(f"{path}: no drawable span (X or B/E events){_why(notes)}")
-        remap, labels = self.lane_order()
+    def table(self, path, stream_notes: list[str] | None = None) -> SpanTable:
+        notes = list(stream_notes or []) + self.notes()
+        lane, start, end, nid, ev = self.cols
+        dtypes = (np.int32, np.int64, np.int64, np.int32, np.int64)
+        cols = [np.asarray(c, d) for c, d in zip((lane, start, end, nid, ev), dtypes, strict=True)]
+        parts = [*self.parts, list(cols)]
+        self.parts, self.cols = [], ([], [], [], [], [])
+        lane, start, end, nid, ev = (_take_column(parts, i) for i in range(5))
+        if not len(lane):
+            kinds = "X, B/E, b/e or instant events"
+            raise TraceError(f"{path}: no drawable span ({kinds}){_why(notes)}")
+        remap, labels = self.lane_order(np.unique(lane))
         names = list(self.names.ids)
-        return build_table(remap[np.asarray(lane)], start, end, nid, names, labels, notes)
+        table = build_table(remap[lane], start, end, nid, names, labels, notes, event=ev)
+        self._add_counters(table)
+        self._add_flows(table, remap)
+        return table
 
-    def lane_order(self) -> tuple[np.ndarray, list[str]]:
-        """Tracks ordered by (process sort index, pid, thread sort index, tid): the index
-        remap and the labels ``"process / thread"``."""
+    def _add_counters(self, table: SpanTable) -> None:
+        """Counter series as lanes after the span lanes, ordered by (pid, name, series)."""
+        for (pid, name, series), (t, v) in sorted(
+            self.counter_cols.items(), key=lambda kv: (_num(kv[0][0]), kv[0][1], kv[0][2])
+        ):
+            t = np.asarray(t, np.int64) - table.origin_ns
+            order = np.argsort(t, kind="stable")
+            label = f"{name} {series}" if series not in ("value", name) else name
+            proc = self.proc_name.get(pid, f"pid {display_name(pid)}")
+            table.counters.append(
+                CounterTrack(len(table.lanes), label, t[order], np.asarray(v, np.float64)[order])
+            )
+            table.lanes.append(f"{proc} / {label}")
+
+    def _add_flows(self, table: SpanTable, remap: np.ndarray) -> None:
+        """Each flow's steps in time order joined pairwise; ends bound to spans."""
+        rows = []
+        lost = 0
+        for steps in self.flow_steps.values():
+            steps.sort(key=lambda s: (s[0], "stf".index(s[1])))
+            ends = [_bind(table, int(remap[tr]), t, ph, bp) for t, ph, tr, bp in steps]
+            for a, b in zip(ends[:-1], ends[1:], strict=True):
+                if a is None or b is None:
+                    lost += 1
+                else:
+                    rows.append((*a, *b))
+        if lost:
+            table.notes.append(f"skipped {lost} flow step(s) with no span to bind to")
+        if rows:
+            cols = np.asarray(rows, np.int64).T
+            cols[0] -= table.origin_ns
+            cols[3] -= table.origin_ns
+            table.flows = Flows(*cols)
+
+    def lane_order(self, used: np.ndarray) -> tuple[np.ndarray, list[str]]:
+        """Tracks with spans (``used``: their indices) ordered by (process sort index, pid,
+        thread sort index, tid): the index remap and the labels ``"process / thread"``."""
         ps, ts = self.proc_sort, self.thread_sort
+        keep = set(used.tolist())
         order = sorted(
-            self.tracks, key=lambda k: (ps.get(k[0], 0), _num(k[0]), ts.get(k, 0), _num(k[1]))
+            (k for k, i in self.tracks.items() if i in keep),
+            key=lambda k: (ps.get(k[0], 0), _num(k[0]), ts.get(k, 0), _num(k[1])),
         )
-        remap = np.zeros(len(self.tracks), np.int64)
+        remap = np.full(len(self.tracks), -1, np.int64)  # -1: a track without spans
         labels = []
         for i, key in enumerate(order):
             remap[self.tracks[key]] = i
             pid, tid = key
-            p = self.proc_name.get(pid, f"pid {pid}")
-            labels.append(f"{p} / {self.thread_name.get(key, f'tid {tid}')}")
+            p = self.proc_name.get(pid, f"pid {display_name(pid)}")
+            default = self.track_label.get(key, f"tid {display_name(tid)}")
+            thread = self.thread_name.get(key, default)
+            labels.append(thread if pid == "" else f"{p} / {thread}")
         return remap, labels
+
+
+def _take_column(parts: list[list[np.ndarray]], i: int) -> np.ndarray:
+    """Column ``i`` of every part, concatenated; the parts' copies are dropped as it goes
+    (the peak holds one column twice, not every column)."""
+    out = np.concatenate([p[i] for p in parts])
+    for p in parts:
+        p[i] = None
+    return out
+
+
+def _bind(table: SpanTable, lane: int, t: int, ph: str, enclosing: bool):
+    """``(t, lane, depth)`` of the span a flow end binds to: the deepest one of its lane
+    enclosing ``t`` (``s``, ``t``, ``f`` with ``bp: "e"``), else for an ``f`` the next one
+    to begin; None when there is none. ``t`` absolute ns."""
+    if lane < 0:
+        return None
+    rel = t - table.origin_ns
+    k = int(np.searchsorted(table.start_ns, rel, side="right"))
+    best = None
+    for i in range(k - 1, max(k - 4096, 0) - 1, -1):  # spans begun at or before t
+        if table.lane[i] == lane and table.start_ns[i] + table.dur_ns[i] > rel:
+            if best is None or table.depth[i] > table.depth[best]:
+                best = i
+    if best is not None:
+        return t, lane, int(table.depth[best])
+    if ph == "f" and not enclosing:
+        nxt = np.flatnonzero(table.lane[k:] == lane)
+        if len(nxt):
+            i = k + int(nxt[0])
+            return int(table.start_ns[i]) + table.origin_ns, lane, int(table.depth[i])
+    return None
+
+
+def _coerce(ts):
+    """A numeric string ``ts`` as a float (Perfetto coerces it); anything else as it is."""
+    if isinstance(ts, str):
+        try:
+            return float(ts)
+        except ValueError:
+            return ts
+    return ts
 
 
 MAX_US = 8.64e12  # 100 days in microseconds: int64 nanoseconds stay far from overflow
@@ -313,7 +767,7 @@ def _number(v) -> bool:
 
 def _ident(v):
     """A pid/tid usable as a key (JSON allows anything there)."""
-    return v if isinstance(v, int | float | str) and not isinstance(v, bool) else str(v)
+    return v if isinstance(v, int | float | str) and not isinstance(v, bool) else display_name(v)
 
 
 def _metadata(e, proc_name, thread_name, proc_sort, thread_sort) -> None:
@@ -330,7 +784,7 @@ def _metadata(e, proc_name, thread_name, proc_sort, thread_sort) -> None:
 
 
 def _num(v):
-    return (0, v, "") if isinstance(v, int | float) else (1, 0, str(v))
+    return (0, v, "") if isinstance(v, int | float) else (1, 0, display_name(v))
 
 
 def _why(notes: list[str]) -> str:
@@ -341,12 +795,16 @@ def _why(notes: list[str]) -> str:
 FRAME_NAMES = ("CPU frame", "GPU frame")  # depth-0 span around each frame's scopes
 
 
-def _load_jsonl(path, data: bytes) -> SpanTable:
+def _load_jsonl(path, stream) -> SpanTable:
+    """Line by line; spans go to numpy columns every 64k (memory: ~40 B per span)."""
     names: list[str] = []
     session: dict = {}
-    frames = []
+    early = []  # frames before the session line (its clock offset is needed)
     bad: Counter = Counter()
-    for line in data.splitlines():
+    cols: tuple[list, list, list, list] = ([], [], [], [])
+    parts: list[list[np.ndarray]] = []
+    gpu_frames = 0
+    for line in stream:
         if not line.strip():
             continue
         try:
@@ -357,37 +815,57 @@ def _load_jsonl(path, data: bytes) -> SpanTable:
         kind = msg.get("type") if isinstance(msg, dict) else None
         if kind == "session":
             session = msg
+            for m in early:
+                gpu_frames += _frame(cols, bad, m, session, len(names))
+            early = []
         elif kind == "names" and isinstance(msg.get("names"), list):
             names += [str(n) for n in msg["names"]]
         elif kind == "frame":
-            frames.append(msg)
+            if session:
+                gpu_frames += _frame(cols, bad, msg, session, len(names))
+            else:
+                early.append(msg)
         else:
             bad["line(s) of an unknown type"] += 1
+        if len(cols[0]) >= 1 << 16:
+            parts.append(_jsonl_part(cols))
+            cols = ([], [], [], [])
+    for m in early:
+        gpu_frames += _frame(cols, bad, m, session, len(names))
     offset = session.get("gpu_clock_offset_ns")
-    cols: tuple[list, list, list, list] = ([], [], [], [])
-    gpu_frames = 0
-    for msg in frames:
-        for lane_i, key in ((0, "cpu"), (1, "gpu")):
-            scopes = msg.get(key)
-            if not scopes:
-                continue
-            if lane_i == 1:
-                gpu_frames += 1
-                if not isinstance(offset, int):
-                    continue
-            shift = offset if lane_i == 1 else 0
-            _add_frame(cols, bad, scopes, lane_i, shift, len(names))
     notes = [f"skipped {n} {what}" for what, n in bad.items()]
     if gpu_frames and not isinstance(offset, int):
         notes.append(
             f"left out the GPU scopes of {gpu_frames} frame(s): the session has no "
             "gpu_clock_offset_ns to put them on the CPU clock"
         )
-    lane, start, end, nid = cols
-    if not lane:
+    parts.append(_jsonl_part(cols))
+    lane, start, end, nid = (_take_column(parts, i) for i in range(4))
+    if not len(lane):
         raise TraceError(f"{path}: no frame with scopes (record with --profile){_why(notes)}")
     lanes = [CPU_LANE, GPU_LANE]
     return build_table(lane, start, end, nid, names + list(FRAME_NAMES), lanes, notes)
+
+
+def _jsonl_part(cols) -> list[np.ndarray]:
+    dtypes = (np.int32, np.int64, np.int64, np.int32)  # lane, start, end, name
+    return [np.asarray(c, d) for c, d in zip(cols, dtypes, strict=True)]
+
+
+def _frame(cols, bad: Counter, msg: dict, session: dict, n_names: int) -> int:
+    """Add one frame line's CPU and GPU scopes; returns 1 if it had GPU scopes."""
+    offset = session.get("gpu_clock_offset_ns")
+    had_gpu = 0
+    for lane_i, key in ((0, "cpu"), (1, "gpu")):
+        scopes = msg.get(key)
+        if not scopes:
+            continue
+        if lane_i == 1:
+            had_gpu = 1
+            if not isinstance(offset, int):
+                continue
+        _add_frame(cols, bad, scopes, lane_i, offset if lane_i == 1 else 0, n_names)
+    return had_gpu
 
 
 def _add_frame(cols, bad: Counter, scopes, lane_i: int, shift: int, n_names: int) -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .ruler import ticks
 from .select import NONE, ViewParams
 
 MIN_NS_PER_PX = 1e-3  # 1000 px per ns: the deepest zoom
@@ -55,20 +56,62 @@ class FlameView:
         self.search = ""
         self.range_ns: tuple[float, float] | None = None
         self.cursor: tuple[float, float] = (-1e9, -1e9)  # output px
+        self.ruler_px = 0  # height of the time ruler's band above the chart (0: none)
+        self.collapsed: set[int] = set()  # lanes showing their header row only
+        self.order = list(range(len(self.lane_depths)))  # display order of the lanes
         self.reset()
 
     # -- layout ---------------------------------------------------------------------------
+    def _heights(self) -> np.ndarray:
+        """Rows of each lane: its header, then its depths (at least one) unless collapsed."""
+        h = 1 + np.maximum(self.lane_depths, 1)
+        if self.collapsed:
+            h[list(self.collapsed)] = 1
+        return h
+
     def lane_rows(self) -> np.ndarray:
-        """``int32 (lanes,)``: row of each lane's depth 0 (after its header row)."""
-        heights = 1 + np.maximum(self.lane_depths, 1)
-        return (np.cumsum(heights) - heights + 1).astype(np.int32)
+        """``int32 (lanes,)``: row of each lane's depth 0 (after its header row), lanes
+        stacked in ``order``; -1 for a collapsed lane (its spans are not drawn)."""
+        h = self._heights()[self.order]
+        first = np.cumsum(h) - h + 1
+        out = np.empty(len(h), np.int32)
+        out[self.order] = first
+        if self.collapsed:
+            out[list(self.collapsed)] = -1
+        return out
+
+    def header_rows(self) -> np.ndarray:
+        """``int64 (lanes,)``: row of each lane's header (label) row."""
+        h = self._heights()[self.order]
+        out = np.empty(len(h), np.int64)
+        out[self.order] = np.cumsum(h) - h
+        return out
 
     @property
     def total_rows(self) -> int:
-        return int(np.sum(1 + np.maximum(self.lane_depths, 1)))
+        return int(np.sum(self._heights()))
 
     def set_lane_depths(self, lane_depths: np.ndarray) -> None:
         self.lane_depths = np.asarray(lane_depths, np.int64)
+        if len(self.order) != len(self.lane_depths):
+            self.order = list(range(len(self.lane_depths)))
+
+    def lane_at(self, y: float) -> int | None:
+        """The lane whose header row is at chart y (px), or None."""
+        row = int((y + self.scroll_px) // self.row_px)
+        hit = np.flatnonzero(self.header_rows() == row)
+        return int(hit[0]) if len(hit) else None
+
+    def toggle_lane(self, lane: int) -> None:
+        """Collapse a lane to its header row, or expand it again."""
+        self.collapsed ^= {lane}
+        self.scroll(0)
+
+    def move_lane(self, lane: int, step: int) -> None:
+        """Move a lane ``step`` places down (negative: up) in the display order."""
+        i = self.order.index(lane)
+        j = min(max(i + step, 0), len(self.order) - 1)
+        self.order.insert(j, self.order.pop(i))
 
     def set_data_range(self, t_min: float, t_max: float) -> None:
         self.t_min, self.t_max = float(t_min), float(t_max)
@@ -135,7 +178,12 @@ class FlameView:
     def params(self, out_size: tuple[int, int], *, glyph_px: int = 1) -> ViewParams:
         cx, cy = self.cursor
         ox, oy = self.origin
+        tk = ticks(self.start_ns, self.ns_per_px)
         return ViewParams(
+            tick_x0=tk.x0,
+            tick_px=tk.px,
+            minors=tk.minors,
+            ruler_px=self.ruler_px,
             start_ns=self.start_ns,
             px_per_ns=1.0 / self.ns_per_px,
             width=self.size[0],
@@ -157,7 +205,9 @@ class FlameView:
 # -- statistics ---------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class NameStats:
-    """Durations of every span of one name, ns: count, mean, median, p95, max, total."""
+    """Durations of every span of one name (in one lane when asked), ns: count, mean,
+    median, p95, max, total; ``self_mean``, ``self_total``: the same of self time (NaN/0
+    when not given)."""
 
     name: str
     count: int
@@ -166,16 +216,68 @@ class NameStats:
     p95: float
     max: float
     total: float
+    self_mean: float = math.nan
+    self_total: float = 0.0
 
 
-def name_stats(dur_ns: np.ndarray, name_id: np.ndarray, nid: int, name: str) -> NameStats:
-    """Statistics of the spans named ``nid`` (p95: linear interpolation, numpy's default)."""
-    d = dur_ns[name_id == nid].astype(np.float64)
+def name_stats(
+    dur_ns: np.ndarray, name_id: np.ndarray, nid: int, name: str, *,
+    lane: np.ndarray | None = None, lane_id: int | None = None,
+    self_ns: np.ndarray | None = None,
+) -> NameStats:  # fmt: skip
+    """Statistics of the spans named ``nid`` (p95: linear interpolation, numpy's default);
+    with ``lane``/``lane_id`` only those of that lane (a CPU recording and its GPU span
+    share a name and never a lane); with ``self_ns`` (``self_times``) their self time too."""
+    sel = name_id == nid
+    if lane is not None and lane_id is not None:
+        sel &= lane == lane_id
+    d = dur_ns[sel].astype(np.float64)
     if len(d) == 0:
         return NameStats(name, 0, math.nan, math.nan, math.nan, math.nan, 0.0)
     med, p95 = np.percentile(d, [50, 95])
+    sm, st = math.nan, 0.0
+    if self_ns is not None:
+        sd = self_ns[sel].astype(np.float64)
+        sm, st = float(sd.mean()), float(sd.sum())
     return NameStats(name, len(d), float(d.mean()), float(med), float(p95), float(d.max()),
-                     float(d.sum()))  # fmt: skip
+                     float(d.sum()), sm, st)  # fmt: skip
+
+
+def next_match(matches: np.ndarray, start_ns: np.ndarray, selected: int, centre_ns: float,
+               step: int) -> int:  # fmt: skip
+    """The search match to select on N (``step`` 1) or P (-1): after (before) the selected
+    span, or the first starting at or after the view's centre when none is selected;
+    wraps around. ``matches``: span indices in start order (non-empty)."""
+    if selected != NONE:
+        k = int(np.searchsorted(matches, selected, side="right" if step > 0 else "left"))
+    else:
+        k = int(np.searchsorted(start_ns[matches], centre_ns))
+    return int(matches[(k if step > 0 else k - 1) % len(matches)])
+
+
+def self_times(start_ns, dur_ns, lane, depth) -> np.ndarray:
+    """``int64 (n,)`` self time of each span, ns: its duration minus its children's (the
+    spans one deeper in its lane that it encloses; the nesting of ``nesting_depth``).
+
+    Vectorised by depth: a span's parent is the last span one shallower in its lane that
+    starts at or before it, in (lane, start, depth) order."""
+    n = len(start_ns)
+    out = np.asarray(dur_ns, np.int64).copy()
+    if n == 0:
+        return out
+    order = np.lexsort((depth, start_ns, lane))
+    d, ln, du = depth[order].astype(np.int64), lane[order], np.asarray(dur_ns)[order]
+    child = np.zeros(n, np.int64)
+    by_depth = [np.flatnonzero(d == k) for k in range(int(d.max()) + 1)]
+    for k in range(1, len(by_depth)):
+        kids, parents = by_depth[k], by_depth[k - 1]
+        if not len(kids) or not len(parents):
+            continue
+        at = np.searchsorted(parents, kids) - 1
+        ok = (at >= 0) & (ln[parents[np.maximum(at, 0)]] == ln[kids])
+        np.add.at(child, parents[at[ok]], du[kids[ok]])
+    out[order] -= child
+    return out
 
 
 @dataclass(frozen=True)

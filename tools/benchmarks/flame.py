@@ -1,7 +1,9 @@
 """Flame chart benchmark (engine/inspect): figures, never pass/fail.
 
-1. Parse: a generated Chrome Trace Event JSON file (orjson + the loader's event loop):
-   seconds, spans per second; peak Python memory per span (tracemalloc, a separate run).
+1. Parse: a generated Chrome Trace Event JSON file, the same gzipped, and a Lantern
+   --telemetry JSONL (the streaming loader): seconds, spans per second (wall and CPU time:
+   on a shared machine the CPU time is the steadier figure); peak Python memory
+   per span and per file byte (tracemalloc, a separate run); bytes per span kept.
 2. Load: 1M and 10M synthetic spans as a columnar table (generation and sort) and the
    upload to the GPU: seconds, table bytes per span, peak memory (tracemalloc).
 3. GPU: the ``Flame.Select`` compute pass and the ``Flame`` draw at 2560x1440 while the view
@@ -12,12 +14,20 @@
    interleaved frame by frame, the GPU idle meanwhile (lavapipe runs it on the same cores):
    must not depend on the span count.
 
-``--quick`` (lavapipe): 100k and 1M spans, 640x360, fewer frames, a 20k-span JSON file.
+5. Load from a file: a generated Chrome JSON of ``LANTERN_FLAME_FILE_SPANS`` events
+   (default 10M; written in chunks), loaded by ``load_trace``: seconds, spans/s, peak RSS
+   growth over the file size.
+
+``--quick`` (lavapipe): 100k and 1M spans, 640x360, fewer frames, a 20k-span JSON file, no
+file load. ``LANTERN_FLAME_SPANS`` (comma-separated, e.g. ``10000000,100000000``) sets the
+GPU table sizes (100M: the 10M table tiled in time); ``LANTERN_FLAME_PARTS`` (any of
+``parse,load,gpu,cpu,file``) picks parts.
 """
 
 from __future__ import annotations
 
 import gc
+import gzip
 import math
 import tempfile
 import time
@@ -84,36 +94,157 @@ def write_chrome_json(path: Path, n: int) -> int:
     return len(t)
 
 
+def write_jsonl(path: Path, n: int) -> int:
+    """A Lantern --telemetry JSONL of about ``n`` scopes (frames of 8 CPU + 8 GPU scopes)."""
+    names = [f"Pass{i}" for i in range(8)]
+    lines = [
+        {"type": "session", "gpu_clock_offset_ns": 1000},
+        {"type": "names", "names": names},
+    ]
+    frames = max(1, n // 18)
+    for f in range(frames):
+        t0 = f * 16_000_000
+        cpu = [[i, t0 + i * 100_000, t0 + i * 100_000 + 90_000] for i in range(8)]
+        gpu = [[i, t0 + i * 200_000, t0 + i * 200_000 + 150_000] for i in range(8)]
+        lines.append({"type": "frame", "frame": f, "cpu": cpu, "gpu": gpu})
+    path.write_bytes(b"\n".join(orjson.dumps(x) for x in lines) + b"\n")
+    return frames * 18
+
+
 def bench_parse(n: int) -> None:
+    """Parse rate and memory of Chrome JSON, the same gzipped, and Lantern JSONL."""
     with tempfile.TemporaryDirectory() as d:
-        path = Path(d) / "trace.json"
-        count = write_chrome_json(path, n)
-        mb = path.stat().st_size / 1e6
-        dt, table = _timed(load_trace, path)
-        peak, _ = _peak(load_trace, path)
-    assert len(table) == count
+        js, gz, jl = Path(d) / "trace.json", Path(d) / "trace.json.gz", Path(d) / "tel.jsonl"
+        count = write_chrome_json(js, n)
+        gz.write_bytes(gzip.compress(js.read_bytes(), 6))
+        write_jsonl(jl, n)
+        for what, path in (("Chrome JSON", js), ("Chrome JSON.gz", gz), ("Lantern JSONL", jl)):
+            mb = path.stat().st_size / 1e6
+            c0 = time.process_time()
+            dt, table = _timed(load_trace, path)
+            cpu = time.process_time() - c0
+            peak, _ = _peak(load_trace, path)
+            count = len(table)
+            kept = sum(
+                c.nbytes
+                for c in (
+                    table.start_ns,
+                    table.dur_ns,
+                    table.lane,
+                    table.depth,
+                    table.name_id,
+                    table.event,
+                )  # fmt: skip
+            )
+            print(
+                f"parse  {what} {count:,} spans ({mb:.1f} MB): {dt:.2f} s, "
+                f"{count / dt / 1e6:.2f} M spans/s (CPU time {cpu:.2f} s: "
+                f"{count / cpu / 1e6:.2f} M/s), peak {peak / count:.0f} B/span "
+                f"({peak / 1e6:.0f} MB, {peak / (path.stat().st_size):.2f}x the file), kept "
+                f"{kept / count:.0f} B/span"
+            )
+
+
+def write_chrome_json_chunked(path: Path, n: int) -> int:
+    """Like ``write_chrome_json`` for any ``n``: events written 200k at a time."""
+    t = synthetic_table(n, lanes=2, seed=5)
+    names = [orjson.dumps(x) for x in t.names]
+    with open(path, "wb") as f:
+        f.write(b'{"traceEvents":[')
+        for a in range(0, len(t), 200_000):
+            b = min(a + 200_000, len(t))
+            ts, dur = (t.start_ns[a:b] / 1e3).tolist(), (t.dur_ns[a:b] / 1e3).tolist()
+            lane, nid = t.lane[a:b].tolist(), t.name_id[a:b].tolist()
+            part = b",".join(
+                b'{"ph":"X","name":%s,"pid":1,"tid":%d,"ts":%r,"dur":%r}'
+                % (names[nid[k]], lane[k], ts[k], dur[k])
+                for k in range(b - a)
+            )
+            f.write(part if a == 0 else b"," + part)
+        f.write(b"]}")
+    return len(t)
+
+
+_LOAD_CHILD = """
+import sys, time
+from engine.inspect.traceload import load_trace
+def rss():  # VmHWM: this process's peak (ru_maxrss would start at the parent's at fork)
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+before = rss()
+t0, c0 = time.perf_counter(), time.process_time()
+t = load_trace(sys.argv[1])
+dt, cpu = time.perf_counter() - t0, time.process_time() - c0
+kept = sum(c.nbytes for c in (t.start_ns, t.dur_ns, t.lane, t.depth, t.name_id, t.event))
+print(len(t), dt, rss() - before, kept, cpu)
+"""
+
+
+def bench_file(n: int) -> None:
+    """Load time and peak memory growth of a large Chrome JSON file, loaded in a fresh
+    process (its peak RSS, VmHWM, after the imports vs after the load: what the OS saw)."""
+    import subprocess
+    import sys
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "big.json"
+        t0 = time.perf_counter()
+        write_chrome_json_chunked(path, n)
+        made = time.perf_counter() - t0
+        size = path.stat().st_size
+        root = Path(__file__).resolve().parents[2]
+        out = subprocess.run([sys.executable, "-c", _LOAD_CHILD, str(path)], cwd=root,
+                             capture_output=True, text=True, check=True).stdout  # fmt: skip
+    count, dt, grew, kept, cpu = out.split()[-5:]
+    count, dt, grew, kept, cpu = int(count), float(dt), int(grew), int(kept), float(cpu)
     print(
-        f"parse  Chrome JSON {count:,} spans ({mb:.1f} MB): {dt:.2f} s, "
-        f"{count / dt / 1e6:.2f} M spans/s, peak {peak / count:.0f} B/span "
-        f"({peak / 1e6:.0f} MB)"
+        f"file   Chrome JSON {count:,} spans ({size / 1e6:.0f} MB, written in {made:.0f} s): "
+        f"load {dt:.1f} s, {count / dt / 1e6:.2f} M spans/s (CPU time {cpu:.1f} s: "
+        f"{count / cpu / 1e6:.2f} M/s); peak RSS grew {grew / 1e6:.0f} MB "
+        f"({grew / size:.2f}x the file); kept {kept / count:.0f} B/span"
+    )
+
+
+def tile_table(table: SpanTable, k: int) -> SpanTable:
+    """``k`` copies of ``table`` one after another in time (still sorted by start)."""
+    if k <= 1:
+        return table
+    step = int(table.end_ns.max()) + 1_000_000
+    n = len(table)
+    start = np.concatenate([table.start_ns + i * step for i in range(k)])
+    return SpanTable(
+        start_ns=start,
+        dur_ns=np.tile(table.dur_ns, k),
+        lane=np.tile(table.lane, k),
+        depth=np.tile(table.depth, k),
+        name_id=np.tile(table.name_id, k),
+        names=table.names,
+        lanes=table.lanes,
+        source=f"{k} x {n:,}",
     )
 
 
 def bench_load(gpu, n: int) -> SpanTable:
-    peak, _ = _peak(synthetic_table, n, lanes=4, seed=1)
-    dt, table = _timed(synthetic_table, n, lanes=4, seed=1)
+    base = min(n, 10_000_000)
+    peak, _ = _peak(synthetic_table, min(n, 1_000_000), lanes=4, seed=1)
+    peak *= base / min(n, 1_000_000)
+    dt, table = _timed(synthetic_table, base, lanes=4, seed=1)
+    table = tile_table(table, round(n / base))
     cols = (table.start_ns, table.dur_ns, table.lane, table.depth, table.name_id)
     nbytes = sum(c.nbytes for c in cols)
     view = FlameView(table.lane_depths(), 0, int(table.end_ns.max()), (64, 64))
     chart = FlameChart(gpu.device, FMT, view)
     t1 = time.perf_counter()
     chart.store.upload(table)
-    gpu.device.queue.read_buffer(chart.store.spans, 0, 16)  # wait for the upload
+    gpu.device.queue.read_buffer(chart.store.chunks[-1], 0, 16)  # wait for the upload
     up = time.perf_counter() - t1
+    chunks = len(chart.store.chunks)
     print(
         f"load   {len(table):,} spans: table {dt:.2f} s, {nbytes / len(table):.0f} B/span "
         f"({nbytes / 1e6:.0f} MB), peak {peak / 1e6:.0f} MB; GPU upload {up:.2f} s "
-        f"({len(table) * 20 / 1e6:.0f} MB)"
+        f"({len(table) * 20 / 1e6:.0f} MB in {chunks} chunk(s) of "
+        f"{chart.store.chunk_spans:,} spans)"
     )
     return table
 
@@ -282,20 +413,30 @@ def bench_cpu(gpu, tables: dict[int, SpanTable], size, frames: int) -> None:
 
 
 def run(gpu, args) -> None:
+    import os
+
     quick = args.quick
     sizes = (100_000, 1_000_000) if quick else (1_000_000, 10_000_000)
+    env = os.environ.get("LANTERN_FLAME_SPANS")
+    if env:
+        sizes = tuple(int(x) for x in env.split(","))
+    default = "parse,load,gpu,cpu" if quick else "parse,load,gpu,cpu,file"
+    parts = set(os.environ.get("LANTERN_FLAME_PARTS", default).split(","))
     res = (640, 360) if quick else (2560, 1440)
     frames = 24 if quick else 300
-    bench_parse(20_000 if quick else 500_000)
+    if "parse" in parts:
+        bench_parse(20_000 if quick else 500_000)
+    if "file" in parts:
+        bench_file(int(os.environ.get("LANTERN_FLAME_FILE_SPANS", 10_000_000)))
+    if not parts & {"load", "gpu", "cpu"}:
+        return
     tables = {}
     for n in sizes:
         tables[n] = bench_load(gpu, n)
-    for n in sizes:
-        bench_gpu(gpu, tables[n], res, frames)
-    small = synthetic_table(1000, lanes=4, seed=2)
-    bench_cpu(
-        gpu,
-        {len(small): small, len(tables[sizes[-1]]): tables[sizes[-1]]},
-        res,
-        max(frames // 2, 12),
-    )
+    if "gpu" in parts:
+        for n in sizes:
+            bench_gpu(gpu, tables[n], res, frames)
+    if "cpu" in parts:
+        small = synthetic_table(1000, lanes=4, seed=2)
+        big = tables[sizes[-1]]
+        bench_cpu(gpu, {len(small): small, len(big): big}, res, max(frames // 2, 12))

@@ -1,0 +1,122 @@
+"""Counter tracks (step charts, per-column min/max when denser than pixels) and flow arrows:
+segments computed independently of the code under test, and reference images."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from engine.graph import OUTPUT, FrameContext, RenderGraph, RenderPass
+from engine.inspect.chart import FlameChart
+from engine.inspect.extras import ChartExtras, counter_segments, flow_segments
+from engine.inspect.traceload import COUNTER_ROWS, load_trace
+from engine.inspect.view import FlameView
+from engine.surfaces import OffscreenTarget
+
+ROW = 16
+
+
+def trace(tmp_path):
+    ev = [
+        {"ph": "X", "name": "A", "pid": 1, "tid": 1, "ts": 0, "dur": 1000},
+        {"ph": "X", "name": "B", "pid": 1, "tid": 2, "ts": 400, "dur": 500},
+        {"ph": "s", "name": "go", "cat": "c", "id": 1, "pid": 1, "tid": 1, "ts": 100},
+        {"ph": "f", "bp": "e", "name": "go", "cat": "c", "id": 1, "pid": 1, "tid": 2, "ts": 600},
+    ]
+    ev += [{"ph": "C", "name": "q", "pid": 1, "ts": 250 * k, "args": {"n": [0, 4, 2, 4][k]}}
+           for k in range(4)]  # fmt: skip
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps(ev))
+    return load_trace(p)
+
+
+def view_of(table, size):
+    v = FlameView(table.lane_depths(), 0, 1e6, size, row_px=ROW)
+    v.start_ns, v.ns_per_px = 0.0, 1e6 / size[0]  # exactly 0..1 ms across the width
+    return v
+
+
+def test_step_chart_segments_by_hand(tmp_path):
+    t = trace(tmp_path)
+    v = view_of(t, (400, 200))
+    p = v.params((400, 200))
+    segs = counter_segments(t, p)
+    # lane 2 (after the two threads): header row 8 (rows 1+1+1+1+1 before... from the view)
+    top = float(v.lane_rows()[2] * ROW)
+    h = COUNTER_ROWS * ROW - 3
+    y = [top + 1 + h - n / 4 * h for n in (0, 4, 2, 4)]  # max 4, baseline 0
+    flat = segs[:4, :4].tolist()
+    assert flat == [[0, y[0], 100, y[0]], [100, y[1], 200, y[1]], [200, y[2], 300, y[2]],
+                    [300, y[3], 401, y[3]]]  # fmt: skip
+    assert segs[4:, :4].tolist() == [[100, y[0], 100, y[1]], [200, y[1], 200, y[2]],
+                                     [300, y[2], 300, y[3]]]  # fmt: skip
+
+
+def test_dense_counters_become_one_segment_per_column(tmp_path):
+    t = trace(tmp_path)
+    v = view_of(t, (4, 200))  # 4 px for 4 samples a column wide each: 1 per column
+    c = t.counters[0]
+    c.t_ns = np.arange(0, 1_000_000, 1000)  # 1000 samples, 250 per column
+    c.value = np.tile([1.0, 3.0], 500)
+    segs = counter_segments(t, v.params((4, 200)))
+    assert len(segs) == 4 and segs[:, 0].tolist() == [0.5, 1.5, 2.5, 3.5]
+    top = float(v.lane_rows()[2] * ROW)
+    h = COUNTER_ROWS * ROW - 3
+    assert np.allclose(segs[:, 1], top + 1 + h - h - 0.5)  # max 3 at the top
+    assert np.allclose(segs[:, 3], top + 1 + h - h / 3 + 0.5)  # min 1
+
+
+def test_flow_arrow_joins_the_rows_it_binds_to(tmp_path):
+    t = trace(tmp_path)
+    v = view_of(t, (400, 200))
+    segs = flow_segments(t, v.params((400, 200)))
+    rows = v.lane_rows()
+    shaft = segs[0, :4].tolist()
+    assert shaft == [40.0, (rows[0] + 0.5) * ROW, 240.0, (rows[1] + 0.5) * ROW]
+    assert len(segs) == 3 and np.allclose(segs[1:, 2:4], [[240, (rows[1] + 0.5) * ROW]] * 2)
+
+
+def test_counter_and_flow_picture(device, compare_reference, tmp_path):
+    t = trace(tmp_path)
+    size = (320, 160)
+    target = OffscreenTarget(device, size)
+    graph = RenderGraph(device, output_format=target.format, size=size)
+
+    def clear(ctx):
+        return {"color_attachments": [{"view": ctx.output, "load_op": "clear",
+                "clear_value": (0, 0, 0, 1), "store_op": "store"}]}  # fmt: skip
+
+    graph.add(RenderPass("Clear", record=lambda ctx, rp: None, targets=clear, writes=(OUTPUT,)))
+    view = view_of(t, size)
+    chart = FlameChart(device, target.format, view, readback=False)
+    chart.store.upload(t)
+    chart.extras = ChartExtras(device, target.format, t)
+    chart.add_passes(graph)
+    enc = device.create_command_encoder()
+    graph.execute(enc, FrameContext(device, graph, 0, 0.0, size, target.view))
+    device.queue.submit([enc.finish()])
+    rgb = target.read_rgba()[:, :, :3]
+    rows = view.lane_rows()
+    y0, y1 = (rows[0] + 0.5) * ROW, (rows[1] + 0.5) * ROW
+    mx, my = (32 + 192) // 2, int((y0 + y1) / 2)  # the shaft's middle (x 32 -> 192)
+    assert rgb[my, mx].min() > 150  # light grey over the dark background
+    top = int(view.lane_rows()[2] * ROW)
+    h = COUNTER_ROWS * ROW - 3
+    col = rgb[top : top + h + 3, 40]  # x 40: sample 0 (n 0): the line at the baseline
+    assert np.argmax(col.sum(axis=1)) in (h, h + 1)
+    compare_reference("flame_counters_flows_320x160", rgb)
+
+
+def test_flows_of_the_selected_span_only(tmp_path):
+    t = trace(tmp_path)
+    v = view_of(t, (400, 200))
+    a = int(np.flatnonzero(np.array(t.names)[t.name_id] == "A")[0])
+    b = int(np.flatnonzero(np.array(t.names)[t.name_id] == "B")[0])
+    for span, n in ((a, 3), (b, 3)):  # both ends' spans show the arrow (shaft + 2 strokes)
+        v.selected = span
+        assert len(flow_segments(t, v.params((400, 200)))) == n
+    f = t.flows
+    v.selected = a
+    f.t0 = f.t0 + 2_000_000  # move the start out of A: A no longer touches it
+    assert len(flow_segments(t, v.params((400, 200)))) == 0
