@@ -117,6 +117,7 @@ class PerfOverlay:
         self.has_profiler = False
         self._last_refresh = -math.inf
         self.draws_info: dict | None = None
+        self.draws_unreliable: str | None = None  # PassDraws.unreliable of the last record
 
     def tick(self, telemetry, pass_names: list[str], now: float) -> bool:
         """Refresh from ``telemetry`` if ``refresh_hz`` allows at ``now`` (seconds). Returns
@@ -147,6 +148,7 @@ class PerfOverlay:
             return
         names = list(pass_names) + [n for n in CPU_ONLY_SCOPES if rec.stat(n, CPU)]
         draws = {p.name: p for p in rec.draws or ()}
+        self.draws_unreliable = next((p.unreliable for p in draws.values() if p.unreliable), None)
         self.rows = []
         for n in names:
             self.rows.append(self._row(rec, n))
@@ -274,6 +276,8 @@ class PerfOverlay:
         if hitch is not None:
             return f"! {hitch.name[:NAME_W]} hitch {hitch.hitch_ms:.3f} ms"
         if self.draws_info and any(r.child for r in self.rows):  # where draw times come from
+            if self.draws_unreliable:
+                return f"draw times unreliable: {self.draws_unreliable.split(':')[0]}"
             if self.draws_info.get("inside"):
                 return f"draws timed inside passes, mean of {self.window}"
             return "draws replayed alone (split): no overlap"

@@ -115,6 +115,9 @@ DRAWS_CAVEAT = (
 )
 
 
+IMPLAUSIBLE = "n/a (implausible)"  # a reading that cannot be true is never shown as a number
+
+
 def _ms(ns: float | None) -> str:
     return "n/a" if ns is None else f"{ns / 1e6:.4f}"
 
@@ -124,6 +127,8 @@ def _count(v: int | None) -> str:
 
 
 def _per_frag(ns: float | None, frags: int | None) -> str:
+    if ns is not None and ns < 0:
+        return IMPLAUSIBLE  # a negative time per fragment cannot be true
     return "n/a" if ns is None or not frags else f"{ns / frags:.3f}"
 
 
@@ -135,6 +140,8 @@ def _draw_time(d, inside: bool) -> str:
         return "<res" if d.below_resolution else f"{v / 1e6:.4f}"
     if d.split_ns is None:
         return "n/a"
+    if d.implausible:
+        return IMPLAUSIBLE
     below = d.below_resolution and d.inside_ns is None
     return "<res" if below else f"{d.split_ns / 1e6:.4f} x{d.repeats}"
 
@@ -170,10 +177,15 @@ def pass_summary(p, scope) -> str:
             pct = 100 * inside / pass_ns
             text += f" = {pct:.1f}% of the pass ({pct - 100:+.1f}%)"
         parts.append(text)
+    if split is None and any(d.implausible for d in p.draws):
+        parts.append(f"split {IMPLAUSIBLE}")
     if split is not None:
         text = f"split {_ms(split)} ms"
-        if inside:
-            text += f" (split/inside {split / inside:.2f})"
+        ratio = p.split_inside_ratio()
+        if ratio is not None:
+            text += (
+                f" (split/inside {ratio[0]:.2f})" if ratio[1] else f" (split/inside {IMPLAUSIBLE})"
+            )
         elif pass_ns:
             pct = 100 * split / pass_ns
             text += f" = {pct:.1f}% of the pass ({pct - 100:+.1f}%)"
@@ -184,6 +196,8 @@ def pass_summary(p, scope) -> str:
     frags = p.total("fragment")
     if p.kind == "render":
         parts.append(f"{_count(frags)} fragments, {_per_frag(pass_ns, frags)} ns/fragment")
+    if p.unreliable:
+        parts.append(f"figures unreliable: {p.unreliable}")
     return "; ".join(parts)
 
 
