@@ -19,6 +19,19 @@ pass asking. Two ways to time one draw:
   are never replayed (their writes would run twice): without ``-inside-passes`` they read
   ``n/a``.
 
+Spread over frames: each frame replays only the next ``replays_per_frame`` render draws,
+round-robin over the frame's draws (within ``max_replay_passes`` passes), so the replays
+cost a few draws' worth per frame rather than the whole frame again; every draw keeps its
+readings between turns (``Draw.split_frame`` says which frame's replay it shows). Robust
+readings: the empty-pass baseline subtracted is the median of the pass's last
+``baseline_window`` baselines of that repetition count, and a draw's ``split_ns`` the median
+of its last ``split_window`` readings, outliers (over ``OUTLIER_MADS`` scaled MADs) left
+out: one stray reading 20x the usual moves neither. A split that is still negative cannot
+be a cost: ``Draw.implausible`` says so and the views print ``n/a (implausible)``, as they do
+a split/inside ratio outside ``PLAUSIBLE_RATIO``. On wgpu's OpenGL backend (llvmpipe there
+advertises ``timestamp-query-inside-passes``) the readings are not of the draws at all:
+``PassDraws.unreliable`` says so beside every figure.
+
 Cheap draws: a replay repeats the draw ``repeats`` times, each in a pass of its own (so
 depth is cleared before each repetition: a second draw in the same pass would fail the
 depth test), chosen from the previous reading so that the repetitions span at least
