@@ -104,6 +104,8 @@ class FrameRecord:
         cull: the newest cull counters at publication (their own ``frame_index``), or None.
         draws: per pass, its draws' GPU times and pipeline statistics
             (``engine.profiling.draws.PassDraws``) with ``--gpu-profile draws``, else None.
+        transitions: per pass name, the transition billed before it (ns, part of its GPU
+            scope) where encoder timestamps are used (``engine.profiling.gpu``), else None.
         snapshot: the stats window after this frame (``StatsSnapshot``; per-draw readings
             are rows of clock ``"draw"`` named ``"<pass>/<draw>"``), from which
             ``stats_keys`` (``(clock, name)`` per row) and ``stats_values`` (``float64
@@ -122,6 +124,7 @@ class FrameRecord:
     cull: CullCounts | None = None
     snapshot: StatsSnapshot | None = None
     draws: tuple | None = None
+    transitions: dict[str, float] | None = None
 
     @property
     def stats_keys(self) -> tuple[tuple[str, str], ...]:
@@ -392,6 +395,7 @@ class Telemetry:
             cull=cull,
             snapshot=snapshot,
             draws=draws,
+            transitions=timings.transitions if timings is not None else None,
         )
         self._seq += 1
         t = self.totals
@@ -457,10 +461,13 @@ def encode_record(record: FrameRecord, table: NameTable) -> tuple[list[str], dic
     fragment, compute, implausible]`` (null = n/a; ``split_ns`` and ``overhead_ns``, the
     pass's fixed cost outside its draws, rounded to 0.001 ns; ``implausible``: why the raw
     ``split_ns`` cannot be a cost, ``unreliable``: why the adapter's per-draw figures cannot
-    be trusted, else null).
+    be trusted, else null), and ``transitions`` (null unless encoder timestamps measure them):
+    ``[[pass_name_id, ns], ...]``, the transition billed before each pass (part of its GPU
+    scope), rounded to 0.001 ns.
     """
     names = [s.name for s in record.gpu or ()] + [s.name for s in record.cpu or ()]
     names += [name for _, name in record.stats_keys]
+    names += list(record.transitions or ())
     for p in record.draws or ():
         names.append(p.name)
         names += [d.label for d in p.draws]
@@ -481,8 +488,15 @@ def encode_record(record: FrameRecord, table: NameTable) -> tuple[list[str], dic
             for (clock, name), row in zip(record.stats_keys, _rows(record), strict=True)
         ],
         "draws": _draws(table, record.draws),
+        "transitions": _transitions(table, record.transitions),
     }
     return new, msg
+
+
+def _transitions(table: NameTable, transitions: dict | None) -> list | None:
+    if transitions is None:
+        return None
+    return [[table.ids[name], _r3(ns)] for name, ns in transitions.items()]
 
 
 def _draws(table: NameTable, passes) -> list | None:

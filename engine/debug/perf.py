@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..profiling.gpu import plausible_transition
 from ..telemetry import CPU, DRAW, FRAME_SCOPE, GPU, WALL, WINDOW
 from .overlay import DebugOverlay
 
@@ -62,6 +63,9 @@ def fmt_delta(v: float | None, width: int = DELTA_W) -> str:
         if len(text) <= width:
             return text
     return ("+" if v > 0 else "-") + "9" * (width - 1)
+
+
+TRANSITION = "  transition"  # child row: the part of the pass's GPU time before it began
 
 
 @dataclass
@@ -151,9 +155,14 @@ class PerfOverlay:
         self.draws_unreliable = next((p.unreliable for p in draws.values() if p.unreliable), None)
         self.rows = []
         for n in names:
-            self.rows.append(self._row(rec, n))
+            self.rows.append(pass_row := self._row(rec, n))
             if n in draws and self.gpu_available:
                 self.rows += self._draw_rows(rec, draws[n], self.rows[-1].gpu_ms)
+            t = (rec.transitions or {}).get(n)
+            if t is not None and self.gpu_available:  # billed to the pass: a child row
+                ms = pass_row.gpu_ms
+                ok = plausible_transition(t, None if ms is None else ms * 1e6)
+                self.rows.append(PerfRow(TRANSITION, None, t / 1e6 if ok else None, child=True))
         passes = [r for r in self.rows if not r.child]
         self.totals = PerfRow(
             "Total",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .gpu import plausible_transition
 from .timings import Scope
 
 NOT_IN_ORDER = (
@@ -22,7 +23,13 @@ def ascends(scopes: Sequence[Scope]) -> bool:
     )
 
 
-def timeline(clock: str, frame_index: int, scopes: Sequence[Scope], unit: str = "pass(es)") -> str:
+def timeline(
+    clock: str,
+    frame_index: int,
+    scopes: Sequence[Scope],
+    unit: str = "pass(es)",
+    transitions: dict[str, float] | None = None,
+) -> str:
     """``clock`` ("GPU"/"CPU") table of ``scopes`` (declaration/start order), e.g.::
 
         GPU frame 297: 3.402 ms across 9 pass(es), 3.352 ms attributed, in declaration order.
@@ -30,6 +37,8 @@ def timeline(clock: str, frame_index: int, scopes: Sequence[Scope], unit: str = 
 
     "across" = last end - first begin; "attributed" = sum of durations; rows ranked by
     duration, percent = share of attributed; all in milliseconds with 3 decimals.
+    ``transitions`` (pass -> ns billed before it, ``engine.profiling.gpu``) splits a row:
+    ``HiZ   0.066 ms  2.1%  = 0.036 ms + 0.030 ms transition``.
     """
     if scopes:
         across = (max(s.end_ns for s in scopes) - min(s.begin_ns for s in scopes)) / 1e6
@@ -44,7 +53,13 @@ def timeline(clock: str, frame_index: int, scopes: Sequence[Scope], unit: str = 
     ranked = sorted(scopes, key=lambda s: s.end_ns - s.begin_ns, reverse=True)
     for rank, s in enumerate(ranked, 1):
         pct = 100.0 * s.duration_ms / attributed if attributed > 0 else 0.0
-        lines.append(f"{rank:4d}. {s.name:<28} {s.duration_ms:8.3f} ms {pct:6.1f}%")
+        row = f"{rank:4d}. {s.name:<28} {s.duration_ms:8.3f} ms {pct:6.1f}%"
+        t = (transitions or {}).get(s.name)
+        if t is not None and plausible_transition(t, s.end_ns - s.begin_ns):
+            row += f"  = {s.duration_ms - t / 1e6:.3f} ms + {t / 1e6:.3f} ms transition"
+        elif t is not None:
+            row += "  (transition n/a (implausible))"
+        lines.append(row)
     return "\n".join(lines)
 
 
@@ -67,7 +82,16 @@ def shutdown_report(telemetry) -> str:
     elif last_gpu is None:
         lines.append("GPU timings n/a: no frame's timestamps came back before shutdown.")
     else:
-        lines.append(timeline("GPU", last_gpu.frame_index, last_gpu.gpu))
+        lines.append(
+            timeline("GPU", last_gpu.frame_index, last_gpu.gpu, transitions=last_gpu.transitions)
+        )
+        if last_gpu.transitions and prof.get("transitions"):
+            t = prof["transitions"]
+            lines.append(
+                "GPU transitions: the barriers wgpu records before a pass, inside its encoder "
+                "timestamps; median encoder span - median pass-descriptor span of the pass, "
+                f"over the last {t['window']} frames of one in {t['every']} timed both ways"
+            )
         if last_gpu.dropped or totals["dropped"]:
             lines.append(
                 f"   dropped: {last_gpu.dropped} scope(s) over capacity {prof['capacity']} in "

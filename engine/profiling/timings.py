@@ -34,6 +34,8 @@ class FrameTimings:
         invalid: GPU readings that were zero or ended before they began (left out of ``gpu``).
         draws: per-draw timings and statistics (``engine.profiling.draws.PassDraws`` per
             pass) with ``--gpu-profile draws``, else None.
+        transitions: per pass name, the transition billed before it with encoder
+            timestamps (ns; part of the pass's GPU scope: ``engine.profiling.gpu``), else None.
     """
 
     frame_index: int
@@ -43,3 +45,4 @@ class FrameTimings:
     invalid: int = 0
     draws: tuple | None = None
     extra: dict = field(default_factory=dict)
+    transitions: dict[str, float] | None = None
