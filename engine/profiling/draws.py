@@ -864,6 +864,15 @@ class DrawProfiler:
             estimate = one if begin is None else end - begin
             if estimate > 0:  # a reading at or below zero says nothing about the size
                 self._repeats[key] = self._next_repeats(estimate, empty / d.repeats)
+        counts = (None, None, None, None)
+        if d.stats is not None:
+            off = 8 * self._ts_cap + d.stats * self._st_stride
+            counts = struct.unpack_from("<4Q", data, off)
+            if p.kind == RENDER and counts[0] == 0:  # drew nothing: no split until it draws
+                self._empty.add(key)
+                self._splits.pop(key, None)
+            else:
+                self._empty.discard(key)
         repeats, split_frame, implausible = d.repeats, None, None
         if key in self._splits:  # replayed this frame or earlier: the draw's kept readings
             split = robust_median(self._splits[key])
@@ -871,14 +880,6 @@ class DrawProfiler:
             below = below or (begin is None and below_split)
             if split < 0:
                 implausible = f"negative split {split / 1e6:+.4f} ms: cannot be a cost"
-        counts = (None, None, None, None)
-        if d.stats is not None:
-            off = 8 * self._ts_cap + d.stats * self._st_stride
-            counts = struct.unpack_from("<4Q", data, off)
-            if p.kind == RENDER and counts[0] == 0:
-                self._empty.add(key)
-            else:
-                self._empty.discard(key)
         return Draw(d.label, begin, end, split, repeats, below, *counts, implausible, split_frame)
 
     def _next_repeats(self, per_repeat_ns: float, empty_pass_ns: float) -> int:

@@ -328,7 +328,7 @@ def _known_draw_costs(quick: bool) -> None:
 
     gpu = create_gpu(extra_features=DRAW_PROFILE_FEATURES)
     dev, size = gpu.device, (48, 48) if quick else (1920, 1080)
-    units = 200 if quick else 20_000
+    units = 200 if quick else 4_000
     m = dev.create_shader_module(code=KNOWN_SRC)
     pipe = dev.create_render_pipeline(
         layout="auto",
