@@ -701,3 +701,25 @@ def test_replays_are_spread_over_frames_and_kept_per_draw():
     assert seen[0] | seen[1] | seen[2] == {f"x{c}" for c in COSTS} | {f"more{k}" for k in range(5)}
     late = records[3].draws[0].draws
     assert all(d.split_ns is not None and first <= d.split_frame for d in late)
+
+
+def test_a_split_within_the_baseline_noise_reads_below_noise():
+    """Baselines jittering 95-105 us: a draw reading +0.5 us or -4 us is noise (``<noise``,
+    not a number, not implausible); -1.4 ms is beyond any noise: implausible."""
+    from engine.profiling.report import _draw_time
+
+    jitter = [95_000, 105_000, 100_000, 97_000, 103_000]
+    for replay, noise, bad in [(100_500, True, False), (96_000, True, False),
+                               (300_000, False, False)]:  # fmt: skip
+        dp = DrawProfiler(_gpu(), capacity=8)
+        for f, b in enumerate(jitter):
+            p = _one_draw_frame(dp, f, b, replay + (b - 100_000))
+        (d,) = p.draws
+        assert d.below_noise == noise and (d.implausible is not None) == bad, (replay, d)
+        assert (_draw_time(d, False) == "<noise") == noise
+    dp = DrawProfiler(_gpu(), capacity=8)
+    for f, b in enumerate(jitter):
+        _one_draw_frame(dp, f, b, b + 200_000)
+    for f in range(5, 10):  # five frames whose replays read far below any baseline
+        p = _one_draw_frame(dp, f, 100_000, 10_000)
+    assert p.draws[0].implausible and not p.draws[0].below_noise

@@ -26,11 +26,12 @@ readings between turns (``Draw.split_frame`` says which frame's replay it shows)
 readings: the empty-pass baseline subtracted is the median of the pass's last
 ``baseline_window`` baselines of that repetition count, and a draw's ``split_ns`` the median
 of its last ``split_window`` readings, outliers (over ``OUTLIER_MADS`` scaled MADs) left
-out: one stray reading 20x the usual moves neither. A split that is still negative cannot
-be a cost: ``Draw.implausible`` says so and the views print ``n/a (implausible)``, as they do
-a split/inside ratio outside ``PLAUSIBLE_RATIO``. On wgpu's OpenGL backend (llvmpipe there
-advertises ``timestamp-query-inside-passes``) the readings are not of the draws at all:
-``PassDraws.unreliable`` says so beside every figure.
+out: one stray reading 20x the usual moves neither. A split within the baseline's own noise
+(``NOISE_MADS`` scaled MADs, either sign) is ``Draw.below_noise`` and reads ``<noise``; one
+more negative than that cannot be a cost: ``Draw.implausible`` says so and the views print
+``n/a (implausible)``, as they do a split/inside ratio outside ``PLAUSIBLE_RATIO``. On
+wgpu's OpenGL backend (llvmpipe there advertises ``timestamp-query-inside-passes``) the
+readings are not of the draws at all: ``PassDraws.unreliable`` says so beside every figure.
 
 Cheap draws: a replay repeats the draw ``repeats`` times, each in a pass of its own (so
 depth is cleared before each repetition: a second draw in the same pass would fail the
@@ -108,6 +109,8 @@ RENDER, COMPUTE = "render", "compute"
 PLAUSIBLE_RATIO = (0.25, 4.0)
 #: A reading further than this many scaled MADs from its window's median is an outlier.
 OUTLIER_MADS = 5.0
+#: A split within this many scaled MADs of its baseline's spread (either sign) is noise.
+NOISE_MADS = 3.0
 INSIDE, SPLIT = "inside", "split"
 
 #: Pass-encoder calls that set state a replayed draw needs (debug groups are left out: a
@@ -156,6 +159,9 @@ class Draw(NamedTuple):
             reading is shown as ``n/a (implausible)``, never as a number.
         split_frame: the frame whose replay ``split_ns`` comes from (replays are spread
             over frames, a few draws each: the module docstring); None when not replayed.
+        below_noise: ``split_ns`` is within the noise of the baseline subtracted from it
+            (``NOISE_MADS`` scaled MADs, either sign): shown as ``<noise``, not a number; a
+            split more negative than that is ``implausible``.
     """
 
     label: str
@@ -170,6 +176,7 @@ class Draw(NamedTuple):
     compute: int | None = None
     implausible: str | None = None
     split_frame: int | None = None
+    below_noise: bool = False
 
     @property
     def inside_ns(self) -> int | None:
@@ -873,14 +880,29 @@ class DrawProfiler:
                 self._splits.pop(key, None)
             else:
                 self._empty.discard(key)
-        repeats, split_frame, implausible = d.repeats, None, None
+        repeats, split_frame, implausible, below_noise = d.repeats, None, None, False
         if key in self._splits:  # replayed this frame or earlier: the draw's kept readings
             split = robust_median(self._splits[key])
             repeats, below_split, split_frame = self._split_meta[key]
             below = below or (begin is None and below_split)
-            if split < 0:
+            noise = self._baseline_noise(p.name, repeats, two_res)
+            if split < -noise:
                 implausible = f"negative split {split / 1e6:+.4f} ms: cannot be a cost"
-        return Draw(d.label, begin, end, split, repeats, below, *counts, implausible, split_frame)
+            below_noise = abs(split) <= noise
+        return Draw(
+            d.label, begin, end, split, repeats, below, *counts, implausible, split_frame,
+            below_noise,
+        )  # fmt: skip
+
+    def _baseline_noise(self, pass_name: str, repeats: int, two_res: int) -> float:
+        """Per repetition, what the subtracted baseline may be off by: ``NOISE_MADS`` scaled
+        MADs of its window (at least two timestamp ticks)."""
+        window = self._baselines.get((pass_name, repeats)) or ()
+        if len(window) < 3:
+            return two_res / repeats
+        med = statistics.median(window)
+        mad = 1.4826 * statistics.median(abs(x - med) for x in window)
+        return max(NOISE_MADS * mad, two_res) / repeats
 
     def _next_repeats(self, per_repeat_ns: float, empty_pass_ns: float) -> int:
         """Repetitions for the next replay: enough to span ``target_ns``, at most

@@ -166,6 +166,8 @@ def _draw_time(d, inside: bool) -> str:
         return "n/a"
     if d.implausible:
         return IMPLAUSIBLE
+    if d.below_noise:
+        return "<noise"
     below = d.below_resolution and d.inside_ns is None
     return "<res" if below else f"{d.split_ns / 1e6:.4f} x{d.repeats}"
 

@@ -242,12 +242,14 @@ def _report(case, cpu, gms):
     print(f"  per-draw timing, extra CPU over 'on': median {c:+.1f} us/frame, mean {m:+.1f}")
     # The frame cost of --gpu-profile draws against --gpu-profile alone (goal <= 1.5x): the
     # split replays are spread over frames, a few draws each (engine.profiling.draws).
-    cr = statistics.median(cpu["draws"]) / statistics.median(cpu["on"])
-    gr = statistics.median(gms["draws"]) / statistics.median(gms["gpu"])
-    fr = max(cr, gr)
+    # Frame time of a pipelined loop (CPU and GPU overlap) is the larger of the two.
+    c_d, c_g = statistics.median(cpu["draws"]), statistics.median(cpu["gpu"])
+    g_d, g_g = statistics.median(gms["draws"]), statistics.median(gms["gpu"])
+    fr = max(c_d, g_d) / max(c_g, g_g)
     print(
-        f"  --gpu-profile draws vs --gpu-profile: CPU {cr:.3f}x, GPU {gr:.3f}x: frame "
-        f"{fr:.3f}x ({'within' if fr <= 1.5 else 'OVER'} the 1.5x goal)"
+        f"  --gpu-profile draws vs --gpu-profile: CPU {c_d:.3f} vs {c_g:.3f} ms ({c_d / c_g:.2f}x),"
+        f" GPU {g_d:.3f} vs {g_g:.3f} ms ({g_d / g_g:.2f}x); frame time (the larger of CPU and "
+        f"GPU) {fr:.3f}x ({'within' if fr <= 1.5 else 'OVER'} the 1.5x goal)"
     )
 
 
