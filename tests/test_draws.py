@@ -725,3 +725,18 @@ def test_a_split_within_the_baseline_noise_reads_below_noise():
     for f in range(5, 10):  # five frames whose replays read far below any baseline
         p = _one_draw_frame(dp, f, 100_000, 10_000)
     assert p.draws[0].implausible and not p.draws[0].below_noise
+
+
+def test_cli_on_the_opengl_backend_says_the_figures_are_unreliable(tmp_path):
+    """wgpu's OpenGL backend (llvmpipe advertises timestamp-query-inside-passes there): the
+    report says so beside every pass's figures."""
+    import os
+
+    env = {**os.environ, "WGPU_BACKEND_TYPE": "OpenGL", "XDG_RUNTIME_DIR": str(tmp_path)}
+    cmd = [sys.executable, "-m", "samples.s01", "--gpu-profile", "draws", "--capture",
+           str(tmp_path / "x.png"), "--frames", "6", "--size", "64x48"]  # fmt: skip
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+    if r.returncode != 0 or "via OpenGL" not in r.stdout:
+        pytest.skip(f"no OpenGL adapter here: {(r.stderr or r.stdout).strip()[-200:]}")
+    summaries = [line for line in r.stdout.splitlines() if line.startswith("  Main (render)")]
+    assert summaries and all("figures unreliable: wgpu's OpenGL backend" in x for x in summaries)
