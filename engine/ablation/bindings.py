@@ -9,6 +9,7 @@ every measured dispatch starts from the same data.
 
 from __future__ import annotations
 
+import re
 import struct
 from dataclasses import dataclass, field
 
@@ -17,7 +18,10 @@ import wgpu
 from .wgsl import (
     GlobalVar,
     Module,
+    array_stride,
+    const_int,
     layout,
+    matrix_shape,
     member_offsets,
     resolve_alias,
     scalar_of,
@@ -29,16 +33,20 @@ class BindingError(ValueError):
     """A binding this filler cannot create; the message names it."""
 
 
-_SCALAR_FMT = {"f32": "<f", "u32": "<I", "i32": "<i", "bool": "<I"}
+_SCALAR_FMT = {"f32": "<f", "u32": "<I", "i32": "<i", "bool": "<I", "f16": "<e"}
 _SAMPLED_FORMAT = {"f32": "rgba8unorm", "u32": "rgba32uint", "i32": "rgba32sint"}
+_STEP = re.compile(r"\s*(?:\.?\s*([A-Za-z_][A-Za-z0-9_]*)|\[\s*([0-9]+)\s*\])")
 
 
-def parse_set(text: str) -> tuple[list[str], list[float]]:
+def parse_set(text: str) -> tuple[list[str | int], list[float]]:
     """``"params.iterations=500"`` -> (["params", "iterations"], [500.0]);
-    ``"v=1,2,3"`` -> (["v"], [1.0, 2.0, 3.0]).
+    ``"v=1,2,3"`` -> (["v"], [1.0, 2.0, 3.0]); ``"p.lights[2].color=1,0,0"`` ->
+    (["p", "lights", 2, "color"], [1.0, 0.0, 0.0]): a name is a struct member, ``[k]``
+    an element of an array, a column of a matrix or a component of a vector.
 
     Raises:
-        BindingError: no ``=`` or a value that is not a number.
+        BindingError: no ``=``, a path that is not NAME(.FIELD|[INDEX])*, a value that is
+            not a number.
     """
     if "=" not in text:
         raise BindingError(f"--set {text!r}: expected NAME.FIELD=VALUE[,VALUE...]")
@@ -47,40 +55,105 @@ def parse_set(text: str) -> tuple[list[str], list[float]]:
         nums = [float(v) for v in values.split(",")]
     except ValueError:
         raise BindingError(f"--set {text!r}: values must be numbers") from None
-    return path.strip().split("."), nums
+    steps: list[str | int] = []
+    pos, path = 0, path.strip()
+    while pos < len(path):
+        m = _STEP.match(path, pos)
+        if m is None or m.end() == pos or (not steps and m.group(1) is None):
+            raise BindingError(f"--set {text!r}: expected NAME(.FIELD|[INDEX])*=VALUE[,VALUE...]")
+        steps.append(m.group(1) if m.group(1) is not None else int(m.group(2)))
+        pos = m.end()
+    if not steps:
+        raise BindingError(f"--set {text!r}: expected NAME.FIELD=VALUE[,VALUE...]")
+    return steps, nums
 
 
-def _field(m: Module, var: GlobalVar, path: list[str]) -> tuple[int, str]:
-    """(byte offset, type) of ``var.a.b`` inside its buffer."""
+def _field(m: Module, var: GlobalVar, path: list, elements: int) -> tuple[int, str]:
+    """(byte offset, type) of ``var.a[3].b`` inside its buffer (``wgsl.layout`` rules)."""
     offset, ty = 0, resolve_alias(var.type, m)
-    for name in path:
+    for step in path:
+        if isinstance(step, int):
+            off, ty = _element(m, var, ty, step, elements)
+            offset += off
+            continue
         if ty not in m.structs:
-            raise BindingError(f"--set {var.name}: {ty} has no field {name!r}")
+            raise BindingError(f"--set {var.name}: {ty} has no field {step!r}")
         fields = member_offsets(ty, m)
-        if name not in fields:
+        if step not in fields:
             known = ", ".join(fields)
-            raise BindingError(f"--set {var.name}: no field {name!r} (fields: {known})")
-        off, ty = fields[name]
+            raise BindingError(f"--set {var.name}: no field {step!r} (fields: {known})")
+        off, ty = fields[step]
         offset, ty = offset + off, resolve_alias(ty, m)
     return offset, ty
 
 
-def _write_value(m: Module, data: bytearray, offset: int, ty: str, vals: list[float], what: str):
+def _element(m: Module, var: GlobalVar, ty: str, k: int, elements: int) -> tuple[int, str]:
+    """(offset, type) of element ``k`` of an array, column of a matrix, component of a
+    vector."""
+    name, args = split_template(ty)
+    if name == "array":
+        count = const_int(args[1], m) if len(args) > 1 else elements
+        if k >= count:
+            raise BindingError(f"--set {var.name}: index {k} past the end of {ty} ({count})")
+        return k * array_stride(ty, m), resolve_alias(args[0], m)
+    if mat := matrix_shape(ty, m):
+        cols, _, column = mat
+        if k >= cols:
+            raise BindingError(f"--set {var.name}: {ty} has {cols} columns, not {k + 1}")
+        size, align = layout(column, m)
+        return k * (-(-size // align) * align), column
+    scalar, n = scalar_of(ty, m)
+    if n > 1 and scalar in _SCALAR_FMT:
+        if k >= n:
+            raise BindingError(f"--set {var.name}: {ty} has {n} components, not {k + 1}")
+        return k * layout(scalar, m)[0], scalar
+    raise BindingError(f"--set {var.name}: cannot index a value of type {ty}")
+
+
+def _slots(m: Module, ty: str, elements: int) -> list[tuple[int, str]] | None:
+    """(offset, scalar type) of every component a flat value list fills: a scalar, a
+    vector, a matrix (column-major, at its column stride) or an array of them (at its
+    stride); None for structs and other types."""
+    ty = resolve_alias(ty, m)
+    scalar, n = scalar_of(ty, m)
+    if scalar in _SCALAR_FMT:
+        return [(k * layout(scalar, m)[0], scalar) for k in range(n)]
+    name, args = split_template(ty)
+    mat = matrix_shape(ty, m)
+    if mat or name == "array":
+        if mat:
+            count, elem = mat[0], mat[2]
+            step = layout(ty, m)[0] // count
+        else:
+            count = const_int(args[1], m) if len(args) > 1 else elements
+            step, elem = array_stride(ty, m), args[0]
+        inner = _slots(m, elem, elements)
+        if inner is None:
+            return None
+        return [(k * step + o, s) for k in range(count) for o, s in inner]
+    return None
+
+
+def _write_value(m: Module, data: bytearray, offset: int, ty: str, vals: list[float], what: str,
+                 elements: int = 1):  # fmt: skip
     if ty in m.structs:
         fields = ", ".join(f.name for f in m.structs[ty])
         raise BindingError(f"--set {what}: that is a struct {ty}; name a field ({fields})")
-    scalar, count = scalar_of(ty, m)
-    if scalar not in _SCALAR_FMT or len(vals) != count:
+    slots = _slots(m, ty, elements)
+    if slots is None:
         raise BindingError(
-            f"--set {what}: {ty} takes {count} number(s)"
-            if scalar in _SCALAR_FMT
-            else f"--set {what}: cannot set a value of type {ty} (scalars and vectors only)"
+            f"--set {what}: cannot set a value of type {ty} (scalars, vectors, matrices and "
+            "arrays of them)"
         )
-    fmt = _SCALAR_FMT[scalar]
-    size = struct.calcsize(fmt)
-    for k, v in enumerate(vals):
-        value = v if fmt == "<f" else int(v)
-        struct.pack_into(fmt, data, offset + k * size, value)
+    exact = not split_template(ty)[0] == "array"
+    if len(vals) > len(slots) or (exact and len(vals) != len(slots)):
+        raise BindingError(
+            f"--set {what}: {ty} takes {len(slots)} number(s)"
+            + ("" if exact else " at most (from element 0)")
+        )
+    for (off, scalar), v in zip(slots, vals, strict=False):
+        fmt = _SCALAR_FMT[scalar]
+        struct.pack_into(fmt, data, offset + off, v if fmt in ("<f", "<e") else int(v))
 
 
 @dataclass
@@ -135,8 +208,8 @@ class BindingFiller:
                     f"(buffers: {names or 'none'})"
                 )
             data = out.setdefault(var.name, bytearray(self._buffer_size(var)))
-            offset, ty = _field(self.m, var, path[1:])
-            _write_value(self.m, data, offset, ty, vals, text)
+            offset, ty = _field(self.m, var, path[1:], self.elements)
+            _write_value(self.m, data, offset, ty, vals, text, self.elements)
         return out
 
     def _buffer_size(self, v: GlobalVar) -> int:

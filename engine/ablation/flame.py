@@ -7,8 +7,10 @@ measurement at all (``result=None``) every width is modeled and the title says s
 a loop body are measured for one iteration: they are scaled to fill the loop's measured width
 (their shares of an iteration), as the tooltip says. Negative readings get zero width and
 their tooltip reads "too small to measure"; readings within their noise (two standard errors)
-are treated as unmeasured. Colour by kind: arithmetic,
-transcendental, texture, memory (see ``instrument.KINDS``).
+keep their own (small) width and say "within noise": the unexplained remainder of a parent
+goes only to statements ablation could not bracket, never to a measured one. A label too
+long for its bar is shortened before its "[modeled]" tag, never through it. Colour by kind:
+arithmetic, transcendental, texture, memory (see ``instrument.KINDS``).
 """
 
 from __future__ import annotations
@@ -39,29 +41,32 @@ class Node:
 
 
 def _modeled_total(rows: list[Row], k: int) -> float:
+    """A row's modeled ops with its children's, a loop's children times its trip count."""
     r = rows[k]
-    return r.modeled + sum(_modeled_total(rows, c) for c in r.children)
+    return r.modeled + r.trips * sum(_modeled_total(rows, c) for c in r.children)
 
 
-def build_tree(rows: list[Row], title: str, cost=None, total: float | None = None) -> Node:
-    """Tree of ``rows`` under a root named ``title``. ``cost(row)`` -> ns or None;
-    ``total``: the root's measured width (None: everything modeled)."""
+def build_tree(rows: list[Row], title: str, cost=None, total: float | None = None,
+               note=None) -> Node:  # fmt: skip
+    """Tree of ``rows`` under a root named ``title``. ``cost(row)`` -> ns or None (not
+    measured); ``total``: the root's measured width (None: everything modeled);
+    ``note(row)`` -> text for a measured row's tooltip ("within noise ...") or ""."""
     measured = cost is not None and total is not None and total > 0
 
     def make(k: int, budget: float | None) -> Node:
         r = rows[k]
         c = cost(r) if measured else None
         own = c if c is not None and c >= 0 else None
-        note = ""
+        tip = (note_of(r) or "") if c is not None else ""
         if c is not None and c < 0:
-            note = f"too small to measure ({c / 1e6:+.4f} ms)"
+            tip = f"too small to measure ({c / 1e6:+.4f} ms)"
             own = 0.0
         value = own if own is not None else (budget if budget is not None else 0.0)
         modeled = own is None
         if not measured:
             value, modeled = _modeled_total(rows, k), True
         label = f"L{r.line} {r.text}"
-        node = Node(label, r.kind, value, modeled, note)
+        node = Node(label, r.kind, value, modeled, tip)
         node.children = children(r.children, value if measured else None, r)
         return node
 
@@ -95,6 +100,9 @@ def build_tree(rows: list[Row], title: str, cost=None, total: float | None = Non
                 node.children = children(rows[k].children, node.value, rows[k])
             out.append(node)
         return out
+
+    def note_of(r: Row) -> str:
+        return note(r) if note is not None else ""
 
     top = [k for k, r in enumerate(rows) if r.parent is None]
     if measured:
@@ -134,16 +142,14 @@ def to_svg(root: Node, unit: str = "ns") -> str:
         tip = f"{n.label} | {fmt(n.value, n.modeled)} | {n.kind}"
         if n.note:
             tip += f" | {n.note}"
-        label = n.label + (" [modeled]" if n.modeled and depth else "")
         dash = ' stroke-dasharray="3,2"' if n.modeled else ""
         out.append(
             f'<g><title>{html.escape(tip)}</title><rect x="{x:.2f}" y="{y}" '
             f'width="{max(w, 0.0):.2f}" height="{ROW_H - 2}" fill="{color}" '
             f'stroke="#ffffff"{dash} opacity="{0.55 if n.modeled else 0.95}"/>'
         )
-        chars = int((w - 6) / 7.2)
-        if chars >= 4:
-            text = label if len(label) <= chars else label[: chars - 1] + "~"
+        text = _fit(n.label, " [modeled]" if n.modeled and depth else "", int((w - 6) / 7.2))
+        if text:
             out.append(f'<text x="{x + 3:.2f}" y="{y + 15}">{html.escape(text)}</text>')
         out.append("</g>")
         cx = x
@@ -165,6 +171,20 @@ def to_svg(root: Node, unit: str = "ns") -> str:
     )
     out.append("</svg>")
     return "\n".join(out) + "\n"
+
+
+def _fit(label: str, tag: str, chars: int) -> str:
+    """``label + tag`` in ``chars`` characters: the label shortened (``~``) before the tag;
+    a bar too narrow for the whole tag shows ``[m]`` (or nothing), never a cut tag."""
+    if len(label) + len(tag) <= chars:
+        return label + tag
+    for t in (tag, " [m]") if tag else ("",):
+        room = chars - len(t)
+        if room >= 4:
+            return label[: room - 1] + "~" + t
+    if tag and chars >= 3:
+        return "[m]"
+    return "" if tag or chars < 4 else label[: chars - 1] + "~"
 
 
 def write_flame(path: str | Path, root: Node, unit: str = "ns", title: str = "") -> None:
@@ -190,11 +210,13 @@ def write_flame(path: str | Path, root: Node, unit: str = "ns", title: str = "")
 
 
 def result_tree(result) -> Node:
-    """Flame tree of an ``AblationResult`` (width: measured ns of the body). Rows whose cost
-    is within the noise count as unmeasured: they get a modeled share."""
+    """Flame tree of an ``AblationResult`` (width: measured ns of the body, scaled as the
+    result's table is). A row within its noise keeps its own reading, marked so."""
 
-    def cost(row):
-        return None if result.within_noise(row) else result.cost_ns(row)
+    def note(row):
+        if not result.within_noise(row):
+            return ""
+        return f"within noise (+-{result.noise_ns(row) / 1e6:.4f} ms)"
 
     title = f"{result.entry} ({result.stage})"
-    return build_tree(result.rows, title, cost=cost, total=result.total_ns)
+    return build_tree(result.rows, title, cost=result.cost_ns, total=result.total_ns, note=note)

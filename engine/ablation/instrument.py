@@ -37,7 +37,18 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .wgsl import Block, Function, Module, Stmt, Token, reachable_functions
+from .wgsl import (
+    ASSIGN_OPS,
+    Block,
+    Function,
+    Module,
+    Stmt,
+    Token,
+    WgslSyntaxError,
+    const_int,
+    join_tokens,
+    reachable_functions,
+)
 
 CUT_NONE = 0xFFFFFFFF
 CUT_NAME = "_ablate_cut"
@@ -104,6 +115,7 @@ class Row:
     modeled: float  # op count model (weights in _model); per iteration inside loops
     parent: int | None = None  # index of the enclosing compound row
     children: list[int] = field(default_factory=list)
+    trips: float = 1.0  # loops: modeled trip count (children's ``modeled`` is per iteration)
 
     @property
     def text(self) -> str:
@@ -161,6 +173,7 @@ class _Uniformity:
             self.env[p.name] = builtin in ("workgroup_id", "num_workgroups")
         self.assigned = set()
         self._collect_assigned(f.body)
+        self._collect_addressed(f.body)
         self.allowed: dict[int, bool] = {}  # id(stmt) -> guard allowed before it
         self.end_allowed: dict[int, bool] = {}  # id(block) -> guard allowed at its end
 
@@ -169,8 +182,37 @@ class _Uniformity:
             if s.kind == "assign":
                 first = next(t for t in self.m.tokens[s.first : s.last + 1] if t.kind == "ident")
                 self.assigned.add(first.text)
+            if s.kind == "for":
+                self._collect_for_header(s.header)
             for c in s.blocks:
                 self._collect_assigned(c)
+
+    def _collect_for_header(self, header: list[Token]) -> None:
+        """A ``for`` header's init (when not a declaration) and update assign too
+        (``for (; k < li; k++)``); the variable the header itself declares is left to
+        ``_loop``, which judges it by its initializer and the loop condition."""
+        semi = [k for k, t in enumerate(header) if t.text == ";"]
+        if len(semi) < 2:
+            return
+        parts = [header[: semi[0]], header[semi[1] + 1 :]]
+        declared = _decl_name(self.m, parts[0]) if parts[0] else None
+        for part in parts:
+            if not part or part[0].text in ("var", "let", "const"):
+                continue
+            if any(t.text in ASSIGN_OPS for t in part):
+                first = next((t for t in part if t.kind == "ident"), None)
+                if first is not None and (declared is None or first.text != declared[0]):
+                    self.assigned.add(first.text)
+
+    def _collect_addressed(self, b: Block) -> None:
+        """Variables whose address is taken (``put(&k, li)``, ``let p = &k;``) may be
+        written through the pointer: treated as assigned (conservative)."""
+        toks = self.m.tokens
+        for k in range(b.open + 1, b.close - 1):
+            t, nxt, prev = toks[k], toks[k + 1], toks[k - 1]
+            unary = prev.kind == "punct" and prev.text not in (")", "]")
+            if t.text == "&" and unary and nxt.kind == "ident":
+                self.assigned.add(nxt.text)
 
     def expr(self, toks: list[Token]) -> bool:
         for k, t in enumerate(toks):
@@ -244,14 +286,35 @@ class _Uniformity:
         return {"return"} if "return" in exits else ({"loop"} if exits else set())
 
 
-LOOP_TRIPS = 16  # nominal trip count of a loop in a called function (model only)
+LOOP_TRIPS = 16  # nominal trip count of a loop whose bound is not a constant (model only)
+
+
+def loop_trips(m: Module, s: Stmt) -> float:
+    """Modeled trip count of a loop statement: ``N - init`` for ``for (var i = a; i < N;``
+    (``<=``: +1) with literal or ``const`` bounds, else ``LOOP_TRIPS``; 1 for other kinds."""
+    if s.kind not in ("loop", "for", "while"):
+        return 1.0
+    semi = [k for k, t in enumerate(s.header) if t.text == ";"]
+    if s.kind != "for" or len(semi) < 2:
+        return float(LOOP_TRIPS)
+    init, cond = s.header[: semi[0]], s.header[semi[0] + 1 : semi[1]]
+    try:
+        eq = next(k for k, t in enumerate(init) if t.text == "=")
+        start = const_int(join_tokens(init[eq + 1 :]), m) if init else 0
+        op = next(k for k, t in enumerate(cond) if t.text in ("<", "<="))
+        end = const_int(join_tokens(cond[op + 1 :]), m) + (cond[op].text == "<=")
+    except (StopIteration, WgslSyntaxError):
+        return float(LOOP_TRIPS)
+    return float(max(end - start, 0))
 
 
 def _weights(m: Module, toks: list[Token], stack: tuple[str, ...] = ()) -> dict[str, float]:
     """Modeled op counts by kind of a token run: 1 per arithmetic operator or builtin call,
     8 per transcendental call, 16 per texture call, 4 per memory access (storage, workgroup,
     uniform variables, atomics); a call to a user function adds that function's body, with
-    ``LOOP_TRIPS`` iterations per loop (recursion is not followed)."""
+    ``loop_trips`` iterations per loop (recursion is not followed). A ``var<uniform>`` read
+    counts as 1 arithmetic op, not memory: it is loop-invariant and served from a constant
+    cache, so a loop bounded by a uniform is not a "memory" loop."""
     w = dict.fromkeys(KINDS, 0.0)
     for k, t in enumerate(toks):
         if t.kind == "punct" and t.text in ARITH_OPS:
@@ -261,6 +324,8 @@ def _weights(m: Module, toks: list[Token], stack: tuple[str, ...] = ()) -> dict[
                 w["texture"] += 16
             elif t.text in TRANSCENDENTAL:
                 w["transcendental"] += 8
+            elif t.text in m.globals and m.globals[t.text][0].space == "uniform":
+                w["arithmetic"] += 1
             elif t.text.startswith("atomic") or t.text in m.globals:
                 w["memory"] += 4
             elif t.text in m.functions and t.text not in stack:
@@ -278,7 +343,7 @@ def _block_weights(m: Module, b: Block, stack: tuple[str, ...]) -> dict[str, flo
     for s in b.stmts:
         own = s.header if s.kind in _COMPOUND else m.tokens[s.first : s.last + 1]
         parts = [_weights(m, own, stack)]
-        trips = LOOP_TRIPS if s.kind in ("loop", "for", "while") else 1
+        trips = loop_trips(m, s)
         parts += [_block_weights(m, c, stack) for c in s.blocks] if s.kind in _COMPOUND else []
         for k, part in enumerate(parts):
             for kind, v in part.items():
@@ -484,13 +549,15 @@ def instrument(m: Module, entry: str, types: dict[int, str] | None = None) -> In
             pending = []
             head = s.header if s.kind in _COMPOUND else m.tokens[s.first : s.last + 1]
             kind, modeled = _model(m, head)
-            if s.kind in _COMPOUND:  # colour a loop / branch by what its body does
-                w = _weights(m, head)
+            trips = loop_trips(m, s)
+            if s.kind in _COMPOUND:  # colour a loop / branch by what its body does, each
+                w = _weights(m, head)  # iteration weighed
                 for c in s.blocks:
                     for key, v in _block_weights(m, c, ()).items():
-                        w[key] += v
+                        w[key] += v * trips
                 kind = max(KINDS, key=lambda c: w[c])
             rows.append(Row(s, s.line, depth, loop_line, before, None, kind, modeled, parent))
+            rows[-1].trips = trips
             me = len(rows) - 1
             if parent is not None:
                 rows[parent].children.append(me)

@@ -37,7 +37,16 @@ class AblationError(ValueError):
 @dataclass
 class AblationResult:
     """Timings of one entry point. Times are nanoseconds of GPU time per timed pass
-    (``inner`` dispatches or draws), medians over ``repeats``."""
+    (``inner`` dispatches or draws), medians over ``repeats``.
+
+    ``cut_ns``, ``original_ns`` and ``full_ns`` are raw readings. The statement figures
+    (``cost_ns``, ``noise_ns``, ``total_ns``) are *scaled* unless ``raw``: multiplied by
+    ``scale`` = original / instrumented (no cut taken), so they add up to the time the
+    unmodified shader takes rather than to the instrumented one (the guards and checksums
+    cost 30-200% more on a real GPU). Scaling assumes the instrumentation slows every
+    statement alike; ``dataclasses.replace(result, raw=True)`` gives the instrumented
+    figures themselves (``--raw``).
+    """
 
     path: str
     entry: str
@@ -52,6 +61,18 @@ class AblationResult:
     uniform_only: str | None
     adapter: str
     keeps_alive: bool = False
+    raw: bool = False
+
+    @property
+    def scale(self) -> float:
+        """original_ns / full_ns (1.0 when either reading is not positive)."""
+        if self.original_ns > 0 and self.full_ns > 0:
+            return self.original_ns / self.full_ns
+        return 1.0
+
+    @property
+    def _k(self) -> float:
+        return 1.0 if self.raw else self.scale
 
     @property
     def full_ns(self) -> float:
@@ -65,15 +86,17 @@ class AblationResult:
 
     @property
     def total_ns(self) -> float:
-        """Cost of the body: full run minus the run cut before the first statement."""
+        """Cost of the body: full run minus the run cut before the first statement (scaled
+        unless ``raw``)."""
         first = min(self.cut_ns)
-        return self.full_ns - self.cut_ns[first]
+        return (self.full_ns - self.cut_ns[first]) * self._k
 
     def cost_ns(self, row: Row) -> float | None:
-        """t(cut after) - t(cut before); None when a cut is missing. Never clamped."""
+        """t(cut after) - t(cut before) (scaled unless ``raw``); None when a cut is missing.
+        Never clamped."""
         if not row.measurable:
             return None
-        return self.cut_ns[row.after] - self.cut_ns[row.before]
+        return (self.cut_ns[row.after] - self.cut_ns[row.before]) * self._k
 
     def noise_ns(self, row: Row) -> float | None:
         """Two standard errors of the row's cost (difference of two medians); None when
@@ -81,7 +104,7 @@ class AblationResult:
         if not row.measurable:
             return None
         a, b = self.cut_se[row.after], self.cut_se[row.before]
-        return 2.0 * (a * a + b * b) ** 0.5
+        return 2.0 * (a * a + b * b) ** 0.5 * self._k
 
     def within_noise(self, row: Row) -> bool:
         """A non-negative cost below its noise (negative ones are "too small to measure")."""
@@ -200,11 +223,73 @@ class _Variant:
     groups: list
 
 
+def parse_override(text: str) -> tuple[str, str]:
+    """``"K=8"`` -> ``("K", "8")``.
+
+    Raises:
+        AblationError: no ``=`` or no name.
+    """
+    name, eq, value = text.partition("=")
+    if not eq or not name.strip() or not value.strip():
+        raise AblationError(f"--override {text!r}: expected NAME=VALUE (e.g. ITERATIONS=256)")
+    return name.strip(), value.strip()
+
+
+_TRUE, _FALSE = ("true", "1"), ("false", "0")
+
+
+def override_constants(m: Module, overrides) -> dict[str, float]:
+    """The pipeline ``constants`` map for ``overrides`` (``{"K": 8}`` or ``["K=8"]``): keys
+    are the overrides' ``@id`` or names, values numbers checked against the override's type
+    (``bool``: true/false/1/0; integers: whole numbers).
+
+    Raises:
+        AblationError: an unknown name, a value of the wrong type, or an override with no
+            default that was given no value; the message names it and what to do.
+    """
+    pairs = overrides.items() if isinstance(overrides, dict) else map(parse_override, overrides)
+    known = ", ".join(m.overrides) or "none"
+    out: dict[str, float] = {}
+    for name, raw in pairs:
+        o = m.overrides.get(name)
+        if o is None:
+            raise AblationError(f"--override {name}: no such override (overrides: {known})")
+        out[o.key] = _override_value(o, str(raw).strip().lower())
+    missing = [o.name for o in m.overrides.values() if not o.default and o.key not in out]
+    if missing:
+        names = ", ".join(missing)
+        raise AblationError(
+            f"override {names} has no default: give a value with --override "
+            f"{missing[0]}=VALUE (API: overrides={{{missing[0]!r}: value}})"
+        )
+    return out
+
+
+def _override_value(o, text: str) -> float:
+    ty = o.type or ("bool" if o.default in ("true", "false") else "")
+    what = f"--override {o.name}={text}"
+    if ty == "bool":
+        if text not in _TRUE + _FALSE:
+            raise AblationError(f"{what}: {o.name} is a bool; give true or false")
+        return 1.0 if text in _TRUE else 0.0
+    try:
+        value = float(text)
+    except ValueError:
+        raise AblationError(f"{what}: not a number") from None
+    integer = ty in ("u32", "i32") or (not ty and not re.search(r"[.eEf]", o.default))
+    if integer and value != int(value):
+        raise AblationError(f"{what}: {o.name} is an integer ({ty or 'abstract-int'})")
+    if ty == "u32" and value < 0:
+        raise AblationError(f"{what}: {o.name} is a u32; give a value >= 0")
+    return value
+
+
 class _Workload:
     """Pipelines and the encoding of one timed pass for an entry point."""
 
-    def __init__(self, device, m, f, *, size, groups, vertices, instances):
+    def __init__(self, device, m, f, *, size, groups, vertices, instances, constants=None):
         self.device, self.m, self.f = device, m, f
+        self.constants = constants or {}
         self.stage = f.stage
         self.size, self.groups = size, groups
         self.vertices, self.instances = vertices, instances
@@ -233,17 +318,18 @@ class _Workload:
     def pipeline(self, source: str):
         d = self.device
         module = d.create_shader_module(code=source)
+        c = {"constants": self.constants} if self.constants else {}
         if self.stage == "compute":
             return d.create_compute_pipeline(
-                layout="auto", compute={"module": module, "entry_point": self.f.name}
+                layout="auto", compute={"module": module, "entry_point": self.f.name, **c}
             )
         if self.stage == "fragment":
-            vertex = {"module": module, "entry_point": "_ablate_vs", "buffers": []}
-            fragment = {"module": module, "entry_point": self.f.name, "targets": self.colors}
+            vertex = {"module": module, "entry_point": "_ablate_vs", "buffers": [], **c}
+            fragment = {"module": module, "entry_point": self.f.name, "targets": self.colors, **c}
         else:
             buffers = _vertex_buffers(self.m, self.f)
-            vertex = {"module": module, "entry_point": self.f.name, "buffers": buffers}
-            fragment = {"module": module, "entry_point": "_ablate_fs", "targets": self.colors}
+            vertex = {"module": module, "entry_point": self.f.name, "buffers": buffers, **c}
+            fragment = {"module": module, "entry_point": "_ablate_fs", "targets": self.colors, **c}
         depth = None
         if self.depth is not None:
             depth = {"format": "depth32float", "depth_write_enabled": True,
@@ -385,6 +471,7 @@ def ablate(
     vertices: int = 3072,
     instances: int = 1,
     sets: list[str] = (),
+    overrides: dict[str, float] | list[str] = (),
     elements: int = 65536,
     texture_size: tuple[int, int] = (256, 256),
     repeats: int = 15,
@@ -394,14 +481,19 @@ def ablate(
 ) -> AblationResult:
     """Cost of each statement of ``entry`` in the WGSL file ``path`` (``// #include`` lines
     are expanded). ``device`` needs the ``timestamp-query`` feature. See the module docstring
-    for what is drawn or dispatched. ``keep_alive``: guards store a checksum of the live locals
-    (``instrument`` module docstring) so the compiler cannot delete work before a cut; it
-    costs more instrumentation overhead (large on lavapipe, which predicates branches).
+    for what is drawn or dispatched. ``overrides``: values of the shader's ``override``
+    constants by name (``{"K": 8}``, or ``["K=8"]`` as ``--override`` gives them); an
+    override without a default must be given one. ``keep_alive``: guards store a checksum
+    of the live locals (``instrument`` module docstring) so the compiler cannot delete work
+    before a cut; it costs more instrumentation overhead (large on lavapipe, which
+    predicates branches). Statement figures are scaled to the original's time
+    (``AblationResult``).
 
     Raises:
-        AblationError: a file that cannot be read, WGSL that does not parse or compile, an
-            unknown entry point, an entry point with no statements, a binding that cannot be
-            filled, an adapter without timestamp queries; the message is one line.
+        AblationError: a file that cannot be read or is not UTF-8 text, WGSL that does not
+            parse or compile, an unknown entry point, an entry point with no statements, a
+            binding that cannot be filled, an override without a value, an adapter without
+            timestamp queries; the message is one line.
     """
     path = Path(path)
     try:
@@ -425,23 +517,24 @@ def ablate(
         ins = instrument(m, entry, types)
     except (WgslSyntaxError, InstrumentError) as e:
         raise AblationError(f"{path}: {e}") from None
+    constants = override_constants(m, overrides)
     return _measure(
         device, m, ins, origin, str(path), size=size, groups=groups, vertices=vertices,
-        instances=instances, sets=sets, elements=elements, texture_size=texture_size,
-        repeats=repeats, inner=inner, adapter=adapter,
+        instances=instances, sets=sets, constants=constants, elements=elements,
+        texture_size=texture_size, repeats=repeats, inner=inner, adapter=adapter,
     )  # fmt: skip
 
 
 def build(device, m: Module, ins: Instrumented, origin, *, sets=(), elements=65536,
           texture_size=(256, 256), size=(256, 256), groups=(64, 1, 1), vertices=3072,
-          instances=1):  # fmt: skip
+          instances=1, constants=None):  # fmt: skip
     """Create the workload, the original and instrumented pipelines and their bindings.
     Returns (workload, original variant, instrumented variants by cut value, restore)."""
     from .wgsl import entry_bindings
 
     f = ins.entry
     work = _Workload(device, m, f, size=size, groups=groups, vertices=vertices,
-                     instances=instances)  # fmt: skip
+                     instances=instances, constants=constants)  # fmt: skip
     extra = {"fragment": fragment_feeder(m, f) if f.stage == "fragment" else "",
              "vertex": SINK_FS}.get(f.stage, "")  # fmt: skip
     try:

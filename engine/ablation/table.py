@@ -11,6 +11,7 @@ def format_table(r) -> str:
         f"Ablation of {r.entry} ({r.stage}) in {r.path} on {r.adapter}: {r.repeats} timed "
         f"pass(es) per cut x {r.inner} {'dispatch' if r.stage == 'compute' else 'draw'}(es), "
         f"median",
+        _units(r),
         f"{'rank':>4}  {'line':<24} {'ms':>10} {'% total':>8}  statement",
     ]
     for k, (row, cost) in enumerate(r.ranked(), 1):
@@ -32,7 +33,8 @@ def format_table(r) -> str:
     over = r.overhead_ns
     rel = f" ({100 * over / r.original_ns:+.1f}%)" if r.original_ns > 0 else ""
     lines += [
-        f"total (body: no cut minus cut before the first statement): {total / 1e6:.4f} ms",
+        f"total (body: no cut minus cut before the first statement"
+        f"{'' if r.raw else ', scaled'}): {total / 1e6:.4f} ms",
         f"whole entry point: original {r.original_ns / 1e6:.4f} ms, instrumented "
         f"{r.full_ns / 1e6:.4f} ms, instrumentation overhead {over / 1e6:+.4f} ms{rel}",
     ]
@@ -47,3 +49,14 @@ def format_table(r) -> str:
             "'not bracketed' rows are inside their parent's cost"
         )
     return "\n".join(lines)
+
+
+def _units(r) -> str:
+    """Which figures the ms column holds (scaled to the original, or raw)."""
+    if r.raw or r.scale == 1.0:
+        return "ms: instrumented readings (raw: guards and checksums included)"
+    return (
+        f"ms: instrumented readings x {r.scale:.3f} (original {r.original_ns / 1e6:.4f} ms / "
+        f"instrumented {r.full_ns / 1e6:.4f} ms), so they add up to the original shader's "
+        "time; --raw for the instrumented ones"
+    )

@@ -113,7 +113,8 @@ def load_source(path: Path) -> tuple[str, list[tuple[str, int]]]:
     file), and for each line of the result its (file name, 1-based line) of origin.
 
     Raises:
-        OSError: a file cannot be read. WgslSyntaxError: an include cycle.
+        OSError: a file cannot be read. WgslSyntaxError: an include cycle, a file that
+            is not UTF-8.
     """
     lines: list[str] = []
     origin: list[tuple[str, int]] = []
@@ -121,7 +122,15 @@ def load_source(path: Path) -> tuple[str, list[tuple[str, int]]]:
     def add(p: Path, stack: tuple[Path, ...]) -> None:
         if p in stack:
             raise WgslSyntaxError(f"{p.name}: #include cycle")
-        for k, text in enumerate(p.read_text().splitlines(), 1):
+        try:
+            text_of_file = p.read_text(encoding="utf-8")
+        except UnicodeDecodeError as e:
+            where = f"{p.name}: " if stack else ""  # (the caller names the top file)
+            raise WgslSyntaxError(
+                f"{where}not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset "
+                f"{e.start}); save the shader as UTF-8"
+            ) from None
+        for k, text in enumerate(text_of_file.splitlines(), 1):
             m = _INCLUDE.match(text)
             if m:
                 add(p.parent / m.group(1), (*stack, p))
@@ -204,12 +213,29 @@ class GlobalVar:
 
 
 @dataclass
+class Override:
+    """A pipeline-overridable constant: ``@id(key) override name: type = default;``."""
+
+    name: str
+    type: str  # "" when inferred from the default
+    default: str  # initializer text, "" when none (the pipeline must supply a value)
+    id: int | None
+    line: int
+
+    @property
+    def key(self) -> str:
+        """The key of the pipeline's ``constants`` map: the ``@id`` when given, else the name."""
+        return str(self.id) if self.id is not None else self.name
+
+
+@dataclass
 class Module:
     source: str
     tokens: list[Token]
     structs: dict[str, list[Param]] = field(default_factory=dict)
     globals: dict[str, list[GlobalVar]] = field(default_factory=dict)  # name -> decls
-    consts: dict[str, str] = field(default_factory=dict)
+    consts: dict[str, str] = field(default_factory=dict)  # const and override -> init text
+    overrides: dict[str, Override] = field(default_factory=dict)
     aliases: dict[str, str] = field(default_factory=dict)
     functions: dict[str, Function] = field(default_factory=dict)
 
@@ -343,17 +369,22 @@ class _Parser:
             elif t.text == "var":
                 self.global_var(m, attrs)
             elif t.text in ("const", "override"):
-                self.take()
+                line = self.take().line
                 name = self.take(kind="ident").text
+                ty = ""
                 if self.at(":"):
                     self.take()
-                    self.type_text({"=", ";"})
+                    ty = self.type_text({"=", ";"})
                 init = ""
                 if self.at("="):
                     self.take()
                     init = " ".join(x.text for x in self.until({";"}))
                 self.take(";")
                 m.consts[name] = init
+                if t.text == "override":
+                    ident = next((a.args for a in attrs if a.name == "id"), None)
+                    key = None if ident is None else const_int(ident, m)
+                    m.overrides[name] = Override(name, ty, init, key, line)
             elif t.text == "alias":
                 self.take()
                 name = self.take(kind="ident").text
@@ -641,9 +672,41 @@ def scalar_of(t: str, m: Module) -> tuple[str, int]:
     return t, 1
 
 
+def _round_up(align: int, n: int) -> int:
+    return -(-n // align) * align
+
+
+def _member_attr(member: Param, name: str, m: Module) -> int | None:
+    a = next((a for a in member.attrs if a.name == name), None)
+    return None if a is None else const_int(a.args, m)
+
+
+def matrix_shape(t: str, m: Module) -> tuple[int, int, str] | None:
+    """(columns, rows, column type ``vecR<T>``) of a matrix type, else None."""
+    mt = _MAT.match(resolve_alias(t, m))
+    if mt is None:
+        return None
+    return (
+        int(mt.group(1)),
+        int(mt.group(2)),
+        f"vec{mt.group(2)}<{mt.group(3) or _SHORT[mt.group(4)]}>",
+    )
+
+
+def array_stride(t: str, m: Module) -> int:
+    """Byte stride between elements of array type ``t``: roundUp(AlignOf(E), SizeOf(E))."""
+    _, args = split_template(resolve_alias(t, m))
+    size, align = layout(args[0], m)
+    return _round_up(align, size)
+
+
 def layout(t: str, m: Module, runtime_count: int = 1) -> tuple[int, int]:
-    """(size, alignment) in bytes of WGSL type ``t`` in host-shareable memory; a
-    runtime-sized array counts ``runtime_count`` elements.
+    """(size, alignment) in bytes of WGSL type ``t`` in host-shareable memory (WGSL spec
+    "Alignment and Size": vec3 aligned as vec4, matCxR as C columns of vecR at the column's
+    aligned stride, array stride roundUp(align, size), struct members at their ``@align`` /
+    ``@size``, struct size rounded up to its alignment); a runtime-sized array counts
+    ``runtime_count`` elements. The uniform address space's extra rules are validation
+    rules (naga rejects a uniform struct that breaks them), not a different layout.
 
     Raises:
         WgslSyntaxError: a type this function does not know.
@@ -660,32 +723,39 @@ def layout(t: str, m: Module, runtime_count: int = 1) -> tuple[int, int]:
     if mt := _MAT.match(t):
         cols, rows = int(mt.group(1)), int(mt.group(2))
         col_size, col_align = layout(f"vec{rows}<{mt.group(3) or _SHORT[mt.group(4)]}>", m)
-        stride = -(-col_size // col_align) * col_align
-        return cols * stride, col_align
+        return cols * _round_up(col_align, col_size), col_align
     name, args = split_template(t)
     if name == "atomic":
         return 4, 4
     if name == "array":
-        es, ea = layout(args[0], m)
-        stride = -(-es // ea) * ea
+        _, ea = layout(args[0], m)
         count = const_int(args[1], m) if len(args) > 1 else runtime_count
-        return stride * count, ea
+        return array_stride(t, m) * count, ea
     if t in m.structs:
-        offset, align = 0, 1
-        for member in m.structs[t]:
-            s, a = layout(member.type, m, runtime_count)
-            offset = -(-offset // a) * a + s
-            align = max(align, a)
-        return -(-offset // align) * align, align
+        end, align = 0, 1
+        for offset, size, a in _members(t, m, runtime_count):
+            end, align = offset + size, max(align, a)
+        return _round_up(align, end), align
     raise WgslSyntaxError(f"cannot lay out type {t!r}")
+
+
+def _members(struct: str, m: Module, runtime_count: int = 1) -> list[tuple[int, int, int]]:
+    """(offset, size, alignment) of each member: ``@align(n)`` replaces the member's
+    alignment, ``@size(n)`` its size; each offset is the previous end rounded up."""
+    out, end = [], 0
+    for member in m.structs[struct]:
+        size, align = layout(member.type, m, runtime_count)
+        align = _member_attr(member, "align", m) or align
+        size = _member_attr(member, "size", m) or size
+        offset = _round_up(align, end)
+        out.append((offset, size, align))
+        end = offset + size
+    return out
 
 
 def member_offsets(struct: str, m: Module) -> dict[str, tuple[int, str]]:
     """Field name -> (byte offset, type) of a struct in host-shareable memory."""
-    out, offset = {}, 0
-    for member in m.structs[struct]:
-        s, a = layout(member.type, m)
-        offset = -(-offset // a) * a
-        out[member.name] = (offset, member.type)
-        offset += s
-    return out
+    return {
+        member.name: (offset, member.type)
+        for member, (offset, _, _) in zip(m.structs[struct], _members(struct, m), strict=True)
+    }

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from ..overlay.grid import DebugOverlay
 from ..overlay.panel import HudData, Panel
+from ..profiling.gpu import plausible_transition
 from ..telemetry import CPU, DRAW, FRAME_SCOPE, GPU, WALL, WINDOW
 
 CPU_ONLY_SCOPES = ("Update", "Submit", "Present")
@@ -63,6 +64,9 @@ def fmt_delta(v: float | None, width: int = DELTA_W) -> str:
         if len(text) <= width:
             return text
     return ("+" if v > 0 else "-") + "9" * (width - 1)
+
+
+TRANSITION = "  transition"  # child row: the part of the pass's GPU time before it began
 
 
 @dataclass
@@ -118,6 +122,7 @@ class PerfOverlay:
         self.has_profiler = False
         self._last_refresh = -math.inf
         self.draws_info: dict | None = None
+        self.draws_unreliable: str | None = None  # PassDraws.unreliable of the last record
         self.notes: dict[str, dict[str, tuple[str, bool, bool]]] = {}  # source -> pass -> note
 
     def set_notes(self, source: str, notes: dict[str, tuple[str, bool, bool]]) -> None:
@@ -158,11 +163,17 @@ class PerfOverlay:
             return
         names = list(pass_names) + [n for n in CPU_ONLY_SCOPES if rec.stat(n, CPU)]
         draws = {p.name: p for p in rec.draws or ()}
+        self.draws_unreliable = next((p.unreliable for p in draws.values() if p.unreliable), None)
         self.rows = []
         for n in names:
-            self.rows.append(self._row(rec, n))
+            self.rows.append(pass_row := self._row(rec, n))
             if n in draws and self.gpu_available:
                 self.rows += self._draw_rows(rec, draws[n], self.rows[-1].gpu_ms)
+            t = (rec.transitions or {}).get(n)
+            if t is not None and self.gpu_available:  # billed to the pass: a child row
+                ms = pass_row.gpu_ms
+                ok = plausible_transition(t, None if ms is None else ms * 1e6)
+                self.rows.append(PerfRow(TRANSITION, None, t / 1e6 if ok else None, child=True))
         passes = [r for r in self.rows if not r.child]
         self.totals = PerfRow(
             "Total",
@@ -293,6 +304,8 @@ class PerfOverlay:
         if hitch is not None:
             return f"! {hitch.name[:NAME_W]} hitch {hitch.hitch_ms:.3f} ms"
         if self.draws_info and any(r.child for r in self.rows):  # where draw times come from
+            if self.draws_unreliable:
+                return f"draw times unreliable: {self.draws_unreliable.split(':')[0]}"
             if self.draws_info.get("inside"):
                 return f"draws timed inside passes, mean of {self.window}"
             return "draws replayed alone (split): no overlap"

@@ -16,6 +16,7 @@ with a trivial fragment stage.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -54,6 +55,20 @@ def build_parser(prog: str = PROG) -> ArgumentParser:
         default=[],
         metavar="VAR.FIELD=V[,V..]",
         help="a value in a uniform/storage buffer (repeatable); everything else is zero",
+    )
+    p.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="NAME=V",
+        help="the value of a WGSL 'override' constant (repeatable); needed for an override "
+        "without a default",
+    )
+    p.add_argument(
+        "--raw",
+        action="store_true",
+        help="print the instrumented readings; default: scaled to the original shader's "
+        "measured time (the table says which)",
     )
     p.add_argument(
         "--elements", type=int_type(1, 1 << 26), default=65536, help="runtime array length"
@@ -103,6 +118,7 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
             vertices=args.vertices,
             instances=args.instances,
             sets=args.set,
+            overrides=args.override,
             elements=args.elements,
             texture_size=args.texture_size,
             repeats=args.repeats,
@@ -112,6 +128,8 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
         )
     except (AblationError, GpuError) as e:
         return fail(prog, str(e))
+    if args.raw:
+        result = dataclasses.replace(result, raw=True)
     print(format_table(result))
     if args.flame:
         write_flame(args.flame, result_tree(result), title=f"{result.entry}: {result.path}")

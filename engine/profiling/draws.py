@@ -19,6 +19,20 @@ pass asking. Two ways to time one draw:
   are never replayed (their writes would run twice): without ``-inside-passes`` they read
   ``n/a``.
 
+Spread over frames: each frame replays only the next ``replays_per_frame`` render draws,
+round-robin over the frame's draws (within ``max_replay_passes`` passes), so the replays
+cost a few draws' worth per frame rather than the whole frame again; every draw keeps its
+readings between turns (``Draw.split_frame`` says which frame's replay it shows). Robust
+readings: the empty-pass baseline subtracted is the median of the pass's last
+``baseline_window`` baselines of that repetition count, and a draw's ``split_ns`` the median
+of its last ``split_window`` readings, outliers (over ``OUTLIER_MADS`` scaled MADs) left
+out: one stray reading 20x the usual moves neither. A split within the baseline's own noise
+(``NOISE_MADS`` scaled MADs, either sign) is ``Draw.below_noise`` and reads ``<noise``; one
+more negative than that cannot be a cost: ``Draw.implausible`` says so and the views print
+``n/a (implausible)``, as they do a split/inside ratio outside ``PLAUSIBLE_RATIO``. On
+wgpu's OpenGL backend (llvmpipe there advertises ``timestamp-query-inside-passes``) the
+readings are not of the draws at all: ``PassDraws.unreliable`` says so beside every figure.
+
 Cheap draws: a replay repeats the draw ``repeats`` times, each in a pass of its own (so
 depth is cleared before each repetition: a second draw in the same pass would fail the
 depth test), chosen from the previous reading so that the repetitions span at least
@@ -91,6 +105,12 @@ INSIDE_FEATURE = "timestamp-query-inside-passes"
 #: Features ``--gpu-profile draws`` asks the device for, where the adapter has them.
 DRAW_FEATURES = DRAW_PROFILE_FEATURES
 RENDER, COMPUTE = "render", "compute"
+#: split sum / inside sum outside this range cannot describe the same draws.
+PLAUSIBLE_RATIO = (0.25, 4.0)
+#: A reading further than this many scaled MADs from its window's median is an outlier.
+OUTLIER_MADS = 5.0
+#: A split within this many scaled MADs of its baseline's spread (either sign) is noise.
+NOISE_MADS = 3.0
 INSIDE, SPLIT = "inside", "split"
 
 #: Pass-encoder calls that set state a replayed draw needs (debug groups are left out: a
@@ -135,6 +155,13 @@ class Draw(NamedTuple):
             less its baselines) was shorter than two timestamp resolutions.
         vertex, clipper, fragment, compute: pipeline statistics of the draw in the real
             pass (vertex / fragment / compute shader invocations, clipper primitives out).
+        implausible: why ``split_ns`` cannot be true (a negative cost), else None; such a
+            reading is shown as ``n/a (implausible)``, never as a number.
+        split_frame: the frame whose replay ``split_ns`` comes from (replays are spread
+            over frames, a few draws each: the module docstring); None when not replayed.
+        below_noise: ``split_ns`` is within the noise of the baseline subtracted from it
+            (``NOISE_MADS`` scaled MADs, either sign): shown as ``<noise``, not a number; a
+            split more negative than that is ``implausible``.
     """
 
     label: str
@@ -147,16 +174,25 @@ class Draw(NamedTuple):
     clipper: int | None = None
     fragment: int | None = None
     compute: int | None = None
+    implausible: str | None = None
+    split_frame: int | None = None
+    below_noise: bool = False
 
     @property
     def inside_ns(self) -> int | None:
         return None if self.begin_ns is None else self.end_ns - self.begin_ns
 
     @property
+    def plausible_split_ns(self) -> float | None:
+        """``split_ns`` unless it is implausible (then None)."""
+        return None if self.implausible else self.split_ns
+
+    @property
     def ns(self) -> float | None:
-        """The inside reading when there is one, else the split reading, else None."""
+        """The inside reading when there is one, else the plausible split reading, else
+        None."""
         inside = self.inside_ns
-        return inside if inside is not None else self.split_ns
+        return inside if inside is not None else self.plausible_split_ns
 
     @property
     def method(self) -> str:
@@ -177,13 +213,16 @@ class PassDraws(NamedTuple):
         overhead_ns: the pass's fixed cost outside its draws (an empty pass with the same
             load/store ops, timed the same way; median of the last readings, see the
             module docstring); None until a first reading came back.
+        unreliable: why this adapter's per-draw figures cannot be trusted at all (wgpu's
+            OpenGL backend), else None; views print it beside the figures.
     """
 
     name: str
     kind: str
     draws: tuple[Draw, ...]
-    baseline_ns: int | None = None
+    baseline_ns: float | None = None
     overhead_ns: float | None = None
+    unreliable: str | None = None
 
     def total(self, field_name: str) -> int | None:
         """Sum of a statistic (``"vertex"``, ``"clipper"``, ``"fragment"``, ``"compute"``)
@@ -211,9 +250,24 @@ class PassDraws(NamedTuple):
 
     def split_sum_ns(self) -> float | None:
         """Sum of the split readings; draws not replayed because they drew nothing (0
-        vertex invocations) add 0; None when any other draw has none."""
-        v = [d.split_ns if d.split_ns is not None or d.vertex != 0 else 0.0 for d in self.draws]
+        vertex invocations) add 0; None when any other draw has none or an implausible
+        one."""
+        v = [
+            d.plausible_split_ns if d.split_ns is not None or d.vertex != 0 else 0.0
+            for d in self.draws
+        ]
         return None if not v or None in v or all(d.split_ns is None for d in self.draws) else sum(v)
+
+    def split_inside_ratio(self) -> tuple[float, bool] | None:
+        """``(split sum / inside sum, plausible)``; None without both sums. Isolated replays
+        overlap nothing, so the ratio is near 1 or above (the draws overlapped in the
+        pass); outside ``PLAUSIBLE_RATIO`` (or negative) one of the two is not a reading
+        of the draws (seen on wgpu's OpenGL backend: -18.5)."""
+        inside, split = self.inside_sum_ns(), self.split_sum_ns()
+        if inside is None or split is None or inside <= 0:
+            return None
+        r = split / inside
+        return r, PLAUSIBLE_RATIO[0] <= r <= PLAUSIBLE_RATIO[1]
 
     def ns_per_fragment(self, gpu_ns: float | None) -> float | None:
         """GPU ns per fragment invocation of a pass that took ``gpu_ns`` (None: unknown)."""
@@ -326,6 +380,29 @@ def _state_key(command: tuple, n: int) -> tuple:
     return (name,)
 
 
+def robust_median(values) -> float:
+    """Median of ``values`` after leaving out those more than ``OUTLIER_MADS`` scaled
+    median absolute deviations (1.4826 MAD) from the median: one stray reading 20x the
+    usual moves nothing."""
+    xs = sorted(values)
+    med = statistics.median(xs)
+    mad = 1.4826 * statistics.median(abs(x - med) for x in xs)
+    if mad == 0:
+        return float(med)
+    kept = [x for x in xs if abs(x - med) <= OUTLIER_MADS * mad]
+    return float(statistics.median(kept))
+
+
+def unreliable_reason(gpu) -> str | None:
+    """Why per-draw timestamps on ``gpu`` are not to be trusted, else None: on wgpu's
+    OpenGL backend (llvmpipe advertises ``timestamp-query-inside-passes`` there) the
+    readings are not of the draws (split/inside read -18.5)."""
+    summary = getattr(gpu, "summary", "") or ""
+    if "opengl" in summary.lower():
+        return "wgpu's OpenGL backend: per-draw timestamps there are not readings of the draws"
+    return None
+
+
 def draw_label(pass_encoder, text: str) -> None:
     """Name the next draw of ``pass_encoder`` when draws are being timed; else nothing."""
     fn = getattr(pass_encoder, "draw_label", None)
@@ -347,9 +424,16 @@ class DrawProfiler:
         max_repeats: at most this many repetitions.
         budget_ns: nor more repetitions than this much empty-pass overhead (clears of big
             targets on a slow GPU) allows.
+        replays_per_frame: render draws replayed per frame at most, taken round-robin
+            over the frame's draws (the others keep their last readings): what keeps
+            ``draws`` mode's frame cost near plain pass timing.
         max_replay_passes: replay passes per frame at most (CPU cost: each is a pass begun
-            and its state set); draws beyond it are not replayed that frame
-            (``replays_skipped``).
+            and its state set; GPU cost: each clears its targets); draws beyond it wait
+            for a later frame (``replays_skipped`` counts draws replayed once instead of
+            repeated, or not at all, for want of room).
+        split_window, baseline_window: readings in the median of a draw's split time and
+            of a pass's empty-pass baseline (per repetition count); outliers (more than
+            ``OUTLIER_MADS`` scaled MADs from the median) are left out.
         slots: readback slots in flight; batch: frames per slot, read back with one map
             (as ``engine.profiling.gpu.GpuProfiler``); one query pool per frame region.
         overhead_every: measure each pass's overhead (an empty pass like it) on every
@@ -375,8 +459,11 @@ class DrawProfiler:
         replay: bool = True,
         target_ns: int = 20_000,
         max_repeats: int = 16,
-        budget_ns: int = 2_000_000,
-        max_replay_passes: int = 128,
+        budget_ns: int = 500_000,
+        replays_per_frame: int = 2,
+        max_replay_passes: int = 16,
+        split_window: int = 5,
+        baseline_window: int = 9,
         slots: int = 3,
         batch: int = 1,
         overhead_every: int = 4,
@@ -405,6 +492,13 @@ class DrawProfiler:
         self._empty: set[tuple[str, str]] = set()  # draws that ran no vertex last counted
         self.replays_skipped = 0
         self.max_replay_passes = max_replay_passes
+        self.replays_per_frame = max(1, replays_per_frame)
+        self.split_window, self.baseline_window = split_window, baseline_window
+        self._cursor = 0  # round-robin position over the frame's replayable draws
+        self._splits: dict[tuple[str, str], collections.deque] = {}  # per-repeat readings
+        self._split_meta: dict[tuple[str, str], tuple[int, bool, int]] = {}  # n, below, frame
+        self._baselines: dict[tuple[str, int], collections.deque] = {}  # (pass, n) -> ns
+        self.unreliable = unreliable_reason(gpu)
         self._scratch: dict[tuple, tuple] = {}  # (pass, slot) -> (key, view, texture)
         self._rec: _FrameRec | None = None
         self._waiting: dict[int, _FrameRec] = {}
@@ -493,9 +587,10 @@ class DrawProfiler:
             for p in frame.passes:
                 self._overhead_pass(encoder, frame, p)
         if self.split:
+            chosen = self._choose_replays(frame)
             for p in frame.passes:
                 if p.kind == RENDER and p.draws:
-                    self._replay(encoder, frame, p)
+                    self._replay(encoder, frame, p, chosen)
         if not frame.ts_used and not frame.stats_used:
             self._rec = None
             return
@@ -507,7 +602,24 @@ class DrawProfiler:
         self._ring.copy(encoder, buf)
         self._waiting[frame.frame_index] = frame
 
-    def _replay(self, encoder, frame: _FrameRec, p: _PassRec) -> None:
+    def _choose_replays(self, frame: _FrameRec) -> set[int]:
+        """``id`` of the draws replayed this frame: the next ``replays_per_frame`` render
+        draws round-robin (draws that drew nothing last time are skipped)."""
+        cands = [
+            d
+            for p in frame.passes
+            if p.kind == RENDER
+            for d in p.draws
+            if (p.name, d.label) not in self._empty
+        ]
+        if not cands:
+            return set()
+        start = self._cursor % len(cands)
+        take = min(self.replays_per_frame, len(cands))
+        self._cursor = start + take
+        return {id(cands[(start + k) % len(cands)]) for k in range(take)}
+
+    def _replay(self, encoder, frame: _FrameRec, p: _PassRec, chosen: set[int]) -> None:
         targets = self._scratch_targets(p)
         qs = self._pools[frame.pool][0]
         base = p.baselines = {}  # repeats -> query of that many empty passes in a row
@@ -519,7 +631,7 @@ class DrawProfiler:
                     state[_state_key(c, len(state))] = c
             done = d.command + 1
             key = (p.name, d.label)
-            if key in self._empty:  # drew nothing last time it was counted: not replayed
+            if id(d) not in chosen:  # drew nothing last time, or another frame's turn
                 continue
             room = self.max_replay_passes - frame.replay_passes
             n = self._repeats.get(key, 1)
@@ -701,13 +813,28 @@ class DrawProfiler:
         two_res = 2 * max(self.resolution_ns, 1)
         out = []
         for p in frame.passes:
-            base = {n: None if q is None else spans[q // 2] for n, q in p.baselines.items()}
+            base = {
+                n: self._baseline(p.name, n, None if q is None else spans[q // 2])
+                for n, q in p.baselines.items()
+            }
             draws = []
             for d in p.draws:
-                draws.append(self._decode_draw(p, d, ts, spans, base, data, two_res))
+                draws.append(self._decode_draw(p, d, ts, spans, base, data, two_res, frame_index))
             overhead = self._overhead(p, ts, spans)
-            out.append(PassDraws(p.name, p.kind, tuple(draws), base.get(1), overhead))
+            one = base.get(1, self._baseline(p.name, 1, None))
+            out.append(PassDraws(p.name, p.kind, tuple(draws), one, overhead, self.unreliable))
         return frame_index, tuple(out)
+
+    def _baseline(self, pass_name: str, repeats: int, reading: int | None) -> float | None:
+        """Take this frame's empty-pass reading (``repeats`` passes in a row) into its
+        window; the window's robust median (``robust_median``), None while empty."""
+        window = self._baselines.get((pass_name, repeats))
+        if reading is not None and reading > 0:
+            if window is None:
+                window = collections.deque(maxlen=self.baseline_window)
+                self._baselines[(pass_name, repeats)] = window
+            window.append(reading)
+        return robust_median(window) if window else None
 
     def _overhead(self, p: _PassRec, ts, spans) -> float | None:
         """Take this frame's empty-pass reading of ``p`` (if any, and every timestamp of it
@@ -724,7 +851,7 @@ class DrawProfiler:
                 window.append(spans[i // 2] - sum(pairs))
         return None if not window else float(statistics.median(window))
 
-    def _decode_draw(self, p, d: _DrawRec, ts, spans, base, data, two_res) -> Draw:
+    def _decode_draw(self, p, d: _DrawRec, ts, spans, base, data, two_res, frame_index) -> Draw:
         begin = end = split = None
         below = False
         if d.ts is not None:
@@ -737,21 +864,45 @@ class DrawProfiler:
         key = (p.name, d.label)
         if d.replay_ts is not None and empty is not None:
             measured = spans[d.replay_ts // 2] - empty
-            split = measured / d.repeats
-            if begin is None:
-                below = measured < two_res
-            estimate = split if begin is None else end - begin
+            one = measured / d.repeats
+            window = self._splits.setdefault(key, collections.deque(maxlen=self.split_window))
+            window.append(one)
+            self._split_meta[key] = (d.repeats, begin is None and measured < two_res, frame_index)
+            estimate = one if begin is None else end - begin
             if estimate > 0:  # a reading at or below zero says nothing about the size
                 self._repeats[key] = self._next_repeats(estimate, empty / d.repeats)
         counts = (None, None, None, None)
         if d.stats is not None:
             off = 8 * self._ts_cap + d.stats * self._st_stride
             counts = struct.unpack_from("<4Q", data, off)
-            if p.kind == RENDER and counts[0] == 0:
+            if p.kind == RENDER and counts[0] == 0:  # drew nothing: no split until it draws
                 self._empty.add(key)
+                self._splits.pop(key, None)
             else:
                 self._empty.discard(key)
-        return Draw(d.label, begin, end, split, d.repeats, below, *counts)
+        repeats, split_frame, implausible, below_noise = d.repeats, None, None, False
+        if key in self._splits:  # replayed this frame or earlier: the draw's kept readings
+            split = robust_median(self._splits[key])
+            repeats, below_split, split_frame = self._split_meta[key]
+            below = below or (begin is None and below_split)
+            noise = self._baseline_noise(p.name, repeats, two_res)
+            if split < -noise:
+                implausible = f"negative split {split / 1e6:+.4f} ms: cannot be a cost"
+            below_noise = abs(split) <= noise
+        return Draw(
+            d.label, begin, end, split, repeats, below, *counts, implausible, split_frame,
+            below_noise,
+        )  # fmt: skip
+
+    def _baseline_noise(self, pass_name: str, repeats: int, two_res: int) -> float:
+        """Per repetition, what the subtracted baseline may be off by: ``NOISE_MADS`` scaled
+        MADs of its window (at least two timestamp ticks)."""
+        window = self._baselines.get((pass_name, repeats)) or ()
+        if len(window) < 3:
+            return two_res / repeats
+        med = statistics.median(window)
+        mad = 1.4826 * statistics.median(abs(x - med) for x in window)
+        return max(NOISE_MADS * mad, two_res) / repeats
 
     def _next_repeats(self, per_repeat_ns: float, empty_pass_ns: float) -> int:
         """Repetitions for the next replay: enough to span ``target_ns``, at most

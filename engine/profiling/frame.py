@@ -110,7 +110,15 @@ class FrameProfiler:
             capacity=self.gpu.capacity if gpu_on else 0,
             untimed=[p.name for p in graph.passes if p.kind == "transfer"] if untimed else [],
             draws=self._draws_info(),
+            transitions=self._transitions_info(),
         )
+
+    def _transitions_info(self) -> dict | None:
+        """How transitions are measured (``engine.profiling.gpu``), None when they are not."""
+        g = self.gpu
+        if g is None or not g.available or not g.transition_every:
+            return None
+        return {"every": g.transition_every, "window": g.transition_window}
 
     def _draws_info(self) -> dict | None:
         d = self.draws
@@ -196,6 +204,7 @@ class FrameProfiler:
         for g in gpu_frames:
             t = self._entry(g.frame_index)
             t.gpu, t.dropped, t.invalid = g.scopes, g.dropped, g.invalid
+            t.transitions = g.transitions
             self._done_gpu.add(g.frame_index)
         dp = self.draws
         if dp is not None:

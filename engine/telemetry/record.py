@@ -49,6 +49,8 @@ class FrameTimings:
         invalid: GPU readings that were zero or ended before they began (left out of ``gpu``).
         draws: per-draw timings and statistics (``engine.profiling.draws.PassDraws`` per
             pass) with ``--gpu-profile draws``, else None.
+        transitions: per pass name, the transition billed before it with encoder
+            timestamps (ns; part of the pass's GPU scope: ``engine.profiling.gpu``), else None.
         gpu_skipped: GPU timing was on but this frame found every query pool in flight, so
             it has no GPU scopes (counted in ``Telemetry.totals["gpu_missing"]``).
     """
@@ -59,6 +61,7 @@ class FrameTimings:
     dropped: int = 0
     invalid: int = 0
     draws: tuple | None = None
+    transitions: dict[str, float] | None = None
     gpu_skipped: bool = False
 
 
@@ -130,6 +133,8 @@ class FrameRecord:
             ``frame_index``); a channel that has produced nothing yet is absent.
         draws: per pass, its draws' GPU times and pipeline statistics
             (``engine.profiling.draws.PassDraws``) with ``--gpu-profile draws``, else None.
+        transitions: per pass name, the transition billed before it (ns, part of its GPU
+            scope) where encoder timestamps are used (``engine.profiling.gpu``), else None.
         snapshot: the stats window after this frame (``StatsSnapshot``; per-draw readings
             are rows of clock ``"draw"`` named ``"<pass>/<draw>"``), from which
             ``stats_keys`` (``(clock, name)`` per row) and ``stats_values`` (``float64
@@ -148,6 +153,7 @@ class FrameRecord:
     readbacks: dict[str, Any] = field(default_factory=dict)
     snapshot: StatsSnapshot | None = None
     draws: tuple | None = None
+    transitions: dict[str, float] | None = None
 
     @property
     def cull(self) -> CullCounts | None:
@@ -212,6 +218,8 @@ class ProfilingInfo:
         untimed: transfer passes that cannot be GPU-timed on this device.
         draws: the per-draw profiler's settings with ``--gpu-profile draws``
             (``engine.profiling.draws.DrawProfiler.info``), else None.
+        transitions: how the transitions billed to passes are measured (encoder
+            timestamps: ``engine.profiling.gpu``), else None.
     """
 
     gpu: bool = False
@@ -221,6 +229,7 @@ class ProfilingInfo:
     capacity: int = 0
     untimed: list[str] = field(default_factory=list)
     draws: dict | None = None
+    transitions: dict | None = None
 
 
 @dataclass

@@ -112,6 +112,7 @@ class Telemetry:
             readbacks=dict(readbacks or {}),
             snapshot=snapshot,
             draws=draws,
+            transitions=timings.transitions if timings is not None else None,
         )
         self._seq += 1
         t = self.totals

@@ -40,13 +40,18 @@ def encode_record(record: FrameRecord, table: NameTable) -> tuple[list[str], dic
     ``[name_id, begin_ns, end_ns]`` or null), ``dropped``, ``invalid``, ``cull`` (``{"frame",
     "values"}`` or null) and ``stats``: lists of ``[clock, name_id, *STAT_FIELDS]`` (null = none;
     ``outlier`` is 0/1), and ``draws`` (null without ``--gpu-profile draws``): per pass
-    ``[pass_name_id, kind, baseline_ns, [draw, ...], overhead_ns]`` with each draw
+    ``[pass_name_id, kind, baseline_ns, [draw, ...], overhead_ns, unreliable]`` with each draw
     ``[label_id, begin_ns, end_ns, split_ns, repeats, below_resolution (0/1), vertex, clipper,
-    fragment, compute]`` (null = n/a; ``split_ns`` and ``overhead_ns``, the pass's fixed cost
-    outside its draws, rounded to 0.001 ns).
+    fragment, compute, implausible]`` (null = n/a; ``split_ns`` and ``overhead_ns``, the
+    pass's fixed cost outside its draws, rounded to 0.001 ns; ``implausible``: why the raw
+    ``split_ns`` cannot be a cost, ``unreliable``: why the adapter's per-draw figures cannot
+    be trusted, else null), and ``transitions`` (null unless encoder timestamps measure them):
+    ``[[pass_name_id, ns], ...]``, the transition billed before each pass (part of its GPU
+    scope), rounded to 0.001 ns.
     """
     names = [s.name for s in record.gpu or ()] + [s.name for s in record.cpu or ()]
     names += [name for _, name in record.stats_keys]
+    names += list(record.transitions or ())
     for p in record.draws or ():
         names.append(p.name)
         names += [d.label for d in p.draws]
@@ -67,8 +72,15 @@ def encode_record(record: FrameRecord, table: NameTable) -> tuple[list[str], dic
             for (clock, name), row in zip(record.stats_keys, _rows(record), strict=True)
         ],
         "draws": _draws(table, record.draws),
+        "transitions": _transitions(table, record.transitions),
     }
     return new, msg
+
+
+def _transitions(table: NameTable, transitions: dict | None) -> list | None:
+    if transitions is None:
+        return None
+    return [[table.ids[name], _r3(ns)] for name, ns in transitions.items()]
 
 
 def _draws(table: NameTable, passes) -> list | None:
@@ -92,10 +104,12 @@ def _draws(table: NameTable, passes) -> list | None:
                     d.clipper,
                     d.fragment,
                     d.compute,
+                    d.implausible,
                 ]
                 for d in p.draws
             ],
             _r3(p.overhead_ns),
+            p.unreliable,
         ]  # fmt: skip
         for p in passes
     ]

@@ -1,10 +1,13 @@
 """Ablation truthfulness: known-answer shaders (``ablate_truth.wgsl``) measured by
 ``engine.ablation.ablate``; prints the measured ratios next to the true ones (4:1 pair, compute
 and fragment; 1:2:4:8 ladder in one loop body), the instrumentation overhead, and where a
-heavy ``let`` used only by a later store is billed with and without the keep-alive checksum."""
+heavy ``let`` used only by a later store is billed with and without the keep-alive checksum,
+and a 1:3:9 ladder's absolute figures: scaled (what the table shows), raw, and the
+uninstrumented shader's time."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from engine.ablation import ablate
@@ -58,6 +61,16 @@ def run(gpu, args) -> None:
         lad = ablate(SHADER, "cs_ladder", groups=(g, 1, 1), sets=sets, **common)
         c = _costs(lad)
         _line(f"cs_ladder ({label}, {g} groups)", lad, [x / c[0] for x in c[1:]], [2.0, 4.0, 8.0])
+    # Absolute figures: a 1:3:9 ladder of one heavy statement; the table's (scaled) body next
+    # to the raw instrumented one and to the original shader's own time.
+    for k in (1, 3, 9):
+        r = ablate(SHADER, "cs_dead", groups=(groups, 1, 1), sets=units(k * n // 8), **common)
+        raw = dataclasses.replace(r, raw=True)
+        print(
+            f"cs_dead x{k}: body scaled {r.total_ns / 1e6:.4f} ms (x{r.scale:.3f}), raw "
+            f"{raw.total_ns / 1e6:.4f} ms, uninstrumented shader {r.original_ns / 1e6:.4f} ms",
+            flush=True,
+        )
     for keep in (True, False):
         dead = ablate(SHADER, "cs_dead", groups=(groups, 1, 1), sets=units(n // 4),
                       keep_alive=keep, **common)  # fmt: skip
