@@ -72,10 +72,10 @@ def readings(records, name: str, clock: str) -> list[tuple[int, float]]:
     for rec in records:
         if clock == "draw":
             pname, _, label = name.partition("/")
-            for p in rec.draws or ():
-                if p.name == pname:
-                    out += [(rec.frame_index, d.ns / 1e6) for d in p.draws
-                            if d.label == label and d.ns is not None]  # fmt: skip
+            for s in rec.gpu or ():
+                if s.name == pname:
+                    out += [(rec.frame_index, c.detail.ns / 1e6) for c in s.children
+                            if c.name == label and c.detail.ns is not None]  # fmt: skip
             continue
         for s in (rec.gpu if clock == "gpu" else rec.cpu) or ():
             if s.name == name:
@@ -160,9 +160,9 @@ class CostTracker:
             keys = [(name, "cpu")]
         else:
             return []
-        for p in record.draws or ():
-            if p.name == name and len(p.draws) > 1:
-                keys += [(f"{name}/{d.label}", "draw") for d in p.draws]
+        for s in record.gpu or ():
+            if s.name == name and len(s.children) > 1:
+                keys += [(f"{name}/{c.name}", "draw") for c in s.children]
         return keys
 
     def _compare(self, name: str, clock: str, swap: int) -> None:

@@ -87,7 +87,7 @@ def _run(gpu, iterations: int, frames: int = 5):
     graph.add(_draws_pass(gpu.device, iterations))
     rig = Rig(gpu, graph, FrameProfiler(gpu, cpu=False, batch=1, draws=True))
     rig.run(frames, idle=True)
-    return rig, [r for r in rig.drain() if r.draws and r.gpu]
+    return rig, [r for r in rig.drain() if r.draw_passes() and r.gpu]
 
 
 def _median(records, fn):
@@ -126,7 +126,7 @@ def test_off_means_no_extra_query_set_timestamp_or_proxy(monkeypatch):
     records = rig.drain()
     assert counts == {"query_sets": 3, "write_timestamp": 0}  # the pass pools (3 slots x 1)
     assert len(seen) == 3 and all(issubclass(t, wgpu.GPURenderPassEncoder) for t in seen)
-    assert all(r.draws is None for r in records)
+    assert all(r.draw_passes() == () for r in records)
     assert "GPU draws" not in rig.report()
 
     before = counts["query_sets"]
@@ -154,10 +154,10 @@ def test_known_costs_rank_and_sum_to_the_pass(inside, tmp_path):
     rig, records = _run(gpu, iterations=200)
     assert len(records) >= 3
     records = records[-3:]
-    labels = [d.label for d in records[-1].draws[0].draws]
+    labels = [d.label for d in records[-1].draw_passes()[0].draws]
     assert labels == [f"x{c}" for c in COSTS]
     for r in records:
-        p, scope = r.draws[0], r.gpu[0]
+        p, scope = r.draw_passes()[0], r.gpu[0]
         if inside:  # nested in the pass, in recording order
             stamps = [scope.begin_ns] + [t for d in p.draws for t in (d.begin_ns, d.end_ns)]
             assert stamps + [scope.end_ns] == sorted(stamps + [scope.end_ns]), stamps
@@ -169,7 +169,7 @@ def test_known_costs_rank_and_sum_to_the_pass(inside, tmp_path):
             assert d.split_ns >= 0 or d.implausible or d.below_noise  # never a bare negative
             assert not (d.implausible and d.below_noise)
     # Pipeline statistics per draw: 3 vertices, every pixel shaded at least once.
-    last = records[-1].draws[0]
+    last = records[-1].draw_passes()[0]
     if "pipeline-statistics-query" in gpu.features:
         assert [d.vertex for d in last.draws] == [3, 3, 3]
         assert all(d.fragment >= W * H for d in last.draws)
@@ -179,7 +179,7 @@ def test_known_costs_rank_and_sum_to_the_pass(inside, tmp_path):
 
 def _check_views(rig, rec, inside: bool) -> None:
     """The report, the JSONL message and the trace show the record's numbers."""
-    p = rec.draws[0]
+    p = rec.draw_passes()[0]
     report = draws_report(rig.telemetry.history, rig.telemetry.session.profiling.draws)
     pass_ns = rec.gpu[0].end_ns - rec.gpu[0].begin_ns
     for d in p.draws:
@@ -281,8 +281,8 @@ def test_standard_frame_names_each_batch(gpu):
     for i in range(3):
         rig.loop.frame(target.view, i / 60, lambda ctx: frame.update(ctx, path.at(4.0)))
         wait_idle(g.device)
-    rec = next(r for r in reversed(rig.drain()) if r.draws)
-    by_pass = {p.name: p for p in rec.draws}
+    rec = next(r for r in reversed(rig.drain()) if r.draw_passes())
+    by_pass = {p.name: p for p in rec.draw_passes()}
     want = [f"{m.name} LOD{lod}" for m in scene.meshes for lod in range(len(m.lods))]
     for name in ("Shadow", "Main.Early", "Main.Late"):
         assert [d.label for d in by_pass[name].draws] == want
@@ -393,16 +393,16 @@ def test_dispatches_timed_inside_a_compute_pass():
     graph.add(ComputePass("Work", record=record))
     rig = Rig(gpu, graph, FrameProfiler(gpu, cpu=False, batch=1, draws=True))
     rig.run(7, idle=True)
-    records = [r for r in rig.drain() if r.draws and r.gpu][-5:]
+    records = [r for r in rig.drain() if r.draw_passes() and r.gpu][-5:]
     # The 3:1 ratio and the sums against the pass are the benchmark's (a loaded CPU
     # stretches whichever dispatch it preempts); here: nested in the pass, in order, and the
     # empty-pass overhead a reading of the pass's time outside its dispatches.
     for r in records:
-        p, scope = r.draws[0], r.gpu[0]
+        p, scope = r.draw_passes()[0], r.gpu[0]
         stamps = [scope.begin_ns] + [t for d in p.draws for t in (d.begin_ns, d.end_ns)]
         assert stamps + [scope.end_ns] == sorted(stamps + [scope.end_ns]), stamps
         assert p.overhead_ns is None or p.overhead_ns >= 0
-    last = records[-1].draws[0]
+    last = records[-1].draw_passes()[0]
     assert [d.label for d in last.draws] == ["w3", "w1"]
     assert all(d.split_ns is None and d.repeats == 0 for d in last.draws)  # never replayed
     if "pipeline-statistics-query" in gpu.features:
@@ -514,11 +514,11 @@ def test_pass_overhead_accounts_for_a_big_clear(mode):
     assert prof.gpu.mode == mode and prof.draws.encoder_timestamps == (mode == "encoder")
     rig = Rig(gpu, graph, prof)
     rig.run(12, idle=True)
-    records = [r for r in rig.drain() if r.draws and r.gpu][-8:]
+    records = [r for r in rig.drain() if r.draw_passes() and r.gpu][-8:]
     assert len(records) == 8
 
     def ratio(r, k, fn):
-        return fn(r.draws[k]) / (r.gpu[k].end_ns - r.gpu[k].begin_ns)
+        return fn(r.draw_passes()[k]) / (r.gpu[k].end_ns - r.gpu[k].begin_ns)
 
     alone = _median(records, lambda r: ratio(r, 0, lambda p: p.inside_sum_ns()))
     both = _median(records, lambda r: ratio(r, 0, lambda p: p.accounted_ns()))
@@ -526,8 +526,8 @@ def test_pass_overhead_accounts_for_a_big_clear(mode):
     # lavapipe under load reads 0.64-1.16 here (the H200 reads 0.99-1.00 for such passes):
     # the overhead must explain most of what the draw alone leaves unexplained
     assert 0.5 < both < 1.5 and both > 4 * alone, (alone, both)
-    clear_ovh = records[-1].draws[0].overhead_ns
-    load_ovh = records[-1].draws[1].overhead_ns
+    clear_ovh = records[-1].draw_passes()[0].overhead_ns
+    load_ovh = records[-1].draw_passes()[1].overhead_ns
     assert clear_ovh > 2 * load_ovh, (clear_ovh, load_ovh)  # ~4.5x measured here
     report = rig.report()
     assert "Clear (render)" in report and "+ pass overhead " in report
@@ -689,15 +689,18 @@ def test_replays_are_spread_over_frames_and_kept_per_draw():
                          draw_options={"replays_per_frame": 3})  # fmt: skip
     rig = Rig(gpu, graph, prof)
     rig.run(6, idle=True)
-    records = sorted((r for r in rig.drain() if r.draws), key=lambda r: r.frame_index)
+    records = sorted((r for r in rig.drain() if r.draw_passes()), key=lambda r: r.frame_index)
     assert len(records) >= 4
     for r in records:
-        fresh = [d.label for d in r.draws[0].draws if d.split_frame == r.frame_index]
+        fresh = [d.label for d in r.draw_passes()[0].draws if d.split_frame == r.frame_index]
         assert len(fresh) == 3, (r.frame_index, fresh)
     first = records[0].frame_index
-    seen = [{d.label for d in r.draws[0].draws if d.split_frame == r.frame_index} for r in records]
+    seen = [
+        {d.label for d in r.draw_passes()[0].draws if d.split_frame == r.frame_index}
+        for r in records
+    ]
     assert seen[0] | seen[1] | seen[2] == {f"x{c}" for c in COSTS} | {f"more{k}" for k in range(5)}
-    late = records[3].draws[0].draws
+    late = records[3].draw_passes()[0].draws
     assert all(d.split_ns is not None and first <= d.split_frame for d in late)
 
 

@@ -25,7 +25,7 @@ def telemetry(frames=3):
         # frame 0 and 1 carry the same reading (of frame 0), as a late readback does
         cull = CullCounts(max(f - 1, 0), tuple(10 * max(f - 1, 0) + k for k in range(8)))
         tel.publish(f, t_ns=t0, wall_ms=10.0, timings=FrameTimings(f, gpu=gpu, cpu=cpu),
-                    cull=cull)  # fmt: skip
+                    readbacks={"cull": cull})  # fmt: skip
     return tel
 
 

@@ -166,3 +166,37 @@ def test_report_jsonl_and_trace_agree_to_the_nanosecond(tmp_path):
         if e["ph"] == "X" and e["pid"] == 2 and _frame(e) == frame and e["name"] != "Frame"
     }
     assert spans == ns
+
+
+def test_a_pass_scope_nests_its_draws():
+    """One result type: a GPU pass's draws are its scope's children (in recording order,
+    times as measured inside the pass, None when only replayed), each draw's measurements
+    its child's ``detail``; their stats rows and the wire format read them from there."""
+    from engine.profiling.draws import Draw, PassDraws
+    from engine.telemetry import NameTable, encode_record
+
+    a = Draw("a", 110, 150, None, 0, False)
+    b = Draw("b", None, None, 20.0, 4, False)
+    main = PassDraws("Main", "render", (a, b), baseline_ns=5.0, overhead_ns=7.0)
+    gpu = [Scope("Cull", 0, 100), Scope("Main", 100, 200)]
+    rec = Telemetry().publish(0, t_ns=0, wall_ms=None, timings=FrameTimings(0, gpu, draws=(main,)))
+    cull, m = rec.gpu
+    assert cull.children == () and cull.detail is None
+    assert [(c.name, c.begin_ns, c.end_ns) for c in m.children] == [
+        ("a", 110, 150),
+        ("b", None, None),
+    ]
+    assert m.children[0].detail is a and m.children[1].detail is b and m.detail is main
+    assert rec.draw_passes() == (main,)
+    assert rec.stat("Main/a", "draw").last_ms == pytest.approx(40 / 1e6)
+    assert rec.stat("Main/b", "draw").last_ms == pytest.approx(20 / 1e6)  # the replayed cost
+    table = NameTable()
+    _, msg = encode_record(rec, table)
+    ((pid, kind, baseline, draws, overhead, unreliable),) = msg["draws"]
+    assert (kind, baseline, overhead, unreliable) == ("render", 5.0, 7.0, None)
+    assert [(d[0], d[1], d[2], d[3]) for d in draws] == [
+        (table.ids["a"], 110, 150, None),
+        (table.ids["b"], None, None, 20.0),
+    ]
+    none = Telemetry().publish(0, t_ns=0, wall_ms=None, timings=FrameTimings(0, gpu))
+    assert none.draw_passes() == () and encode_record(none, NameTable())[1]["draws"] is None

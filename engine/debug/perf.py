@@ -162,7 +162,7 @@ class PerfOverlay:
             self.totals, self.frame_ms = PerfRow("Total", None, None), None
             return
         names = list(pass_names) + [n for n in CPU_ONLY_SCOPES if rec.stat(n, CPU)]
-        draws = {p.name: p for p in rec.draws or ()}
+        draws = {p.name: p for p in rec.draw_passes()}
         self.draws_unreliable = next((p.unreliable for p in draws.values() if p.unreliable), None)
         self.rows = []
         for n in names:

@@ -233,7 +233,7 @@ def draws_report(history, info: dict) -> str:
     with its draws' sum against the pass's own time (and the split/inside ratio), then one
     row per draw in recording order: inside ms, split ms x repetitions, vertex and fragment
     invocations, clipper primitives, ns per fragment (n/a without the feature)."""
-    rec = next((r for r in reversed(history) if r.draws), None)
+    rec = next((r for r in reversed(history) if r.draw_passes()), None)
     if rec is None:
         return "GPU draws n/a: no frame's draw timings came back before shutdown."
     ways = [w for w, on in (("inside", info.get("inside")), ("split", info.get("split"))) if on]
@@ -247,7 +247,7 @@ def draws_report(history, info: dict) -> str:
         + ".",
     ]
     scopes = {s.name: s for s in rec.gpu or ()}
-    for p in rec.draws:
+    for p in rec.draw_passes():
         lines.append("  " + pass_summary(p, scopes.get(p.name)))
         lines.append(
             f"     {'draw':<24} {'inside ms':>10} {'split ms':>17} {'vertices':>10} "

@@ -75,14 +75,14 @@ def _spans(frames: Iterable[tuple[int, tuple[Scope, ...]]], shift: int):
 
 
 def draw_scopes(record) -> tuple[Scope, ...]:
-    """The record's inside-pass draw timings as GPU scopes named ``"<pass>/<draw>"``: they
-    nest under their pass span on the GPU track (``--gpu-profile draws``; split replays
-    have no place on the frame's timeline and are left out)."""
+    """The GPU passes' nested scopes timed in place (their draws, ``--gpu-profile draws``)
+    as GPU spans named ``"<pass>/<draw>"``: they nest under their pass span on the GPU track
+    (split replays have no place on the frame's timeline and are left out)."""
     return tuple(
-        Scope(f"{p.name}/{d.label}", d.begin_ns, d.end_ns)
-        for p in record.draws or ()
-        for d in p.draws
-        if d.begin_ns is not None
+        Scope(f"{s.name}/{c.name}", c.begin_ns, c.end_ns)
+        for s in record.gpu or ()
+        for c in s.children
+        if c.begin_ns is not None
     )
 
 
@@ -181,7 +181,7 @@ def counter_events(history, t0: int) -> list[dict]:
             at = start.get(r.cull.frame_index, r.t_ns)
             args = dict(zip(COUNTER_NAMES, (int(v) for v in r.cull.values), strict=True))
             out.append(_counter("Cull", at - t0, args))
-        for p in r.draws or ():
+        for p in r.draw_passes():
             stats = {f: p.total(f) for f in STAT_FIELDS}
             stats = {k: int(v) for k, v in stats.items() if v is not None}
             if stats:

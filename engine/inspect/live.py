@@ -122,7 +122,7 @@ class LiveFlame:
         self._frame(rows, record.cpu, 0, 0)
         if record.gpu and isinstance(offset, int):
             self._frame(rows, record.gpu, 1, offset)
-            self._draws(rows, record.draws, offset)
+            self._draws(rows, record.gpu, offset)
             self.has_gpu = True
         if not rows:
             return
@@ -148,14 +148,14 @@ class LiveFlame:
         rows.append((b, e - b, lane, 0, lane))  # name 0 "CPU frame", 1 "GPU frame"
         rows += [(s.begin_ns - o, s.end_ns - s.begin_ns, lane, 1, self._id(s.name)) for s in ok]
 
-    def _draws(self, rows: list, draws, shift: int) -> None:
-        """``--gpu-profile draws``: each draw timed inside its pass, at depth 2 under it."""
+    def _draws(self, rows: list, gpu, shift: int) -> None:
+        """``--gpu-profile draws``: each pass's nested scopes timed inside it, at depth 2."""
         o = self.origin_ns - shift
-        for p in draws or ():
+        for s in gpu:
             rows += [
-                (d.begin_ns - o, d.end_ns - d.begin_ns, 1, 2, self._id(d.label))
-                for d in p.draws
-                if d.begin_ns is not None
+                (c.begin_ns - o, c.end_ns - c.begin_ns, 1, 2, self._id(c.name))
+                for c in s.children
+                if c.begin_ns is not None
             ]
 
     def _drop_oldest_half(self) -> None:

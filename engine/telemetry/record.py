@@ -22,13 +22,29 @@ FRAME_SCOPE = "Frame"  # the wall-clock frame time's name in the stats (clock WA
 
 
 class Scope(NamedTuple):
-    """One named span. ``begin_ns``/``end_ns`` are nanoseconds on the scope's own clock
-    (GPU timestamps for GPU scopes, ``time.perf_counter_ns`` for CPU scopes). A named tuple:
-    a few are made per pass per frame, and a frozen dataclass costs 3x more to build."""
+    """One timed span and the spans timed inside it: the one result type of every timing
+    (as wgpu-profiler's ``GpuTimerQueryResult {label, time, nested_queries}``).
+
+    Attributes:
+        name: the pass, CPU scope or draw name (a draw: its batch label, ``"box LOD0"``).
+        begin_ns, end_ns: nanoseconds on the scope's own clock (GPU timestamps for GPU
+            scopes, ``time.perf_counter_ns`` for CPU scopes). Top-level scopes always have
+            both; a nested scope not timed in place (a draw measured only by its replay)
+            has None.
+        children: the scopes nested inside it, in recording order (a GPU pass's draws and
+            dispatches with ``--gpu-profile draws``), else ``()``.
+        detail: what the producer measured beside the time, else None: a draw's
+            ``engine.profiling.draws.Draw`` (replayed cost, pipeline statistics), a pass's
+            ``PassDraws`` (baseline, fixed overhead, reliability).
+
+    A named tuple: a few are made per pass per frame, and a frozen dataclass costs 3x more.
+    """
 
     name: str
-    begin_ns: int
-    end_ns: int
+    begin_ns: int | None
+    end_ns: int | None
+    children: tuple[Scope, ...] = ()
+    detail: Any = None
 
     @property
     def duration_ms(self) -> float:
@@ -48,7 +64,8 @@ class FrameTimings:
         dropped: scopes not recorded because the query pool was full.
         invalid: GPU readings that were zero or ended before they began (left out of ``gpu``).
         draws: per-draw timings and statistics (``engine.profiling.draws.PassDraws`` per
-            pass) with ``--gpu-profile draws``, else None.
+            pass) with ``--gpu-profile draws``, else None; the record nests them under their
+            pass's GPU scope (``nest_draws``).
         transitions: per pass name, the transition billed before it with encoder
             timestamps (ns; part of the pass's GPU scope: ``engine.profiling.gpu``), else None.
         gpu_skipped: GPU timing was on but this frame found every query pool in flight, so
@@ -122,8 +139,9 @@ class FrameRecord:
         t_ns: ``perf_counter_ns`` when the frame began (its Update).
         wall_ms: wall-clock time from the previous frame's start to this one's, ms (None for
             the first frame).
-        gpu: GPU scopes (pass durations, GPU clock) in declaration order; None when GPU
-            timing is off or unavailable, or the frame found every query pool in flight.
+        gpu: GPU scopes (pass durations, GPU clock) in declaration order, each pass's
+            draws nested in it (``Scope.children``) with ``--gpu-profile draws``; None when
+            GPU timing is off or unavailable, or the frame found every query pool in flight.
         cpu: CPU scopes (pass recording, Update, Submit, Present) in start order; None
             when CPU profiling is off.
         dropped: GPU scopes over the query pool's capacity in this frame.
@@ -131,8 +149,6 @@ class FrameRecord:
         readbacks: the newest result of each GPU readback at publication, by the client's
             ``channel`` (``"cull"``: ``engine.culling.counters.CullCounts``, with its own
             ``frame_index``); a channel that has produced nothing yet is absent.
-        draws: per pass, its draws' GPU times and pipeline statistics
-            (``engine.profiling.draws.PassDraws``) with ``--gpu-profile draws``, else None.
         transitions: per pass name, the transition billed before it (ns, part of its GPU
             scope) where encoder timestamps are used (``engine.profiling.gpu``), else None.
         snapshot: the stats window after this frame (``StatsSnapshot``; per-draw readings
@@ -152,8 +168,12 @@ class FrameRecord:
     invalid: int = 0
     readbacks: dict[str, Any] = field(default_factory=dict)
     snapshot: StatsSnapshot | None = None
-    draws: tuple | None = None
     transitions: dict[str, float] | None = None
+
+    def draw_passes(self) -> tuple:
+        """The ``detail`` (``engine.profiling.draws.PassDraws``) of each GPU pass scope that
+        has draws nested in it, in pass order; ``()`` without per-draw timing."""
+        return tuple(s.detail for s in self.gpu or () if s.children)
 
     @property
     def cull(self) -> CullCounts | None:
@@ -279,3 +299,21 @@ class Session:
             kw["profiling"] = ProfilingInfo(**{k: v for k, v in prof.items() if k in known})
         facts = {k: v for k, v in obj.items() if k not in names and k != "profiling"}
         return cls(**kw, facts=facts)
+
+
+def nest_draws(scopes, draws) -> tuple[Scope, ...]:
+    """``scopes`` (GPU passes) with each pass's draws nested: a child ``Scope`` per draw
+    (its inside-pass times, ``detail`` the ``Draw``) and the pass's ``PassDraws`` as the
+    pass's ``detail``. Draws of a pass with no GPU scope (not timed this frame) are left out.
+    """
+    by_pass = {p.name: p for p in draws or ()}
+    if not by_pass:
+        return tuple(scopes)
+    out = []
+    for s in scopes:
+        p = by_pass.get(s.name)
+        if p is not None:
+            kids = tuple(Scope(d.label, d.begin_ns, d.end_ns, (), d) for d in p.draws)
+            s = s._replace(children=kids, detail=p)
+        out.append(s)
+    return tuple(out)

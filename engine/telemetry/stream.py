@@ -10,7 +10,17 @@ import logging
 from collections import deque
 from collections.abc import Callable
 
-from .record import CPU, DRAW, FRAME_SCOPE, GPU, WALL, FrameRecord, FrameTimings, Session
+from .record import (
+    CPU,
+    DRAW,
+    FRAME_SCOPE,
+    GPU,
+    WALL,
+    FrameRecord,
+    FrameTimings,
+    Session,
+    nest_draws,
+)
 from .stats import StatsWindow
 
 log = logging.getLogger("lantern")
@@ -89,16 +99,16 @@ class Telemetry:
     ) -> FrameRecord:
         """Build, keep and send the record of one finished frame. ``readbacks``: the newest
         result of each readback client by channel (``FrameRecord.readbacks``)."""
-        gpu = tuple(timings.gpu) if timings is not None and timings.gpu is not None else None
+        gpu = None
+        if timings is not None and timings.gpu is not None:
+            gpu = nest_draws(timings.gpu, timings.draws)
         cpu = tuple(timings.cpu) if timings is not None and timings.cpu is not None else None
         keys = tuple((GPU, s[0]) for s in gpu or ()) + tuple((CPU, s[0]) for s in cpu or ())
         values = [(s[2] - s[1]) / 1e6 for s in gpu or ()] + [(s[2] - s[1]) / 1e6 for s in cpu or ()]
         if wall_ms is not None:
             keys += ((WALL, FRAME_SCOPE),)
             values.append(wall_ms)
-        draws = timings.draws if timings is not None else None
-        if draws:
-            keys, values = _add_draws(keys, values, draws)
+        keys, values = _add_draws(keys, values, gpu)
         snapshot = self.stats.add(keys, values, t_ns / 1e9)
         record = FrameRecord(
             seq=self._seq,
@@ -111,7 +121,6 @@ class Telemetry:
             invalid=timings.invalid if timings is not None else 0,
             readbacks=dict(readbacks or {}),
             snapshot=snapshot,
-            draws=draws,
             transitions=timings.transitions if timings is not None else None,
         )
         self._seq += 1
@@ -132,10 +141,13 @@ class Telemetry:
         return record
 
 
-def _add_draws(keys: tuple, values: list, draws) -> tuple[tuple, list]:
-    """Append each draw's reading (inside, else split; ms) as a ``(DRAW, "<pass>/<draw>")``
-    row of the stats window, so views get its mean and delta like a pass's."""
-    extra = [(f"{p.name}/{d.label}", d.ns) for p in draws for d in p.draws]
+def _add_draws(keys: tuple, values: list, gpu) -> tuple[tuple, list]:
+    """Append each nested draw's reading (inside, else split; ms) as a ``(DRAW,
+    "<pass>/<draw>")`` row of the stats window, so views get its mean and delta like a
+    pass's."""
+    extra = [(f"{s.name}/{c.name}", c.detail.ns) for s in gpu or () for c in s.children]
+    if not extra:
+        return keys, values
     keys += tuple((DRAW, name) for name, ns in extra if ns is not None)
     values += [ns / 1e6 for _, ns in extra if ns is not None]
     return keys, values

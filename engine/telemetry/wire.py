@@ -52,9 +52,8 @@ def encode_record(record: FrameRecord, table: NameTable) -> tuple[list[str], dic
     names = [s.name for s in record.gpu or ()] + [s.name for s in record.cpu or ()]
     names += [name for _, name in record.stats_keys]
     names += list(record.transitions or ())
-    for p in record.draws or ():
-        names.append(p.name)
-        names += [d.label for d in p.draws]
+    for s in record.gpu or ():
+        names += [c.name for c in s.children]
     new = table.encode(names)
     cull = record.cull
     msg = {
@@ -71,7 +70,7 @@ def encode_record(record: FrameRecord, table: NameTable) -> tuple[list[str], dic
             [clock, table.ids[name], *(None if v != v else round(v, 6) for v in row)]
             for (clock, name), row in zip(record.stats_keys, _rows(record), strict=True)
         ],
-        "draws": _draws(table, record.draws),
+        "draws": _draws(table, record.draw_passes() or None),
         "transitions": _transitions(table, record.transitions),
     }
     return new, msg
