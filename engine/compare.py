@@ -449,7 +449,7 @@ def build_parser(prog: str = "compare") -> argparse.ArgumentParser:
         type=int,
         metavar="N",
         help=f"frames dropped from each run's start (default: max({WARMUP_MIN}, "
-        f"{WARMUP_FRACTION:.0%} of its frames))",
+        f"{100 * WARMUP_FRACTION:.0f}%% of its frames))",
     )
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     return p

@@ -80,6 +80,69 @@ def work_dispatch(grid: int) -> int:
     return -(-grid // WORKGROUP)
 
 
+class WorkPasses:
+    """s02's two passes over one grid: ``work()``, the compute pass iterating the Julia set
+    ``iterations`` times per cell of a ``grid`` x ``grid`` float32 buffer (its GPU cost is
+    proportional to ``iterations``: no early exit), and ``show()``, the render pass painting
+    that buffer full-screen. The one place they are built: the sample, the profiler tests
+    and the profiler benchmark use it.
+
+    Args:
+        device, output_format: the device and the Show pass's target format.
+        grid: cells per side. iterations: the loop count (``set_params`` changes it).
+        cells: the ``grid * grid * 4``-byte storage buffer (e.g. graph-owned); a new one
+            (``STORAGE | COPY_SRC``) when None.
+        shader: a ``work_pipelines`` handle to share (a pipeline compile per test is slow
+            on lavapipe); a new one when None. Hot reload rebinds the groups.
+    """
+
+    def __init__(self, device, output_format: str, grid: int, *, iterations: int = 64,
+                 cells=None, shader=None):  # fmt: skip
+        self.device, self.grid = device, grid
+        self.shader = shader or work_pipelines(device, output_format)
+        self.params = device.create_buffer(
+            label="s02 params", size=16, usage=wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST
+        )
+        usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC
+        self.cells = cells or device.create_buffer(size=4 * grid * grid, usage=usage)
+        self.set_params(iterations, 0.0)
+        self._bind()
+        self.shader.on_reload(self._bind)  # "auto" layouts: new pipelines, new groups
+
+    def _bind(self) -> None:
+        compute, render = self.shader.get()
+        self.work_group, self.show_group = work_bind_groups(
+            self.device, compute, render, self.params, self.cells
+        )
+
+    def set_params(self, iterations: int, time: float) -> None:
+        """Loop count and animation time (s) of the next frames (one uniform write)."""
+        self.device.queue.write_buffer(self.params, 0, work_params(iterations, self.grid, time))
+
+    def record_work(self, ctx, cpass) -> None:
+        n = work_dispatch(self.grid)
+        cpass.set_pipeline(self.shader.get()[0])
+        cpass.set_bind_group(0, self.work_group)
+        cpass.dispatch_workgroups(n, n)
+
+    def record_show(self, ctx, rpass) -> None:
+        rpass.set_pipeline(self.shader.get()[1])
+        rpass.set_bind_group(0, self.show_group)
+        rpass.draw(3)
+
+    def work(self, name: str = "Work", **kw) -> ComputePass:
+        """The compute pass (``kw``: ``reads``/``writes`` for the graph)."""
+        return ComputePass(name, record=self.record_work, **kw)
+
+    def show(self, name: str = "Show", **kw) -> RenderPass:
+        """The render pass, clearing ``ctx.output`` and painting the cells."""
+        return RenderPass(name, record=self.record_show, targets=_clear_output, **kw)
+
+
+def _clear_output(ctx) -> dict:
+    return {"color_attachments": [{"view": ctx.output, "load_op": "clear", "store_op": "store"}]}
+
+
 _grid_size = int_type(1, 4096, "cells per side")
 _work = int_type(1, 1_000_000, "iterations")
 
@@ -109,56 +172,17 @@ class CustomPass(Sample):
 
     def build(self, graph):
         args = self.app.args
-        device = self.app.gpu.device
-        self.grid = args.grid
-        self.shader = work_pipelines(device, graph.output_format)  # rebuilt by hot reload
-        self.params = device.create_buffer(
-            label="s02 params", size=16, usage=wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST
-        )
         cells = graph.create_buffer(
-            "s02 cells", size=4 * self.grid * self.grid, usage=wgpu.BufferUsage.STORAGE
+            "s02 cells", size=4 * args.grid * args.grid, usage=wgpu.BufferUsage.STORAGE
         )
-
-        def bind():  # the pipelines' "auto" layouts are their own: new pipelines, new groups
-            compute, render = self.shader.get()
-            self.work_group, self.show_group = work_bind_groups(
-                device, compute, render, self.params, cells
-            )
-
-        bind()
-        self.shader.on_reload(bind)
-        graph.add(ComputePass("Work", record=self.record_work, writes=("s02 cells",)))
-        graph.add(
-            RenderPass(
-                "Show",
-                record=self.record_show,
-                targets=self.targets,
-                reads=("s02 cells",),
-                writes=(OUTPUT,),
-            )
+        self.passes = WorkPasses(
+            self.app.gpu.device, graph.output_format, args.grid, iterations=args.work, cells=cells
         )
+        graph.add(self.passes.work(writes=("s02 cells",)))
+        graph.add(self.passes.show(reads=("s02 cells",), writes=(OUTPUT,)))
 
     def update(self, ctx):
-        data = work_params(self.app.args.work, self.grid, ctx.time)
-        ctx.device.queue.write_buffer(self.params, 0, data)
-
-    def record_work(self, ctx, cpass):
-        groups = work_dispatch(self.grid)
-        cpass.set_pipeline(self.shader.get()[0])
-        cpass.set_bind_group(0, self.work_group)
-        cpass.dispatch_workgroups(groups, groups)
-
-    def targets(self, ctx):
-        return {
-            "color_attachments": [
-                {"view": ctx.output, "load_op": "clear", "store_op": "store"},
-            ]
-        }
-
-    def record_show(self, ctx, rpass):
-        rpass.set_pipeline(self.shader.get()[1])
-        rpass.set_bind_group(0, self.show_group)
-        rpass.draw(3)
+        self.passes.set_params(self.app.args.work, ctx.time)
 
 
 if __name__ == "__main__":

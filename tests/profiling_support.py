@@ -9,35 +9,18 @@ from engine.export.report import shutdown_report
 from engine.graph import ComputePass, RenderGraph
 from engine.loop import FrameLoop
 from engine.telemetry import Telemetry
-from samples.s02_custom_pass import (
-    create_work_pipelines,
-    work_bind_groups,
-    work_dispatch,
-    work_params,
-)
+from samples.s02_custom_pass import WorkPasses, work_pipelines
 
-_PIPELINES: dict[int, wgpu.GPUComputePipeline] = {}
+_SHADERS: dict[int, object] = {}  # device -> s02's pipelines, compiled once per device
 
 
 def work_pass(device, name: str, iterations: int, grid: int = 128) -> ComputePass:
     """A compute pass running s02's loop ``iterations`` times on each of ``grid**2`` cells:
     its GPU cost is proportional to ``iterations`` (no early exit)."""
-    pipeline = _PIPELINES.get(id(device))
-    if pipeline is None:
-        pipeline = _PIPELINES[id(device)] = create_work_pipelines(device, "rgba8unorm")[0]
-    params = device.create_buffer_with_data(
-        data=work_params(iterations, grid, 0.0), usage=wgpu.BufferUsage.UNIFORM
-    )
-    cells = device.create_buffer(size=4 * grid * grid, usage=wgpu.BufferUsage.STORAGE)
-    group, _ = work_bind_groups(device, pipeline, None, params, cells)
-    n = work_dispatch(grid)
-
-    def record(ctx, cpass):
-        cpass.set_pipeline(pipeline)
-        cpass.set_bind_group(0, group)
-        cpass.dispatch_workgroups(n, n)
-
-    return ComputePass(name, record=record)
+    shader = _SHADERS.get(id(device))
+    if shader is None:
+        shader = _SHADERS[id(device)] = work_pipelines(device, "rgba8unorm")
+    return WorkPasses(device, "rgba8unorm", grid, iterations=iterations, shader=shader).work(name)
 
 
 def compute_graph(device, passes) -> RenderGraph:

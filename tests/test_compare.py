@@ -197,3 +197,13 @@ def test_two_real_s02_runs(tmp_path, capsys):
     work = next(r for r in c.rows if r.name == "Work")
     assert work.diff.median_a == pytest.approx(np.median(a.series["gpu", "Work"][5:]))
     assert {r.name for r in c.rows} >= {"Work", "Show", "DebugOverlay"}
+
+
+def test_help_prints_every_option(capsys):
+    from engine.compare import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["--help"], prog="lantern compare")
+    out = " ".join(capsys.readouterr().out.split())
+    assert e.value.code == 0 and out.startswith("usage: lantern compare")
+    assert all(o in out for o in ("--fail-above", "--warmup", "10% of its frames"))

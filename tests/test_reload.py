@@ -136,7 +136,7 @@ def test_edit_reloads_only_that_module_and_draws_it(s02):
     ev = s02.tool.events[0]
     assert ev.kind == "reloaded" and ev.files == (str(s02.file),)
     assert ev.pipelines == 2  # s02's compute and render pipelines
-    assert (s02.sample.shader.version, other.version) == (1, 0)
+    assert (s02.sample.passes.shader.version, other.version) == (1, 0)
     s02.frame()
     assert s02.pixel() == (255, 0, 0) != before  # the new pipeline draws, bind groups rebuilt
     assert s02.wgpu_errors.records == []
@@ -180,7 +180,7 @@ def test_binding_type_change_rolls_back(s02):
     )  # compiles, but the params buffer has no STORAGE usage: the bind group fails
     s02.until(lambda: s02.tool.notice is not None)
     assert "STORAGE" in s02.tool.notice
-    assert s02.sample.shader.version == 0
+    assert s02.sample.passes.shader.version == 0
     s02.frame()
     s02.frame()
     assert s02.pixel() == good  # the old pipeline with its old bind groups
@@ -196,7 +196,7 @@ def test_delete_says_once_and_restore(s02):
     s02.file.write_text(text)
     s02.until(lambda: any(e.kind == "restored" for e in s02.tool.events))
     assert [e.kind for e in s02.tool.events] == ["deleted", "restored"]
-    assert s02.tool.notice is None and s02.sample.shader.version == 0
+    assert s02.tool.notice is None and s02.sample.passes.shader.version == 0
 
 
 def test_reload_command_and_off(s02):
@@ -204,7 +204,7 @@ def test_reload_command_and_off(s02):
     assert r.ok and not s02.tool.watching
     s02.file.write_text(s02.file.read_text().replace(SHOW_RETURN, RED_RETURN))
     s02.frame()
-    assert s02.sample.shader.version == 0  # not watched
+    assert s02.sample.passes.shader.version == 0  # not watched
     assert s02.ctx.commands.keys[294].line == "reload"  # F5
     r = s02.ctx.commands.execute("reload")
     assert r.ok and r.text.startswith("reloaded") and "2 pipelines" in r.text
@@ -221,7 +221,7 @@ def _builds(gpu, s02: S02Run, code: str) -> bool:
         m = gpu.device.create_shader_module(code=code)
         compute, render = _work_pipelines(gpu.device, m, s02.graph.output_format)
         work_bind_groups(
-            gpu.device, compute, render, s02.sample.params, s02.graph.buffer("s02 cells")
+            gpu.device, compute, render, s02.sample.passes.params, s02.graph.buffer("s02 cells")
         )
     except wgpu.GPUValidationError:
         return False
@@ -279,7 +279,7 @@ def test_hundred_random_edits_keep_it_running(gpu, s02):
         errors = [e for e in s02.tool.events[events:] if e.kind == "error"]
         assert len(errors) == want, f"edit {i} ({kind}): {errors}"
         expected_errors += want
-        assert s02.sample.shader.source.code == good, f"edit {i} ({kind})"
+        assert s02.sample.passes.shader.source.code == good, f"edit {i} ({kind})"
         assert s02.wgpu_errors.records == [], f"edit {i} ({kind}) {code}"
         s02.frame()
     assert sum(e.kind == "error" for e in s02.tool.events) == expected_errors

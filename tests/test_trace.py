@@ -165,30 +165,18 @@ def test_s02_work_pass_computes_the_julia_counts(device):
     """The Work pipeline's cells against a float32 numpy twin of its loop (time 0.5)."""
     import wgpu
 
-    from samples.s02_custom_pass import (
-        create_work_pipelines,
-        work_bind_groups,
-        work_dispatch,
-        work_params,
-    )
+    from samples.s02_custom_pass import WorkPasses
 
     grid, iterations, t = 24, 40, 0.5
-    compute, render = create_work_pipelines(device, "rgba8unorm-srgb")
-    params = device.create_buffer_with_data(
-        data=work_params(iterations, grid, t), usage=wgpu.BufferUsage.UNIFORM
-    )
-    cells = device.create_buffer(
-        size=4 * grid * grid, usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC
-    )
-    work, show = work_bind_groups(device, compute, render, params, cells)
-    assert show is not None  # the Show pipeline's layout accepts the same buffers
+    s02 = WorkPasses(device, "rgba8unorm-srgb", grid)  # the sample's own passes
+    s02.set_params(iterations, t)
+    assert isinstance(s02.show_group, wgpu.GPUBindGroup)  # Show's layout takes the buffers
     enc = device.create_command_encoder()
     cp = enc.begin_compute_pass()
-    cp.set_pipeline(compute)
-    cp.set_bind_group(0, work)
-    cp.dispatch_workgroups(work_dispatch(grid), work_dispatch(grid))
+    s02.record_work(None, cp)
     cp.end()
     device.queue.submit([enc.finish()])
+    cells = s02.cells
     got = np.frombuffer(device.queue.read_buffer(cells), np.float32).reshape(grid, grid)
 
     f = np.float32

@@ -76,7 +76,7 @@ def test_sparse_frames_time_passes_both_ways_on_the_device(gpu):
     assert "median encoder span - median pass-descriptor span" in report
     # Pass-descriptor mode: no transition is billed, none measured.
     plain = FrameProfiler(gpu, cpu=False, batch=1, timestamps="pass")
-    assert plain.gpu.transition_every == 0 and plain.session_info(graph)["transitions"] is None
+    assert plain.gpu.transition_every == 0 and plain.session_info(graph).transitions is None
 
 
 def test_report_jsonl_and_hud_show_the_transition():

@@ -65,7 +65,6 @@ class FlameChart:
         self.ring = ReadbackRing(device, READBACK_BYTES, slots=4, batch=1, label="flame pick")
         self.picked = NONE
         self.drawn = self.wanted = 0
-        self.result_frame = -1
         self._pending: int | None = None
         self.params: ViewParams | None = None
         self.passes = []
@@ -96,10 +95,9 @@ class FlameChart:
         """Take finished readbacks (newest wins); never blocks. Also works without a frame
         loop (tests, tools): a copy still pending here was submitted since it was recorded."""
         self.submitted()
-        for frame, data in self.ring.poll():
+        for _frame, data in self.ring.poll():
             w = np.frombuffer(data, np.uint32)
             self.drawn, self.wanted, self.picked = int(w[1]), int(w[7]), int(w[8])
-            self.result_frame = frame
 
     def prepare(self, ctx: FrameContext) -> None:
         self.poll()

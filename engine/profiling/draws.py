@@ -93,7 +93,6 @@ import numpy as np
 import wgpu
 from wgpu.backends.wgpu_native import extras  # extras.write_timestamp: looked up per call
 
-from ..gpu import DRAW_PROFILE_FEATURES
 from ..readback import ReadbackRing
 from .gpu import write_timestamp as encoder_timestamp
 from .pipeline_stats import FEATURE as STATS_FEATURE
@@ -103,7 +102,6 @@ log = logging.getLogger("lantern")
 
 INSIDE_FEATURE = "timestamp-query-inside-passes"
 #: Features ``--gpu-profile draws`` asks the device for, where the adapter has them.
-DRAW_FEATURES = DRAW_PROFILE_FEATURES
 RENDER, COMPUTE = "render", "compute"
 #: split sum / inside sum outside this range cannot describe the same draws.
 PLAUSIBLE_RATIO = (0.25, 4.0)
@@ -429,8 +427,7 @@ class DrawProfiler:
             ``draws`` mode's frame cost near plain pass timing.
         max_replay_passes: replay passes per frame at most (CPU cost: each is a pass begun
             and its state set; GPU cost: each clears its targets); draws beyond it wait
-            for a later frame (``replays_skipped`` counts draws replayed once instead of
-            repeated, or not at all, for want of room).
+            for a later frame (or are replayed once instead of repeated).
         split_window, baseline_window: readings in the median of a draw's split time and
             of a pass's empty-pass baseline (per repetition count); outliers (more than
             ``OUTLIER_MADS`` scaled MADs from the median) are left out.
@@ -490,7 +487,6 @@ class DrawProfiler:
         self.dropped = 0
         self._repeats: dict[tuple[str, str], int] = {}
         self._empty: set[tuple[str, str]] = set()  # draws that ran no vertex last counted
-        self.replays_skipped = 0
         self.max_replay_passes = max_replay_passes
         self.replays_per_frame = max(1, replays_per_frame)
         self.split_window, self.baseline_window = split_window, baseline_window
@@ -638,7 +634,6 @@ class DrawProfiler:
             if n + (0 if n in base else n) > room:  # over the budget: once, or not at all
                 n = 1
                 if 1 + (0 if 1 in base else 1) > room:
-                    self.replays_skipped += 1
                     continue
             d.repeats = n
             if d.repeats not in base:

@@ -50,12 +50,7 @@ from engine.loop import FrameLoop
 from engine.profiling import FrameProfiler
 from engine.readback import ReadbackRing
 from engine.telemetry import FrameTimings, Telemetry
-from samples.s02_custom_pass import (
-    create_work_pipelines,
-    work_bind_groups,
-    work_dispatch,
-    work_params,
-)
+from samples.s02_custom_pass import WorkPasses
 
 FORMAT = "rgba8unorm"
 ARMS = ("off", "on", "gpu", "cpu", "enc", "draws")
@@ -89,33 +84,14 @@ class Stopwatch:
 def _work_graph(device, size, *, iterations, grid, extra_passes):
     """s02-like content: Work (compute) + Show (render) + ``extra_passes`` tiny passes."""
     graph = RenderGraph(device, output_format=FORMAT, size=size)
-    compute, render = create_work_pipelines(device, FORMAT)
-    params = device.create_buffer_with_data(
-        data=work_params(iterations, grid, 0.0), usage=wgpu.BufferUsage.UNIFORM
-    )
     cells = graph.create_buffer("cells", size=4 * grid * grid, usage=wgpu.BufferUsage.STORAGE)
-    wg, sg = work_bind_groups(device, compute, render, params, cells)
-    n = work_dispatch(grid)
-
-    def work(ctx, cpass):
-        cpass.set_pipeline(compute)
-        cpass.set_bind_group(0, wg)
-        cpass.dispatch_workgroups(n, n)
-
-    def show(ctx, rpass):
-        rpass.set_pipeline(render)
-        rpass.set_bind_group(0, sg)
-        rpass.draw(3)
-
-    def targets(ctx):
-        return {
-            "color_attachments": [{"view": ctx.output, "load_op": "clear", "store_op": "store"}]
-        }
-
-    graph.add(ComputePass("Work", record=work))
+    s02 = WorkPasses(device, FORMAT, grid, iterations=iterations, cells=cells)
+    graph.add(s02.work())
     for i in range(extra_passes):
-        graph.add(ComputePass(f"Tiny{i}", record=work if i == 0 else (lambda c, p: None)))
-    graph.add(RenderPass("Show", record=show, targets=targets))
+        graph.add(
+            ComputePass(f"Tiny{i}", record=s02.record_work if i == 0 else (lambda c, p: None))
+        )
+    graph.add(s02.show())
     return graph
 
 
