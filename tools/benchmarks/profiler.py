@@ -343,13 +343,13 @@ def _known_draw_costs(quick: bool) -> None:
         loop.frame(None, 0.0)
         dev.queue.read_buffer(idle)
     loop.drain()
-    recs = [r for r in loop.telemetry.history if r.draws and r.gpu][2:]
+    recs = [r for r in loop.telemetry.history if r.draw_passes() and r.gpu][2:]
     if not recs:
         print("  per-draw known costs: no frame with draw timings came back")
         return
     print(f"  per-draw known costs 2:4:1 (true ratios to x1: 2, 4), {len(recs)} frames, medians:")
     for way in ("inside_ns", "split_ns"):
-        vals = [[getattr(d, way) for d in r.draws[0].draws] for r in recs]
+        vals = [[getattr(d, way) for d in r.draw_passes()[0].draws] for r in recs]
         if any(v is None for row in vals for v in row):
             print(f"    {way[:-3]:<7} n/a")
             continue
@@ -359,8 +359,8 @@ def _known_draw_costs(quick: bool) -> None:
             f"(x1 {med[2] / 1e6:.4f} ms)"
         )
     p_ns = [r.gpu[0].end_ns - r.gpu[0].begin_ns for r in recs]
-    ins = [r.draws[0].inside_sum_ns() for r in recs]
-    spl = [r.draws[0].split_sum_ns() for r in recs]
+    ins = [r.draw_passes()[0].inside_sum_ns() for r in recs]
+    spl = [r.draw_passes()[0].split_sum_ns() for r in recs]
     if None not in ins:
         a = statistics.median(i / p for i, p in zip(ins, p_ns, strict=True))
         print(f"    inside sum / pass {a:.3f} (goal 0.75-1.1)", end="")
@@ -378,7 +378,7 @@ def _draw_recording_cpu(records) -> None:
     per = {"on": [], "draws": []}
     for r in records:
         if r.cpu and r.gpu:
-            arm = "draws" if r.draws else "on"
+            arm = "draws" if r.draw_passes() else "on"
             per[arm].append(sum(s.end_ns - s.begin_ns for s in r.cpu if s.name not in skip))
     if per["on"] and per["draws"]:
         a, b = statistics.median(per["on"]) / 1e3, statistics.median(per["draws"]) / 1e3
@@ -393,17 +393,17 @@ def _draw_truth(records) -> None:
     sum / the pass's own time, (that sum + the pass's measured overhead) / the pass's time
     (goal: within 5% where draws overlap little), and split sum / inside sum (> 1: the
     draws overlapped)."""
-    timed = [r for r in records if r.draws and r.gpu]
+    timed = [r for r in records if r.draw_passes() and r.gpu]
     if not timed:
         print("  per-draw truth: no frame with draw timings came back")
         return
-    inside = "n/a" if timed[-1].draws[0].draws[0].begin_ns is None else "inside"
+    inside = "n/a" if timed[-1].draw_passes()[0].draws[0].begin_ns is None else "inside"
     print(f"  per-draw truth over {len(timed)} frames (medians; inside timing: {inside}):")
-    names = [p.name for p in timed[-1].draws]
+    names = [p.name for p in timed[-1].draw_passes()]
     for name in names:
         ratios, overlap, accounted, draws = [], [], [], 0
         for r in timed:
-            p = next((q for q in r.draws if q.name == name), None)
+            p = next((q for q in r.draw_passes() if q.name == name), None)
             s = next((x for x in r.gpu if x.name == name), None)
             if p is None or s is None:
                 continue
@@ -427,7 +427,7 @@ def _draw_truth(records) -> None:
     last = timed[-1]
     print(f"  per pass, frame {last.frame_index}:")
     scopes = {s.name: s for s in last.gpu}
-    for p in last.draws:
+    for p in last.draw_passes():
         print("    " + pass_summary(p, scopes.get(p.name)))
 
 
@@ -438,7 +438,15 @@ def _telemetry_cost(records) -> None:
     if not timed:
         return
     reps = max(1, 600 // len(timed))
-    frames = [FrameTimings(r.frame_index, gpu=list(r.gpu), cpu=list(r.cpu)) for r in timed]
+    # the passes' own scopes only: the draws arm's nested draws would add their stats rows
+    frames = [
+        FrameTimings(
+            r.frame_index,
+            gpu=[s._replace(children=(), detail=None) for s in r.gpu],
+            cpu=list(r.cpu),
+        )
+        for r in timed
+    ]
     arms = {}
     for arm in ("publish", "publish + stats read", "publish + --telemetry JSONL"):
         tel = Telemetry()

@@ -84,11 +84,11 @@ def _latency(target, tool, sample, file, frame, trials: int) -> None:
     text = file.read_text()
     total, watcher, rebuild, frames = [], [], [], []
     for i in range(trials):
-        version = sample.shader.version
+        version = sample.passes.shader.version
         t0 = time.perf_counter()
         file.write_text(text.replace(MARK, f"vec3<f32>(0.02, 0.02, {0.04 + 1e-4 * (i + 1):.4f})"))
         n = 0
-        while sample.shader.version == version:
+        while sample.passes.shader.version == version:
             frame()
             n += 1
             if time.perf_counter() - t0 > 10:
@@ -97,7 +97,7 @@ def _latency(target, tool, sample, file, frame, trials: int) -> None:
         target.read_rgba()  # waits for that frame on the GPU
         total.append((time.perf_counter() - t0) * 1e3)
         watcher.append((tool.last_event_s - t0) * 1e3)
-        rebuild.append(sample.shader.build_ms)
+        rebuild.append(sample.passes.shader.build_ms)
         frames.append(n)
     med = statistics.median
     print(
@@ -115,8 +115,8 @@ def _latency(target, tool, sample, file, frame, trials: int) -> None:
 def _idle(tool, sample, frame, seconds: float) -> None:
     n = 200_000
     hook = timeit.timeit(tool.between_frames, number=n) / n * 1e9
-    get = timeit.timeit(sample.shader.get, number=n) / n * 1e9
-    attr = timeit.timeit(lambda: sample.shader.source, number=n) / n * 1e9
+    get = timeit.timeit(sample.passes.shader.get, number=n) / n * 1e9
+    attr = timeit.timeit(lambda: sample.passes.shader.source, number=n) / n * 1e9
     print(f"idle per frame: between-frames hook {hook:.0f} ns; handle.get() {get:.0f} ns "
           f"(a plain attribute read through a lambda: {attr:.0f} ns)")  # fmt: skip
     on = _idle_cpu(seconds)  # the process idles: the watcher thread runs (and wgpu's own)
