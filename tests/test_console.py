@@ -278,6 +278,9 @@ def test_console_tool_draws_through_the_hud_and_takes_the_window_keys(registry):
     registry.ctx.window = window
     tool = registry.ctx.install(ConsoleTool())
     assert window.text_input is tool.console and "console" in registry.hud.panels
+    assert tool.console.on_key(96) and tool.console.is_open  # backtick: the `console` command
+    assert registry.reg.execute("console close").text == "console: closed"
+    assert registry.reg.keys[96].line == "console" and registry.reg.keys[161].line == "console"
     assert tool.console.registry is registry.reg  # the shared registry, not a copy
     registry.ctx.close_all()  # undone in reverse order: the window gets its keys back
     assert window.text_input is None

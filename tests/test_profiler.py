@@ -63,7 +63,9 @@ def test_four_times_the_work_measures_four_times_the_time(timing_gpu):
         assert one.begin_ns <= one.end_ns <= four.begin_ns <= four.end_ns
         across = four.end_ns - one.begin_ns
         assert (one.end_ns - one.begin_ns) + (four.end_ns - four.begin_ns) <= across
-    ratio = float(np.median(fours) / np.median(ones))
+    # Minimums: preemption by another process only ever lengthens a reading, so the
+    # quickest frame of each is the one nearest the work (medians drift under load).
+    ratio = float(np.min(fours) / np.min(ones))
     assert abs(ratio - 4.0) <= 4.0 * RATIO_TOLERANCE, f"ratio {ratio:.2f}: {ones} {fours}"
     # CPU scopes: Update, both passes' recording, Submit, in start order
     names = [s.name for s in frames[-1].cpu]

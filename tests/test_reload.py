@@ -8,6 +8,7 @@ event), never for a fixed time.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import shutil
 import threading
@@ -206,8 +207,12 @@ def test_reload_command_and_off(s02):
     s02.frame()
     assert s02.sample.passes.shader.version == 0  # not watched
     assert s02.ctx.commands.keys[294].line == "reload"  # F5
+    facts = s02.ctx.telemetry.session.facts
+    before = facts["shaders"]["s02_work.wgsl"]
     r = s02.ctx.commands.execute("reload")
     assert r.ok and r.text.startswith("reloaded") and "2 pipelines" in r.text
+    after = facts["shaders"]["s02_work.wgsl"]  # the session names the WGSL now running
+    assert before != after == hashlib.sha256(s02.file.read_bytes()).hexdigest()[:12]
     s02.frame()
     assert s02.pixel() == (255, 0, 0)
     assert s02.ctx.commands.execute("reload").text.startswith("reload: no WGSL changed")

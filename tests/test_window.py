@@ -192,10 +192,21 @@ def _destroy_windows(display: str, title_part: str, kill: bool = False, dry_run=
     ("sample", "kill"), [("s01", False), ("s13", False), ("s01", True)],
     ids=["s01-windowclose", "s13-windowclose", "s01-xkill"],
 )  # fmt: skip
-def test_window_destroyed_by_another_client_ends_like_a_close(display, sample, kill):
+def test_window_destroyed_by_another_client_ends_like_a_close(display, sample, kill, tmp_path):
     args = ["--instances", "500"] if sample == "s13" else []
+    records = tmp_path / "t.jsonl"  # frames finished: the writer's first buffer reaches disk
     p = subprocess.Popen(
-        [sys.executable, "-m", f"samples.{sample}", "--size", "160x120", "--profile", *args],
+        [
+            sys.executable,
+            "-m",
+            f"samples.{sample}",
+            "--size",
+            "160x120",
+            "--profile",
+            "--telemetry",
+            str(records),
+            *args,
+        ],  # fmt: skip
         cwd=ROOT,
         env=_env(display),
         stdout=subprocess.PIPE,
@@ -203,12 +214,13 @@ def test_window_destroyed_by_another_client_ends_like_a_close(display, sample, k
         text=True,
     )
     try:
-        deadline = time.monotonic() + 60  # a loaded machine starts slowly: wait for the window
-        time.sleep(3)
-        while _destroy_windows(display, "Lantern", kill, dry_run=True) == 0:
+        deadline = time.monotonic() + 120  # a loaded machine starts slowly
+        while _destroy_windows(display, "Lantern", kill, dry_run=True) == 0:  # the window
             assert p.poll() is None and time.monotonic() < deadline, p.communicate()
-            time.sleep(0.5)
-        time.sleep(2)  # the window is up: let it render frames
+            time.sleep(0.2)
+        while b'"type":"frame"' not in (records.read_bytes() if records.exists() else b""):
+            assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+            time.sleep(0.2)  # until frames have finished (their CPU table is the report)
         assert _destroy_windows(display, "Lantern", kill) == 1
         out, err = p.communicate(timeout=60)
     finally:

@@ -110,13 +110,22 @@ class Console:
             self.output.append((part, color))
         self._changed()
 
+    def set_open(self, on: bool | None) -> str:
+        """Open (True), close (False) or toggle (None) the console; returns the state."""
+        self.is_open = (not self.is_open) if on is None else on
+        self._changed()
+        return f"console: {'open' if self.is_open else 'closed'}"
+
     def on_key(self, key: int, *, repeat: bool = False) -> bool:
         """A key went down (``repeat``: is held and repeats); return True if consumed."""
         self._skip_char = False
         if key in TOGGLE_KEYS:
             if not repeat:  # holding the key does not flicker the console
-                self.is_open = not self.is_open
-                self._changed()
+                binding = self.registry.keys.get(key)  # the bound command: `console`
+                if binding is not None:
+                    self.registry.execute(binding.line)
+                else:
+                    self.set_open(None)
             self._skip_char = True
             return True
         if not self.is_open:
@@ -238,6 +247,14 @@ class ConsoleTool:
 
         self.console = Console(ctx.commands)
         ctx.tool(Hud).add_panel(ConsolePanel(self.console))
+        ctx.commands.register(
+            "console",
+            lambda what: self.console.set_open(None if what is None else what == "open"),
+            args=[Choice("open", "close", optional=True)],
+            help="the in-game console (no argument toggles)",
+        )
+        for name, key in (("`", KEY_GRAVE), ("key left of 1", KEY_WORLD_1)):
+            ctx.commands.bind(name, key, "console")
         window = ctx.window
         if window is not None and hasattr(window, "text_input"):
             window.text_input = self.console
