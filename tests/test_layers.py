@@ -115,3 +115,37 @@ def test_the_check_catches_an_upward_import(tmp_path):
 )
 def test_layer_of(module, layer):
     assert LAYERS[layer_of(module)][0] == layer
+
+
+def folder_cycles(root: Path = ENGINE) -> list[tuple[str, str]]:
+    """Pairs of top-level folders (or root modules) of ``engine`` that import each other,
+    directly or through others, at run time."""
+    edges: dict[str, set[str]] = {}
+    for path in root.rglob("*.py"):
+        src = _module(path, root).split(".")[0]
+        for target in runtime_imports(path, root):
+            dst = target.split(".")[0]
+            if dst != src:
+                edges.setdefault(src, set()).add(dst)
+
+    def reaches(a: str, b: str) -> bool:
+        todo, seen = [a], {a}
+        while todo:
+            for n in edges.get(todo.pop(), ()):
+                if n == b:
+                    return True
+                if n not in seen:
+                    seen.add(n)
+                    todo.append(n)
+        return False
+
+    return sorted({tuple(sorted((a, b))) for a in edges for b in edges[a] if reaches(b, a)})
+
+
+def test_no_import_cycle_between_folders(tmp_path):
+    assert folder_cycles() == []
+    (tmp_path / "debug").mkdir()
+    (tmp_path / "passes").mkdir()
+    (tmp_path / "debug" / "hud.py").write_text("from ..passes.overlay import X\n")
+    (tmp_path / "passes" / "overlay.py").write_text("from ..debug.hud import Y\n")
+    assert folder_cycles(tmp_path) == [("debug", "passes")]  # the check can fail
