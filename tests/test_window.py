@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import select
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 
@@ -23,21 +25,54 @@ def display():
         if os.environ.get("CI") or os.environ.get("LANTERN_EXPECT_ADAPTER"):
             pytest.fail("Xvfb is required in CI (apt-get install xvfb)")
         pytest.skip("Xvfb not installed")
-    for n in range(91, 120):
-        if not os.path.exists(f"/tmp/.X11-unix/X{n}") and not os.path.exists(f"/tmp/.X{n}-lock"):
-            break
+    # Xvfb picks a free display itself and writes its number once it accepts connections
+    # (-displayfd): no race with another Xvfb (xvfb-run, a parallel run) for the same number.
+    read, write = os.pipe()
+    log = tempfile.TemporaryFile()
     proc = subprocess.Popen(
-        [xvfb, f":{n}", "-screen", "0", "1024x768x24", "-nolisten", "tcp"],
+        [xvfb, "-displayfd", str(write), "-screen", "0", "1024x768x24", "-nolisten", "tcp"],
+        pass_fds=(write,),
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=log,
     )
-    for _ in range(100):
-        if os.path.exists(f"/tmp/.X11-unix/X{n}"):
+    os.close(write)
+    n, deadline = b"", time.monotonic() + 60  # a loaded machine starts it slowly
+    while (
+        not n.endswith(b"\n")
+        and select.select([read], [], [], max(0, deadline - time.monotonic()))[0]
+    ):
+        chunk = os.read(read, 64)  # "0" and "\n" may come in two writes: read the line,
+        if not chunk:  # and keep the pipe open (a closed reader kills Xvfb's second write)
             break
-        time.sleep(0.05)
+        n += chunk
+    n = n.decode().strip()
+    deadline = time.monotonic() + 60
+    while n.isdigit() and not _can_connect(f":{n}") and time.monotonic() < deadline:
+        time.sleep(0.05)  # the number can come a moment before the socket accepts
+    if not n.isdigit() or not _can_connect(f":{n}"):
+        proc.kill()
+        log.seek(0)
+        said = log.read().decode(errors="replace").strip().splitlines()[-3:]
+        pytest.fail(f"Xvfb did not start (display {n!r}, exit {proc.wait()}): {said}")
     yield f":{n}"
     proc.terminate()
     proc.wait(10)
+    os.close(read)
+
+
+def _can_connect(display: str) -> bool:
+    """Whether an X client can open ``display`` now (opened and closed again)."""
+    import ctypes
+    import ctypes.util
+
+    x = ctypes.CDLL(ctypes.util.find_library("X11"))
+    x.XOpenDisplay.restype = ctypes.c_void_p
+    x.XOpenDisplay.argtypes = [ctypes.c_char_p]
+    x.XCloseDisplay.argtypes = [ctypes.c_void_p]
+    d = x.XOpenDisplay(display.encode())
+    if d:
+        x.XCloseDisplay(d)
+    return bool(d)
 
 
 def _env(display):
@@ -115,22 +150,44 @@ def test_window_renders_resizes_minimises_and_closes(display):
     assert log["polls_while_minimised"] == 5  # minimised: no frame drawn, then resumed
 
 
-@pytest.mark.parametrize("delay", [0.4, 6.0], ids=["during-start-up", "while-rendering"])
-def test_ctrl_c_shuts_down_cleanly(display, delay):
+def _wait_for_frames(p, records, what: str, timeout_s: float = 120) -> None:
+    """Until ``records`` (a ``--telemetry`` file) holds a frame: frames have finished and
+    their CPU table will be the report (the writer's first buffer reaches the disk)."""
+    deadline = time.monotonic() + timeout_s
+    while b'"type":"frame"' not in (records.read_bytes() if records.exists() else b""):
+        assert p.poll() is None and time.monotonic() < deadline, (what, p.communicate())
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("when", ["during-start-up", "while-rendering"])
+def test_ctrl_c_shuts_down_cleanly(display, when, tmp_path):
+    records = tmp_path / "t.jsonl"
     p = subprocess.Popen(
-        [sys.executable, "-m", "samples.s01", "--size", "160x120", "--profile"],
+        [
+            sys.executable,
+            "-m",
+            "samples.s01",
+            "--size",
+            "160x120",
+            "--profile",
+            "--telemetry",
+            str(records),
+        ],  # fmt: skip
         cwd=ROOT,
         env=_env(display),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(delay)
+    if when == "while-rendering":
+        _wait_for_frames(p, records, when)
+    else:  # the adapter is up, the window and the sample are still being built
+        assert p.stdout.readline().startswith("GPU:")
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=60)
     assert p.returncode == 130, err
     assert "Traceback" not in err
-    if delay > 5:
+    if when == "while-rendering":
         assert "CPU frame" in out  # the shutdown timeline still printed
 
 
@@ -144,7 +201,8 @@ def test_ctrl_c_during_capture_writes_nothing(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(4)
+    first = p.stdout.readline()  # the adapter line: the capture starts (100k frames to go)
+    assert first.startswith("GPU:"), first
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=60)
     assert p.returncode == 130, err
@@ -218,9 +276,7 @@ def test_window_destroyed_by_another_client_ends_like_a_close(display, sample, k
         while _destroy_windows(display, "Lantern", kill, dry_run=True) == 0:  # the window
             assert p.poll() is None and time.monotonic() < deadline, p.communicate()
             time.sleep(0.2)
-        while b'"type":"frame"' not in (records.read_bytes() if records.exists() else b""):
-            assert p.poll() is None and time.monotonic() < deadline, p.communicate()
-            time.sleep(0.2)  # until frames have finished (their CPU table is the report)
+        _wait_for_frames(p, records, "window up")
         assert _destroy_windows(display, "Lantern", kill) == 1
         out, err = p.communicate(timeout=60)
     finally:
