@@ -37,6 +37,7 @@ from .telemetry import Session, Telemetry
 from .tool import Tool, ToolContext
 from .tools.capture import CaptureTool
 from .tools.profiling import ProfilingTool
+from .tools.views import ViewTool
 
 log = logging.getLogger("lantern")
 T = TypeVar("T")
@@ -90,6 +91,7 @@ class Sample:
 DEFAULT_TOOLS: tuple[Callable[[], Tool], ...] = (
     LogTailTool,  # first: start-up lines are in the tail
     ProfilingTool,  # --gpu-profile / --profile, ``profile``, ``stats``
+    ViewTool,  # debug views (``view``, F3, --view): its pass before the HUD's, under it
     Hud,  # the panels (the live flame chart among them) and their DebugOverlay pass
     ConsoleTool,  # draws through the HUD
     CaptureTool,  # ``capture PATH``

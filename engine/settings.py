@@ -192,6 +192,17 @@ def add_frame_arguments(parser: argparse.ArgumentParser, *, default_instances: i
         metavar=CAMERA_FORMAT,
         help="fixed camera instead of the fly-through (world units, degrees)",
     )
+    from engine.passes.view import MODES, view_type
+
+    g.add_argument(
+        "--view",
+        type=view_type,
+        default=None,
+        metavar="NAME",
+        help="start with a debug view in place of the tone-mapped picture: "
+        + ", ".join(MODES)
+        + " (hiz:N for Hi-Z level N); F3 / 'view NAME' switch it",
+    )
     g.add_argument(
         "--scene",
         type=scene_type,

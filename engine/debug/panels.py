@@ -9,8 +9,9 @@ from .cull_panel import CullPanel
 from .logtail import LogHudPanel
 from .perf import PerfPanel
 from .timeline import TimelinePanel
+from .view_panel import ViewPanel
 
-PANELS = (PerfPanel, CullPanel, TimelinePanel, LogHudPanel, FlamePanel)
+PANELS = (PerfPanel, CullPanel, TimelinePanel, LogHudPanel, FlamePanel, ViewPanel)
 
 
 def mode_names(panels=PANELS) -> tuple[str, ...]:

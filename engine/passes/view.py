@@ -1,0 +1,287 @@
+"""``View``: a debug view of the standard frame drawn to the output in place of Post.
+
+Each view reads a target the frame already made (no geometry is drawn again) and writes a
+picture of it with one fullscreen triangle (``shaders/view.wgsl``):
+
+========== ===================================================================================
+depth      view distance ``z = near / d`` of the reverse-Z depth on a log scale: grey
+           ``log(z / near) / log(far / near)`` (sRGB-encoded value), ``far`` the scene's
+           diagonal; the sky (d = 0) dark blue
+hiz        Hi-Z pyramid level N (default 1) at output size, shown like depth
+shadow     the sun's shadow map (reverse-Z orthographic depth, white nearest the sun),
+           letterboxed
+luminance  log2 luminance of the HDR target as false colour (Turbo) over ``EV_RANGE``; the
+           bottom strip is the ramp with a white tick at middle grey for the current exposure
+normals    world-space normals reconstructed from depth (``n * 0.5 + 0.5``)
+nan        NaN (magenta), +Inf (red), -Inf (blue), negative (cyan) pixels of the HDR target
+========== ===================================================================================
+
+The pass is in the graph from the start, disabled; the views tool (``engine.tools.views``)
+enables it and disables Post while a view is on, so a view costs one fullscreen pass in
+place of the tone map and nothing when off.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import wgpu
+
+from engine.graph import RenderPass
+from engine.passes.resources import DEPTH, EXPOSURE, HDR, OUTPUT, PYRAMID, SHADOW_MAP
+from engine.shader_registry import shader_pipeline
+
+#: View name -> shader mode (``shaders/view.wgsl``), in F3 order.
+MODES = {"depth": 0, "hiz": 1, "shadow": 2, "luminance": 3, "normals": 4, "nan": 5}
+#: log2 luminance at the two ends of the luminance view's ramp (scene-referred, linear HDR).
+EV_RANGE = (-8.0, 8.0)
+#: What each view reads beyond the view uniform.
+READS = {
+    "depth": (DEPTH,),
+    "hiz": (DEPTH, PYRAMID),
+    "shadow": (DEPTH, SHADOW_MAP),
+    "luminance": (DEPTH, HDR),
+    "normals": (DEPTH,),
+    "nan": (DEPTH, HDR),
+}
+PARAMS_DTYPE = np.dtype(
+    [
+        ("mode", "<u4"),
+        ("level", "<u4"),
+        ("auto_exposure", "<u4"),
+        ("pad0", "<u4"),
+        ("near", "<f4"),
+        ("far", "<f4"),  # world units shown white by depth and hiz
+        ("ev_lo", "<f4"),
+        ("ev_hi", "<f4"),
+    ]
+)
+
+_T = wgpu.ShaderStage.FRAGMENT
+
+
+def view_requirement(name: str, settings) -> str | None:
+    """Why ``name`` cannot be shown with ``settings`` (one line naming the knob), or None."""
+    if name == "hiz" and not (settings.cull and settings.occlusion):
+        return (
+            "view hiz needs occlusion culling (the frame builds no Hi-Z pyramid): drop "
+            "--no-occlusion / --no-cull"
+        )
+    if name == "shadow" and not settings.shadows:
+        return "view shadow needs the sun's shadow map: drop --no-shadows (or 'shadows on')"
+    if name in ("luminance", "nan") and not settings.post:
+        return f"view {name} needs the HDR target: drop --no-post"
+    return None
+
+
+#: Turbo (Mikhailov, Google 2019) at 9 evenly spaced points, sRGB-encoded: the false-colour
+#: ramp of the luminance view, linearly interpolated (``shaders/view.wgsl`` has the same).
+TURBO9 = np.array(
+    [
+        (0.190, 0.072, 0.232),
+        (0.276, 0.421, 0.891),
+        (0.158, 0.736, 0.923),
+        (0.197, 0.949, 0.595),
+        (0.644, 0.990, 0.234),
+        (0.933, 0.812, 0.227),
+        (0.984, 0.493, 0.128),
+        (0.816, 0.185, 0.018),
+        (0.480, 0.016, 0.011),
+    ]
+)
+
+
+def ramp(t: np.ndarray) -> np.ndarray:
+    """The luminance view's colour of ``t`` in [0, 1] (clamped): ``(..., 3)`` sRGB-encoded."""
+    x = np.clip(np.asarray(t, np.float64), 0.0, 1.0) * 8.0
+    i = np.minimum(x.astype(int), 7)
+    f = (x - i)[..., None]
+    return TURBO9[i] * (1 - f) + TURBO9[i + 1] * f
+
+
+def depth_grey(depth: np.ndarray, near: float, far: float) -> np.ndarray:
+    """The depth view's sRGB-encoded grey in [0, 1] of reverse-Z depth (NaN where d is 0)."""
+    z = linear_depth(depth, near)
+    g = np.clip(np.log(z / near) / np.log(far / near), 0.0, 1.0)
+    return np.where(np.isfinite(z), g, np.nan)
+
+
+def linear_depth(depth: np.ndarray, near: float) -> np.ndarray:
+    """View distance (world units, float64, same shape) of reverse-Z infinite-perspective
+    depth ``d`` (``engine.math3d.perspective_reverse_z``: ``d = near / z``); inf where d is 0."""
+    d = np.asarray(depth, np.float64)
+    with np.errstate(divide="ignore"):
+        return np.where(d > 0, near / np.where(d > 0, d, 1.0), np.inf)
+
+
+def parse_view(text: str) -> tuple[str, int | None]:
+    """``"depth"`` -> ``("depth", None)``; ``"hiz:3"`` -> ``("hiz", 3)``.
+
+    Raises:
+        ValueError: an unknown name (the message lists the valid ones) or a bad level.
+    """
+    name, colon, level = text.strip().partition(":")
+    if name not in MODES:
+        raise ValueError(f"unknown view {name!r}; views: {', '.join(MODES)}")
+    if not colon:
+        return name, None
+    if name != "hiz":
+        raise ValueError(f"view {name} takes no level (only hiz:N does), got {text!r}")
+    try:
+        n = int(level)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise ValueError(f"expected hiz:N with a level N >= 0, got {text!r}")
+    return name, n
+
+
+def view_type(text: str) -> tuple[str, int | None]:
+    """argparse ``type=`` of ``--view``: ``parse_view`` with argparse's error type."""
+    import argparse
+
+    try:
+        return parse_view(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+class ViewPass(RenderPass):
+    """``View``: the selected debug view (``name``, ``level``) to the output.
+
+    Args:
+        res: the frame's ``FrameResources``.
+
+    Attributes:
+        name_shown: the view drawn (a key of ``MODES``); ``level``: the Hi-Z level of ``hiz``.
+        far: world distance depth and hiz show white (the scene's diagonal by default).
+    """
+
+    writes = (OUTPUT,)
+
+    def __init__(self, res, name: str = "View"):
+        super().__init__(name, enabled=False)
+        self.res = res
+        d = res.device
+        self.name_shown, self.level = "depth", 1
+        lo, hi = res.gs.scene.extent
+        self.far = max(float(np.linalg.norm(np.asarray(hi) - np.asarray(lo))), 1e-3)
+        tex = {"sample_type": "unfilterable-float"}
+        self.layout = d.create_bind_group_layout(
+            label="view",
+            entries=[
+                {"binding": 0, "visibility": _T, "buffer": {"type": "uniform"}},
+                {"binding": 1, "visibility": _T, "buffer": {"type": "uniform"}},
+                {"binding": 2, "visibility": _T, "texture": {"sample_type": "depth"}},
+                {"binding": 3, "visibility": _T, "texture": tex},
+                {"binding": 4, "visibility": _T, "texture": tex},
+                {"binding": 5, "visibility": _T, "texture": {"sample_type": "depth"}},
+                {"binding": 6, "visibility": _T, "buffer": {"type": "read-only-storage"}},
+            ],
+        )
+        fmt = res.graph.output_format
+        self.shader = shader_pipeline(d, "view.wgsl", lambda m: self._make(m, fmt))
+        self.params = d.create_buffer(
+            label="view params",
+            size=PARAMS_DTYPE.itemsize,
+            usage=wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST,
+        )
+        self._written: bytes | None = None
+        self._group: tuple | None = None  # (key, bind group)
+        # HDR-less frames (--no-post) still bind something of the right type
+        self._blank = d.create_texture(
+            size=(1, 1, 1), format="rgba16float", usage=wgpu.TextureUsage.TEXTURE_BINDING
+        )
+
+    def _make(self, m, fmt: str) -> wgpu.GPURenderPipeline:
+        d = self.res.device
+        return d.create_render_pipeline(
+            label="view",
+            layout=d.create_pipeline_layout(bind_group_layouts=[self.layout]),
+            vertex={"module": m, "entry_point": "vs_fullscreen"},
+            primitive={"topology": "triangle-list"},
+            fragment={"module": m, "entry_point": "fs_view", "targets": [{"format": fmt}]},
+        )
+
+    @property
+    def reads(self) -> tuple[str, ...]:
+        r = READS[self.name_shown]
+        if self.name_shown == "luminance" and self.res.settings.auto_exposure:
+            r += (EXPOSURE,)
+        return r
+
+    def levels(self) -> int:
+        """The Hi-Z pyramid's mip count (valid ``level`` values are 0 .. levels - 1)."""
+        return self.res.pyramid.levels
+
+    def _params_bytes(self) -> bytes:
+        p = np.zeros((), PARAMS_DTYPE)
+        p["mode"] = MODES[self.name_shown]
+        p["level"] = min(self.level, self.levels() - 1)
+        p["auto_exposure"] = 1 if self.res.settings.auto_exposure else 0
+        cam = self.res.camera
+        p["near"] = cam.near if cam is not None else 0.1
+        p["far"] = self.far
+        p["ev_lo"], p["ev_hi"] = EV_RANGE
+        return p.tobytes()
+
+    def _bind_group(self) -> wgpu.GPUBindGroup:
+        r, g = self.res, self.res.graph
+        post = r.settings.post
+        key = (g.resource_key(), id(r.shadow.view), id(r.pyramid.view), post)
+        if self._group is None or self._group[0] != key:
+            hdr = g.view(HDR) if post else self._blank.create_view()
+            entries = [
+                {"binding": 0, "resource": {"buffer": r.view_uniform}},
+                {"binding": 1, "resource": {"buffer": self.params}},
+                {"binding": 2, "resource": g.view(DEPTH)},
+                {"binding": 3, "resource": hdr},
+                {"binding": 4, "resource": r.pyramid.view},
+                {"binding": 5, "resource": r.shadow.view},
+                {"binding": 6, "resource": {"buffer": g.buffer(EXPOSURE)}},
+            ]
+            grp = r.device.create_bind_group(label="view", layout=self.layout, entries=entries)
+            self._group = (key, grp)
+        return self._group[1]
+
+    def targets(self, ctx) -> dict:
+        return {
+            "color_attachments": [
+                {
+                    "view": ctx.output,
+                    "load_op": "clear",
+                    "clear_value": (0, 0, 0, 1),
+                    "store_op": "store",
+                }  # fmt: skip
+            ]
+        }
+
+    def record(self, ctx, rpass) -> None:
+        data = self._params_bytes()
+        if data != self._written:  # written when the view or a knob changes
+            self.res.device.queue.write_buffer(self.params, 0, data)
+            self._written = data
+        rpass.set_pipeline(self.shader.get())
+        rpass.set_bind_group(0, self._bind_group())
+        rpass.draw(3)
+
+
+def hiz_texel(px: np.ndarray, size: tuple[int, int], base: tuple[int, int], level: int):
+    """The level-``level`` texel ``(x, y)`` the hiz view shows at output pixel columns/rows
+    ``px`` (int arrays): ``px * base // size >> level`` clamped to the level's size."""
+    dims = [max(1, b >> level) for b in base]
+    return [
+        np.minimum((p * b // s) >> level, n - 1)
+        for p, b, s, n in zip(px, base, size, dims, strict=True)
+    ]
+
+
+__all__ = [
+    "EV_RANGE",
+    "MODES",
+    "ViewPass",
+    "hiz_texel",
+    "linear_depth",
+    "parse_view",
+    "view_requirement",
+    "view_type",
+]

@@ -1,0 +1,202 @@
+"""The debug views tool: ``view NAME [N]`` in the console and the portal, F3 for the next one,
+``--view NAME[:N]`` on the command line (so captures show them).
+
+The views themselves are ``engine.passes.view`` (one fullscreen pass over targets the frame
+already has); this tool owns the ``View`` pass, switches it on in place of ``Post`` and
+checks that the run has what a view reads (a one-line error naming the flag otherwise).
+A sample without the standard frame has no views: the command says so.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from ..commands import Arg, CommandError, Int
+from ..passes.resources import FrameResources
+from ..passes.view import MODES, ViewPass, parse_view, view_requirement
+
+log = logging.getLogger("lantern")
+
+KEY_F3 = 292  # glfw
+NAMES = tuple(MODES)
+DEFAULT_LEVEL = 1  # hiz: level 1 (level 0 is the depth buffer at power-of-two size)
+
+
+class ViewName(Arg):
+    """A view name, ``hiz:N``, ``off`` or ``next``."""
+
+    metavar = "NAME|off|next"
+
+    def parse(self, text: str):
+        if text in ("off", "next"):
+            return text, None
+        try:
+            return parse_view(text)
+        except ValueError as e:
+            raise CommandError(f"{e}; or off, next") from None
+
+    def choices(self) -> Sequence[str]:
+        return (*NAMES, "off", "next")
+
+
+def frame_resources(graph) -> FrameResources | None:
+    """The standard frame's ``FrameResources`` in ``graph`` (through its passes), or None."""
+    for p in graph.passes:
+        res = getattr(p, "res", None)
+        if isinstance(res, FrameResources):
+            return res
+    return None
+
+
+class ViewTool:
+    """Owns the ``View`` pass and the ``view`` command.
+
+    Attributes:
+        current: the view shown (a key of ``engine.passes.view.MODES``) or None.
+        view_pass: the ``ViewPass`` (None in a sample without the standard frame).
+    """
+
+    name = "views"
+
+    def __init__(self):
+        self.current: str | None = None
+        self.view_pass: ViewPass | None = None
+        self._undo = []
+
+    def install(self, ctx) -> None:
+        self.ctx = ctx
+        self.res = frame_resources(ctx.graph)
+        start = ctx.option("view")
+        ctx.commands.register(
+            "view",
+            self.command,
+            args=[ViewName(optional=True), Int(0, 15, what="a Hi-Z level", optional=True)],
+            help="debug view of the frame: " + ", ".join(NAMES) + "; off; next (F3)",
+        )
+        ctx.commands.bind("F3", KEY_F3, "view next")
+        if self.res is None:
+            if start is not None:
+                raise ValueError("--view: this sample has no standard frame (s13 has one)")
+            return
+        self.view_pass = ctx.graph.add(ViewPass(self.res))
+        self.post = ctx.graph.pass_named("Post")
+        self._undo.append(ctx.on_update(self._update))
+        if start is not None:
+            try:
+                self.set_view(*start)
+            except CommandError as e:
+                raise ValueError(f"--view: {e}") from None
+
+    def close(self) -> None:
+        for undo in self._undo:
+            undo()
+        self._undo.clear()
+
+    # -- switching -------------------------------------------------------------------------
+    def available(self) -> list[str]:
+        """The views this run can show now (its knobs: e.g. no ``shadow`` without shadows)."""
+        s = self.res.settings
+        return [n for n in NAMES if view_requirement(n, s) is None]
+
+    def set_view(self, name: str | None, level: int | None = None) -> str:
+        """Show view ``name`` (None: the normal picture) from the next frame on; ``level``
+        is the Hi-Z level of ``hiz`` (default ``DEFAULT_LEVEL``). Returns the output line.
+
+        Raises:
+            CommandError: no standard frame, a view the run lacks data for (naming the flag),
+                or a level outside the pyramid's ``0 .. levels - 1``.
+        """
+        if self.res is None:
+            raise CommandError("this sample has no standard frame: no debug views")
+        if name is None:
+            self.current = None
+            self._hud_mode(False)
+            return "view: off (the normal picture)"
+        why = view_requirement(name, self.res.settings)
+        if why is not None:
+            raise CommandError(why)
+        vp = self.view_pass
+        if name == "hiz":
+            n = vp.levels()
+            level = DEFAULT_LEVEL if level is None else level
+            if not 0 <= level < n:
+                raise CommandError(
+                    f"hiz level {level} is out of range: the pyramid has levels 0..{n - 1}"
+                )
+            vp.level = level
+        elif level is not None:
+            raise CommandError(f"view {name} takes no level (only hiz does)")
+        vp.name_shown, self.current = name, name
+        self._hud_mode(True)
+        return f"view: {self.describe()}"
+
+    def command(self, choice, level: int | None) -> str:
+        if choice is None:
+            now = self.describe() if self.current else "off"
+            return f"view: {now}; views: {', '.join(NAMES)}"
+        name, lvl = choice
+        if name == "off":
+            return self.set_view(None)
+        if name == "next":
+            return self.next_view()
+        return self.set_view(name, lvl if lvl is not None else level)
+
+    def next_view(self) -> str:
+        """F3: the next view this run can show, after the last one the normal picture."""
+        if self.res is None:
+            raise CommandError("this sample has no standard frame: no debug views")
+        avail = self.available()
+        if self.current is None:
+            return self.set_view(avail[0]) if avail else "view: none available"
+        later = [n for n in avail if NAMES.index(n) > NAMES.index(self.current)]
+        return self.set_view(later[0]) if later else self.set_view(None)
+
+    def describe(self) -> str:
+        """The shown view and how to read it (the legend's first line)."""
+        vp = self.view_pass
+        name = self.current
+        if name == "hiz":
+            w, h = (max(1, b >> vp.level) for b in self.res.pyramid.base)
+            return f"hiz level {vp.level} ({w}x{h}) of {vp.levels()}, shown like depth"
+        return f"{name}: {LEGENDS[name].format(far=vp.far)}"
+
+    # -- per frame -------------------------------------------------------------------------
+    def _update(self, frame_ctx) -> None:
+        """Before recording: View in place of Post while a view is on; a knob changed since
+        (e.g. ``shadows off``) turns a view it starves off, with one line."""
+        s = self.res.settings
+        if self.current is not None:
+            why = view_requirement(self.current, s)
+            if why is not None:
+                log.warning("view %s off: %s", self.current, why)
+                self.current = None
+                self._hud_mode(False)
+        on = self.current is not None
+        self.view_pass.enabled = on
+        self.post.enabled = s.post and not on
+
+    def _hud_mode(self, on: bool) -> None:
+        """Show the legend panel (HUD mode ``view``) while a view is on, if the HUD was off."""
+        from ..debug.hud import Hud
+
+        hud = self.ctx.find(Hud)
+        if hud is None or "view" not in hud.mode_panels:
+            return
+        if on and hud.mode == "off":
+            hud.set_mode("view", hint=False)
+        elif not on and hud.mode == "view":
+            hud.set_mode("off", hint=False)
+
+
+#: One line per view: how to read it ({far}: the distance shown white).
+LEGENDS = {
+    "depth": "view distance, log scale: black at the near plane, white at {far:.4g} units; "
+    "sky dark blue",
+    "hiz": "",
+    "shadow": "sun shadow map, white nearest the sun (reverse-Z orthographic)",
+    "luminance": "log2 luminance -8..+8 as Turbo; bottom strip: the ramp, white tick = middle "
+    "grey at the current exposure",
+    "normals": "world normals from depth, (n + 1) / 2 as RGB: up is light green",
+    "nan": "HDR NaN magenta, +Inf red, -Inf blue, negative cyan; the rest dim grey",
+}
