@@ -36,6 +36,7 @@ from .surfaces import OffscreenTarget, SurfaceError, WindowSurface
 from .telemetry import Session, Telemetry
 from .tool import Tool, ToolContext
 from .tools.capture import CaptureTool
+from .tools.dump import DumpTool
 from .tools.profiling import ProfilingTool
 from .tools.views import ViewTool
 
@@ -95,6 +96,7 @@ DEFAULT_TOOLS: tuple[Callable[[], Tool], ...] = (
     Hud,  # the panels (the live flame chart among them) and their DebugOverlay pass
     ConsoleTool,  # draws through the HUD
     CaptureTool,  # ``capture PATH``
+    DumpTool,  # --dump NAME[@PASS] PATH, after the last frame
     HotReload,  # WGSL watched, pipelines rebuilt between frames (F5, ``reload``)
     CostTracker,  # a reloaded pass's time before and after, in the perf table
     BaselineCompare,  # --baseline A.jsonl beside each pass
@@ -135,7 +137,8 @@ class App:
         loop = FrameLoop(gpu, graph, telemetry=telemetry)
         commands = CommandRegistry()
         loop.between_frames.append(commands.run_pending)  # console and portal lines
-        final = None if not args.capture else (args.frames or CAPTURE_FRAMES) - 1
+        headless = args.capture or getattr(args, "dump", None)  # --dump: like --capture
+        final = None if not headless else (args.frames or CAPTURE_FRAMES) - 1
         self.ctx = ToolContext(
             gpu, graph, telemetry, commands, loop, args, window=window, final_frame=final
         )
@@ -207,6 +210,14 @@ def run(sample_cls: type[Sample], argv: list[str] | None = None) -> int:
     ):
         if path is not None:
             check_output_path(parser, option, path, suffix)
+    if args.dump is not None:
+        path = args.dump[1]
+        suffix = next((x for x in (".npy", ".png", ".exr") if path.lower().endswith(x)), None)
+        if suffix is None:
+            parser.error(f"argument --dump: {path!r} must end in .npy, .png or .exr")
+        check_output_path(parser, "--dump", path, suffix)
+        if args.graph is not None:
+            parser.error("argument --graph: it prints the frame's passes and exits; drop --dump")
     if args.capture is not None:
         try:  # a link or a file that is not a PNG is never replaced (engine.safe_write)
             png_target(args.capture)
@@ -255,7 +266,7 @@ def _start_and_run(sample_cls, args, prog: str, interrupt: Interrupt) -> int:
 
     target = window = None
     try:
-        if args.capture or args.graph is not None:
+        if args.capture or args.dump or args.graph is not None:
             target = OffscreenTarget(gpu.device, args.size)
             fmt, size = target.format, args.size
         else:
@@ -320,6 +331,8 @@ def _run_capture(app: App, sample: Sample, target: OffscreenTarget) -> None:
             app.loop.frame(target.view, i * CAPTURE_DT, update)
             app.frame_done(target.texture)
             progress.update(i + 1)
+    if app.args.capture is None:  # --dump alone: its tool wrote the file
+        return
     try:
         target.save_png(app.args.capture)
     except (OSError, UnsafeWrite) as e:  # checked at start-up; a full disk still fails here

@@ -103,6 +103,13 @@ def build_parser(prog: str, description: str) -> ArgumentParser:
         help="render headless (no window) and write the last frame to this PNG file",
     )
     g.add_argument(
+        "--dump",
+        nargs=2,
+        metavar=("NAME[@PASS]", "PATH"),
+        help="render headless and write graph texture NAME as the last frame left it (or "
+        "right after pass PASS) to PATH: .npy raw values, .png range-mapped, .exr values",
+    )
+    g.add_argument(
         "--frames",
         type=positive_int,
         metavar="N",

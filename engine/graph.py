@@ -473,6 +473,11 @@ class RenderGraph:
     def texture(self, name: str) -> wgpu.GPUTexture:
         return self._textures[name]
 
+    def texture_names(self) -> list[str]:
+        """Names of the graph-owned textures, history (``@prev``) and snapshot copies
+        included, in creation order."""
+        return list(self._textures)
+
     def view(self, name: str) -> wgpu.GPUTextureView:
         return self._views[name]
 
