@@ -125,8 +125,8 @@ fn normals_view(px: vec2i, size: vec2i) -> vec3f {
     let dn = world_at(vec2i(px.x, yd), size) - p;
     let up = p - world_at(vec2i(px.x, yu), size);
     // the shorter difference stays on this surface at a silhouette
-    let dx = select(r, l, dot(l, l) < dot(r, r) || xr == px.x);
-    let dy = select(dn, up, dot(up, up) < dot(dn, dn) || yd == px.y);
+    let dx = select(r, l, (dot(l, l) < dot(r, r) && xl != px.x) || xr == px.x);
+    let dy = select(dn, up, (dot(up, up) < dot(dn, dn) && yu != px.y) || yd == px.y);
     var n = normalize(cross(dy, dx));
     if (dot(n, view.eye.xyz - p) < 0.0) {
         n = -n;  // facing the camera

@@ -1,0 +1,291 @@
+"""Debug views (engine/passes/view.py, engine/tools/views.py) against independent references:
+the projection maths and ray-plane intersection in numpy, the pyramid and HDR target read
+back, hand-placed NaN/Inf/negative texels; the view off adds nothing to the frame."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import wgpu
+
+from engine.graph import RenderPass
+from engine.passes.resources import DEPTH, HDR, HDR_FORMAT
+from engine.passes.view import EV_RANGE, depth_grey, hiz_texel, linear_depth, ramp
+from engine.scene.camera import Camera
+from engine.scene.meshes import box, plane
+from engine.scene.scene import Mesh, Scene
+from engine.settings import FrameSettings
+from engine.tools.dump import read_texture
+from engine.tools.views import ViewTool
+from tests.frame_harness import Harness, random_scene
+from tests.tool_fakes import make_ctx
+
+SIZE = (64, 40)
+CAMERA = Camera((0.0, 6.0, 14.0), (0.0, 0.0, 0.0), fov_y_deg=60.0, near=0.1)
+
+
+def srgb_encode(x: np.ndarray) -> np.ndarray:
+    """Linear [0, 1] -> sRGB-encoded [0, 1] (IEC 61966-2-1)."""
+    x = np.clip(x, 0.0, 1.0)
+    return np.where(x <= 0.0031308, 12.92 * x, 1.055 * x ** (1 / 2.4) - 0.055)
+
+
+def ground_scene() -> Scene:
+    """A 40 x 40 ground plane at y = 0 and one unit box standing on it at the origin."""
+    meshes = [Mesh.from_lods("ground", [plane(1.0)]), Mesh.from_lods("box", [box()])]
+    rows = np.array([np.diag([20.0, 1, 20.0, 1]), np.eye(4)], np.float32)
+    rows[1, 1, 3] = 0.5  # the box's centre at y = 0.5
+    colors = np.array([[0.6, 0.6, 0.6, 1.0], [0.8, 0.3, 0.2, 1.0]], np.float32)
+    return Scene(meshes, rows, np.array([0, 1], np.uint32), colors)
+
+
+class Viewed:
+    """A harness frame with the views tool installed on a tool context over its graph."""
+
+    def __init__(self, gpu, scene, settings=None, size=SIZE):
+        self.h = Harness(gpu, scene, size, settings or FrameSettings(taa=False, bloom=False))
+        self.ctx = make_ctx(gpu, self.h.graph, view=None)
+        self.tool = self.ctx.install(ViewTool())
+        self.device = gpu.device
+
+    def render(self, frames: int = 2, camera: Camera = CAMERA) -> np.ndarray:
+        def update(ctx):
+            self.h.frame.update(ctx, camera)
+            for fn in self.ctx.updates:
+                fn(ctx)
+
+        for _ in range(frames):
+            self.h.loop.frame(self.h.target.view, 0.0, update)
+        return self.h.target.read_rgba()[:, :, :3].astype(np.float64)
+
+    def command(self, line: str):
+        return self.ctx.commands.execute(line)
+
+
+@pytest.fixture(scope="module")
+def ground(gpu):
+    return Viewed(gpu, ground_scene())
+
+
+def test_linear_depth_matches_ray_plane_distance(gpu, ground):
+    """The depth buffer's ``near / d`` equals the view-space distance to the ground plane,
+    found by intersecting each pixel's camera ray with y = 0 in numpy."""
+    ground.command("view off")
+    ground.render()
+    depth = read_texture(gpu.device, ground.h.graph.texture(DEPTH))[:, :, 0]
+    w, h = SIZE
+    view = CAMERA.view().astype(np.float64)
+    proj = CAMERA.proj(w / h).astype(np.float64)
+    inv_view = np.linalg.inv(view)
+    ys, xs = np.mgrid[0:h, 0:w]
+    ndc_x = (xs + 0.5) / w * 2 - 1
+    ndc_y = 1 - (ys + 0.5) / h * 2
+    dirs_view = np.stack([ndc_x / proj[0, 0], ndc_y / proj[1, 1], -np.ones_like(ndc_x)], -1)
+    dirs = dirs_view @ inv_view[:3, :3].T
+    eye = np.asarray(CAMERA.eye, np.float64)
+    t = -eye[1] / dirs[..., 1]  # ray parameter to y = 0 (view z of the hit is t: dir z = -1)
+    hit = eye + t[..., None] * dirs
+    on_ground = (dirs[..., 1] < 0) & (np.abs(hit[..., 0]) < 19) & (np.abs(hit[..., 2]) < 19)
+    on_ground &= (np.abs(hit[..., 0]) > 1.5) | (np.abs(hit[..., 2]) > 1.5)  # off the box
+    on_ground &= ys > h // 2  # below the horizon, and clear of the box's silhouette
+    got = linear_depth(depth, CAMERA.near)
+    assert on_ground.sum() > 300
+    np.testing.assert_allclose(got[on_ground], t[on_ground], rtol=2e-3)
+
+
+def test_depth_view_is_the_log_grey_of_the_depth_buffer(gpu, ground):
+    ground.command("view depth")
+    rgb = ground.render()
+    depth = read_texture(gpu.device, ground.h.graph.texture(DEPTH))[:, :, 0]
+    far = ground.tool.view_pass.far
+    want = depth_grey(depth, CAMERA.near, far) * 255
+    drawn = np.isfinite(want)
+    assert drawn.sum() > 1000 and (~drawn).sum() > 100  # ground and sky both in the image
+    assert np.abs(rgb[drawn] - want[drawn, None]).max() <= 1.5
+    sky = srgb_encode(np.array([0.05, 0.08, 0.20])) * 255
+    assert np.abs(rgb[~drawn] - sky).max() <= 1.0
+
+
+def test_hiz_view_shows_the_pyramid_level_at_output_size(gpu, ground):
+    level = 2
+    assert "hiz level 2" in ground.command(f"view hiz {level}").text
+    rgb = ground.render()
+    pyr = ground.h.frame.pyramid
+    lv = read_texture(gpu.device, pyr.texture, mip=level)[:, :, 0]
+    w, h = SIZE
+    tx, ty = hiz_texel(np.mgrid[0:h, 0:w][::-1], SIZE, pyr.base, level)
+    want = depth_grey(lv[ty, tx], CAMERA.near, ground.tool.view_pass.far) * 255
+    drawn = np.isfinite(want)
+    assert drawn.sum() > 500
+    assert np.abs(rgb[drawn] - want[drawn, None]).max() <= 1.5
+
+
+def test_normals_view_of_the_ground_is_up(gpu, ground):
+    ground.command("view normals")
+    rgb = ground.render()
+    want = srgb_encode(np.array([0.5, 1.0, 0.5])) * 255  # (n + 1) / 2 of +Y
+    bottom = rgb[-6:, :, :].reshape(-1, 3)  # the ground in front of the box
+    assert np.abs(bottom - want).max() <= 2.0
+
+
+def test_luminance_view_is_the_ramp_of_the_hdr_luminance(gpu):
+    v = Viewed(gpu, ground_scene(), FrameSettings(taa=False, bloom=False, exposure=2.0))
+    v.command("view luminance")
+    rgb = v.render()
+    hdr = read_texture(gpu.device, v.h.graph.texture(HDR))[:, :, :3].astype(np.float64)
+    lum = hdr @ np.array([0.2126, 0.7152, 0.0722])
+    lo, hi = EV_RANGE
+    want = ramp((np.log2(np.maximum(lum, 1e-12)) - lo) / (hi - lo)) * 255
+    body = slice(0, SIZE[1] - 12)  # above the legend strip
+    assert np.abs(rgb[body] - want[body]).max() <= 2.5
+    # the legend's white tick: middle grey at exposure 2 is log2(0.18 / 2)
+    key = np.log2(0.18 / 2.0)
+    ev = lo + (hi - lo) * (np.arange(SIZE[0]) + 0.5) / SIZE[0]
+    tick = np.abs(ev - key) * SIZE[0] / (hi - lo) < 1.0
+    strip = rgb[-3]
+    assert tick.any() and (strip[tick] >= 254).all() and (strip[~tick].min(axis=1) < 250).all()
+
+
+INJECT_WGSL = """
+@group(0) @binding(0) var<storage, read> texels: array<vec4f, 32>;
+@vertex fn vs(@builtin(vertex_index) i: u32) -> @builtin(position) vec4f {
+    let uv = vec2f(f32((i << 1u) & 2u), f32(i & 2u));
+    return vec4f(uv * 2.0 - 1.0, 0.0, 1.0);
+}
+@fragment fn fs(@builtin(position) p: vec4f) -> @location(0) vec4f {
+    return texels[u32(p.x)];
+}
+"""
+
+
+class Inject(RenderPass):
+    """Draws hand-picked texels (NaN and Inf come from a buffer: WGSL has no such
+    constants) into row 3, columns 0..31, of the HDR target after Sky."""
+
+    VALUES = {4: np.nan, 9: np.inf, 14: -np.inf, 19: -1.0}
+
+    def __init__(self, device, graph):
+        super().__init__("Inject", reads=(HDR,), writes=(HDR,))
+        self.graph = graph
+        row = np.full((32, 4), 0.5, np.float32)
+        for x, val in self.VALUES.items():
+            row[x] = (val, 0.5, 0.5, 1.0)
+        buf = device.create_buffer_with_data(data=row.tobytes(), usage=wgpu.BufferUsage.STORAGE)
+        m = device.create_shader_module(code=INJECT_WGSL)
+        self.pipeline = device.create_render_pipeline(
+            layout="auto",
+            vertex={"module": m, "entry_point": "vs"},
+            fragment={"module": m, "entry_point": "fs", "targets": [{"format": HDR_FORMAT}]},
+        )
+        self.group = device.create_bind_group(
+            layout=self.pipeline.get_bind_group_layout(0),
+            entries=[{"binding": 0, "resource": {"buffer": buf}}],
+        )
+
+    def targets(self, ctx) -> dict:
+        att = {"view": self.graph.view(HDR), "load_op": "load", "store_op": "store"}
+        return {"color_attachments": [att]}
+
+    def record(self, ctx, rpass) -> None:
+        rpass.set_pipeline(self.pipeline)
+        rpass.set_bind_group(0, self.group)
+        rpass.set_scissor_rect(0, 3, 32, 1)
+        rpass.draw(3)
+
+
+def test_nan_view_marks_nan_inf_and_negative_texels(gpu):
+    v = Viewed(gpu, ground_scene())
+    g = v.h.graph
+    g.passes.insert(g.passes.index(g.pass_named("Sky")) + 1, Inject(gpu.device, g))
+    v.command("view nan")
+    rgb = v.render().astype(int)
+    colours = {
+        np.nan: (255, 0, 255),
+        np.inf: (255, 0, 0),
+        -np.inf: (0, 0, 255),
+        -1.0: (0, 255, 255),
+    }
+    for x, val in Inject.VALUES.items():
+        assert tuple(rgb[3, x]) == colours[val], (x, val)
+    marked = {tuple(c) for c in colours.values()}
+    flags = np.array([[tuple(p) in marked for p in row] for row in rgb])
+    assert flags.sum() == len(Inject.VALUES)  # nothing else in the frame is flagged
+
+
+def test_view_off_adds_no_pass_and_no_upload(gpu):
+    """Installed but off: the enabled passes are the frame's own, the View pass never
+    records or writes its uniform; on, View takes Post's place (same pass count)."""
+    bare = Harness(gpu, ground_scene(), SIZE, FrameSettings(taa=False))
+    bare.render(CAMERA, 2)
+    v = Viewed(gpu, ground_scene(), FrameSettings(taa=False))
+    v.render()
+    assert v.h.graph.pass_names() == bare.graph.pass_names()
+    assert v.tool.view_pass._written is None  # no buffer upload: the pass never recorded
+    v.command("view depth")
+    v.render(1)
+    names = v.h.graph.pass_names()
+    assert names == [("View" if n == "Post" else n) for n in bare.graph.pass_names()]
+    v.command("view off")
+    v.render(1)
+    assert v.h.graph.pass_names() == bare.graph.pass_names()
+
+
+def test_view_commands_bad_input_is_one_line_and_changes_nothing(gpu, ground):
+    ground.command("view depth")
+    r = ground.command("view bogus")
+    assert not r.ok and "depth, hiz, shadow, luminance, normals, nan" in r.text
+    n = ground.h.frame.pyramid.levels
+    r = ground.command(f"view hiz {n}")
+    assert not r.ok and f"levels 0..{n - 1}" in r.text
+    r = ground.command("view depth 2")
+    assert not r.ok and "takes no level" in r.text
+    assert ground.tool.current == "depth"
+    ground.h.frame.set_settings(shadows=False)
+    try:
+        r = ground.command("view shadow")
+        assert not r.ok and "--no-shadows" in r.text and ground.tool.current == "depth"
+        assert "shadow" not in ground.tool.available()
+    finally:
+        ground.h.frame.set_settings(shadows=True)
+
+
+def test_f3_cycles_every_view_then_off(gpu, ground):
+    ground.command("view off")
+    seen = [ground.command("view next").text for _ in range(7)]
+    assert [s.split()[1].rstrip(":") for s in seen[:6]] == [
+        "depth", "hiz", "shadow", "luminance", "normals", "nan"
+    ]  # fmt: skip
+    assert "off" in seen[6] and ground.tool.current is None
+    assert ground.ctx.commands.keys[292].line == "view next"
+
+
+def test_view_on_a_sample_without_the_standard_frame(gpu):
+    from engine.graph import RenderGraph
+
+    g = RenderGraph(gpu.device, output_format="rgba8unorm-srgb", size=SIZE)
+    ctx = make_ctx(gpu, g, view=None)
+    ctx.install(ViewTool())
+    r = ctx.commands.execute("view depth")
+    assert not r.ok and "no standard frame" in r.text
+    with pytest.raises(ValueError, match="--view"):
+        make_ctx(gpu, g, view=("depth", None)).install(ViewTool())
+
+
+def test_view_option_parses_names_and_levels():
+    from engine.passes.view import parse_view
+
+    assert parse_view("hiz:3") == ("hiz", 3)
+    assert parse_view("nan") == ("nan", None)
+    for bad, msg in (("dept", "views: depth"), ("hiz:x", "hiz:N"), ("depth:1", "no level")):
+        with pytest.raises(ValueError, match=msg):
+            parse_view(bad)
+
+
+def test_random_scene_views_render(gpu):
+    """Every view draws on a cluttered scene without validation errors, and differs from
+    the normal picture."""
+    v = Viewed(gpu, random_scene(40, seed=3))
+    normal = v.render()
+    for name in ("depth", "hiz", "shadow", "luminance", "normals", "nan"):
+        assert v.command(f"view {name}").ok
+        assert np.abs(v.render(1) - normal).mean() > 5, name
