@@ -37,6 +37,7 @@ from .telemetry import Session, Telemetry
 from .tool import Tool, ToolContext
 from .tools.capture import CaptureTool
 from .tools.dump import DumpTool
+from .tools.inspector import InspectorTool
 from .tools.profiling import ProfilingTool
 from .tools.views import ViewTool
 
@@ -97,6 +98,7 @@ DEFAULT_TOOLS: tuple[Callable[[], Tool], ...] = (
     ConsoleTool,  # draws through the HUD
     CaptureTool,  # ``capture PATH``
     DumpTool,  # --dump NAME[@PASS] PATH, after the last frame
+    InspectorTool,  # ``inspect NAME``: texture statistics reduced on the GPU
     HotReload,  # WGSL watched, pipelines rebuilt between frames (F5, ``reload``)
     CostTracker,  # a reloaded pass's time before and after, in the perf table
     BaselineCompare,  # --baseline A.jsonl beside each pass

@@ -238,6 +238,11 @@ class RenderGraph:
                 return p
         raise KeyError(f"render graph has no pass {name!r}; it has {[p.name for p in self.passes]}")
 
+    def invalidate(self) -> None:
+        """Validate again before the next frame: a pass's ``reads`` or ``writes`` changed
+        (e.g. it now reads another snapshot; enabling or disabling a pass needs no call)."""
+        self._validated = None
+
     def pass_names(self) -> list[str]:
         return [p.name for p in self.passes if p.enabled]
 

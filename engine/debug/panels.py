@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from ..inspect.live import FlamePanel
 from .cull_panel import CullPanel
+from .inspect_panel import InspectPanel
 from .logtail import LogHudPanel
 from .perf import PerfPanel
 from .timeline import TimelinePanel
 from .view_panel import ViewPanel
 
-PANELS = (PerfPanel, CullPanel, TimelinePanel, LogHudPanel, FlamePanel, ViewPanel)
+PANELS = (PerfPanel, CullPanel, TimelinePanel, LogHudPanel, FlamePanel, ViewPanel, InspectPanel)
 
 
 def mode_names(panels=PANELS) -> tuple[str, ...]:

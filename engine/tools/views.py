@@ -128,6 +128,7 @@ class ViewTool:
         elif level is not None:
             raise CommandError(f"view {name} takes no level (only hiz does)")
         vp.name_shown, self.current = name, name
+        self.res.graph.invalidate()  # the pass reads what this view needs
         self._hud_mode(True)
         return f"view: {self.describe()}"
 
