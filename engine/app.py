@@ -38,6 +38,7 @@ from .tool import Tool, ToolContext
 from .tools.capture import CaptureTool
 from .tools.dump import DumpTool
 from .tools.inspector import InspectorTool
+from .tools.memory import MemoryTool
 from .tools.profiling import ProfilingTool
 from .tools.views import ViewTool
 
@@ -99,6 +100,7 @@ DEFAULT_TOOLS: tuple[Callable[[], Tool], ...] = (
     CaptureTool,  # ``capture PATH``
     DumpTool,  # --dump NAME[@PASS] PATH, after the last frame
     InspectorTool,  # ``inspect NAME``: texture statistics reduced on the GPU
+    MemoryTool,  # ``memory``: the texture table against --gpu-budget
     HotReload,  # WGSL watched, pipelines rebuilt between frames (F5, ``reload``)
     CostTracker,  # a reloaded pass's time before and after, in the perf table
     BaselineCompare,  # --baseline A.jsonl beside each pass

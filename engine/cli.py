@@ -81,6 +81,7 @@ def int_type(minimum: int, maximum: int | None = None, what: str = "an integer")
 
 
 positive_int = int_type(1, what="a positive integer")
+budget_type = int_type(1, 1 << 20, "a budget in MiB")
 non_negative_int = int_type(0)
 hud_scale_type = int_type(1, 16, "an integer HUD scale")
 port_type = int_type(0, 65535, "a TCP port (0 = any free port)")
@@ -179,6 +180,14 @@ def build_parser(prog: str, description: str) -> ArgumentParser:
         default=None,
         help="pick the GPU adapter whose name contains NAME "
         "(default: $WGPUPY_WGPU_ADAPTER_NAME, else high-performance)",
+    )
+    g.add_argument(
+        "--gpu-budget",
+        type=budget_type,
+        metavar="MB",
+        default=None,
+        help="GPU memory budget in MiB for the texture table ('memory', HUD mode memory): "
+        "totals are shown against it and a warning logged once when exceeded",
     )
     g.add_argument("--no-vsync", action="store_true", help="present without waiting for vsync")
     g.add_argument(

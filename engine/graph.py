@@ -483,6 +483,10 @@ class RenderGraph:
         included, in creation order."""
         return list(self._textures)
 
+    def buffer_names(self) -> list[str]:
+        """Names of the graph-owned buffers (history ``@prev`` ones included)."""
+        return list(self._buffers)
+
     def view(self, name: str) -> wgpu.GPUTextureView:
         return self._views[name]
 
