@@ -16,6 +16,7 @@ class MemoryPanel(Panel):
     the object counts' change since the first sample; refreshed once a second."""
 
     key, modes = "memory", ("memory",)
+    in_all = False  # a long table: its own mode
 
     def __init__(self, ctx=None):
         self.ctx = ctx
