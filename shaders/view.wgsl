@@ -58,10 +58,19 @@ fn depth_grey(d: f32) -> vec3f {
 
 // Turbo (Mikhailov, Google 2019) at 9 evenly spaced points, sRGB-encoded as published
 // (engine/passes/view.py TURBO9), linearly interpolated; t in [0, 1].
-const TURBO9 = array<vec3f, 9>(
-    vec3f(0.190, 0.072, 0.232), vec3f(0.276, 0.421, 0.891), vec3f(0.158, 0.736, 0.923),
-    vec3f(0.197, 0.949, 0.595), vec3f(0.644, 0.990, 0.234), vec3f(0.933, 0.812, 0.227),
-    vec3f(0.984, 0.493, 0.128), vec3f(0.816, 0.185, 0.018), vec3f(0.480, 0.016, 0.011));
+fn turbo9(i: u32) -> vec3f {  // a switch: lavapipe spills a runtime-indexed const array
+    switch i {
+        case 0u: { return vec3f(0.190, 0.072, 0.232); }
+        case 1u: { return vec3f(0.276, 0.421, 0.891); }
+        case 2u: { return vec3f(0.158, 0.736, 0.923); }
+        case 3u: { return vec3f(0.197, 0.949, 0.595); }
+        case 4u: { return vec3f(0.644, 0.990, 0.234); }
+        case 5u: { return vec3f(0.933, 0.812, 0.227); }
+        case 6u: { return vec3f(0.984, 0.493, 0.128); }
+        case 7u: { return vec3f(0.816, 0.185, 0.018); }
+        default: { return vec3f(0.480, 0.016, 0.011); }
+    }
+}
 
 fn srgb_to_linear(c: vec3f) -> vec3f {
     return select(pow((c + 0.055) / 1.055, vec3f(2.4)), c / 12.92, c <= vec3f(0.04045));
@@ -70,7 +79,7 @@ fn srgb_to_linear(c: vec3f) -> vec3f {
 fn ramp(t: f32) -> vec3f {
     let x = clamp(t, 0.0, 1.0) * 8.0;
     let i = min(u32(x), 7u);
-    let c = mix(TURBO9[i], TURBO9[i + 1u], x - f32(i));
+    let c = mix(turbo9(i), turbo9(i + 1u), x - f32(i));
     return srgb_to_linear(c);  // the -srgb target encodes it back to the published colour
 }
 
