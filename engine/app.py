@@ -38,6 +38,7 @@ from .tool import Tool, ToolContext
 from .tools.capture import CaptureTool
 from .tools.dump import DumpTool
 from .tools.inspector import InspectorTool
+from .tools.lines import LinesTool
 from .tools.memory import MemoryTool
 from .tools.profiling import ProfilingTool
 from .tools.views import ViewTool
@@ -95,6 +96,7 @@ DEFAULT_TOOLS: tuple[Callable[[], Tool], ...] = (
     LogTailTool,  # first: start-up lines are in the tail
     ProfilingTool,  # --gpu-profile / --profile, ``profile``, ``stats``
     ViewTool,  # debug views (``view``, F3, --view): its pass before the HUD's, under it
+    LinesTool,  # debug lines from any subsystem, over the picture, under the HUD
     Hud,  # the panels (the live flame chart among them) and their DebugOverlay pass
     ConsoleTool,  # draws through the HUD
     CaptureTool,  # ``capture PATH``

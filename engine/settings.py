@@ -192,6 +192,14 @@ def add_frame_arguments(parser: argparse.ArgumentParser, *, default_instances: i
         metavar=CAMERA_FORMAT,
         help="fixed camera instead of the fly-through (world units, degrees)",
     )
+    g.add_argument(
+        "--cull-camera",
+        type=parse_camera,
+        default=None,
+        metavar=CAMERA_FORMAT,
+        help="freeze culling at this camera (as F2 does in a window) while rendering from the "
+        "other: captures of what it culls (the views and the debug lines show why)",
+    )
     from engine.passes.view import MODES, view_type
 
     g.add_argument(

@@ -75,6 +75,8 @@ class FrameResources:
             unjittered, this frame and the last (None before the second frame).
         inv_view_proj: ``(4, 4)`` float64 clip -> world of this frame's jittered projection.
         camera_cut: the camera jumped this frame (TAA takes the current frame alone).
+        cull_camera: the frozen culling camera while culling is frozen (F2), else None.
+        sun_view_proj: ``(4, 4)`` world -> sun shadow clip of this frame's fit.
     """
 
     device: wgpu.GPUDevice
@@ -96,6 +98,8 @@ class FrameResources:
     prev_view_proj: Any = None
     inv_view_proj: Any = None
     camera_cut: bool = False
+    cull_camera: Any = None  # the frozen culling camera (F2), or None
+    sun_view_proj: Any = None  # (4, 4) world -> sun shadow clip of this frame's fit
 
     def bind_geometry(self, rpass) -> None:
         """Bind group 0 and the scene's vertex and index buffers."""
