@@ -28,6 +28,7 @@ struct Exposure {
 @group(0) @binding(4) var pyramid: texture_2d<f32>;
 @group(0) @binding(5) var shadow_map: texture_depth_2d;
 @group(0) @binding(6) var<storage, read> exposure: Exposure;
+@group(0) @binding(7) var ids: texture_2d<u32>;  // ids, lod: scene row + 1, LOD + 1
 
 const MODE_DEPTH: u32 = 0u;
 const MODE_HIZ: u32 = 1u;
@@ -35,6 +36,8 @@ const MODE_SHADOW: u32 = 2u;
 const MODE_LUMINANCE: u32 = 3u;
 const MODE_NORMALS: u32 = 4u;
 const MODE_NAN: u32 = 5u;
+const MODE_IDS: u32 = 6u;
+const MODE_LOD: u32 = 7u;
 
 const SKY: vec3f = vec3f(0.05, 0.08, 0.20);  // depth 0: nothing drawn (reverse-Z far)
 const LEGEND_PX: i32 = 12;  // luminance: the ramp strip along the bottom edge
@@ -175,6 +178,30 @@ fn nan_view(px: vec2i) -> vec3f {
     return vec3f(0.25 * l / (1.0 + l));
 }
 
+// PCG hash (O'Neill; the RXS-M-XS output of Jarzynski & Olano 2020's "pcg"): ids -> colour
+fn pcg(x: u32) -> u32 {
+    let state = x * 747796405u + 2891336453u;
+    let word = ((state >> ((state >> 28u) + 4u)) ^ state) * 277803737u;
+    return (word >> 22u) ^ word;
+}
+
+fn id_colour(id: u32) -> vec3f {  // sRGB-encoded bytes of the hash, decoded
+    let h = pcg(id);
+    let c = vec3f(f32(h & 255u), f32((h >> 8u) & 255u), f32((h >> 16u) & 255u)) / 255.0;
+    return srgb_to_linear(c);
+}
+
+fn lod_colour(lod: u32) -> vec3f {  // engine/passes/view.py LOD_COLOURS (sRGB)
+    switch min(lod, 5u) {
+        case 0u: { return srgb_to_linear(vec3f(0.20, 0.80, 0.20)); }
+        case 1u: { return srgb_to_linear(vec3f(0.95, 0.85, 0.20)); }
+        case 2u: { return srgb_to_linear(vec3f(0.95, 0.50, 0.10)); }
+        case 3u: { return srgb_to_linear(vec3f(0.90, 0.15, 0.15)); }
+        case 4u: { return srgb_to_linear(vec3f(0.80, 0.20, 0.80)); }
+        default: { return srgb_to_linear(vec3f(0.20, 0.40, 0.95)); }
+    }
+}
+
 @fragment
 fn fs_view(@builtin(position) frag: vec4f) -> @location(0) vec4f {
     let px = vec2i(frag.xy);
@@ -211,8 +238,14 @@ fn fs_view(@builtin(position) frag: vec4f) -> @location(0) vec4f {
         case MODE_NORMALS: {
             c = normals_view(px, size);
         }
-        default: {
+        case MODE_NAN: {
             c = nan_view(px);
+        }
+        default: {
+            let v = textureLoad(ids, px, 0).xy;
+            let k = select(v.y, v.x, params.mode == MODE_IDS);
+            c = select(select(lod_colour(k - 1u), id_colour(k - 1u), params.mode == MODE_IDS),
+                       SKY, k == 0u);
         }
     }
     return vec4f(c, 1.0);

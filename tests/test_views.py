@@ -251,11 +251,11 @@ def test_view_commands_bad_input_is_one_line_and_changes_nothing(gpu, ground):
 
 def test_f3_cycles_every_view_then_off(gpu, ground):
     ground.command("view off")
-    seen = [ground.command("view next").text for _ in range(7)]
-    assert [s.split()[1].rstrip(":") for s in seen[:6]] == [
-        "depth", "hiz", "shadow", "luminance", "normals", "nan"
+    seen = [ground.command("view next").text for _ in range(9)]
+    assert [s.split()[1].rstrip(":") for s in seen[:8]] == [
+        "depth", "hiz", "shadow", "luminance", "normals", "nan", "ids", "lod"
     ]  # fmt: skip
-    assert "off" in seen[6] and ground.tool.current is None
+    assert "off" in seen[8] and ground.tool.current is None
     assert ground.ctx.commands.keys[292].line == "view next"
 
 
@@ -286,6 +286,34 @@ def test_random_scene_views_render(gpu):
     the normal picture."""
     v = Viewed(gpu, random_scene(40, seed=3))
     normal = v.render()
-    for name in ("depth", "hiz", "shadow", "luminance", "normals", "nan"):
+    for name in ("depth", "hiz", "shadow", "luminance", "normals", "nan", "ids", "lod"):
         assert v.command(f"view {name}").ok
         assert np.abs(v.render(1) - normal).mean() > 5, name
+
+
+def test_ids_and_lod_views_against_the_reference_lod_selection(gpu):
+    """Each pixel's instance (the View.Geometry target) is coloured by its hash; its LOD
+    colour is the LOD ``engine.culling.reference.select_lod`` picks for that instance."""
+    from engine.culling.reference import select_lod
+    from engine.passes.resources import VIEW_IDS
+    from engine.passes.view import LOD_COLOURS, id_colour
+    from engine.tools.lines import cull_view
+
+    scene = random_scene(60, seed=4)
+    v = Viewed(gpu, scene, FrameSettings(taa=False, bloom=False, lod_base_px=300.0))
+    v.command("view ids")
+    rgb = v.render()
+    got = read_texture(gpu.device, v.h.graph.texture(VIEW_IDS))
+    ids, lods = got[:, :, 0].astype(np.int64), got[:, :, 1].astype(np.int64)
+    drawn = ids > 0
+    assert drawn.sum() > 1000 and len(np.unique(ids[drawn])) > 10
+    want = id_colour(ids[drawn] - 1) * 255
+    assert np.abs(rgb[drawn] - want).max() <= 1.0
+    lod_counts = np.array([len(scene.meshes[m].lods) for m in scene.mesh_ids])
+    ref = select_lod(scene.bounds(), lod_counts, cull_view(v.h.frame.res, CAMERA, SIZE))
+    assert np.array_equal(lods[drawn] - 1, ref[ids[drawn] - 1])
+    assert set(np.unique(lods[drawn] - 1)) == {0, 1}  # both LODs on screen
+    v.command("view lod")
+    rgb = v.render()
+    want = LOD_COLOURS[lods[drawn] - 1] * 255
+    assert np.abs(rgb[drawn] - want).max() <= 1.0

@@ -40,6 +40,8 @@ HISTOGRAM = "post.histogram"  # luminance histogram (storage buffer of u32 bins)
 EXPOSURE = "post.exposure"  # adapted exposure (history pair: read as EXPOSURE@prev)
 BLOOM = "post.bloom"  # the bloom chain's result (half size, mip 0 of the up chain)
 TAA = "post.taa"  # the resolved anti-aliased HDR colour (history pair: TAA@prev)
+VIEW_IDS = "view.ids"  # geometry debug views: scene row + 1, LOD + 1 per pixel (rg32uint)
+VIEW_DEPTH = "view.depth"  # ... and their own depth (made on first use)
 
 DEPTH_FORMAT = "depth32float"
 SHADOW_FORMAT = "depth32float"

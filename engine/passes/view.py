@@ -14,7 +14,13 @@ luminance  log2 luminance of the HDR target as false colour (Turbo) over ``EV_RA
            bottom strip is the ramp with a white tick at middle grey for the current exposure
 normals    world-space normals reconstructed from depth (``n * 0.5 + 0.5``)
 nan        NaN (magenta), +Inf (red), -Inf (blue), negative (cyan) pixels of the HDR target
+ids        each instance (scene row) in its own hash colour (``id_colour``)
+lod        the LOD each instance was drawn with (``LOD_COLOURS``: 0 green, 1 yellow, ...)
 ========== ===================================================================================
+
+``ids`` and ``lod`` draw the frame's instances again (``ViewGeometryPass``, ``View.Geometry``:
+the cull's indirect args and remap list, regions early and late, into an ``rg32uint`` target
+of row + 1 and LOD + 1 with its own depth); the others read only existing targets.
 
 The pass is in the graph from the start, disabled; the views tool (``engine.tools.views``)
 enables it and disables Post while a view is on, so a view costs one fullscreen pass in
@@ -26,12 +32,45 @@ from __future__ import annotations
 import numpy as np
 import wgpu
 
-from engine.graph import RenderPass
-from engine.passes.resources import DEPTH, EXPOSURE, HDR, OUTPUT, PYRAMID, SHADOW_MAP
+from engine.graph import RenderPass, TextureDesc
+from engine.passes.resources import (
+    DEPTH,
+    DEPTH_FORMAT,
+    DRAW_INPUTS,
+    EXPOSURE,
+    HDR,
+    OUTPUT,
+    PYRAMID,
+    SHADOW_MAP,
+    VIEW_DEPTH,
+    VIEW_IDS,
+)
+from engine.scene.meshes import VERTEX_LAYOUT
 from engine.shader_registry import shader_pipeline
 
 #: View name -> shader mode (``shaders/view.wgsl``), in F3 order.
-MODES = {"depth": 0, "hiz": 1, "shadow": 2, "luminance": 3, "normals": 4, "nan": 5}
+MODES = {
+    "depth": 0,
+    "hiz": 1,
+    "shadow": 2,
+    "luminance": 3,
+    "normals": 4,
+    "nan": 5,
+    "ids": 6,
+    "lod": 7,
+}
+GEOMETRY_VIEWS = ("ids", "lod")  # drawn again by View.Geometry
+#: sRGB colours of LOD 0..5 (5: and beyond) in the lod view (shaders/view.wgsl).
+LOD_COLOURS = np.array(
+    [
+        (0.20, 0.80, 0.20),
+        (0.95, 0.85, 0.20),
+        (0.95, 0.50, 0.10),
+        (0.90, 0.15, 0.15),
+        (0.80, 0.20, 0.80),
+        (0.20, 0.40, 0.95),
+    ]
+)
 #: log2 luminance at the two ends of the luminance view's ramp (scene-referred, linear HDR).
 EV_RANGE = (-8.0, 8.0)
 #: What each view reads beyond the view uniform.
@@ -42,6 +81,8 @@ READS = {
     "luminance": (DEPTH, HDR),
     "normals": (DEPTH,),
     "nan": (DEPTH, HDR),
+    "ids": (DEPTH, VIEW_IDS),
+    "lod": (DEPTH, VIEW_IDS),
 }
 PARAMS_DTYPE = np.dtype(
     [
@@ -176,6 +217,7 @@ class ViewPass(RenderPass):
                 {"binding": 4, "visibility": _T, "texture": tex},
                 {"binding": 5, "visibility": _T, "texture": {"sample_type": "depth"}},
                 {"binding": 6, "visibility": _T, "buffer": {"type": "read-only-storage"}},
+                {"binding": 7, "visibility": _T, "texture": {"sample_type": "uint"}},
             ],
         )
         fmt = res.graph.output_format
@@ -190,6 +232,9 @@ class ViewPass(RenderPass):
         # HDR-less frames (--no-post) still bind something of the right type
         self._blank = d.create_texture(
             size=(1, 1, 1), format="rgba16float", usage=wgpu.TextureUsage.TEXTURE_BINDING
+        )
+        self._blank_ids = d.create_texture(
+            size=(1, 1, 1), format="rg32uint", usage=wgpu.TextureUsage.TEXTURE_BINDING
         )
 
     def _make(self, m, fmt: str) -> wgpu.GPURenderPipeline:
@@ -227,7 +272,8 @@ class ViewPass(RenderPass):
     def _bind_group(self) -> wgpu.GPUBindGroup:
         r, g = self.res, self.res.graph
         post = r.settings.post
-        key = (g.resource_key(), id(r.shadow.view), id(r.pyramid.view), post)
+        has_ids = VIEW_IDS in g.texture_names()
+        key = (g.resource_key(), id(r.shadow.view), id(r.pyramid.view), post, has_ids)
         if self._group is None or self._group[0] != key:
             hdr = g.view(HDR) if post else self._blank.create_view()
             entries = [
@@ -238,6 +284,10 @@ class ViewPass(RenderPass):
                 {"binding": 4, "resource": r.pyramid.view},
                 {"binding": 5, "resource": r.shadow.view},
                 {"binding": 6, "resource": {"buffer": g.buffer(EXPOSURE)}},
+                {
+                    "binding": 7,
+                    "resource": g.view(VIEW_IDS) if has_ids else self._blank_ids.create_view(),
+                },
             ]
             grp = r.device.create_bind_group(label="view", layout=self.layout, entries=entries)
             self._group = (key, grp)
@@ -263,6 +313,117 @@ class ViewPass(RenderPass):
         rpass.set_pipeline(self.shader.get())
         rpass.set_bind_group(0, self._bind_group())
         rpass.draw(3)
+
+
+class ViewGeometryPass(RenderPass):
+    """``View.Geometry``: the frame's drawn instances again into ``view.ids`` (``rg32uint``:
+    scene row + 1, LOD + 1; 0 where nothing) with its own depth ``view.depth``; both
+    targets are created on first use. Enabled by the views tool for ``GEOMETRY_VIEWS``."""
+
+    reads = DRAW_INPUTS
+    writes = (VIEW_IDS,)
+
+    def __init__(self, res, name: str = "View.Geometry"):
+        super().__init__(name, enabled=False)
+        self.res = res
+        d = res.device
+        ro = {"type": "read-only-storage"}
+        v = wgpu.ShaderStage.VERTEX
+        self.layout = d.create_bind_group_layout(
+            label="view geometry",
+            entries=[
+                {"binding": 0, "visibility": v, "buffer": ro},
+                {"binding": 1, "visibility": v, "buffer": ro},
+                {"binding": 2, "visibility": v, "buffer": {"type": "uniform"}},
+            ],
+        )
+        gs = res.gs
+        self.uniform = d.create_buffer_with_data(
+            label="view geometry",
+            data=np.array([gs.region_slots, 0, 0, 0], np.uint32).tobytes(),
+            usage=wgpu.BufferUsage.UNIFORM,
+        )
+        self.group = d.create_bind_group(
+            label="view geometry",
+            layout=self.layout,
+            entries=[
+                {"binding": 0, "resource": {"buffer": gs.mesh_table}},
+                {"binding": 1, "resource": {"buffer": gs.mesh_ids}},
+                {"binding": 2, "resource": {"buffer": self.uniform}},
+            ],
+        )
+        self.shader = shader_pipeline(d, "view_geometry.wgsl", self._make)
+
+    def _make(self, m) -> wgpu.GPURenderPipeline:
+        d, mesh = self.res.device, self.res.mesh
+        layout = d.create_pipeline_layout(
+            bind_group_layouts=[mesh.layout_view, mesh.layout_draw, self.layout]
+        )
+        return d.create_render_pipeline(
+            label="view geometry",
+            layout=layout,
+            vertex={"module": m, "entry_point": "vs_ids", "buffers": [VERTEX_LAYOUT]},
+            primitive={"topology": "triangle-list", "cull_mode": "back"},
+            depth_stencil={
+                "format": DEPTH_FORMAT,
+                "depth_write_enabled": True,
+                "depth_compare": "greater",
+            },
+            fragment={"module": m, "entry_point": "fs_ids", "targets": [{"format": "rg32uint"}]},
+        )
+
+    def ensure_targets(self) -> None:
+        """Create ``view.ids`` and ``view.depth`` (output size) unless the graph has them."""
+        g = self.res.graph
+        if VIEW_IDS in g.texture_names():
+            return
+        t = wgpu.TextureUsage
+        g.create_texture(
+            VIEW_IDS, TextureDesc("rg32uint", t.RENDER_ATTACHMENT | t.TEXTURE_BINDING | t.COPY_SRC)
+        )
+        g.create_texture(VIEW_DEPTH, TextureDesc(DEPTH_FORMAT, t.RENDER_ATTACHMENT))
+
+    def targets(self, ctx) -> dict:
+        g = self.res.graph
+        return {
+            "color_attachments": [
+                {
+                    "view": g.view(VIEW_IDS),
+                    "load_op": "clear",
+                    "clear_value": (0, 0, 0, 0),
+                    "store_op": "store",
+                }  # fmt: skip
+            ],
+            "depth_stencil_attachment": {
+                "view": g.view(VIEW_DEPTH),
+                "depth_clear_value": 0.0,
+                "depth_load_op": "clear",
+                "depth_store_op": "discard",
+            },
+        }
+
+    def record(self, ctx, rpass) -> None:
+        r = self.res
+        rpass.set_pipeline(self.shader.get())
+        r.bind_geometry(rpass)
+        rpass.set_bind_group(2, self.group)
+        for region in (0, 1):
+            r.gs.draw(rpass, region, 1, r.draw_group)
+
+
+def pcg(x: np.ndarray) -> np.ndarray:
+    """The ids view's hash of uint32 ``x`` (PCG RXS-M-XS, as ``shaders/view.wgsl``)."""
+    x = np.asarray(x, np.uint32)
+    with np.errstate(over="ignore"):
+        state = x * np.uint32(747796405) + np.uint32(2891336453)
+        word = ((state >> ((state >> np.uint32(28)) + np.uint32(4))) ^ state) * np.uint32(277803737)
+    return (word >> np.uint32(22)) ^ word
+
+
+def id_colour(ids: np.ndarray) -> np.ndarray:
+    """``(..., 3)`` sRGB-encoded colour in [0, 1] of scene rows ``ids`` in the ids view."""
+    h = pcg(ids)
+    return np.stack([h & 255, (h >> 8) & 255, (h >> 16) & 255], -1) / 255.0
 
 
 def hiz_texel(px: np.ndarray, size: tuple[int, int], base: tuple[int, int], level: int):

@@ -28,6 +28,7 @@ FORMATS = {
     "rg32float": (np.float32, 2),
     "depth32float": (np.float32, 1),
     "r32uint": (np.uint32, 1),
+    "rg32uint": (np.uint32, 2),
     "rgba8unorm": (np.uint8, 4),
     "rgba8unorm-srgb": (np.uint8, 4),
     "bgra8unorm": (np.uint8, 4),

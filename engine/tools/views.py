@@ -14,7 +14,14 @@ from collections.abc import Sequence
 
 from ..commands import Arg, CommandError, Int
 from ..passes.resources import FrameResources
-from ..passes.view import MODES, ViewPass, parse_view, view_requirement
+from ..passes.view import (
+    GEOMETRY_VIEWS,
+    MODES,
+    ViewGeometryPass,
+    ViewPass,
+    parse_view,
+    view_requirement,
+)
 
 log = logging.getLogger("lantern")
 
@@ -79,6 +86,7 @@ class ViewTool:
             if start is not None:
                 raise ValueError("--view: this sample has no standard frame (s13 has one)")
             return
+        self.geometry_pass = ctx.graph.add(ViewGeometryPass(self.res))
         self.view_pass = ctx.graph.add(ViewPass(self.res))
         self.post = ctx.graph.pass_named("Post")
         self._undo.append(ctx.on_update(self._update))
@@ -127,6 +135,8 @@ class ViewTool:
             vp.level = level
         elif level is not None:
             raise CommandError(f"view {name} takes no level (only hiz does)")
+        if name in GEOMETRY_VIEWS:
+            self.geometry_pass.ensure_targets()
         vp.name_shown, self.current = name, name
         self.res.graph.invalidate()  # the pass reads what this view needs
         self._hud_mode(True)
@@ -175,6 +185,7 @@ class ViewTool:
                 self._hud_mode(False)
         on = self.current is not None
         self.view_pass.enabled = on
+        self.geometry_pass.enabled = on and self.current in GEOMETRY_VIEWS
         self.post.enabled = s.post and not on
 
     def _hud_mode(self, on: bool) -> None:
@@ -200,4 +211,6 @@ LEGENDS = {
     "grey at the current exposure",
     "normals": "world normals from depth, (n + 1) / 2 as RGB: up is light green",
     "nan": "HDR NaN magenta, +Inf red, -Inf blue, negative cyan; the rest dim grey",
+    "ids": "each instance (scene row) in its own hash colour; drawn again (View.Geometry)",
+    "lod": "LOD drawn: 0 green, 1 yellow, 2 orange, 3 red, 4 magenta, 5+ blue",
 }

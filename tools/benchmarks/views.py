@@ -2,7 +2,8 @@
 
 1. GPU ms at 1920x1080 of the ``View`` pass for each view, drawn in ``Post``'s place, beside
    ``Post`` in the normal frame and a bare fullscreen alpha-blended triangle in the same
-   frames (the raster baseline: 0.26 ms on the H200).
+   frames (the raster baseline: 0.26 ms on the H200); for ``ids`` / ``lod`` also the
+   ``View.Geometry`` re-draw beside the Main passes it re-draws.
 2. GPU ms of the viewer's reduction (``Inspect``: three dispatches) of the 1080p HDR target.
 3. CPU ms of one texture-table scan (``memory``) of the standard frame at 100k instances.
 
@@ -17,7 +18,7 @@ import time
 
 from benchmarks.post import SIZE, _frames, _setup
 
-VIEWS = ("depth", "hiz", "shadow", "luminance", "normals", "nan")
+VIEWS = ("depth", "hiz", "shadow", "luminance", "normals", "nan", "ids", "lod")
 
 
 def run(gpu, args) -> None:
@@ -41,9 +42,10 @@ def _medians(loop, skip: int = 3) -> dict[str, float]:
 def _gpu_costs(gpu, frames: int) -> None:
     from engine.passes.inspect import InspectPass, StatsReadback, TextureReduction
     from engine.passes.resources import HDR
-    from engine.passes.view import ViewPass
+    from engine.passes.view import GEOMETRY_VIEWS, ViewGeometryPass, ViewPass
 
     frame, graph, target, path, loop = _setup(gpu, 10_000, profile=True, blend=True)
+    geom = graph.add(ViewGeometryPass(frame.res))
     view = graph.add(ViewPass(frame.res))
     post = graph.pass_named("Post")
     run = lambda: _frames(gpu, frame, graph, target, path, loop, frames, sync=False)  # noqa: E731
@@ -59,13 +61,22 @@ def _gpu_costs(gpu, frames: int) -> None:
     post.enabled, view.enabled = False, True
     for name in VIEWS:
         view.name_shown = name
+        geom.enabled = name in GEOMETRY_VIEWS
+        if geom.enabled:
+            geom.ensure_targets()
         graph.invalidate()
         run()
         med = _medians(loop)
         extra = med.get("View", 0.0) - normal["Post"]
-        print(f"  View {name:<13} {med.get('View', 0.0):8.3f} ms  {extra:+.3f} ms vs Post "
-              f"(goal <= +0.1 on H200)")  # fmt: skip
-    post.enabled, view.enabled = True, False
+        line = f"  View {name:<13} {med.get('View', 0.0):8.3f} ms  {extra:+.3f} ms vs Post"
+        if geom.enabled:
+            main = normal.get("Main.Early", 0.0) + normal.get("Main.Late", 0.0)
+            line += (f"; View.Geometry {med.get('View.Geometry', 0.0):.3f} ms vs Main.Early + "
+                     f"Main.Late {main:.3f} ms (goal <= 1x)")  # fmt: skip
+        else:
+            line += " (goal <= +0.1 on H200)"
+        print(line)
+    post.enabled, view.enabled, geom.enabled = True, False, False
     red = TextureReduction(gpu.device)
     tex = graph.texture(HDR)
     v = tex.create_view()
