@@ -29,6 +29,7 @@ struct Exposure {
 @group(0) @binding(5) var shadow_map: texture_depth_2d;
 @group(0) @binding(6) var<storage, read> exposure: Exposure;
 @group(0) @binding(7) var ids: texture_2d<u32>;  // ids, lod: scene row + 1, LOD + 1
+@group(0) @binding(8) var overdraw: texture_2d<f32>;  // fragments: before, after depth test
 
 const MODE_DEPTH: u32 = 0u;
 const MODE_HIZ: u32 = 1u;
@@ -38,6 +39,8 @@ const MODE_NORMALS: u32 = 4u;
 const MODE_NAN: u32 = 5u;
 const MODE_IDS: u32 = 6u;
 const MODE_LOD: u32 = 7u;
+const MODE_OVERDRAW: u32 = 8u;
+const OVERDRAW_MAX: f32 = 32.0;  // engine/passes/view.py
 
 const SKY: vec3f = vec3f(0.05, 0.08, 0.20);  // depth 0: nothing drawn (reverse-Z far)
 const LEGEND_PX: i32 = 12;  // luminance: the ramp strip along the bottom edge
@@ -202,6 +205,25 @@ fn lod_colour(lod: u32) -> vec3f {  // engine/passes/view.py LOD_COLOURS (sRGB)
     }
 }
 
+// Fragments per pixel (channel `level`: 0 before, 1 after the depth test) as Turbo over
+// log2 1 .. OVERDRAW_MAX; the bottom strip is the ramp with a white tick per power of two.
+fn overdraw_view(px: vec2i, size: vec2i) -> vec3f {
+    let top = log2(OVERDRAW_MAX);
+    if (px.y >= size.y - LEGEND_PX) {
+        let e = top * (f32(px.x) + 0.5) / f32(size.x);  // log2 of the count at this column
+        let px_per_e = f32(size.x) / top;
+        if (abs(e - round(e)) * px_per_e < 1.0) {
+            return vec3f(1.0);
+        }
+        return ramp(e / top);
+    }
+    let n = textureLoad(overdraw, px, 0)[min(params.level, 1u)];
+    if (n < 0.5) {
+        return SKY;
+    }
+    return ramp(log2(n) / top);
+}
+
 @fragment
 fn fs_view(@builtin(position) frag: vec4f) -> @location(0) vec4f {
     let px = vec2i(frag.xy);
@@ -240,6 +262,9 @@ fn fs_view(@builtin(position) frag: vec4f) -> @location(0) vec4f {
         }
         case MODE_NAN: {
             c = nan_view(px);
+        }
+        case MODE_OVERDRAW: {
+            c = overdraw_view(px, size);
         }
         default: {
             let v = textureLoad(ids, px, 0).xy;

@@ -50,3 +50,22 @@ fn vs_ids(@location(0) pos: vec3f, @location(1) nrm: vec3f,
 fn fs_ids(in: VsOut) -> @location(0) vec2u {
     return in.id_lod;
 }
+
+// overdraw: every rasterised fragment adds (1, 0) (no depth test), then in a second draw of
+// the same instances every fragment that passes the depth test at its turn adds (0, 1);
+// additive blending into rg16float (exact counts up to 2048).
+@vertex
+fn vs_count(@location(0) pos: vec3f, @builtin(instance_index) ii: u32) -> @builtin(position) vec4f {
+    let id = remap[draw.base + ii];
+    return view.view_proj * (transforms[id] * vec4f(pos, 1.0));
+}
+
+@fragment
+fn fs_before() -> @location(0) vec4f {
+    return vec4f(1.0, 0.0, 0.0, 0.0);
+}
+
+@fragment
+fn fs_after() -> @location(0) vec4f {
+    return vec4f(0.0, 1.0, 0.0, 0.0);
+}

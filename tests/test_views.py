@@ -251,11 +251,11 @@ def test_view_commands_bad_input_is_one_line_and_changes_nothing(gpu, ground):
 
 def test_f3_cycles_every_view_then_off(gpu, ground):
     ground.command("view off")
-    seen = [ground.command("view next").text for _ in range(9)]
-    assert [s.split()[1].rstrip(":") for s in seen[:8]] == [
-        "depth", "hiz", "shadow", "luminance", "normals", "nan", "ids", "lod"
+    seen = [ground.command("view next").text for _ in range(10)]
+    assert [s.split()[1].rstrip(":") for s in seen[:9]] == [
+        "depth", "hiz", "shadow", "luminance", "normals", "nan", "ids", "lod", "overdraw"
     ]  # fmt: skip
-    assert "off" in seen[8] and ground.tool.current is None
+    assert "off" in seen[9] and ground.tool.current is None
     assert ground.ctx.commands.keys[292].line == "view next"
 
 
@@ -286,7 +286,7 @@ def test_random_scene_views_render(gpu):
     the normal picture."""
     v = Viewed(gpu, random_scene(40, seed=3))
     normal = v.render()
-    for name in ("depth", "hiz", "shadow", "luminance", "normals", "nan", "ids", "lod"):
+    for name in ("depth", "hiz", "shadow", "luminance", "normals", "nan", "ids", "lod", "overdraw"):
         assert v.command(f"view {name}").ok
         assert np.abs(v.render(1) - normal).mean() > 5, name
 
@@ -317,3 +317,82 @@ def test_ids_and_lod_views_against_the_reference_lod_selection(gpu):
     rgb = v.render()
     want = LOD_COLOURS[lods[drawn] - 1] * 255
     assert np.abs(rgb[drawn] - want).max() <= 1.0
+
+
+def squares_scene():
+    """Four horizontal squares (facing +Y) stacked at heights 0..3, overlapping in x/z."""
+    from engine.math3d import translation
+
+    meshes = [Mesh.from_lods("square", [plane(1.0)])]
+    placed = [
+        (0.0, 0.0, 0.0, 4.0),
+        (1.0, 1.0, 0.5, 2.5),
+        (-1.5, 2.0, -0.5, 1.5),
+        (0.5, 3.0, 1.0, 1.0),
+    ]
+    rows = [
+        translation(x, y, z) @ np.diag([s, 1, s, 1]).astype(np.float32) for x, y, z, s in placed
+    ]
+    colors = np.ones((len(rows), 4), np.float32)
+    return Scene(meshes, np.array(rows), np.zeros(len(rows), np.uint32), colors), placed
+
+
+def raster_counts(placed, camera, size):
+    """numpy rasteriser: how many squares cover each pixel centre, and the distance in
+    pixels of each centre to the nearest square edge (to leave out ties)."""
+    w, h = size
+    vp = camera.proj(w / h).astype(np.float64) @ camera.view().astype(np.float64)
+    ys, xs = np.mgrid[0:h, 0:w] + 0.5
+    count = np.zeros((h, w), int)
+    edge = np.full((h, w), np.inf)
+    for x, y, z, s in placed:
+        corners = np.array(
+            [[x - s, y, z - s], [x + s, y, z - s], [x + s, y, z + s], [x - s, y, z + s]]
+        )
+        clip = np.c_[corners, np.ones(4)] @ vp.T
+        sx = (clip[:, 0] / clip[:, 3] + 1) / 2 * w
+        sy = (1 - clip[:, 1] / clip[:, 3]) / 2 * h
+        inside = np.ones((h, w), bool)
+        sign = None
+        for i in range(4):
+            ax, ay, bx, by = sx[i], sy[i], sx[(i + 1) % 4], sy[(i + 1) % 4]
+            e = ((bx - ax) * (ys - ay) - (by - ay) * (xs - ax)) / np.hypot(bx - ax, by - ay)
+            sign = np.sign(e.mean()) if sign is None else sign
+            inside &= e * sign > 0
+            edge = np.minimum(edge, np.abs(e))
+        count += inside
+    return count, edge
+
+
+def test_overdraw_counts_against_a_numpy_rasteriser(gpu):
+    from engine.passes.resources import VIEW_OVERDRAW
+
+    scene, placed = squares_scene()
+    cam = Camera((0.3, 12.0, 2.0), (0.3, 0.0, 0.0), fov_y_deg=50.0, near=0.1)
+    v = Viewed(gpu, scene, FrameSettings(taa=False, bloom=False, cull=False))
+    assert v.command("view overdraw").ok
+    rgb = v.render(camera=cam)
+    counts = read_texture(gpu.device, v.h.graph.texture(VIEW_OVERDRAW)).astype(np.float64)
+    before, after = counts[:, :, 0], counts[:, :, 1]
+    want, edge = raster_counts(placed, cam, SIZE)
+    clear = edge > 0.05  # pixel centres not on a square's edge (rasteriser tie rules)
+    assert set(np.unique(want[clear])) == {0, 1, 2, 3, 4}
+    assert np.array_equal(before[clear], want[clear])
+    # after the depth test: at least the nearest fragment, at most every one, per pixel
+    covered = clear & (want > 0)
+    assert (after[covered] >= 1).all() and (after[clear] <= before[clear]).all()
+    assert (after[clear & (want == 1)] == 1).all()
+    # the picture: Turbo of log2(count) over 1..32, sky where nothing was drawn
+    body = slice(0, SIZE[1] - 12)
+    colour = ramp(np.log2(np.maximum(before, 1)) / 5.0) * 255
+    shown = clear & (want > 0)
+    shown[SIZE[1] - 12 :] = False
+    assert np.abs(rgb[shown] - colour[shown]).max() <= 2.5
+    assert (
+        np.abs(
+            rgb[body][(want == 0)[body] & clear[body]]
+            - srgb_encode(np.array([0.05, 0.08, 0.20])) * 255
+        ).max()
+        <= 1
+    )
+    assert v.command("view overdraw:after").ok and v.tool.view_pass.level == 1

@@ -47,7 +47,15 @@ PARAMS_DTYPE = np.dtype(
 )
 PARTIAL_BYTES = 32
 #: Formats the reduction reads (as ``texture_2d<f32>``: unfilterable float).
-FLOAT_FORMATS = ("rgba16float", "rgba32float", "r32float", "rg32float", "depth32float", "r16float")
+FLOAT_FORMATS = (
+    "rgba16float",
+    "rgba32float",
+    "r32float",
+    "rg32float",
+    "rg16float",
+    "depth32float",
+    "r16float",
+)
 CHANNELS = {"r": 0, "g": 1, "b": 2, "a": 3}
 
 

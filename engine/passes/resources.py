@@ -42,6 +42,7 @@ BLOOM = "post.bloom"  # the bloom chain's result (half size, mip 0 of the up cha
 TAA = "post.taa"  # the resolved anti-aliased HDR colour (history pair: TAA@prev)
 VIEW_IDS = "view.ids"  # geometry debug views: scene row + 1, LOD + 1 per pixel (rg32uint)
 VIEW_DEPTH = "view.depth"  # ... and their own depth (made on first use)
+VIEW_OVERDRAW = "view.overdraw"  # fragments per pixel before / after the depth test (rg16float)
 
 DEPTH_FORMAT = "depth32float"
 SHADOW_FORMAT = "depth32float"

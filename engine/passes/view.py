@@ -16,6 +16,9 @@ normals    world-space normals reconstructed from depth (``n * 0.5 + 0.5``)
 nan        NaN (magenta), +Inf (red), -Inf (blue), negative (cyan) pixels of the HDR target
 ids        each instance (scene row) in its own hash colour (``id_colour``)
 lod        the LOD each instance was drawn with (``LOD_COLOURS``: 0 green, 1 yellow, ...)
+overdraw   fragments per pixel before the depth test (every rasterised one) as Turbo over
+           1 .. ``OVERDRAW_MAX`` (log2); the bottom strip: the ramp, a tick per power of two
+           and, in the legend's half, the count after the depth test likewise
 ========== ===================================================================================
 
 ``ids`` and ``lod`` draw the frame's instances again (``ViewGeometryPass``, ``View.Geometry``:
@@ -44,6 +47,7 @@ from engine.passes.resources import (
     SHADOW_MAP,
     VIEW_DEPTH,
     VIEW_IDS,
+    VIEW_OVERDRAW,
 )
 from engine.scene.meshes import VERTEX_LAYOUT
 from engine.shader_registry import shader_pipeline
@@ -58,8 +62,11 @@ MODES = {
     "nan": 5,
     "ids": 6,
     "lod": 7,
+    "overdraw": 8,
 }
-GEOMETRY_VIEWS = ("ids", "lod")  # drawn again by View.Geometry
+GEOMETRY_VIEWS = ("ids", "lod", "overdraw")  # drawn again by View.Geometry
+#: overdraw: fragment counts at the ramp's ends (log2 scale: 1 .. OVERDRAW_MAX).
+OVERDRAW_MAX = 32
 #: sRGB colours of LOD 0..5 (5: and beyond) in the lod view (shaders/view.wgsl).
 LOD_COLOURS = np.array(
     [
@@ -83,6 +90,7 @@ READS = {
     "nan": (DEPTH, HDR),
     "ids": (DEPTH, VIEW_IDS),
     "lod": (DEPTH, VIEW_IDS),
+    "overdraw": (DEPTH, VIEW_OVERDRAW),
 }
 PARAMS_DTYPE = np.dtype(
     [
@@ -165,8 +173,12 @@ def parse_view(text: str) -> tuple[str, int | None]:
         raise ValueError(f"unknown view {name!r}; views: {', '.join(MODES)}")
     if not colon:
         return name, None
+    if name == "overdraw" and level in ("before", "after"):
+        return name, 0 if level == "before" else 1
     if name != "hiz":
-        raise ValueError(f"view {name} takes no level (only hiz:N does), got {text!r}")
+        raise ValueError(
+            f"view {name} takes no level (only hiz:N and overdraw:before|after do), got {text!r}"
+        )
     try:
         n = int(level)
     except ValueError:
@@ -203,7 +215,7 @@ class ViewPass(RenderPass):
         super().__init__(name, enabled=False)
         self.res = res
         d = res.device
-        self.name_shown, self.level = "depth", 1
+        self.name_shown, self.level = "depth", 1  # level: hiz's mip, overdraw's channel
         lo, hi = res.gs.scene.extent
         self.far = max(float(np.linalg.norm(np.asarray(hi) - np.asarray(lo))), 1e-3)
         tex = {"sample_type": "unfilterable-float"}
@@ -218,6 +230,7 @@ class ViewPass(RenderPass):
                 {"binding": 5, "visibility": _T, "texture": {"sample_type": "depth"}},
                 {"binding": 6, "visibility": _T, "buffer": {"type": "read-only-storage"}},
                 {"binding": 7, "visibility": _T, "texture": {"sample_type": "uint"}},
+                {"binding": 8, "visibility": _T, "texture": tex},
             ],
         )
         fmt = res.graph.output_format
@@ -261,7 +274,10 @@ class ViewPass(RenderPass):
     def _params_bytes(self) -> bytes:
         p = np.zeros((), PARAMS_DTYPE)
         p["mode"] = MODES[self.name_shown]
-        p["level"] = min(self.level, self.levels() - 1)
+        if self.name_shown == "overdraw":
+            p["level"] = self.level  # 0: before, 1: after the depth test
+        else:
+            p["level"] = min(self.level, self.levels() - 1)
         p["auto_exposure"] = 1 if self.res.settings.auto_exposure else 0
         cam = self.res.camera
         p["near"] = cam.near if cam is not None else 0.1
@@ -272,7 +288,7 @@ class ViewPass(RenderPass):
     def _bind_group(self) -> wgpu.GPUBindGroup:
         r, g = self.res, self.res.graph
         post = r.settings.post
-        has_ids = VIEW_IDS in g.texture_names()
+        has_ids = VIEW_IDS in g.texture_names()  # (made with view.overdraw)
         key = (g.resource_key(), id(r.shadow.view), id(r.pyramid.view), post, has_ids)
         if self._group is None or self._group[0] != key:
             hdr = g.view(HDR) if post else self._blank.create_view()
@@ -287,6 +303,10 @@ class ViewPass(RenderPass):
                 {
                     "binding": 7,
                     "resource": g.view(VIEW_IDS) if has_ids else self._blank_ids.create_view(),
+                },
+                {
+                    "binding": 8,
+                    "resource": g.view(VIEW_OVERDRAW) if has_ids else self._blank.create_view(),
                 },
             ]
             grp = r.device.create_bind_group(label="view", layout=self.layout, entries=entries)
@@ -321,11 +341,12 @@ class ViewGeometryPass(RenderPass):
     targets are created on first use. Enabled by the views tool for ``GEOMETRY_VIEWS``."""
 
     reads = DRAW_INPUTS
-    writes = (VIEW_IDS,)
+    writes = (VIEW_IDS, VIEW_OVERDRAW)
 
     def __init__(self, res, name: str = "View.Geometry"):
         super().__init__(name, enabled=False)
         self.res = res
+        self.overdraw = False  # count fragments (overdraw) instead of writing ids
         d = res.device
         ro = {"type": "read-only-storage"}
         v = wgpu.ShaderStage.VERTEX
@@ -354,23 +375,35 @@ class ViewGeometryPass(RenderPass):
         )
         self.shader = shader_pipeline(d, "view_geometry.wgsl", self._make)
 
-    def _make(self, m) -> wgpu.GPURenderPipeline:
+    def _make(self, m) -> dict:
         d, mesh = self.res.device, self.res.mesh
         layout = d.create_pipeline_layout(
             bind_group_layouts=[mesh.layout_view, mesh.layout_draw, self.layout]
         )
-        return d.create_render_pipeline(
-            label="view geometry",
-            layout=layout,
-            vertex={"module": m, "entry_point": "vs_ids", "buffers": [VERTEX_LAYOUT]},
-            primitive={"topology": "triangle-list", "cull_mode": "back"},
-            depth_stencil={
-                "format": DEPTH_FORMAT,
-                "depth_write_enabled": True,
-                "depth_compare": "greater",
-            },
-            fragment={"module": m, "entry_point": "fs_ids", "targets": [{"format": "rg32uint"}]},
-        )
+
+        def pipe(vs, fs, fmt, compare, write, blend=None):
+            target = {"format": fmt}
+            if blend:
+                add = {"operation": "add", "src_factor": "one", "dst_factor": "one"}
+                target["blend"] = {"color": add, "alpha": add}
+            return d.create_render_pipeline(
+                label=f"view geometry {fs}",
+                layout=layout,
+                vertex={"module": m, "entry_point": vs, "buffers": [VERTEX_LAYOUT]},
+                primitive={"topology": "triangle-list", "cull_mode": "back"},
+                depth_stencil={
+                    "format": DEPTH_FORMAT,
+                    "depth_write_enabled": write,
+                    "depth_compare": compare,
+                },
+                fragment={"module": m, "entry_point": fs, "targets": [target]},
+            )
+
+        return {
+            "ids": pipe("vs_ids", "fs_ids", "rg32uint", "greater", True),
+            "before": pipe("vs_count", "fs_before", "rg16float", "always", False, blend=True),
+            "after": pipe("vs_count", "fs_after", "rg16float", "greater", True, blend=True),
+        }
 
     def ensure_targets(self) -> None:
         """Create ``view.ids`` and ``view.depth`` (output size) unless the graph has them."""
@@ -382,13 +415,18 @@ class ViewGeometryPass(RenderPass):
             VIEW_IDS, TextureDesc("rg32uint", t.RENDER_ATTACHMENT | t.TEXTURE_BINDING | t.COPY_SRC)
         )
         g.create_texture(VIEW_DEPTH, TextureDesc(DEPTH_FORMAT, t.RENDER_ATTACHMENT))
+        g.create_texture(
+            VIEW_OVERDRAW,
+            TextureDesc("rg16float", t.RENDER_ATTACHMENT | t.TEXTURE_BINDING | t.COPY_SRC),
+        )
 
     def targets(self, ctx) -> dict:
         g = self.res.graph
+        color = VIEW_OVERDRAW if self.overdraw else VIEW_IDS
         return {
             "color_attachments": [
                 {
-                    "view": g.view(VIEW_IDS),
+                    "view": g.view(color),
                     "load_op": "clear",
                     "clear_value": (0, 0, 0, 0),
                     "store_op": "store",
@@ -403,12 +441,13 @@ class ViewGeometryPass(RenderPass):
         }
 
     def record(self, ctx, rpass) -> None:
-        r = self.res
-        rpass.set_pipeline(self.shader.get())
+        r, pipes = self.res, self.shader.get()
         r.bind_geometry(rpass)
         rpass.set_bind_group(2, self.group)
-        for region in (0, 1):
-            r.gs.draw(rpass, region, 1, r.draw_group)
+        for key in ("before", "after") if self.overdraw else ("ids",):
+            rpass.set_pipeline(pipes[key])
+            for region in (0, 1):
+                r.gs.draw(rpass, region, 1, r.draw_group)
 
 
 def pcg(x: np.ndarray) -> np.ndarray:

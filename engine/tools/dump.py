@@ -26,6 +26,8 @@ FORMATS = {
     "rgba32float": (np.float32, 4),
     "r32float": (np.float32, 1),
     "rg32float": (np.float32, 2),
+    "rg16float": (np.float16, 2),
+    "r16float": (np.float16, 1),
     "depth32float": (np.float32, 1),
     "r32uint": (np.uint32, 1),
     "rg32uint": (np.uint32, 2),

@@ -133,10 +133,13 @@ class ViewTool:
                     f"hiz level {level} is out of range: the pyramid has levels 0..{n - 1}"
                 )
             vp.level = level
+        elif name == "overdraw":
+            vp.level = 0 if level is None else level
         elif level is not None:
             raise CommandError(f"view {name} takes no level (only hiz does)")
         if name in GEOMETRY_VIEWS:
             self.geometry_pass.ensure_targets()
+            self.geometry_pass.overdraw = name == "overdraw"
         vp.name_shown, self.current = name, name
         self.res.graph.invalidate()  # the pass reads what this view needs
         self._hud_mode(True)
@@ -167,6 +170,13 @@ class ViewTool:
         """The shown view and how to read it (the legend's first line)."""
         vp = self.view_pass
         name = self.current
+        if name == "overdraw":
+            when = "after" if vp.level else "before"
+            return (
+                f"overdraw: fragments per pixel {when} the depth test, Turbo on log2 1..32 "
+                f"(ticks at 1 2 4 8 16 32); 'view overdraw:{'before' if vp.level else 'after'}'"
+                " for the other count; drawn again (View.Geometry)"
+            )
         if name == "hiz":
             w, h = (max(1, b >> vp.level) for b in self.res.pyramid.base)
             return f"hiz level {vp.level} ({w}x{h}) of {vp.levels()}, shown like depth"

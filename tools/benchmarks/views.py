@@ -18,7 +18,7 @@ import time
 
 from benchmarks.post import SIZE, _frames, _setup
 
-VIEWS = ("depth", "hiz", "shadow", "luminance", "normals", "nan", "ids", "lod")
+VIEWS = ("depth", "hiz", "shadow", "luminance", "normals", "nan", "ids", "lod", "overdraw")
 
 
 def run(gpu, args) -> None:
@@ -64,6 +64,7 @@ def _gpu_costs(gpu, frames: int) -> None:
         geom.enabled = name in GEOMETRY_VIEWS
         if geom.enabled:
             geom.ensure_targets()
+            geom.overdraw = name == "overdraw"
         graph.invalidate()
         run()
         med = _medians(loop)
