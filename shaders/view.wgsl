@@ -40,6 +40,7 @@ const MODE_NAN: u32 = 5u;
 const MODE_IDS: u32 = 6u;
 const MODE_LOD: u32 = 7u;
 const MODE_OVERDRAW: u32 = 8u;
+const MODE_COST: u32 = 9u;
 const OVERDRAW_MAX: f32 = 32.0;  // engine/passes/view.py
 
 const SKY: vec3f = vec3f(0.05, 0.08, 0.20);  // depth 0: nothing drawn (reverse-Z far)
@@ -224,6 +225,25 @@ fn overdraw_view(px: vec2i, size: vec2i) -> vec3f {
     return ramp(log2(n) / top);
 }
 
+// Measured ns per pixel (View.Geometry's R in cost mode) as Turbo on log2 ns over
+// [ev_lo, ev_hi]; the bottom strip is the ramp with a white tick per power of two ns.
+fn cost_view(px: vec2i, size: vec2i) -> vec3f {
+    let lo = params.ev_lo;
+    let hi = params.ev_hi;
+    if (px.y >= size.y - LEGEND_PX) {
+        let e = lo + (hi - lo) * (f32(px.x) + 0.5) / f32(size.x);
+        if (abs(e - round(e)) * f32(size.x) / (hi - lo) < 1.0) {
+            return vec3f(1.0);
+        }
+        return ramp((e - lo) / (hi - lo));
+    }
+    let v = textureLoad(overdraw, px, 0).xy;
+    if (v.y < 0.5) {
+        return SKY;
+    }
+    return ramp((log2(max(v.x, 1e-12)) - lo) / (hi - lo));
+}
+
 @fragment
 fn fs_view(@builtin(position) frag: vec4f) -> @location(0) vec4f {
     let px = vec2i(frag.xy);
@@ -265,6 +285,9 @@ fn fs_view(@builtin(position) frag: vec4f) -> @location(0) vec4f {
         }
         case MODE_OVERDRAW: {
             c = overdraw_view(px, size);
+        }
+        case MODE_COST: {
+            c = cost_view(px, size);
         }
         default: {
             let v = textureLoad(ids, px, 0).xy;

@@ -19,7 +19,7 @@ struct Draw {
 
 struct Geometry {
     region_slots: u32,  // remap slots per region (GpuScene.region_slots)
-    pad0: u32,
+    pad0: u32,          // batches (GpuScene.batch_count): the cost weights' row length
     pad1: u32,
     pad2: u32,
 };
@@ -68,4 +68,32 @@ fn fs_before() -> @location(0) vec4f {
 @fragment
 fn fs_after() -> @location(0) vec4f {
     return vec4f(0.0, 1.0, 0.0, 0.0);
+}
+
+// cost: every fragment that passes the depth test at its turn adds its draw's measured GPU
+// ns per fragment (weights[region * batches + batch]; the batch from the remap slot as for
+// the LOD) to R and 1 to G: R is the pixel's ns, overdraw included.
+@group(2) @binding(3) var<storage, read> weights: array<f32>;
+
+struct CostOut {
+    @builtin(position) clip: vec4f,
+    @location(0) @interpolate(flat) ns: f32,
+};
+
+@vertex
+fn vs_cost(@location(0) pos: vec3f, @builtin(instance_index) ii: u32) -> CostOut {
+    let slot = draw.base + ii;
+    let id = remap[slot];
+    let m = meshes[mesh_ids[id]];
+    let lod = (slot % geometry.region_slots - m.z) / max(m.w, 1u);
+    let region = slot / geometry.region_slots;
+    var out: CostOut;
+    out.clip = view.view_proj * (transforms[id] * vec4f(pos, 1.0));
+    out.ns = weights[region * geometry.pad0 + m.x + lod];
+    return out;
+}
+
+@fragment
+fn fs_cost(in: CostOut) -> @location(0) vec4f {
+    return vec4f(in.ns, 1.0, 0.0, 0.0);
 }

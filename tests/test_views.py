@@ -396,3 +396,59 @@ def test_overdraw_counts_against_a_numpy_rasteriser(gpu):
         <= 1
     )
     assert v.command("view overdraw:after").ok and v.tool.view_pass.level == 1
+
+
+def test_cost_heatmap_sums_each_draws_ns_per_fragment(gpu):
+    """With known per-draw ns per fragment, a pixel one square covers reads that square's
+    batch's ns; the weights come from Main.Early/Main.Late's draws (time / fragments)."""
+    from engine.passes.resources import VIEW_OVERDRAW
+    from engine.profiling.draws import Draw, PassDraws
+    from engine.tools.views import cost_weights
+
+    scene, placed = squares_scene()
+    scene = Scene(
+        [Mesh.from_lods("a", [plane(1.0)]), Mesh.from_lods("b", [plane(1.0)])],
+        scene.transforms,
+        np.array([0, 1, 0, 1], np.uint32),  # squares 0 and 2 are batch 0, 1 and 3 batch 1
+        scene.colors,
+    )
+    cam = Camera((0.3, 12.0, 2.0), (0.3, 0.0, 0.0), fov_y_deg=50.0, near=0.1)
+    v = Viewed(gpu, scene, FrameSettings(taa=False, bloom=False, cull=False))
+    bad = v.command("view cost")
+    assert not bad.ok and "--gpu-profile draws" in bad.text
+    v.ctx.options.gpu_profile = "draws"
+    assert v.command("view cost").ok
+    labels = v.h.frame.gs.batch_labels
+    draws = (
+        PassDraws("Main.Early", "render", ()),
+        PassDraws(
+            "Main.Late",
+            "render",
+            (
+                Draw(labels[0], 0, 3000, None, 0, False, 4, 2, 1000),
+                Draw(labels[1], 0, 500, None, 0, False, 4, 2, 2000),
+            ),
+        ),
+    )
+    w = cost_weights(draws, labels)
+    assert w.tolist() == [[0.0, 0.0], [3.0, 0.25]]  # ns per fragment
+    v.tool.geometry_pass.set_weights(w)
+    v.render(camera=cam)
+    cost = read_texture(gpu.device, v.h.graph.texture(VIEW_OVERDRAW))[:, :, 0].astype(float)
+    want, edge = raster_counts(placed, cam, SIZE)
+    cover = np.stack([raster_counts([p], cam, SIZE)[0] == 1 for p in placed])  # (4, H, W)
+    clear = edge > 0.05
+    ns = np.array([3.0, 0.25, 3.0, 0.25])
+    sets = {tuple(np.flatnonzero(cover[:, y, x])) for y, x in zip(*np.nonzero(clear), strict=True)}
+    assert {(0,), (0, 1)} <= sets
+    for key in sets:
+        at = clear & (cover.sum(0) == len(key))
+        for k in key:
+            at &= cover[k]
+        got = cost[at]
+        if key in ((0,), (0, 1)):  # batch 0 is drawn before batch 1: both pass the test
+            assert np.allclose(got, ns[list(key)].sum(), rtol=1e-3), key
+        else:  # the top square always shades; those under it only if drawn before it
+            top = ns[max(key)] if key else 0.0
+            assert (got >= top * (1 - 1e-3)).all() and (got <= ns[list(key)].sum() * 1.001).all()
+    assert (cost[clear & (want == 0)] == 0).all()

@@ -16,9 +16,12 @@ normals    world-space normals reconstructed from depth (``n * 0.5 + 0.5``)
 nan        NaN (magenta), +Inf (red), -Inf (blue), negative (cyan) pixels of the HDR target
 ids        each instance (scene row) in its own hash colour (``id_colour``)
 lod        the LOD each instance was drawn with (``LOD_COLOURS``: 0 green, 1 yellow, ...)
-overdraw   fragments per pixel before the depth test (every rasterised one) as Turbo over
-           1 .. ``OVERDRAW_MAX`` (log2); the bottom strip: the ramp, a tick per power of two
-           and, in the legend's half, the count after the depth test likewise
+overdraw   fragments per pixel before the depth test (every rasterised one; ``overdraw:after``
+           those passing it at their turn) as Turbo over 1 .. ``OVERDRAW_MAX`` (log2); the
+           bottom strip: the ramp, a tick per power of two
+cost       measured GPU ns per pixel: each fragment that passes the depth test adds its draw's
+           ns per fragment (``--gpu-profile draws``: draw time / fragment invocations); Turbo
+           on log2 ns over ``cost_range``, ticks at powers of two
 ========== ===================================================================================
 
 ``ids`` and ``lod`` draw the frame's instances again (``ViewGeometryPass``, ``View.Geometry``:
@@ -63,8 +66,9 @@ MODES = {
     "ids": 6,
     "lod": 7,
     "overdraw": 8,
+    "cost": 9,
 }
-GEOMETRY_VIEWS = ("ids", "lod", "overdraw")  # drawn again by View.Geometry
+GEOMETRY_VIEWS = ("ids", "lod", "overdraw", "cost")  # drawn again by View.Geometry
 #: overdraw: fragment counts at the ramp's ends (log2 scale: 1 .. OVERDRAW_MAX).
 OVERDRAW_MAX = 32
 #: sRGB colours of LOD 0..5 (5: and beyond) in the lod view (shaders/view.wgsl).
@@ -91,6 +95,7 @@ READS = {
     "ids": (DEPTH, VIEW_IDS),
     "lod": (DEPTH, VIEW_IDS),
     "overdraw": (DEPTH, VIEW_OVERDRAW),
+    "cost": (DEPTH, VIEW_OVERDRAW),
 }
 PARAMS_DTYPE = np.dtype(
     [
@@ -216,6 +221,7 @@ class ViewPass(RenderPass):
         self.res = res
         d = res.device
         self.name_shown, self.level = "depth", 1  # level: hiz's mip, overdraw's channel
+        self.cost_range = (0.01, 10.24)  # cost: ns per pixel at the ramp's ends
         lo, hi = res.gs.scene.extent
         self.far = max(float(np.linalg.norm(np.asarray(hi) - np.asarray(lo))), 1e-3)
         tex = {"sample_type": "unfilterable-float"}
@@ -274,6 +280,9 @@ class ViewPass(RenderPass):
     def _params_bytes(self) -> bytes:
         p = np.zeros((), PARAMS_DTYPE)
         p["mode"] = MODES[self.name_shown]
+        if self.name_shown == "cost":
+            p["ev_lo"], p["ev_hi"] = np.log2(self.cost_range)
+            return p.tobytes()
         if self.name_shown == "overdraw":
             p["level"] = self.level  # 0: before, 1: after the depth test
         else:
@@ -346,7 +355,7 @@ class ViewGeometryPass(RenderPass):
     def __init__(self, res, name: str = "View.Geometry"):
         super().__init__(name, enabled=False)
         self.res = res
-        self.overdraw = False  # count fragments (overdraw) instead of writing ids
+
         d = res.device
         ro = {"type": "read-only-storage"}
         v = wgpu.ShaderStage.VERTEX
@@ -356,12 +365,20 @@ class ViewGeometryPass(RenderPass):
                 {"binding": 0, "visibility": v, "buffer": ro},
                 {"binding": 1, "visibility": v, "buffer": ro},
                 {"binding": 2, "visibility": v, "buffer": {"type": "uniform"}},
+                {"binding": 3, "visibility": v, "buffer": ro},
             ],
         )
         gs = res.gs
+        #: cost: GPU ns per fragment of each (region, batch) draw, regions early and late
+        self.weights = d.create_buffer(
+            label="view cost weights",
+            size=max(16, 2 * gs.batch_count * 4),
+            usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST,
+        )
+        self.mode = "ids"  # "ids" (ids, lod), "overdraw" or "cost"
         self.uniform = d.create_buffer_with_data(
             label="view geometry",
-            data=np.array([gs.region_slots, 0, 0, 0], np.uint32).tobytes(),
+            data=np.array([gs.region_slots, gs.batch_count, 0, 0], np.uint32).tobytes(),
             usage=wgpu.BufferUsage.UNIFORM,
         )
         self.group = d.create_bind_group(
@@ -371,6 +388,7 @@ class ViewGeometryPass(RenderPass):
                 {"binding": 0, "resource": {"buffer": gs.mesh_table}},
                 {"binding": 1, "resource": {"buffer": gs.mesh_ids}},
                 {"binding": 2, "resource": {"buffer": self.uniform}},
+                {"binding": 3, "resource": {"buffer": self.weights}},
             ],
         )
         self.shader = shader_pipeline(d, "view_geometry.wgsl", self._make)
@@ -403,7 +421,13 @@ class ViewGeometryPass(RenderPass):
             "ids": pipe("vs_ids", "fs_ids", "rg32uint", "greater", True),
             "before": pipe("vs_count", "fs_before", "rg16float", "always", False, blend=True),
             "after": pipe("vs_count", "fs_after", "rg16float", "greater", True, blend=True),
+            "cost": pipe("vs_cost", "fs_cost", "rg16float", "greater", True, blend=True),
         }
+
+    def set_weights(self, ns_per_fragment: np.ndarray) -> None:
+        """``(2, batches)`` GPU ns per fragment of each draw of Main.Early / Main.Late."""
+        w = np.ascontiguousarray(ns_per_fragment, np.float32).reshape(-1)
+        self.res.device.queue.write_buffer(self.weights, 0, w.tobytes())
 
     def ensure_targets(self) -> None:
         """Create ``view.ids`` and ``view.depth`` (output size) unless the graph has them."""
@@ -422,7 +446,7 @@ class ViewGeometryPass(RenderPass):
 
     def targets(self, ctx) -> dict:
         g = self.res.graph
-        color = VIEW_OVERDRAW if self.overdraw else VIEW_IDS
+        color = VIEW_IDS if self.mode == "ids" else VIEW_OVERDRAW
         return {
             "color_attachments": [
                 {
@@ -444,7 +468,8 @@ class ViewGeometryPass(RenderPass):
         r, pipes = self.res, self.shader.get()
         r.bind_geometry(rpass)
         rpass.set_bind_group(2, self.group)
-        for key in ("before", "after") if self.overdraw else ("ids",):
+        keys = {"ids": ("ids",), "overdraw": ("before", "after"), "cost": ("cost",)}
+        for key in keys[self.mode]:
             rpass.set_pipeline(pipes[key])
             for region in (0, 1):
                 r.gs.draw(rpass, region, 1, r.draw_group)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+import numpy as np
+
 from ..commands import Arg, CommandError, Int
 from ..passes.resources import FrameResources
 from ..passes.view import (
@@ -69,6 +71,8 @@ class ViewTool:
     def __init__(self):
         self.current: str | None = None
         self.view_pass: ViewPass | None = None
+        self.cost_frame: int | None = None  # the record the cost weights came from
+        self.cost_weights = None  # (2, batches) ns per fragment, Main.Early / Main.Late
         self._undo = []
 
     def install(self, ctx) -> None:
@@ -105,7 +109,8 @@ class ViewTool:
     def available(self) -> list[str]:
         """The views this run can show now (its knobs: e.g. no ``shadow`` without shadows)."""
         s = self.res.settings
-        return [n for n in NAMES if view_requirement(n, s) is None]
+        draws = self.ctx.option("gpu_profile") == "draws"
+        return [n for n in NAMES if view_requirement(n, s) is None and (n != "cost" or draws)]
 
     def set_view(self, name: str | None, level: int | None = None) -> str:
         """Show view ``name`` (None: the normal picture) from the next frame on; ``level``
@@ -122,6 +127,8 @@ class ViewTool:
             self._hud_mode(False)
             return "view: off (the normal picture)"
         why = view_requirement(name, self.res.settings)
+        if why is None and name == "cost" and self.ctx.option("gpu_profile") != "draws":
+            why = "view cost needs per-draw GPU timing: run with --gpu-profile draws"
         if why is not None:
             raise CommandError(why)
         vp = self.view_pass
@@ -139,7 +146,7 @@ class ViewTool:
             raise CommandError(f"view {name} takes no level (only hiz does)")
         if name in GEOMETRY_VIEWS:
             self.geometry_pass.ensure_targets()
-            self.geometry_pass.overdraw = name == "overdraw"
+            self.geometry_pass.mode = name if name in ("overdraw", "cost") else "ids"
         vp.name_shown, self.current = name, name
         self.res.graph.invalidate()  # the pass reads what this view needs
         self._hud_mode(True)
@@ -170,6 +177,18 @@ class ViewTool:
         """The shown view and how to read it (the legend's first line)."""
         vp = self.view_pass
         name = self.current
+        if name == "cost":
+            if self.cost_frame is None:
+                return (
+                    "cost: waiting for per-draw timings with fragment counts (--gpu-profile "
+                    "draws; pipeline statistics needed)"
+                )
+            lo, hi = vp.cost_range
+            return (
+                f"cost: measured GPU ns per pixel (each shaded fragment adds its draw's ns per "
+                f"fragment), Turbo on log2 {lo:.3g}..{hi:.3g} ns, a tick per power of two; "
+                f"timings of frame {self.cost_frame}"
+            )
         if name == "overdraw":
             when = "after" if vp.level else "before"
             return (
@@ -197,6 +216,23 @@ class ViewTool:
         self.view_pass.enabled = on
         self.geometry_pass.enabled = on and self.current in GEOMETRY_VIEWS
         self.post.enabled = s.post and not on
+        if self.current == "cost":
+            self._update_cost()
+
+    def _update_cost(self) -> None:
+        """The newest record's per-draw ns per fragment of Main.Early / Main.Late as the
+        cost weights (uploaded when a new record came), and the ramp's range."""
+        rec = self.ctx.telemetry.latest
+        if rec is None or rec.draws is None or rec.frame_index == self.cost_frame:
+            return
+        w = cost_weights(rec.draws, self.res.gs.batch_labels)
+        if w is None:
+            return
+        self.cost_frame, self.cost_weights = rec.frame_index, w
+        self.geometry_pass.set_weights(w)
+        pos = w[w > 0]
+        if pos.size:  # half the cheapest fragment .. 16 fragments of the dearest draw
+            self.view_pass.cost_range = (float(pos.min()) / 2, float(pos.max()) * 16)
 
     def _hud_mode(self, on: bool) -> None:
         """Show the legend panel (HUD mode ``view``) while a view is on, if the HUD was off."""
@@ -209,6 +245,23 @@ class ViewTool:
             hud.set_mode("view", hint=False)
         elif not on and hud.mode == "view":
             hud.set_mode("off", hint=False)
+
+
+def cost_weights(draws, labels: list[str]) -> np.ndarray | None:
+    """``(2, batches)`` float32 GPU ns per fragment of each batch's draw in ``Main.Early``
+    (row 0) and ``Main.Late`` (row 1) from a record's ``PassDraws``; 0 where a draw has no
+    reading or drew no fragment; None when neither pass has any reading."""
+    out = np.zeros((2, len(labels)), np.float32)
+    found = False
+    for p in draws:
+        if p.name not in ("Main.Early", "Main.Late"):
+            continue
+        row = 0 if p.name == "Main.Early" else 1
+        for d in p.draws:
+            if d.label in labels and d.ns is not None and d.fragment:
+                out[row, labels.index(d.label)] = d.ns / d.fragment
+                found = True
+    return out if found else None
 
 
 #: One line per view: how to read it ({far}: the distance shown white).

@@ -19,6 +19,7 @@ import time
 from benchmarks.post import SIZE, _frames, _setup
 
 VIEWS = ("depth", "hiz", "shadow", "luminance", "normals", "nan", "ids", "lod", "overdraw")
+# (cost is exempt from the goals: it needs --gpu-profile draws)
 
 
 def run(gpu, args) -> None:
@@ -64,7 +65,7 @@ def _gpu_costs(gpu, frames: int) -> None:
         geom.enabled = name in GEOMETRY_VIEWS
         if geom.enabled:
             geom.ensure_targets()
-            geom.overdraw = name == "overdraw"
+            geom.mode = name if name == "overdraw" else "ids"
         graph.invalidate()
         run()
         med = _medians(loop)
