@@ -452,3 +452,29 @@ def test_cost_heatmap_sums_each_draws_ns_per_fragment(gpu):
             top = ns[max(key)] if key else 0.0
             assert (got >= top * (1 - 1e-3)).all() and (got <= ns[list(key)].sum() * 1.001).all()
     assert (cost[clear & (want == 0)] == 0).all()
+
+
+def test_culled_view_ghosts_what_the_frozen_camera_culls(gpu):
+    """The culled view's classes are the reference culler's; its counts equal the GPU
+    culler's counters for the same frozen camera; the ghosts tint only pixels where culled
+    instances are, towards their reason's colour."""
+    v = Viewed(gpu, random_scene(150, seed=5))
+    r = v.command("view culled")
+    assert not r.ok and "--cull-camera" in r.text
+    frozen = Camera((0.0, 3.0, 18.0), (0.0, 2.0, 0.0), fov_y_deg=40.0, near=0.1)
+    render_cam = Camera((0.0, 30.0, 40.0), (0.0, 0.0, 0.0), fov_y_deg=60.0, near=0.1)
+    v.h.frame.freeze_culling(True, camera=frozen)
+    normal = v.render(3, camera=render_cam)
+    counters = v.h.counters()
+    assert v.command("view culled").ok
+    ghosted = v.render(1, camera=render_cam)
+    f, small, occ = v.tool.culled_pass.counts
+    assert (f, small, occ) == (counters["frustum_culled"], counters["small_culled"], 0)
+    assert f > 10 and "frustum" in v.tool.describe() and f"{f:,}" in v.tool.describe()
+    changed = np.abs(ghosted - normal).max(axis=2) > 3
+    assert changed.sum() > 50
+    assert (ghosted[changed][:, 0] >= normal[changed][:, 0] - 2).mean() > 0.9  # redder
+    assert "View.Culled" in v.h.graph.pass_names() and "Post" in v.h.graph.pass_names()
+    v.h.frame.freeze_culling(False)
+    v.render(1, camera=render_cam)
+    assert v.tool.current is None and "View.Culled" not in v.h.graph.pass_names()

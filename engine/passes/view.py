@@ -19,6 +19,8 @@ lod        the LOD each instance was drawn with (``LOD_COLOURS``: 0 green, 1 yel
 overdraw   fragments per pixel before the depth test (every rasterised one; ``overdraw:after``
            those passing it at their turn) as Turbo over 1 .. ``OVERDRAW_MAX`` (log2); the
            bottom strip: the ramp, a tick per power of two
+culled     (culling frozen: F2 or --cull-camera) the instances the frozen camera culls,
+           ghosted over the normal picture in their reason's colour (``ViewCulledPass``)
 cost       measured GPU ns per pixel: each fragment that passes the depth test adds its draw's
            ns per fragment (``--gpu-profile draws``: draw time / fragment invocations); Turbo
            on log2 ns over ``cost_range``, ticks at powers of two
@@ -67,6 +69,7 @@ MODES = {
     "lod": 7,
     "overdraw": 8,
     "cost": 9,
+    "culled": 10,  # no shader mode: View.Culled draws over Post's picture
 }
 GEOMETRY_VIEWS = ("ids", "lod", "overdraw", "cost")  # drawn again by View.Geometry
 #: overdraw: fragment counts at the ramp's ends (log2 scale: 1 .. OVERDRAW_MAX).
@@ -96,6 +99,7 @@ READS = {
     "lod": (DEPTH, VIEW_IDS),
     "overdraw": (DEPTH, VIEW_OVERDRAW),
     "cost": (DEPTH, VIEW_OVERDRAW),
+    "culled": (DEPTH,),
 }
 PARAMS_DTYPE = np.dtype(
     [
@@ -473,6 +477,107 @@ class ViewGeometryPass(RenderPass):
             rpass.set_pipeline(pipes[key])
             for region in (0, 1):
                 r.gs.draw(rpass, region, 1, r.draw_group)
+
+
+class ViewCulledPass(RenderPass):
+    """``View.Culled``: the instances the frozen culling camera removed (``set_culled``),
+    ghosted over the output in their reason's colour (alpha ``0.35``), depth-tested against
+    ``frame.depth`` (no writes), one direct indexed draw per mesh (its LOD 0)."""
+
+    reads = (OUTPUT, DEPTH)
+    writes = (OUTPUT,)
+
+    def __init__(self, res, name: str = "View.Culled"):
+        super().__init__(name, enabled=False)
+        self.res = res
+        d = res.device
+        self.layout = d.create_bind_group_layout(
+            label="view culled",
+            entries=[
+                {
+                    "binding": 0,
+                    "visibility": wgpu.ShaderStage.VERTEX,
+                    "buffer": {"type": "read-only-storage"},
+                }  # fmt: skip
+            ],
+        )
+        fmt = res.graph.output_format
+        self.shader = shader_pipeline(d, "view_culled.wgsl", lambda m: self._make(m, fmt))
+        self.buffer = None
+        self.group = None
+        self.draws: list[tuple[int, int, int, int, int]] = []  # draw_indexed arguments
+        self.counts = (0, 0, 0)  # frustum, small, occluded
+
+    def _make(self, m, fmt) -> wgpu.GPURenderPipeline:
+        d = self.res.device
+        blend = {
+            "color": {"operation": "add", "src_factor": "src-alpha",
+                      "dst_factor": "one-minus-src-alpha"},
+            "alpha": {"operation": "add", "src_factor": "zero", "dst_factor": "one"},
+        }  # fmt: skip
+        return d.create_render_pipeline(
+            label="view culled",
+            layout=d.create_pipeline_layout(
+                bind_group_layouts=[self.res.mesh.layout_view, self.layout]
+            ),
+            vertex={"module": m, "entry_point": "vs_culled", "buffers": [VERTEX_LAYOUT]},
+            primitive={"topology": "triangle-list", "cull_mode": "back"},
+            depth_stencil={
+                "format": DEPTH_FORMAT,
+                "depth_write_enabled": False,
+                "depth_compare": "greater-equal",
+            },
+            fragment={
+                "module": m,
+                "entry_point": "fs_culled",
+                "targets": [{"format": fmt, "blend": blend}],
+            },
+        )
+
+    def set_culled(self, rows: np.ndarray, reasons: np.ndarray) -> None:
+        """The culled scene ``rows`` ``(K,)`` and their ``reasons`` ``(K,)`` (reference
+        classes 0 frustum, 1 small, 2 occluded): uploaded grouped by mesh."""
+        gs = self.res.gs
+        rows = np.asarray(rows, np.int64)
+        reasons = np.asarray(reasons, np.uint32)
+        self.counts = tuple(int((reasons == k).sum()) for k in range(3))
+        mesh = gs.scene.mesh_ids[rows]
+        order = np.argsort(mesh, kind="stable")
+        rows, reasons, mesh = rows[order], reasons[order], mesh[order]
+        self.draws = []
+        for m in np.unique(mesh):
+            idx = np.flatnonzero(mesh == m)
+            b = gs.batches[gs.first_batch[int(m)]]  # LOD 0
+            self.draws.append((b.index_count, len(idx), b.first_index, b.base_vertex, int(idx[0])))
+        data = np.stack([rows, reasons], 1).astype(np.uint32) if len(rows) else np.zeros((1, 2))
+        d = self.res.device
+        self.buffer = d.create_buffer_with_data(
+            label="view culled", data=data.astype(np.uint32).tobytes(),
+            usage=wgpu.BufferUsage.STORAGE,
+        )  # fmt: skip
+        self.group = d.create_bind_group(
+            layout=self.layout, entries=[{"binding": 0, "resource": {"buffer": self.buffer}}]
+        )
+
+    def targets(self, ctx) -> dict:
+        return {
+            "color_attachments": [{"view": ctx.output, "load_op": "load", "store_op": "store"}],
+            "depth_stencil_attachment": {
+                "view": self.res.graph.view(DEPTH),
+                "depth_load_op": "load",
+                "depth_store_op": "store",
+            },
+        }
+
+    def record(self, ctx, rpass) -> None:
+        if not self.draws:
+            return
+        r = self.res
+        rpass.set_pipeline(self.shader.get())
+        r.bind_geometry(rpass)
+        rpass.set_bind_group(1, self.group)
+        for n, count, first, base, first_instance in self.draws:
+            rpass.draw_indexed(n, count, first, base, first_instance)
 
 
 def pcg(x: np.ndarray) -> np.ndarray:

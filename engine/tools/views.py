@@ -19,6 +19,7 @@ from ..passes.resources import FrameResources
 from ..passes.view import (
     GEOMETRY_VIEWS,
     MODES,
+    ViewCulledPass,
     ViewGeometryPass,
     ViewPass,
     parse_view,
@@ -92,6 +93,8 @@ class ViewTool:
             return
         self.geometry_pass = ctx.graph.add(ViewGeometryPass(self.res))
         self.view_pass = ctx.graph.add(ViewPass(self.res))
+        self.culled_pass = ctx.graph.add(ViewCulledPass(self.res))
+        self._culled_key = None
         self.post = ctx.graph.pass_named("Post")
         self._undo.append(ctx.on_update(self._update))
         if start is not None:
@@ -129,6 +132,11 @@ class ViewTool:
         why = view_requirement(name, self.res.settings)
         if why is None and name == "cost" and self.ctx.option("gpu_profile") != "draws":
             why = "view cost needs per-draw GPU timing: run with --gpu-profile draws"
+        if why is None and name == "culled" and self.res.cull_camera is None:
+            why = (
+                "view culled needs a frozen culling camera: F2 in a window, 'cull freeze', "
+                "or --cull-camera EX,EY,EZ:TX,TY,TZ"
+            )
         if why is not None:
             raise CommandError(why)
         vp = self.view_pass
@@ -177,6 +185,13 @@ class ViewTool:
         """The shown view and how to read it (the legend's first line)."""
         vp = self.view_pass
         name = self.current
+        if name == "culled":
+            f, sm, occ = self.culled_pass.counts
+            return (
+                f"culled by the frozen camera, ghosted over the picture: frustum {f:,} red, "
+                f"sub-pixel {sm:,} amber, occluded {occ:,} purple (occlusion is paused while "
+                "frozen)"
+            )
         if name == "cost":
             if self.cost_frame is None:
                 return (
@@ -212,12 +227,35 @@ class ViewTool:
                 log.warning("view %s off: %s", self.current, why)
                 self.current = None
                 self._hud_mode(False)
-        on = self.current is not None
+        if self.current == "culled" and self.res.cull_camera is None:
+            log.warning("view culled off: culling is no longer frozen")
+            self.current = None
+            self._hud_mode(False)
+        culled = self.current == "culled"
+        on = self.current is not None and not culled  # culled draws over Post's picture
         self.view_pass.enabled = on
         self.geometry_pass.enabled = on and self.current in GEOMETRY_VIEWS
         self.post.enabled = s.post and not on
+        self.culled_pass.enabled = culled
+        if culled:
+            self._update_culled(frame_ctx.size)
         if self.current == "cost":
             self._update_cost()
+
+    def _update_culled(self, size) -> None:
+        """Classify the scene for the frozen camera (reference culler) once per freeze."""
+        from ..culling.reference import FRUSTUM, OCCLUDED, SMALL, VISIBLE, classify
+        from .lines import cull_view
+
+        r = self.res
+        key = (id(r.cull_camera), tuple(size))
+        if key == self._culled_key:
+            return
+        self._culled_key = key
+        cls = classify(r.gs.scene.bounds(), cull_view(r, r.cull_camera, size))
+        rows = np.flatnonzero(cls != VISIBLE)
+        reason = {FRUSTUM: 0, SMALL: 1, OCCLUDED: 2}
+        self.culled_pass.set_culled(rows, np.array([reason[int(c)] for c in cls[rows]]))
 
     def _update_cost(self) -> None:
         """The newest record's per-draw ns per fragment of Main.Early / Main.Late as the
