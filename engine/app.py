@@ -218,9 +218,10 @@ def run(sample_cls: type[Sample], argv: list[str] | None = None) -> int:
             check_output_path(parser, option, path, suffix)
     if args.dump is not None:
         path = args.dump[1]
-        suffix = next((x for x in (".npy", ".png", ".exr") if path.lower().endswith(x)), None)
+        kinds = (".npy", ".png", ".exr", ".csv")
+        suffix = next((x for x in kinds if path.lower().endswith(x)), None)
         if suffix is None:
-            parser.error(f"argument --dump: {path!r} must end in .npy, .png or .exr")
+            parser.error(f"argument --dump: {path!r} must end in .npy, .png, .exr or .csv")
         check_output_path(parser, "--dump", path, suffix)
         if args.graph is not None:
             parser.error("argument --graph: it prints the frame's passes and exits; drop --dump")

@@ -108,7 +108,8 @@ def build_parser(prog: str, description: str) -> ArgumentParser:
         nargs=2,
         metavar=("NAME[@PASS]", "PATH"),
         help="render headless and write graph texture NAME as the last frame left it (or "
-        "right after pass PASS) to PATH: .npy raw values, .png range-mapped, .exr values",
+        "right after pass PASS) to PATH: .npy raw values, .png range-mapped, .exr values; "
+        "a buffer (cull.args, cull.counters, ...) as a typed table, .npy or .csv",
     )
     g.add_argument(
         "--frames",

@@ -6,6 +6,9 @@ frame: ``NAME`` as the frame left it, or ``NAME@PASS`` as it was right after ``P
 (the graph's snapshot: a pass that reads ``NAME@PASS`` makes the graph copy it there).
 The suffix chooses the form: ``.npy`` raw values, ``.png`` range-mapped for looking, ``.exr``
 the values as half / float / uint channels through the OpenEXR library (``openexr`` on PyPI).
+Buffers of the standard frame (``cull.counters``, ``cull.args``, ``cull.remap``,
+``post.exposure``, ``post.histogram``) dump as typed tables (``engine.tools.buffers``):
+``.npy`` structured arrays or ``.csv``.
 """
 
 from __future__ import annotations
@@ -157,8 +160,23 @@ class DumpTool:
         base, after = split_ref(ref)
         graph = ctx.graph
         names = dumpable(graph)
+        tables = _tables(graph)
+        if base in tables:
+            if after is not None:
+                raise ValueError(f"--dump: {base} is a buffer; buffers dump as the frame left "
+                                 f"them (drop @{after})")  # fmt: skip
+            if not path.lower().endswith((".npy", ".csv")):
+                raise ValueError(f"--dump: {base} is a buffer: write it as .npy or .csv")
+            self.request = (ref, path)
+            ctx.frame_done.append(self._frame_done)
+            return
+        if path.lower().endswith(".csv"):
+            raise ValueError(f"--dump: {base} is a texture: write it as .npy, .png or .exr")
         if base not in names:
-            raise ValueError(f"--dump: unknown resource {base!r}; textures: {', '.join(names)}")
+            raise ValueError(
+                f"--dump: unknown resource {base!r}; textures: {', '.join(names)}; "
+                f"buffers: {', '.join(tables) or 'none'}"
+            )
         if after is not None:
             passes = [p.name for p in graph.passes if p.enabled and base in p.writes]
             if after not in passes:
@@ -179,9 +197,15 @@ class DumpTool:
             return
         ref, path = self.request
         self.request = None
+        tables = _tables(self.ctx.graph)
         try:
-            values = read_texture(self.ctx.gpu.device, texture_of(self.ctx.graph, ref))
-            what = write_dump(values, path)
+            if ref in tables:
+                from .buffers import read_table, write_table
+
+                what = write_table(read_table(self.ctx.gpu.device, *tables[ref]), path)
+            else:
+                values = read_texture(self.ctx.gpu.device, texture_of(self.ctx.graph, ref))
+                what = write_dump(values, path)
         except (OSError, ValueError, wgpu.GPUError) as e:
             log.error("--dump: cannot write %s: %s", path, getattr(e, "strerror", None) or e)
             self.ctx.status = 1
@@ -190,6 +214,15 @@ class DumpTool:
 
     def close(self) -> None:
         pass
+
+
+def _tables(graph) -> dict:
+    """The buffers that dump as typed tables (``engine.tools.buffers``), by name."""
+    from .buffers import buffer_tables
+    from .views import frame_resources
+
+    res = frame_resources(graph)
+    return {} if res is None else buffer_tables(res, graph)
 
 
 def dumpable(graph) -> list[str]:
