@@ -21,6 +21,8 @@ overdraw   fragments per pixel before the depth test (every rasterised one; ``ov
            bottom strip: the ramp, a tick per power of two
 culled     (culling frozen: F2 or --cull-camera) the instances the frozen camera culls,
            ghosted over the normal picture in their reason's colour (``ViewCulledPass``)
+wireframe  the drawn triangles' edges over the normal picture (``ViewWirePass``: vertex
+           pulling, barycentrics from the vertex stage)
 cost       measured GPU ns per pixel: each fragment that passes the depth test adds its draw's
            ns per fragment (``--gpu-profile draws``: draw time / fragment invocations); Turbo
            on log2 ns over ``cost_range``, ticks at powers of two
@@ -40,7 +42,7 @@ from __future__ import annotations
 import numpy as np
 import wgpu
 
-from engine.graph import RenderPass, TextureDesc
+from engine.graph import ComputePass, RenderPass, TextureDesc
 from engine.passes.resources import (
     DEPTH,
     DEPTH_FORMAT,
@@ -70,6 +72,7 @@ MODES = {
     "overdraw": 8,
     "cost": 9,
     "culled": 10,  # no shader mode: View.Culled draws over Post's picture
+    "wireframe": 11,  # no shader mode: View.Wire draws over Post's picture
 }
 GEOMETRY_VIEWS = ("ids", "lod", "overdraw", "cost")  # drawn again by View.Geometry
 #: overdraw: fragment counts at the ramp's ends (log2 scale: 1 .. OVERDRAW_MAX).
@@ -100,6 +103,7 @@ READS = {
     "overdraw": (DEPTH, VIEW_OVERDRAW),
     "cost": (DEPTH, VIEW_OVERDRAW),
     "culled": (DEPTH,),
+    "wireframe": (DEPTH,),
 }
 PARAMS_DTYPE = np.dtype(
     [
@@ -578,6 +582,157 @@ class ViewCulledPass(RenderPass):
         rpass.set_bind_group(1, self.group)
         for n, count, first, base, first_instance in self.draws:
             rpass.draw_indexed(n, count, first, base, first_instance)
+
+
+class ViewWirePass(RenderPass):
+    """``View.Wire``: the frame's drawn instances (regions early and late) again by vertex
+    pulling, non-indexed, with barycentrics from the vertex stage; dark lines of constant
+    screen width blended over the output, depth-tested against ``frame.depth`` with a bias
+    towards the eye. Its args come from ``WireArgsPass`` (``View.WireArgs``) right before."""
+
+    reads = (*DRAW_INPUTS, DEPTH, OUTPUT)
+    writes = (OUTPUT,)
+
+    def __init__(self, res, args_buffer, name: str = "View.Wire"):
+        super().__init__(name, enabled=False)
+        self.res, self.args = res, args_buffer
+        d, gs = res.device, res.gs
+        verts, idx, table = [], [], []
+        for mesh in gs.scene.meshes:
+            for lod in mesh.lods:
+                verts.append(np.asarray(lod.vertices, np.float32).reshape(-1))
+                idx.append(np.asarray(lod.indices, np.uint32))
+        for b in gs.batches:
+            table.append((b.first_index, b.index_count, b.base_vertex, 0))
+        usage = wgpu.BufferUsage.STORAGE
+        self.positions = d.create_buffer_with_data(
+            label="wire vertices", data=np.concatenate(verts).tobytes(), usage=usage
+        )
+        self.indices = d.create_buffer_with_data(
+            label="wire indices", data=np.concatenate(idx).tobytes(), usage=usage
+        )
+        self.table = d.create_buffer_with_data(
+            label="wire batches", data=np.array(table, np.uint32).tobytes(), usage=usage
+        )
+        self.uniform = d.create_buffer_with_data(
+            label="wire", data=np.array([len(table), 0, 0, 0], np.uint32).tobytes(),
+            usage=wgpu.BufferUsage.UNIFORM,
+        )  # fmt: skip
+        ro = {"type": "read-only-storage"}
+        v = wgpu.ShaderStage.VERTEX
+        self.layout = d.create_bind_group_layout(
+            label="view wire",
+            entries=[
+                {"binding": 0, "visibility": v, "buffer": ro},
+                {"binding": 1, "visibility": v, "buffer": ro},
+                {"binding": 2, "visibility": v, "buffer": ro},
+                {"binding": 3, "visibility": v, "buffer": {"type": "uniform"}},
+            ],
+        )
+        self.group = d.create_bind_group(
+            layout=self.layout,
+            entries=[
+                {"binding": 0, "resource": {"buffer": self.positions}},
+                {"binding": 1, "resource": {"buffer": self.indices}},
+                {"binding": 2, "resource": {"buffer": self.table}},
+                {"binding": 3, "resource": {"buffer": self.uniform}},
+            ],
+        )
+        fmt = res.graph.output_format
+        self.shader = shader_pipeline(d, "view_wireframe.wgsl", lambda m: self._make(m, fmt))
+
+    def _make(self, m, fmt) -> wgpu.GPURenderPipeline:
+        d, mesh = self.res.device, self.res.mesh
+        blend = {
+            "color": {"operation": "add", "src_factor": "src-alpha",
+                      "dst_factor": "one-minus-src-alpha"},
+            "alpha": {"operation": "add", "src_factor": "zero", "dst_factor": "one"},
+        }  # fmt: skip
+        return d.create_render_pipeline(
+            label="view wire",
+            layout=d.create_pipeline_layout(
+                bind_group_layouts=[mesh.layout_view, mesh.layout_draw, self.layout]
+            ),
+            vertex={"module": m, "entry_point": "vs_wire"},
+            primitive={"topology": "triangle-list", "cull_mode": "back"},
+            depth_stencil={
+                "format": DEPTH_FORMAT,
+                "depth_write_enabled": False,
+                "depth_compare": "greater-equal",
+                "depth_bias": 8,
+                "depth_bias_slope_scale": 1.0,
+            },
+            fragment={
+                "module": m,
+                "entry_point": "fs_wire",
+                "targets": [{"format": fmt, "blend": blend}],
+            },
+        )
+
+    def targets(self, ctx) -> dict:
+        return {
+            "color_attachments": [{"view": ctx.output, "load_op": "load", "store_op": "store"}],
+            "depth_stencil_attachment": {
+                "view": self.res.graph.view(DEPTH),
+                "depth_load_op": "load",
+                "depth_store_op": "store",
+            },
+        }
+
+    def record(self, ctx, rpass) -> None:
+        r, gs = self.res, self.res.gs
+        rpass.set_pipeline(self.shader.get())
+        rpass.set_bind_group(0, r.view_group)
+        rpass.set_bind_group(2, self.group)
+        nb = gs.batch_count
+        if gs.first_instance:
+            rpass.set_bind_group(1, r.draw_group, [0])
+        for k in range(2 * nb):  # regions early and late
+            if not gs.first_instance:
+                rpass.set_bind_group(1, r.draw_group, [k * 256])
+            rpass.draw_indirect(self.args, k * 16)
+
+
+class WireArgsPass(ComputePass):
+    """``View.WireArgs``: the cull's indexed indirect args of regions early and late as the
+    non-indexed args ``View.Wire`` draws with (``shaders/view_wire_args.wgsl``)."""
+
+    reads = DRAW_INPUTS
+    writes = ("view.wire_args",)
+
+    def __init__(self, res, name: str = "View.WireArgs"):
+        super().__init__(name, enabled=False)
+        self.res = res
+        d, gs = res.device, res.gs
+        n = 2 * gs.batch_count
+        self.count = n
+        self.args = d.create_buffer(
+            label="wire args", size=n * 16,
+            usage=wgpu.BufferUsage.INDIRECT | wgpu.BufferUsage.STORAGE,
+        )  # fmt: skip
+        self.shader = shader_pipeline(
+            d,
+            "view_wire_args.wgsl",
+            lambda m: d.create_compute_pipeline(
+                label="wire args", layout="auto", compute={"module": m, "entry_point": "convert"}
+            ),
+        )
+        self.shader.on_reload(lambda: setattr(self, "_group", None))
+        self._group = None
+
+    def record(self, ctx, cpass) -> None:
+        gs = self.res.gs
+        if self._group is None:
+            self._group = self.res.device.create_bind_group(
+                layout=self.shader.get().get_bind_group_layout(0),
+                entries=[
+                    {"binding": 0, "resource": {"buffer": gs.args, "size": self.count * 20}},
+                    {"binding": 1, "resource": {"buffer": self.args}},
+                ],
+            )
+        cpass.set_pipeline(self.shader.get())
+        cpass.set_bind_group(0, self._group)
+        cpass.dispatch_workgroups(-(-self.count // 64), 1, 1)
 
 
 def pcg(x: np.ndarray) -> np.ndarray:

@@ -22,6 +22,8 @@ from ..passes.view import (
     ViewCulledPass,
     ViewGeometryPass,
     ViewPass,
+    ViewWirePass,
+    WireArgsPass,
     parse_view,
     view_requirement,
 )
@@ -94,6 +96,8 @@ class ViewTool:
         self.geometry_pass = ctx.graph.add(ViewGeometryPass(self.res))
         self.view_pass = ctx.graph.add(ViewPass(self.res))
         self.culled_pass = ctx.graph.add(ViewCulledPass(self.res))
+        self.wire_args = ctx.graph.add(WireArgsPass(self.res))
+        self.wire_pass = ctx.graph.add(ViewWirePass(self.res, self.wire_args.args))
         self._culled_key = None
         self.post = ctx.graph.pass_named("Post")
         self._undo.append(ctx.on_update(self._update))
@@ -232,11 +236,14 @@ class ViewTool:
             self.current = None
             self._hud_mode(False)
         culled = self.current == "culled"
-        on = self.current is not None and not culled  # culled draws over Post's picture
+        wire = self.current == "wireframe"
+        over = culled or wire  # drawn over Post's picture
+        on = self.current is not None and not over
         self.view_pass.enabled = on
         self.geometry_pass.enabled = on and self.current in GEOMETRY_VIEWS
         self.post.enabled = s.post and not on
         self.culled_pass.enabled = culled
+        self.wire_args.enabled = self.wire_pass.enabled = wire
         if culled:
             self._update_culled(frame_ctx.size)
         if self.current == "cost":
@@ -314,4 +321,6 @@ LEGENDS = {
     "nan": "HDR NaN magenta, +Inf red, -Inf blue, negative cyan; the rest dim grey",
     "ids": "each instance (scene row) in its own hash colour; drawn again (View.Geometry)",
     "lod": "LOD drawn: 0 green, 1 yellow, 2 orange, 3 red, 4 magenta, 5+ blue",
+    "wireframe": "the drawn triangles' edges over the picture (vertex pulling, barycentrics "
+    "from the vertex stage); drawn again (View.Wire)",
 }
