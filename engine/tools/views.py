@@ -117,7 +117,14 @@ class ViewTool:
         """The views this run can show now (its knobs: e.g. no ``shadow`` without shadows)."""
         s = self.res.settings
         draws = self.ctx.option("gpu_profile") == "draws"
-        return [n for n in NAMES if view_requirement(n, s) is None and (n != "cost" or draws)]
+        frozen = self.res.cull_camera is not None
+        return [
+            n
+            for n in NAMES
+            if view_requirement(n, s) is None
+            and (n != "cost" or draws)
+            and (n != "culled" or frozen)
+        ]
 
     def set_view(self, name: str | None, level: int | None = None) -> str:
         """Show view ``name`` (None: the normal picture) from the next frame on; ``level``
