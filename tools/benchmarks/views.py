@@ -19,7 +19,7 @@ import time
 from benchmarks.post import SIZE, _frames, _setup
 
 VIEWS = ("depth", "hiz", "shadow", "luminance", "normals", "nan", "ids", "lod", "overdraw")
-# (cost is exempt from the goals: it needs --gpu-profile draws)
+# (cost is exempt from the goals: it needs --gpu-profile draws; culled needs a frozen camera)
 
 
 def run(gpu, args) -> None:
@@ -79,6 +79,19 @@ def _gpu_costs(gpu, frames: int) -> None:
             line += " (goal <= +0.1 on H200)"
         print(line)
     post.enabled, view.enabled, geom.enabled = True, False, False
+    from engine.passes.view import ViewWirePass, WireArgsPass
+
+    wargs = graph.add(WireArgsPass(frame.res))
+    wire = graph.add(ViewWirePass(frame.res, wargs.args))
+    wargs.enabled = wire.enabled = True
+    graph.invalidate()
+    run()
+    med = _medians(loop)
+    main = normal.get("Main.Early", 0.0) + normal.get("Main.Late", 0.0)
+    both = med.get("View.WireArgs", 0.0) + med.get("View.Wire", 0.0)
+    print(f"  wireframe          {both:8.3f} ms  View.WireArgs + View.Wire (over Post) vs "
+          f"Main.Early + Main.Late {main:.3f} ms (goal <= 1x)")  # fmt: skip
+    wargs.enabled = wire.enabled = False
     red = TextureReduction(gpu.device)
     tex = graph.texture(HDR)
     v = tex.create_view()
