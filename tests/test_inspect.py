@@ -103,3 +103,34 @@ def test_off_adds_no_pass(gpu):
     assert v.h.graph.pass_names() == [*bare, "Inspect", "Inspect.Read"]
     v.run("inspect off", frames=1)
     assert v.h.graph.pass_names() == bare
+
+
+def test_the_value_under_the_cursor(gpu):
+    """``probe_at`` (a window's cursor, each frame) reads the texel of the inspected mip
+    under the pixel with the figures: the values equal the read-back texture's."""
+    v = Inspected(gpu)
+    v.ctx.commands.execute(f"inspect {HDR}")
+    v.tool.probe_at(40.7, 12.2)
+    v.h.render(CAMERA, 1)  # the probe is set before recording from the next frame on
+
+    def update(ctx):
+        v.h.frame.update(ctx, CAMERA)
+        for fn in v.ctx.updates:
+            fn(ctx)
+
+    for _ in range(3):
+        v.h.loop.frame(v.h.target.view, 0.0, update)
+    s = v.tool.readback.drain()
+    hdr = read_texture(gpu.device, v.h.graph.texture(HDR)).astype(np.float64)
+    assert s.probe is not None and s.probe[:2] == (40, 12)
+    assert s.probe[2] == tuple(hdr[12, 40].tolist())
+    v.ctx.commands.execute(f"inspect {PYRAMID} mip 2")
+    for _ in range(3):
+        v.h.loop.frame(v.h.target.view, 0.0, update)
+    s = v.tool.readback.drain()
+    p = v.h.frame.pyramid
+    tw, th = max(1, p.base[0] >> 2), max(1, p.base[1] >> 2)
+    x, y = int(40.7 * tw / SIZE[0]), int(12.2 * th / SIZE[1])
+    lv = read_texture(gpu.device, p.texture, mip=2)
+    assert s.probe[:2] == (x, y) and s.probe[2] == (float(lv[y, x, 0]),)
+    assert f"at ({x}, {y})" in v.ctx.commands.execute("inspect").text

@@ -60,12 +60,12 @@ class InspectPanel(Panel):
         if s is None:
             ov.text(col + 1, row + 1, "waiting for the readback", DIM)
             return
-        text = format_stats(s)
-        cut = text.find(";")
-        ov.text(col + 1, row + 1, text[: cut if cut > 0 else None][: W - 2], TEXT)
-        if cut > 0:
-            ov.text(col + 1, row + 2, text[cut + 2 :][: W - 2], TEXT)
-        ov.text(col + 1, row + 3, f"frame {s.frame_index}", DIM)
+        parts = format_stats(s).split("; ")
+        ov.text(col + 1, row + 1, parts[0][: W - 2], TEXT)
+        if len(parts) > 1:
+            ov.text(col + 1, row + 2, parts[1][: W - 2], TEXT)
+        under = parts[2] if len(parts) > 2 else f"frame {s.frame_index}"
+        ov.text(col + 1, row + 3, under[: W - 2], DIM)
         cols = s.bins.reshape(32, 2).sum(axis=1)
         top = max(int(cols.max()), 1)
         y0 = row + 4

@@ -46,6 +46,7 @@ PARAMS_DTYPE = np.dtype(
     ]
 )
 PARTIAL_BYTES = 32
+PROBE_BYTES = 16  # one texel of up to four 32-bit channels, after the result
 #: Formats the reduction reads (as ``texture_2d<f32>``: unfilterable float).
 FLOAT_FORMATS = (
     "rgba16float",
@@ -69,6 +70,8 @@ class TextureStats:
         finite, nan, inf: texel counts. hist_lo, hist_hi: the histogram's range.
         bins: ``(BINS,)`` int64 counts of finite values in ``[hist_lo, hist_hi]``,
             bin ``floor((v - lo) / (hi - lo) * BINS)`` (the top edge in the last bin).
+        probe: ``(x, y, values)``: the texel under the cursor (mip texels) and its channel
+            values, or None.
     """
 
     frame_index: int
@@ -81,10 +84,18 @@ class TextureStats:
     hist_lo: float
     hist_hi: float
     bins: np.ndarray
+    probe: tuple | None = None
 
     @classmethod
-    def from_bytes(cls, frame_index: int, data: bytes) -> TextureStats:
+    def from_bytes(cls, frame_index: int, data: bytes, probe=None) -> TextureStats:
+        """``probe``: ``(x, y, dtype, channels)`` of the texel copied after the result."""
         r = np.frombuffer(data, RESULT_DTYPE, 1)[0]
+        texel = None
+        if probe is not None:
+            x, y, dtype, channels = probe
+            raw = data[RESULT_DTYPE.itemsize : RESULT_DTYPE.itemsize + PROBE_BYTES]
+            values = np.frombuffer(raw, dtype, channels).astype(np.float64).tolist()
+            texel = (x, y, tuple(values))
         return cls(
             frame_index,
             float(r["lo"]),
@@ -96,6 +107,7 @@ class TextureStats:
             float(r["hist_lo"]),
             float(r["hist_hi"]),
             r["bins"].astype(np.int64),
+            texel,
         )
 
 
@@ -193,33 +205,62 @@ class InspectPass(ComputePass):
 
 
 class StatsReadback(TransferPass):
-    """``Inspect.Read``: the result into a ``ReadbackRing``; a readback client of the frame
-    loop (``channel`` ``"inspect"``: ``FrameRecord.readbacks["inspect"]``)."""
+    """``Inspect.Read``: the result (and the probed texel) into a ``ReadbackRing``; a
+    readback client of the frame loop (``channel`` ``"inspect"``:
+    ``FrameRecord.readbacks["inspect"]``).
+
+    Attributes:
+        probe: ``(texture, mip, layer, x, y, dtype, channels)`` of the texel to read with
+            the figures (the value under the cursor), or None.
+    """
 
     channel = "inspect"
 
     def __init__(self, reduction: TextureReduction):
         super().__init__("Inspect.Read")
         self.reduction = reduction
-        self.ring = ReadbackRing(
-            reduction.device, RESULT_DTYPE.itemsize, slots=3, batch=1, label="inspect"
-        )
+        size = RESULT_DTYPE.itemsize + PROBE_BYTES
+        self.ring = ReadbackRing(reduction.device, size, slots=3, batch=1, label="inspect")
+        self.staging = reduction.device.create_buffer(
+            label="inspect staging", size=size,
+            usage=wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.COPY_SRC,
+        )  # fmt: skip
+        self.probe = None
         self.latest: TextureStats | None = None
-        self._pending: int | None = None
+        self._pending: tuple | None = None  # (frame, probe key) recorded, not submitted
+        self._probes: dict[int, tuple] = {}  # frame -> (x, y, dtype, channels)
 
     def record(self, ctx, encoder) -> None:
         self.after_submit()
-        if self.ring.copy(encoder, self.reduction.result):
-            self._pending = ctx.frame_index
+        n = RESULT_DTYPE.itemsize
+        encoder.copy_buffer_to_buffer(self.reduction.result, 0, self.staging, 0, n)
+        key = None
+        if self.probe is not None:
+            tex, mip, layer, x, y, dtype, channels = self.probe
+            encoder.copy_texture_to_buffer(
+                {"texture": tex, "mip_level": mip, "origin": (x, y, layer)},
+                {"buffer": self.staging, "offset": n, "bytes_per_row": 256, "rows_per_image": 1},
+                (1, 1, 1),
+            )
+            key = (x, y, dtype, channels)
+        if self.ring.copy(encoder, self.staging):
+            self._pending = (ctx.frame_index, key)
 
     def after_submit(self) -> None:
         if self._pending is not None:
-            self.ring.submitted(self._pending)
+            frame, key = self._pending
+            self.ring.submitted(frame)
+            if key is not None:
+                self._probes[frame] = key
             self._pending = None
 
     def _take(self, results) -> TextureStats | None:
         for frame_index, data in results:
-            self.latest = TextureStats.from_bytes(frame_index, data)
+            probe = self._probes.pop(frame_index, None)
+            self.latest = TextureStats.from_bytes(frame_index, data, probe)
+        if len(self._probes) > 16:  # dropped readbacks leave theirs behind
+            for k in sorted(self._probes)[:-16]:
+                del self._probes[k]
         return self.latest
 
     def collect(self) -> TextureStats | None:

@@ -58,6 +58,9 @@ class InspectorTool:
 
     def close(self) -> None:
         self._views.clear()
+        if getattr(self, "_undo", None) is not None:
+            self._undo()
+            self._undo = None
 
     def latest(self) -> TextureStats | None:
         return None if self.readback is None else self.readback.latest
@@ -149,10 +152,38 @@ class InspectorTool:
         self.pass_ = self.graph.add(InspectPass(self.reduction, self._source, ()))
         self.readback = self.graph.add(StatsReadback(self.reduction))
         self.graph.add_readback(self.readback)
+        self._undo = self.ctx.on_update(self._update_probe)
 
     def _enable(self, on: bool) -> None:
         if self.readback is not None:
             self.pass_.enabled = self.readback.enabled = on
+
+    def probe_at(self, x: float, y: float) -> None:
+        """Read the texel of the inspected mip/layer under output pixel ``(x, y)`` (window
+        pixels, top-left origin) with the next figures; off the output: no probe."""
+        self._probe_px = (x, y)
+
+    def _update_probe(self, frame_ctx) -> None:
+        """Per frame: the cursor in a window (or ``probe_at``) -> the texel to read back."""
+        from .dump import FORMATS
+
+        if self.selection is None or self.readback is None:
+            return
+        win = self.ctx.window
+        if win is not None:
+            self._probe_px = win.cursor_pos()
+        px = getattr(self, "_probe_px", None)
+        ref, mip, layer, _, _ = self.selection
+        base, after = split_ref(ref)
+        tex = self.graph.texture(ref) if after is not None else texture_of(self.graph, base)
+        w, h = frame_ctx.size
+        if px is None or not (0 <= px[0] < w and 0 <= px[1] < h) or tex.format not in FORMATS:
+            self.readback.probe = None
+            return
+        tw, th = max(1, tex.size[0] >> mip), max(1, tex.size[1] >> mip)
+        x, y = min(int(px[0] * tw / w), tw - 1), min(int(px[1] * th / h), th - 1)
+        dtype, channels = FORMATS[tex.format]
+        self.readback.probe = (tex, mip, layer, x, y, dtype, channels)
 
     def _source(self):
         ref, mip, layer, channel, value_range = self.selection
@@ -177,13 +208,18 @@ class InspectorTool:
 
 
 def format_stats(s: TextureStats) -> str:
-    """``min .. max, mean, NaN, Inf`` of ``s`` in one line."""
+    """``min .. max, mean, NaN, Inf`` of ``s`` in one line (and the probed texel)."""
     if s.finite == 0:
-        return f"no finite values; NaN {s.nan:,} Inf {s.inf:,}"
-    return (
-        f"min {s.lo:.6g} max {s.hi:.6g} mean {s.mean:.6g}; finite {s.finite:,} "
-        f"NaN {s.nan:,} Inf {s.inf:,}"
-    )
+        out = f"no finite values; NaN {s.nan:,} Inf {s.inf:,}"
+    else:
+        out = (
+            f"min {s.lo:.6g} max {s.hi:.6g} mean {s.mean:.6g}; finite {s.finite:,} "
+            f"NaN {s.nan:,} Inf {s.inf:,}"
+        )
+    if s.probe is not None:
+        x, y, values = s.probe
+        out += f"; at ({x}, {y}): " + " ".join(f"{v:.6g}" for v in values)
+    return out
 
 
 def _channel_count(fmt: str) -> int:
