@@ -7,7 +7,8 @@ from ..overlay.grid import DebugOverlay
 from ..overlay.panel import HudData, Panel
 from .perf import BAR_BG, DIM, HEADER, HOT, PANEL_BG, TEXT
 
-W, TOP = 46, 5
+W, TOP, CHART = 46, 5, 3  # cells; rows of the largest objects; rows of the counts chart
+LINE = (255, 200, 60, 255)
 BAR = (110, 220, 120, 255)
 
 
@@ -47,7 +48,7 @@ class MemoryPanel(Panel):
         from ..tools.memory import totals
 
         cats = [c for c, v in totals(tool.rows).items() if v and c != "total"]
-        return 3 + len(cats) + min(TOP, len(tool.rows)) + 1
+        return 3 + len(cats) + min(TOP, len(tool.rows)) + 1 + CHART
 
     def sizes(self, data: HudData) -> tuple[tuple[int, int], ...]:
         return ((W, self._height(self._tool())),)
@@ -74,3 +75,16 @@ class MemoryPanel(Panel):
             ov.text(x, y, f"{r.name[:20]:<20} {r.size[:12]:<12} {mib(r.bytes):>10}"[: W - 2], DIM)
             y += 1
         ov.text(x, y, tool.counts_line()[: W - 2], DIM)
+        self._chart(ov, x, y + 1, W - 2, CHART, [h[1].get("Texture", 0) for h in tool.history])
+
+    def _chart(self, ov, x, y, w, h, values) -> None:
+        """wgpu's live texture count over the samples kept: a leak is a rising line."""
+        v = values[-w * 2 :]
+        if len(v) < 2:
+            return
+        lo, hi = min(v), max(v)
+        span = max(hi - lo, 1)
+        pts = [(x + w * i / (len(v) - 1), y + h - h * (c - lo) / span) for i, c in enumerate(v)]
+        for (x0, y0), (x1, y1) in zip(pts, pts[1:], strict=False):
+            ov.line(x0, y0, x1, y1, LINE)
+        ov.text(x + w - 12, y, f"tex {lo}-{hi}", DIM)

@@ -204,8 +204,8 @@ class MemoryTool:
 
     Attributes:
         budget: ``--gpu-budget`` in bytes, or None. history: ``(time_s, counts, bytes)``
-            samples of the object counts (once a second while the panel shows or the
-            command runs) and the table's total.
+            samples, once a second: wgpu's object counts and the table's last total (the
+            table itself is scanned when the panel or the command asks).
     """
 
     name = "memory"
@@ -230,9 +230,20 @@ class MemoryTool:
         self.refresh(force=True)
         ctx.telemetry.session.facts["gpu_memory"] = self.fact()
         ctx.reports.append(self.report)
+        self._undo = ctx.on_update(self._sample)
+
+    def _sample(self, frame_ctx) -> None:
+        """Once a second: wgpu's object counts (cheap; the table is scanned on demand)."""
+        now = time.perf_counter()
+        if now - self._last >= SAMPLE_S:
+            self._last = now
+            total = self.history[-1][2] if self.history else 0
+            self.history.append((now, object_counts(), total))
 
     def close(self) -> None:
-        pass
+        if getattr(self, "_undo", None) is not None:
+            self._undo()
+            self._undo = None
 
     def refresh(self, *, force: bool = False) -> list[GpuResource]:
         """Scan again (at most once per ``SAMPLE_S`` unless ``force``); keeps a sample."""
