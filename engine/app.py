@@ -216,6 +216,11 @@ def run(sample_cls: type[Sample], argv: list[str] | None = None) -> int:
     ):
         if path is not None:
             check_output_path(parser, option, path, suffix)
+    from .tools.views import check_view_option
+
+    why = check_view_option(args)
+    if why is not None:
+        parser.error(f"argument --view: {why}")
     if args.dump is not None:
         path = args.dump[1]
         kinds = (".npy", ".png", ".exr", ".csv")

@@ -533,3 +533,19 @@ def test_wireframe_lines_lie_on_the_projected_triangle_edges(gpu):
     assert dist.max() <= 2.5  # every darkened pixel is on an edge (lines ~1.5 px wide)
     assert (wired[changed].sum(1) < normal[changed].sum(1)).all()  # dark lines
     assert "View.Wire" in v.h.graph.pass_names() and "Post" in v.h.graph.pass_names()
+
+
+def test_view_option_errors_exit_2_in_one_line(tmp_path):
+    from tests.helpers import run_sample
+
+    png = str(tmp_path / "x.png")
+    cases = {
+        ("--view", "bogus"): "views: depth, hiz, shadow",
+        ("--view", "cost"): "add --gpu-profile draws",
+        ("--view", "shadow", "--no-shadows"): "with --no-shadows",
+        ("--view", "culled"): "--cull-camera",
+    }
+    for args, msg in cases.items():
+        r = run_sample("s13", "--instances", "200", "--size", "96x64", "--capture", png, *args)
+        assert r.returncode == 2 and msg in r.stderr, (args, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr

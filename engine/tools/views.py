@@ -52,6 +52,29 @@ class ViewName(Arg):
         return (*NAMES, "off", "next")
 
 
+def check_view_option(args) -> str | None:
+    """Why ``--view`` cannot be shown with the rest of the command line (one line naming
+    the flag), checked before any GPU work; None when it can (or no ``--view``)."""
+    view = getattr(args, "view", None)
+    if view is None:
+        return None
+    name = view[0]
+    flags = {
+        "hiz": ("no_occlusion", "no_cull"),
+        "shadow": ("no_shadows",),
+        "luminance": ("no_post",),
+        "nan": ("no_post",),
+    }
+    for flag in flags.get(name, ()):
+        if getattr(args, flag, False):
+            return f"view {name} cannot be shown with --{flag.replace('_', '-')}"
+    if name == "cost" and getattr(args, "gpu_profile", None) != "draws":
+        return "view cost needs per-draw GPU timing: add --gpu-profile draws"
+    if name == "culled" and getattr(args, "cull_camera", None) is None and args.capture:
+        return "view culled needs a frozen culling camera: add --cull-camera EX,EY,EZ:TX,TY,TZ"
+    return None
+
+
 def frame_resources(graph) -> FrameResources | None:
     """The standard frame's ``FrameResources`` in ``graph`` (through its passes), or None."""
     for p in graph.passes:
