@@ -1,6 +1,7 @@
 """The debug lines tool: owns ``DebugLines`` (``engine.passes.debug_lines``) and its
 ``Lines`` pass, uploads each frame's segments, and while culling is frozen (F2) adds the
-sun's shadow volume and the bounding spheres of the instances the frozen camera culls, one
+frozen camera's frustum (in place of the frame's own ``FrustumLines``), the sun's shadow
+volume and the bounding spheres of the instances the frozen camera culls, one
 colour per reason (frustum red, sub-pixel amber; classes from ``engine.culling.reference``,
 which the GPU culler implements decision for decision). Occlusion is paused while frozen,
 so no sphere is "occluded".
@@ -25,6 +26,7 @@ log = logging.getLogger("lantern")
 #: Spheres drawn for culled instances while frozen: the nearest this many (24 x 3 segments each).
 MAX_SPHERES = 400
 SUN_VOLUME = (1.0, 0.95, 0.4)  # linear
+FROZEN_FRUSTUM = (1.0, 0.75, 0.0)  # amber, as engine/passes/frustum_lines.py drew it
 #: Linear colours of the culling reasons (the cull panel's sRGB colours, decoded).
 REASON_COLORS = {"frustum": (0.79, 0.10, 0.08), "small": (0.87, 0.51, 0.05)}
 
@@ -53,6 +55,9 @@ class LinesTool:
         depth = DEPTH if self.res is not None else None
         self.pass_ = ctx.graph.add(LinesPass(ctx.gpu.device, ctx.graph, depth))
         self._undo = ctx.on_update(self._update)
+        if self.res is not None:  # F2's frozen frustum: these lines draw it instead
+            self._frame_lines = self.res.frustum_lines
+            self.res.frustum_lines = lambda fmt: None
         ctx.commands.register(
             "lines",
             self.command,
@@ -64,6 +69,9 @@ class LinesTool:
         if self._undo is not None:
             self._undo()
             self._undo = None
+        if self.res is not None and getattr(self, "_frame_lines", None) is not None:
+            self.res.frustum_lines = self._frame_lines
+            self._frame_lines = None
 
     def command(self, what: str | None) -> str:
         if what == "clear":
@@ -85,6 +93,10 @@ class LinesTool:
 
     def _frozen_extras(self, frame_ctx) -> None:
         r = self.res
+        cam = r.cull_camera
+        w, h = frame_ctx.size
+        frozen = np.asarray(cam.proj(w / h) @ cam.view(), np.float64)
+        self.lines.frustum(np.linalg.inv(frozen), FROZEN_FRUSTUM, far_depth=1e-3)
         if r.sun_view_proj is not None and r.settings.shadows:
             inv = np.linalg.inv(np.asarray(r.sun_view_proj, np.float64))
             self.lines.frustum(inv, SUN_VOLUME, near_depth=1.0, far_depth=0.0)
