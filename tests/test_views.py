@@ -549,3 +549,26 @@ def test_view_option_errors_exit_2_in_one_line(tmp_path):
         r = run_sample("s13", "--instances", "200", "--size", "96x64", "--capture", png, *args)
         assert r.returncode == 2 and msg in r.stderr, (args, r.stderr)
         assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+
+
+def test_the_portal_switches_views_through_the_command(gpu, ground):
+    """The page's command line runs the same ``view`` command (between frames)."""
+    from engine.portal import Portal
+    from engine.telemetry import Telemetry
+    from tests.portal_support import FramePump, post_command
+
+    tel = Telemetry()
+    reg = ground.ctx.commands
+    portal = Portal(tel, reg, port=0)
+    try:
+        with FramePump(tel, reg, fps=100, max_s=10):
+            status, body = post_command(portal.port, "view hiz 2")
+            assert status == 200 and body["ok"] and "hiz level 2" in body["text"]
+            assert ground.tool.current == "hiz" and ground.tool.view_pass.level == 2
+            status, body = post_command(portal.port, "view nope")
+            assert status == 200 and not body["ok"] and "views: depth" in body["text"]
+            assert ground.tool.current == "hiz"
+            assert post_command(portal.port, "view off")[1]["ok"]
+    finally:
+        portal.close()
+    assert ground.tool.current is None
