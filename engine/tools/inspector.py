@@ -192,8 +192,7 @@ class InspectorTool:
         key = (id(tex), mip, layer)
         view = self._views.get(key)
         if view is None or view[0] is not tex:
-            if len(self._views) > 16:
-                self._views.clear()
+            self._views.clear()  # one selection at a time: keep no replaced texture alive
             v = tex.create_view(
                 dimension="2d",
                 base_mip_level=mip,
