@@ -36,7 +36,12 @@ from .surfaces import OffscreenTarget, SurfaceError, WindowSurface
 from .telemetry import Session, Telemetry
 from .tool import Tool, ToolContext
 from .tools.capture import CaptureTool
+from .tools.dump import DumpTool
+from .tools.inspector import InspectorTool
+from .tools.lines import LinesTool
+from .tools.memory import MemoryTool
 from .tools.profiling import ProfilingTool
+from .tools.views import ViewTool
 
 log = logging.getLogger("lantern")
 T = TypeVar("T")
@@ -90,9 +95,14 @@ class Sample:
 DEFAULT_TOOLS: tuple[Callable[[], Tool], ...] = (
     LogTailTool,  # first: start-up lines are in the tail
     ProfilingTool,  # --gpu-profile / --profile, ``profile``, ``stats``
+    ViewTool,  # debug views (``view``, F3, --view): its pass before the HUD's, under it
+    LinesTool,  # debug lines from any subsystem, over the picture, under the HUD
     Hud,  # the panels (the live flame chart among them) and their DebugOverlay pass
     ConsoleTool,  # draws through the HUD
     CaptureTool,  # ``capture PATH``
+    DumpTool,  # --dump NAME[@PASS] PATH, after the last frame
+    InspectorTool,  # ``inspect NAME``: texture statistics reduced on the GPU
+    MemoryTool,  # ``memory``: the texture table against --gpu-budget
     HotReload,  # WGSL watched, pipelines rebuilt between frames (F5, ``reload``)
     CostTracker,  # a reloaded pass's time before and after, in the perf table
     BaselineCompare,  # --baseline A.jsonl beside each pass
@@ -133,7 +143,8 @@ class App:
         loop = FrameLoop(gpu, graph, telemetry=telemetry)
         commands = CommandRegistry()
         loop.between_frames.append(commands.run_pending)  # console and portal lines
-        final = None if not args.capture else (args.frames or CAPTURE_FRAMES) - 1
+        headless = args.capture or getattr(args, "dump", None)  # --dump: like --capture
+        final = None if not headless else (args.frames or CAPTURE_FRAMES) - 1
         self.ctx = ToolContext(
             gpu, graph, telemetry, commands, loop, args, window=window, final_frame=final
         )
@@ -205,6 +216,20 @@ def run(sample_cls: type[Sample], argv: list[str] | None = None) -> int:
     ):
         if path is not None:
             check_output_path(parser, option, path, suffix)
+    from .tools.views import check_view_option
+
+    why = check_view_option(args)
+    if why is not None:
+        parser.error(f"argument --view: {why}")
+    if args.dump is not None:
+        path = args.dump[1]
+        kinds = (".npy", ".png", ".exr", ".csv")
+        suffix = next((x for x in kinds if path.lower().endswith(x)), None)
+        if suffix is None:
+            parser.error(f"argument --dump: {path!r} must end in .npy, .png, .exr or .csv")
+        check_output_path(parser, "--dump", path, suffix)
+        if args.graph is not None:
+            parser.error("argument --graph: it prints the frame's passes and exits; drop --dump")
     if args.capture is not None:
         try:  # a link or a file that is not a PNG is never replaced (engine.safe_write)
             png_target(args.capture)
@@ -253,7 +278,7 @@ def _start_and_run(sample_cls, args, prog: str, interrupt: Interrupt) -> int:
 
     target = window = None
     try:
-        if args.capture or args.graph is not None:
+        if args.capture or args.dump or args.graph is not None:
             target = OffscreenTarget(gpu.device, args.size)
             fmt, size = target.format, args.size
         else:
@@ -318,6 +343,8 @@ def _run_capture(app: App, sample: Sample, target: OffscreenTarget) -> None:
             app.loop.frame(target.view, i * CAPTURE_DT, update)
             app.frame_done(target.texture)
             progress.update(i + 1)
+    if app.args.capture is None:  # --dump alone: its tool wrote the file
+        return
     try:
         target.save_png(app.args.capture)
     except (OSError, UnsafeWrite) as e:  # checked at start-up; a full disk still fails here

@@ -81,6 +81,7 @@ def int_type(minimum: int, maximum: int | None = None, what: str = "an integer")
 
 
 positive_int = int_type(1, what="a positive integer")
+budget_type = int_type(1, 1 << 20, "a budget in MiB")
 non_negative_int = int_type(0)
 hud_scale_type = int_type(1, 16, "an integer HUD scale")
 port_type = int_type(0, 65535, "a TCP port (0 = any free port)")
@@ -101,6 +102,14 @@ def build_parser(prog: str, description: str) -> ArgumentParser:
         "--capture",
         metavar="PATH",
         help="render headless (no window) and write the last frame to this PNG file",
+    )
+    g.add_argument(
+        "--dump",
+        nargs=2,
+        metavar=("NAME[@PASS]", "PATH"),
+        help="render headless and write graph texture NAME as the last frame left it (or "
+        "right after pass PASS) to PATH: .npy raw values, .png range-mapped, .exr values; "
+        "a buffer (cull.args, cull.counters, ...) as a typed table, .npy or .csv",
     )
     g.add_argument(
         "--frames",
@@ -172,6 +181,14 @@ def build_parser(prog: str, description: str) -> ArgumentParser:
         default=None,
         help="pick the GPU adapter whose name contains NAME "
         "(default: $WGPUPY_WGPU_ADAPTER_NAME, else high-performance)",
+    )
+    g.add_argument(
+        "--gpu-budget",
+        type=budget_type,
+        metavar="MB",
+        default=None,
+        help="GPU memory budget in MiB for the texture table ('memory', HUD mode memory): "
+        "totals are shown against it and a warning logged once when exceeded",
     )
     g.add_argument("--no-vsync", action="store_true", help="present without waiting for vsync")
     g.add_argument(

@@ -244,14 +244,16 @@ class StandardFrame:
         self.res.cull.reset = True  # a pyramid or visibility from another size is never used
 
     # -- per frame --------------------------------------------------------------------------
-    def freeze_culling(self, frozen: bool | None = None) -> bool:
-        """Freeze (or release; None toggles) the culling camera at the current camera.
+    def freeze_culling(self, frozen: bool | None = None, *, camera=None) -> bool:
+        """Freeze (or release; None toggles) the culling camera at the current camera (or
+        at ``camera``, e.g. ``--cull-camera``, which may be given before the first frame).
 
         While frozen, culling keeps the frozen camera's frustum, sub-pixel and LOD decisions
         while rendering from the moving camera; the Hi-Z test is paused because the depth
         pyramid comes from the moving camera. Returns whether culling is now frozen."""
         frozen = (self.cull_camera is None) if frozen is None else frozen
-        self.cull_camera = self.camera if frozen else None
+        at = camera if camera is not None else self.camera
+        self.cull_camera = self.res.cull_camera = at if frozen else None
         self.res.cull.reset = True
         log.info(
             "culling camera %s",
@@ -294,6 +296,7 @@ class StandardFrame:
             d = [a - b for a, b in zip(camera.eye.tolist(), last.eye.tolist(), strict=True)]
             r.camera_cut = math.sqrt(sum(x * x for x in d)) > self.cut_distance
         fit = self._fit_sun(view_proj)
+        r.sun_view_proj = fit.view_proj
         self._update_frustum_lines(jittered, aspect)
         q = self.device.queue
         q.write_buffer(r.view_uniform, 0, self._view_bytes(camera, jittered, fit))

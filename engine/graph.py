@@ -238,6 +238,11 @@ class RenderGraph:
                 return p
         raise KeyError(f"render graph has no pass {name!r}; it has {[p.name for p in self.passes]}")
 
+    def invalidate(self) -> None:
+        """Validate again before the next frame: a pass's ``reads`` or ``writes`` changed
+        (e.g. it now reads another snapshot; enabling or disabling a pass needs no call)."""
+        self._validated = None
+
     def pass_names(self) -> list[str]:
         return [p.name for p in self.passes if p.enabled]
 
@@ -472,6 +477,15 @@ class RenderGraph:
 
     def texture(self, name: str) -> wgpu.GPUTexture:
         return self._textures[name]
+
+    def texture_names(self) -> list[str]:
+        """Names of the graph-owned textures, history (``@prev``) and snapshot copies
+        included, in creation order."""
+        return list(self._textures)
+
+    def buffer_names(self) -> list[str]:
+        """Names of the graph-owned buffers (history ``@prev`` ones included)."""
+        return list(self._buffers)
 
     def view(self, name: str) -> wgpu.GPUTextureView:
         return self._views[name]

@@ -193,6 +193,25 @@ def add_frame_arguments(parser: argparse.ArgumentParser, *, default_instances: i
         help="fixed camera instead of the fly-through (world units, degrees)",
     )
     g.add_argument(
+        "--cull-camera",
+        type=parse_camera,
+        default=None,
+        metavar=CAMERA_FORMAT,
+        help="freeze culling at this camera (as F2 does in a window) while rendering from the "
+        "other: captures of what it culls (the views and the debug lines show why)",
+    )
+    from engine.passes.view import MODES, view_type
+
+    g.add_argument(
+        "--view",
+        type=view_type,
+        default=None,
+        metavar="NAME",
+        help="start with a debug view in place of the tone-mapped picture: "
+        + ", ".join(MODES)
+        + " (hiz:N for Hi-Z level N); F3 / 'view NAME' switch it",
+    )
+    g.add_argument(
         "--scene",
         type=scene_type,
         metavar="FILE",

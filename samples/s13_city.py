@@ -62,6 +62,8 @@ class City(Sample):
             settings = replace(settings, fog_density=0.1 / diag, shadow_radius=3.0 * diag)
         self.frame = StandardFrame(self.app.gpu, graph, scene, settings)
         self.register_commands(self.app.commands)
+        if args.cull_camera is not None:  # a capture of what a fixed culling camera culls
+            self.frame.freeze_culling(True, camera=args.cull_camera)
         log.info(
             "s13: %s instances, %d draw batches", f"{scene.count:,}", self.frame.gs.batch_count
         )

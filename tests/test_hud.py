@@ -498,9 +498,20 @@ def test_modes_follow_the_registered_panels():
     from engine.debug.panels import PANELS, mode_names, mode_panels
     from engine.overlay.panel import Panel
 
-    assert mode_names() == ("off", "perf", "cull", "timeline", "log", "flame", "all")
+    assert mode_names() == (
+        "off",
+        "perf",
+        "cull",
+        "timeline",
+        "log",
+        "flame",
+        "view",
+        "inspect",
+        "memory",
+        "all",
+    )
     assert mode_panels()["off"] == () and mode_panels()["flame"] == ("flame",)
-    assert mode_panels()["all"] == ("perf", "cull", "timeline", "log")  # flame: in_all False
+    assert mode_panels()["all"] == ("perf", "cull", "timeline", "log", "view", "inspect")
     overlay = next(a for a in build_parser("p", "")._actions if a.dest == "overlay")
     assert tuple(overlay.choices) == mode_names()
 

@@ -6,11 +6,23 @@ from __future__ import annotations
 
 from ..inspect.live import FlamePanel
 from .cull_panel import CullPanel
+from .inspect_panel import InspectPanel
 from .logtail import LogHudPanel
+from .memory_panel import MemoryPanel
 from .perf import PerfPanel
 from .timeline import TimelinePanel
+from .view_panel import ViewPanel
 
-PANELS = (PerfPanel, CullPanel, TimelinePanel, LogHudPanel, FlamePanel)
+PANELS = (
+    PerfPanel,
+    CullPanel,
+    TimelinePanel,
+    LogHudPanel,
+    FlamePanel,
+    ViewPanel,
+    InspectPanel,
+    MemoryPanel,
+)
 
 
 def mode_names(panels=PANELS) -> tuple[str, ...]:

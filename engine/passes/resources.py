@@ -40,6 +40,9 @@ HISTOGRAM = "post.histogram"  # luminance histogram (storage buffer of u32 bins)
 EXPOSURE = "post.exposure"  # adapted exposure (history pair: read as EXPOSURE@prev)
 BLOOM = "post.bloom"  # the bloom chain's result (half size, mip 0 of the up chain)
 TAA = "post.taa"  # the resolved anti-aliased HDR colour (history pair: TAA@prev)
+VIEW_IDS = "view.ids"  # geometry debug views: scene row + 1, LOD + 1 per pixel (rg32uint)
+VIEW_DEPTH = "view.depth"  # ... and their own depth (made on first use)
+VIEW_OVERDRAW = "view.overdraw"  # fragments per pixel before / after the depth test (rg16float)
 
 DEPTH_FORMAT = "depth32float"
 SHADOW_FORMAT = "depth32float"
@@ -75,6 +78,8 @@ class FrameResources:
             unjittered, this frame and the last (None before the second frame).
         inv_view_proj: ``(4, 4)`` float64 clip -> world of this frame's jittered projection.
         camera_cut: the camera jumped this frame (TAA takes the current frame alone).
+        cull_camera: the frozen culling camera while culling is frozen (F2), else None.
+        sun_view_proj: ``(4, 4)`` world -> sun shadow clip of this frame's fit.
     """
 
     device: wgpu.GPUDevice
@@ -96,6 +101,8 @@ class FrameResources:
     prev_view_proj: Any = None
     inv_view_proj: Any = None
     camera_cut: bool = False
+    cull_camera: Any = None  # the frozen culling camera (F2), or None
+    sun_view_proj: Any = None  # (4, 4) world -> sun shadow clip of this frame's fit
 
     def bind_geometry(self, rpass) -> None:
         """Bind group 0 and the scene's vertex and index buffers."""

@@ -204,7 +204,9 @@ class ShadowMap:
             label="shadow map",
             size=(size, size, 1),
             format=SHADOW_FORMAT,
-            usage=wgpu.TextureUsage.RENDER_ATTACHMENT | wgpu.TextureUsage.TEXTURE_BINDING,
+            usage=wgpu.TextureUsage.RENDER_ATTACHMENT
+            | wgpu.TextureUsage.TEXTURE_BINDING
+            | wgpu.TextureUsage.COPY_SRC,  # --dump, tests
         )
         self.view = self.texture.create_view()
         self.group = self.mesh.shadow_group(self.view)

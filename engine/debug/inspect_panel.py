@@ -1,0 +1,77 @@
+"""The HUD's inspect panel: the resource viewer's figures and histogram
+(``engine.tools.inspector``)."""
+
+from __future__ import annotations
+
+from ..overlay.grid import DebugOverlay
+from ..overlay.panel import HudData, Panel
+from .perf import BAR_BG, DIM, HEADER, PANEL_BG, TEXT
+
+W, HIST_ROWS = 44, 5
+BAR = (120, 200, 255, 255)
+
+
+class InspectPanel(Panel):
+    """What is inspected, min / max / mean / NaN / Inf and a 32-column histogram (two bins
+    a column, heights relative to the fullest column) with its range under it."""
+
+    key, modes = "inspect", ("inspect",)
+    H = 5 + HIST_ROWS
+
+    def __init__(self, ctx=None):
+        self.ctx = ctx
+        self._frame: int | None = -1
+
+    def _tool(self):
+        from ..tools.inspector import InspectorTool
+
+        return None if self.ctx is None else self.ctx.find(InspectorTool)
+
+    def tick(self, data: HudData) -> bool:
+        tool = self._tool()
+        s = None if tool is None else tool.latest()
+        frame = None if s is None else s.frame_index
+        changed, self._frame = frame != self._frame, frame
+        return changed
+
+    def has_content(self, data: HudData) -> bool:
+        tool = self._tool()
+        return tool is not None and tool.selection is not None
+
+    def empty_line(self, data: HudData) -> str:
+        return "INSPECT: nothing inspected ('inspect NAME')"
+
+    def sizes(self, data: HudData) -> tuple[tuple[int, int], ...]:
+        return ((W, self.H),)
+
+    def draw(self, ov: DebugOverlay, col: int, row: int, form: int, data: HudData) -> None:
+        from ..tools.inspector import format_stats
+
+        tool = self._tool()
+        ov.fill(col, row, W, self.H, PANEL_BG)
+        ref, mip, layer, channel, _ = tool.selection
+        ov.text(
+            col + 1,
+            row,
+            f"INSPECT {ref} mip {mip} layer {layer} ch {'rgba'[channel]}"[: W - 2],
+            HEADER,
+        )
+        s = tool.latest()
+        if s is None:
+            ov.text(col + 1, row + 1, "waiting for the readback", DIM)
+            return
+        parts = format_stats(s).split("; ")
+        ov.text(col + 1, row + 1, parts[0][: W - 2], TEXT)
+        if len(parts) > 1:
+            ov.text(col + 1, row + 2, parts[1][: W - 2], TEXT)
+        under = parts[2] if len(parts) > 2 else f"frame {s.frame_index}"
+        ov.text(col + 1, row + 3, under[: W - 2], DIM)
+        cols = s.bins.reshape(32, 2).sum(axis=1)
+        top = max(int(cols.max()), 1)
+        y0 = row + 4
+        ov.fill(col + 1, y0, 32, HIST_ROWS, BAR_BG, glyphs=False)
+        for i, n in enumerate(cols.tolist()):
+            h = round(HIST_ROWS * n / top)
+            if h:
+                ov.fill(col + 1 + i, y0 + HIST_ROWS - h, 1, h, BAR, glyphs=False)
+        ov.text(col + 1, y0 + HIST_ROWS, f"{s.hist_lo:.4g} .. {s.hist_hi:.4g}"[: W - 2], DIM)

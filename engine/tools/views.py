@@ -1,0 +1,356 @@
+"""The debug views tool: ``view NAME [N]`` in the console and the portal, F3 for the next one,
+``--view NAME[:N]`` on the command line (so captures show them).
+
+The views themselves are ``engine.passes.view`` (one fullscreen pass over targets the frame
+already has); this tool owns the ``View`` pass, switches it on in place of ``Post`` and
+checks that the run has what a view reads (a one-line error naming the flag otherwise).
+A sample without the standard frame has no views: the command says so.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..commands import Arg, CommandError, Int
+from ..passes.resources import FrameResources
+from ..passes.view import (
+    GEOMETRY_VIEWS,
+    MODES,
+    ViewCulledPass,
+    ViewGeometryPass,
+    ViewPass,
+    ViewWirePass,
+    WireArgsPass,
+    parse_view,
+    view_requirement,
+)
+
+log = logging.getLogger("lantern")
+
+KEY_F3 = 292  # glfw
+NAMES = tuple(MODES)
+DEFAULT_LEVEL = 1  # hiz: level 1 (level 0 is the depth buffer at power-of-two size)
+
+
+class ViewName(Arg):
+    """A view name, ``hiz:N``, ``off`` or ``next``."""
+
+    metavar = "NAME|off|next"
+
+    def parse(self, text: str):
+        if text in ("off", "next"):
+            return text, None
+        try:
+            return parse_view(text)
+        except ValueError as e:
+            raise CommandError(f"{e}; or off, next") from None
+
+    def choices(self) -> Sequence[str]:
+        return (*NAMES, "off", "next")
+
+
+def check_view_option(args) -> str | None:
+    """Why ``--view`` cannot be shown with the rest of the command line (one line naming
+    the flag), checked before any GPU work; None when it can (or no ``--view``)."""
+    view = getattr(args, "view", None)
+    if view is None:
+        return None
+    name = view[0]
+    flags = {
+        "hiz": ("no_occlusion", "no_cull"),
+        "shadow": ("no_shadows",),
+        "luminance": ("no_post",),
+        "nan": ("no_post",),
+    }
+    for flag in flags.get(name, ()):
+        if getattr(args, flag, False):
+            return f"view {name} cannot be shown with --{flag.replace('_', '-')}"
+    if name == "cost" and getattr(args, "gpu_profile", None) != "draws":
+        return "view cost needs per-draw GPU timing: add --gpu-profile draws"
+    if name == "culled" and getattr(args, "cull_camera", None) is None and args.capture:
+        return "view culled needs a frozen culling camera: add --cull-camera EX,EY,EZ:TX,TY,TZ"
+    return None
+
+
+def frame_resources(graph) -> FrameResources | None:
+    """The standard frame's ``FrameResources`` in ``graph`` (through its passes), or None."""
+    for p in graph.passes:
+        res = getattr(p, "res", None)
+        if isinstance(res, FrameResources):
+            return res
+    return None
+
+
+class ViewTool:
+    """Owns the ``View`` pass and the ``view`` command.
+
+    Attributes:
+        current: the view shown (a key of ``engine.passes.view.MODES``) or None.
+        view_pass: the ``ViewPass`` (None in a sample without the standard frame).
+    """
+
+    name = "views"
+
+    def __init__(self):
+        self.current: str | None = None
+        self.view_pass: ViewPass | None = None
+        self.cost_frame: int | None = None  # the record the cost weights came from
+        self.cost_weights = None  # (2, batches) ns per fragment, Main.Early / Main.Late
+        self._undo = []
+
+    def install(self, ctx) -> None:
+        self.ctx = ctx
+        self.res = frame_resources(ctx.graph)
+        start = ctx.option("view")
+        ctx.commands.register(
+            "view",
+            self.command,
+            args=[ViewName(optional=True), Int(0, 15, what="a Hi-Z level", optional=True)],
+            help="debug view of the frame: " + ", ".join(NAMES) + "; off; next (F3)",
+        )
+        ctx.commands.bind("F3", KEY_F3, "view next")
+        if self.res is None:
+            if start is not None:
+                raise ValueError("--view: this sample has no standard frame (s13 has one)")
+            return
+        self.geometry_pass = ctx.graph.add(ViewGeometryPass(self.res))
+        self.view_pass = ctx.graph.add(ViewPass(self.res))
+        self.culled_pass = ctx.graph.add(ViewCulledPass(self.res))
+        self.wire_args = ctx.graph.add(WireArgsPass(self.res))
+        self.wire_pass = ctx.graph.add(ViewWirePass(self.res, self.wire_args.args))
+        self._culled_key = None
+        self.post = ctx.graph.pass_named("Post")
+        self._undo.append(ctx.on_update(self._update))
+        if start is not None:
+            try:
+                self.set_view(*start)
+            except CommandError as e:
+                raise ValueError(f"--view: {e}") from None
+
+    def close(self) -> None:
+        for undo in self._undo:
+            undo()
+        self._undo.clear()
+
+    # -- switching -------------------------------------------------------------------------
+    def available(self) -> list[str]:
+        """The views this run can show now (its knobs: e.g. no ``shadow`` without shadows)."""
+        s = self.res.settings
+        draws = self.ctx.option("gpu_profile") == "draws"
+        frozen = self.res.cull_camera is not None
+        return [
+            n
+            for n in NAMES
+            if view_requirement(n, s) is None
+            and (n != "cost" or draws)
+            and (n != "culled" or frozen)
+        ]
+
+    def set_view(self, name: str | None, level: int | None = None) -> str:
+        """Show view ``name`` (None: the normal picture) from the next frame on; ``level``
+        is the Hi-Z level of ``hiz`` (default ``DEFAULT_LEVEL``). Returns the output line.
+
+        Raises:
+            CommandError: no standard frame, a view the run lacks data for (naming the flag),
+                or a level outside the pyramid's ``0 .. levels - 1``.
+        """
+        if self.res is None:
+            raise CommandError("this sample has no standard frame: no debug views")
+        if name is None:
+            self.current = None
+            self._hud_mode(False)
+            return "view: off (the normal picture)"
+        why = view_requirement(name, self.res.settings)
+        if why is None and name == "cost" and self.ctx.option("gpu_profile") != "draws":
+            why = "view cost needs per-draw GPU timing: run with --gpu-profile draws"
+        if why is None and name == "culled" and self.res.cull_camera is None:
+            why = (
+                "view culled needs a frozen culling camera: F2 in a window, 'cull freeze', "
+                "or --cull-camera EX,EY,EZ:TX,TY,TZ"
+            )
+        if why is not None:
+            raise CommandError(why)
+        vp = self.view_pass
+        if name == "hiz":
+            n = vp.levels()
+            level = DEFAULT_LEVEL if level is None else level
+            if not 0 <= level < n:
+                raise CommandError(
+                    f"hiz level {level} is out of range: the pyramid has levels 0..{n - 1}"
+                )
+            vp.level = level
+        elif name == "overdraw":
+            vp.level = 0 if level is None else level
+        elif level is not None:
+            raise CommandError(f"view {name} takes no level (only hiz does)")
+        if name in GEOMETRY_VIEWS:
+            self.geometry_pass.ensure_targets()
+            self.geometry_pass.mode = name if name in ("overdraw", "cost") else "ids"
+        vp.name_shown, self.current = name, name
+        self.res.graph.invalidate()  # the pass reads what this view needs
+        self._hud_mode(True)
+        return f"view: {self.describe()}"
+
+    def command(self, choice, level: int | None) -> str:
+        if choice is None:
+            now = self.describe() if self.current else "off"
+            return f"view: {now}; views: {', '.join(NAMES)}"
+        name, lvl = choice
+        if name == "off":
+            return self.set_view(None)
+        if name == "next":
+            return self.next_view()
+        return self.set_view(name, lvl if lvl is not None else level)
+
+    def next_view(self) -> str:
+        """F3: the next view this run can show, after the last one the normal picture."""
+        if self.res is None:
+            raise CommandError("this sample has no standard frame: no debug views")
+        avail = self.available()
+        if self.current is None:
+            return self.set_view(avail[0]) if avail else "view: none available"
+        later = [n for n in avail if NAMES.index(n) > NAMES.index(self.current)]
+        return self.set_view(later[0]) if later else self.set_view(None)
+
+    def describe(self) -> str:
+        """The shown view and how to read it (the legend's first line)."""
+        vp = self.view_pass
+        name = self.current
+        if name == "culled":
+            f, sm, occ = self.culled_pass.counts
+            return (
+                f"culled by the frozen camera, ghosted over the picture: frustum {f:,} red, "
+                f"sub-pixel {sm:,} amber, occluded {occ:,} purple (occlusion is paused while "
+                "frozen)"
+            )
+        if name == "cost":
+            if self.cost_frame is None:
+                return (
+                    "cost: waiting for per-draw timings with fragment counts (--gpu-profile "
+                    "draws; pipeline statistics needed)"
+                )
+            lo, hi = vp.cost_range
+            return (
+                f"cost: measured GPU ns per pixel (each shaded fragment adds its draw's ns per "
+                f"fragment), Turbo on log2 {lo:.3g}..{hi:.3g} ns, a tick per power of two; "
+                f"timings of frame {self.cost_frame}"
+            )
+        if name == "overdraw":
+            when = "after" if vp.level else "before"
+            return (
+                f"overdraw: fragments per pixel {when} the depth test, Turbo on log2 1..32 "
+                f"(ticks at 1 2 4 8 16 32); 'view overdraw:{'before' if vp.level else 'after'}'"
+                " for the other count; drawn again (View.Geometry)"
+            )
+        if name == "hiz":
+            w, h = (max(1, b >> vp.level) for b in self.res.pyramid.base)
+            return f"hiz level {vp.level} ({w}x{h}) of {vp.levels()}, shown like depth"
+        return f"{name}: {LEGENDS[name].format(far=vp.far)}"
+
+    # -- per frame -------------------------------------------------------------------------
+    def _update(self, frame_ctx) -> None:
+        """Before recording: View in place of Post while a view is on; a knob changed since
+        (e.g. ``shadows off``) turns a view it starves off, with one line."""
+        s = self.res.settings
+        if self.current is not None:
+            why = view_requirement(self.current, s)
+            if why is not None:
+                log.warning("view %s off: %s", self.current, why)
+                self.current = None
+                self._hud_mode(False)
+        if self.current == "culled" and self.res.cull_camera is None:
+            log.warning("view culled off: culling is no longer frozen")
+            self.current = None
+            self._hud_mode(False)
+        culled = self.current == "culled"
+        wire = self.current == "wireframe"
+        over = culled or wire  # drawn over Post's picture
+        on = self.current is not None and not over
+        self.view_pass.enabled = on
+        self.geometry_pass.enabled = on and self.current in GEOMETRY_VIEWS
+        self.post.enabled = s.post and not on
+        self.culled_pass.enabled = culled
+        self.wire_args.enabled = self.wire_pass.enabled = wire
+        if culled:
+            self._update_culled(frame_ctx.size)
+        if self.current == "cost":
+            self._update_cost()
+
+    def _update_culled(self, size) -> None:
+        """Classify the scene for the frozen camera (reference culler) once per freeze."""
+        from ..culling.reference import FRUSTUM, OCCLUDED, SMALL, VISIBLE, classify
+        from .lines import cull_view
+
+        r = self.res
+        key = (id(r.cull_camera), tuple(size))
+        if key == self._culled_key:
+            return
+        self._culled_key = key
+        cls = classify(r.gs.scene.bounds(), cull_view(r, r.cull_camera, size))
+        rows = np.flatnonzero(cls != VISIBLE)
+        reason = {FRUSTUM: 0, SMALL: 1, OCCLUDED: 2}
+        self.culled_pass.set_culled(rows, np.array([reason[int(c)] for c in cls[rows]]))
+
+    def _update_cost(self) -> None:
+        """The newest record's per-draw ns per fragment of Main.Early / Main.Late as the
+        cost weights (uploaded when a new record came), and the ramp's range."""
+        rec = self.ctx.telemetry.latest
+        if rec is None or rec.draws is None or rec.frame_index == self.cost_frame:
+            return
+        w = cost_weights(rec.draws, self.res.gs.batch_labels)
+        if w is None:
+            return
+        self.cost_frame, self.cost_weights = rec.frame_index, w
+        self.geometry_pass.set_weights(w)
+        pos = w[w > 0]
+        if pos.size:  # half the cheapest fragment .. 16 fragments of the dearest draw
+            self.view_pass.cost_range = (float(pos.min()) / 2, float(pos.max()) * 16)
+
+    def _hud_mode(self, on: bool) -> None:
+        """Show the legend panel (HUD mode ``view``) while a view is on, if the HUD was off."""
+        from ..debug.hud import Hud
+
+        hud = self.ctx.find(Hud)
+        if hud is None or "view" not in hud.mode_panels:
+            return
+        if on and hud.mode == "off":
+            hud.set_mode("view", hint=False)
+        elif not on and hud.mode == "view":
+            hud.set_mode("off", hint=False)
+
+
+def cost_weights(draws, labels: list[str]) -> np.ndarray | None:
+    """``(2, batches)`` float32 GPU ns per fragment of each batch's draw in ``Main.Early``
+    (row 0) and ``Main.Late`` (row 1) from a record's ``PassDraws``; 0 where a draw has no
+    reading or drew no fragment; None when neither pass has any reading."""
+    out = np.zeros((2, len(labels)), np.float32)
+    found = False
+    for p in draws:
+        if p.name not in ("Main.Early", "Main.Late"):
+            continue
+        row = 0 if p.name == "Main.Early" else 1
+        for d in p.draws:
+            if d.label in labels and d.ns is not None and d.fragment:
+                out[row, labels.index(d.label)] = d.ns / d.fragment
+                found = True
+    return out if found else None
+
+
+#: One line per view: how to read it ({far}: the distance shown white).
+LEGENDS = {
+    "depth": "view distance, log scale: black at the near plane, white at {far:.4g} units; "
+    "sky dark blue",
+    "hiz": "",
+    "shadow": "sun shadow map, white nearest the sun (reverse-Z orthographic)",
+    "luminance": "log2 luminance -8..+8 as Turbo; bottom strip: the ramp, white tick = middle "
+    "grey at the current exposure",
+    "normals": "world normals from depth, (n + 1) / 2 as RGB: up is light green",
+    "nan": "HDR NaN magenta, +Inf red, -Inf blue, negative cyan; the rest dim grey",
+    "ids": "each instance (scene row) in its own hash colour; drawn again (View.Geometry)",
+    "lod": "LOD drawn: 0 green, 1 yellow, 2 orange, 3 red, 4 magenta, 5+ blue",
+    "wireframe": "the drawn triangles' edges over the picture (vertex pulling, barycentrics "
+    "from the vertex stage); drawn again (View.Wire)",
+}

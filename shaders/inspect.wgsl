@@ -1,0 +1,165 @@
+// The resource viewer's statistics of one channel of one mip/layer of a texture, reduced on
+// the GPU (engine/passes/inspect.py): `reduce` (one 16x16 workgroup per 16x16 texels) writes
+// a partial per workgroup; `combine` (one workgroup) folds them into the header; `histogram`
+// counts texels into BINS bins over the header's [lo, hi] (auto: the min..max just found).
+
+const BINS: u32 = 64u;
+const WG: u32 = 256u;
+
+struct Params {
+    channel: u32,     // 0..3
+    auto_range: u32,  // 1: histogram over min..max, 0: over lo..hi
+    partials: u32,    // workgroups of `reduce`
+    pad: u32,
+    lo: f32,
+    hi: f32,
+    pad1: f32,
+    pad2: f32,
+};
+
+struct Partial {
+    lo: f32,
+    hi: f32,
+    sum: f32,
+    finite: u32,
+    nan: u32,
+    inf: u32,
+    pad0: u32,
+    pad1: u32,
+};
+
+struct Result {
+    lo: f32,         // min of the finite values (+inf when none)
+    hi: f32,         // max of the finite values (-inf when none)
+    mean: f32,       // of the finite values
+    finite: u32,
+    nan: u32,
+    inf: u32,
+    hist_lo: f32,    // the histogram's range
+    hist_hi: f32,
+    bins: array<atomic<u32>, 64>,
+};
+
+@group(0) @binding(0) var src: texture_2d<f32>;
+@group(0) @binding(1) var<uniform> params: Params;
+@group(0) @binding(2) var<storage, read_write> partials: array<Partial>;
+@group(0) @binding(3) var<storage, read_write> result: Result;
+
+var<workgroup> w_lo: array<f32, 256>;
+var<workgroup> w_hi: array<f32, 256>;
+var<workgroup> w_sum: array<f32, 256>;
+var<workgroup> w_n: array<vec3u, 256>;  // finite, nan, inf
+var<workgroup> w_bins: array<atomic<u32>, 64>;
+
+const BIG: f32 = 3.0e38;
+
+fn classify(v: f32) -> u32 {  // 0 finite, 1 NaN, 2 Inf (from the bits: no fast-math folding)
+    let bits = bitcast<u32>(v);
+    if ((bits & 0x7f800000u) != 0x7f800000u) {
+        return 0u;
+    }
+    return select(2u, 1u, (bits & 0x007fffffu) != 0u);
+}
+
+fn fold(i: u32, j: u32) {
+    w_lo[i] = min(w_lo[i], w_lo[j]);
+    w_hi[i] = max(w_hi[i], w_hi[j]);
+    w_sum[i] = w_sum[i] + w_sum[j];
+    w_n[i] = w_n[i] + w_n[j];
+}
+
+fn tree(li: u32) {
+    for (var s = WG / 2u; s > 0u; s = s >> 1u) {
+        if (li < s) {
+            fold(li, li + s);
+        }
+        workgroupBarrier();
+    }
+}
+
+@compute @workgroup_size(16, 16)
+fn reduce(@builtin(global_invocation_id) g: vec3u, @builtin(local_invocation_index) li: u32,
+          @builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+    let size = textureDimensions(src);
+    w_lo[li] = BIG;
+    w_hi[li] = -BIG;
+    w_sum[li] = 0.0;
+    w_n[li] = vec3u(0u);
+    if (g.x < size.x && g.y < size.y) {
+        let v = textureLoad(src, g.xy, 0)[params.channel];
+        let c = classify(v);
+        if (c == 0u) {
+            w_lo[li] = v;
+            w_hi[li] = v;
+            w_sum[li] = v;
+            w_n[li] = vec3u(1u, 0u, 0u);
+        } else {
+            w_n[li] = select(vec3u(0u, 0u, 1u), vec3u(0u, 1u, 0u), c == 1u);
+        }
+    }
+    workgroupBarrier();
+    tree(li);
+    if (li == 0u) {
+        let k = wg.y * nwg.x + wg.x;
+        partials[k] = Partial(w_lo[0], w_hi[0], w_sum[0], w_n[0].x, w_n[0].y, w_n[0].z, 0u, 0u);
+    }
+}
+
+@compute @workgroup_size(256)
+fn combine(@builtin(local_invocation_index) li: u32) {
+    w_lo[li] = BIG;
+    w_hi[li] = -BIG;
+    w_sum[li] = 0.0;
+    w_n[li] = vec3u(0u);
+    for (var k = li; k < params.partials; k += WG) {
+        let p = partials[k];
+        w_lo[li] = min(w_lo[li], p.lo);
+        w_hi[li] = max(w_hi[li], p.hi);
+        w_sum[li] += p.sum;
+        w_n[li] += vec3u(p.finite, p.nan, p.inf);
+    }
+    workgroupBarrier();
+    tree(li);
+    if (li < BINS) {
+        atomicStore(&result.bins[li], 0u);
+    }
+    if (li == 0u) {
+        let n = w_n[0];
+        result.lo = w_lo[0];
+        result.hi = w_hi[0];
+        result.mean = select(0.0, w_sum[0] / f32(max(n.x, 1u)), n.x > 0u);
+        result.finite = n.x;
+        result.nan = n.y;
+        result.inf = n.z;
+        result.hist_lo = select(params.lo, w_lo[0], params.auto_range == 1u);
+        result.hist_hi = select(params.hi, w_hi[0], params.auto_range == 1u);
+    }
+}
+
+// Bin of v over [lo, hi]: floor((v - lo) / (hi - lo) * BINS), the top edge in the last bin;
+// values outside the range (and NaN/Inf) are not counted.
+@compute @workgroup_size(16, 16)
+fn histogram(@builtin(global_invocation_id) g: vec3u, @builtin(local_invocation_index) li: u32) {
+    if (li < BINS) {
+        atomicStore(&w_bins[li], 0u);
+    }
+    workgroupBarrier();
+    let size = textureDimensions(src);
+    let lo = result.hist_lo;
+    let hi = result.hist_hi;
+    if (g.x < size.x && g.y < size.y) {
+        let v = textureLoad(src, g.xy, 0)[params.channel];
+        if (classify(v) == 0u && v >= lo && v <= hi) {
+            let t = select(0.0, (v - lo) / (hi - lo), hi > lo);
+            let b = min(u32(t * f32(BINS)), BINS - 1u);
+            atomicAdd(&w_bins[b], 1u);
+        }
+    }
+    workgroupBarrier();
+    if (li < BINS) {
+        let n = atomicLoad(&w_bins[li]);
+        if (n > 0u) {
+            atomicAdd(&result.bins[li], n);
+        }
+    }
+}

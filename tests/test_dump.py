@@ -1,0 +1,77 @@
+"""--dump (engine/tools/dump.py, engine/tools/buffers.py): textures and snapshots as .npy /
+.png / .exr, buffers as typed tables decoded from their WGSL struct, bad input in one line."""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+
+from engine.tools.buffers import DRAW_INDEXED_INDIRECT_WGSL, wgsl_struct_dtype
+from engine.tools.dump import range_map, write_dump
+from tests.helpers import run_sample
+
+RUN = ("--instances", "300", "--size", "96x64", "--frames", "3")
+
+
+def test_wgsl_struct_layouts_follow_wgsl_alignment():
+    from engine.frame import VIEW_DTYPE
+    from engine.shaders import load_wgsl
+
+    view = wgsl_struct_dtype(load_wgsl("frame_common.wgsl"), "View")
+    assert view.itemsize == VIEW_DTYPE.itemsize == 3 * 64 + 6 * 16
+    assert view.names == VIEW_DTYPE.names
+    assert [view.fields[n][1] for n in view.names] == [VIEW_DTYPE.fields[n][1] for n in view.names]
+    src = "struct S { a: vec3f, b: f32, c: vec2<u32>, d: array<f32, 3>, e: vec4i, };"
+    s = wgsl_struct_dtype(src, "S")
+    assert [s.fields[n][1] for n in "abcde"] == [0, 12, 16, 24, 48] and s.itemsize == 64
+    args = wgsl_struct_dtype(DRAW_INDEXED_INDIRECT_WGSL, "DrawIndexedIndirect")
+    assert args.itemsize == 20 and args.fields["base_vertex"][0] == np.dtype("<i4")
+    with pytest.raises(ValueError, match="no WGSL struct"):
+        wgsl_struct_dtype(src, "T")
+
+
+def test_range_map_and_exr(tmp_path):
+    v = np.array([[[0.0], [1.0]], [[np.nan], [0.5]]], np.float32)
+    rgb, lo, hi = range_map(v)
+    assert (lo, hi) == (0.0, 1.0) and rgb[0, 1].tolist() == [255] * 3
+    assert rgb[1, 0].tolist() == [255, 0, 255] and rgb[1, 1].tolist() == [128] * 3
+    import OpenEXR
+
+    hdr = np.random.default_rng(1).random((4, 5, 4)).astype(np.float16)
+    write_dump(hdr, str(tmp_path / "x.exr"))
+    with OpenEXR.File(str(tmp_path / "x.exr")) as f:
+        back = f.channels()["RGBA"].pixels
+    assert back.dtype == np.float16 and np.array_equal(back, hdr)
+
+
+def test_dump_counters_table_and_depth_npy(tmp_path):
+    out = tmp_path / "c.csv"
+    r = run_sample("s13", *RUN, "--dump", "cull.counters", str(out))
+    assert r.returncode == 0, r.stderr
+    rows = {row["counter"]: int(row["value"]) for row in csv.DictReader(out.open())}
+    assert rows["tested"] == 300
+    parts = ("frustum_culled", "small_culled", "occluded", "visible")
+    assert sum(rows[k] for k in parts) == rows["tested"]
+    npy = tmp_path / "d.npy"
+    r = run_sample("s13", *RUN, "--dump", "frame.hdr@Main.Early", str(npy))
+    assert r.returncode == 0, r.stderr
+    assert "frame.hdr@Main.Early" in r.stdout
+    hdr = np.load(npy)
+    assert hdr.shape == (64, 96, 4) and hdr.dtype == np.float16 and np.isfinite(hdr).all()
+
+
+def test_dump_bad_input_is_one_line(tmp_path):
+    cases = {
+        ("nope", "x.npy"): "textures: frame.depth",
+        ("frame.hdr@Post", "x.npy"): "passes that do: Main.Early",
+        ("cull.args", "x.png"): "write it as .npy or .csv",
+        ("frame.depth", "x.txt"): "must end in .npy, .png, .exr or .csv",
+    }
+    for (name, file), msg in cases.items():
+        r = run_sample("s13", *RUN, "--dump", name, str(tmp_path / file))
+        assert r.returncode in (1, 2) and msg in r.stderr, (name, r.stderr)
+        assert len([x for x in r.stderr.splitlines() if "error" in x]) == 1, r.stderr
+        assert "Traceback" not in r.stderr
+        assert not (tmp_path / file).exists()

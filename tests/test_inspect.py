@@ -1,0 +1,136 @@
+"""The resource viewer (engine/tools/inspector.py): the GPU reduction against numpy on the
+read-back texture, snapshots after a pass, NaN/Inf counts, bad input, nothing when off."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine.passes.inspect import BINS, reference_stats
+from engine.passes.resources import DEPTH, HDR, PYRAMID
+from engine.settings import FrameSettings
+from engine.tools.dump import read_texture
+from engine.tools.inspector import InspectorTool
+from tests.frame_harness import Harness
+from tests.test_views import CAMERA, SIZE, Inject, ground_scene
+from tests.tool_fakes import make_ctx
+
+
+class Inspected:
+    def __init__(self, gpu, settings=None):
+        self.h = Harness(gpu, ground_scene(), SIZE, settings or FrameSettings(taa=False))
+        self.ctx = make_ctx(gpu, self.h.graph)
+        self.tool = self.ctx.install(InspectorTool())
+        self.device = gpu.device
+
+    def run(self, line: str, frames: int = 3):
+        r = self.ctx.commands.execute(line)
+        assert r.ok, r.text
+        self.h.render(CAMERA, frames)
+        return self.tool.readback.drain()
+
+
+def check(stats, values, value_range=None):
+    want = reference_stats(values, value_range)
+    assert (stats.finite, stats.nan, stats.inf) == (want["finite"], want["nan"], want["inf"])
+    assert stats.lo == pytest.approx(want["lo"], abs=0) and stats.hi == want["hi"]
+    assert stats.mean == pytest.approx(want["mean"], rel=1e-4)
+    assert stats.bins.sum() == want["bins"].sum()
+    assert np.abs(stats.bins - want["bins"]).sum() <= 2  # a value on a bin edge may move
+
+
+@pytest.fixture(scope="module")
+def insp(gpu):
+    return Inspected(gpu)
+
+
+def test_hdr_channels_against_numpy(gpu, insp):
+    for ch, i in (("r", 0), ("g", 1)):
+        s = insp.run(f"inspect {HDR} channel {ch}")
+        hdr = read_texture(gpu.device, insp.h.graph.texture(HDR)).astype(np.float32)
+        check(s, hdr[:, :, i])
+        assert s.lo < s.hi and len(s.bins) == BINS
+
+
+def test_depth_with_a_fixed_range_and_a_pyramid_mip(gpu, insp):
+    s = insp.run(f"inspect {DEPTH} range 0.001 0.01")
+    depth = read_texture(gpu.device, insp.h.graph.texture(DEPTH))[:, :, 0]
+    check(s, depth, (0.001, 0.01))
+    assert (s.hist_lo, s.hist_hi) == pytest.approx((0.001, 0.01))
+    s = insp.run(f"inspect {PYRAMID} mip 2")
+    lv = read_texture(gpu.device, insp.h.frame.pyramid.texture, mip=2)[:, :, 0]
+    check(s, lv)
+    assert s.finite == lv.size
+
+
+def test_snapshot_after_a_pass_and_nan_inf_counts(gpu):
+    v = Inspected(gpu)
+    g = v.h.graph
+    g.passes.insert(g.passes.index(g.pass_named("Sky")) + 1, Inject(gpu.device, g))
+    s = v.run(f"inspect {HDR}@Inject")
+    snap = read_texture(gpu.device, g.texture(f"{HDR}@Inject"))[:, :, 0].astype(np.float32)
+    assert (s.nan, s.inf) == (1, 2)  # Inject's NaN, +Inf and -Inf in channel r
+    check(s, snap)
+    s = v.run(f"inspect {HDR}@Main.Late")  # before Inject and Sky: no NaN, no sky
+    assert (s.nan, s.inf) == (0, 0)
+    check(s, read_texture(gpu.device, g.texture(f"{HDR}@Main.Late"))[:, :, 0].astype(np.float32))
+
+
+def test_bad_input_is_one_line_and_changes_nothing(insp):
+    insp.run(f"inspect {HDR}", frames=1)
+    before = insp.tool.selection
+    cases = {
+        "inspect nope": "textures: frame.depth, frame.hdr",
+        f"inspect {PYRAMID} mip 40": "mips 0..",
+        f"inspect {HDR} layer 1": "layers 0..0",
+        f"inspect {DEPTH} channel g": "has r",
+        f"inspect {HDR}@Post": "passes that do: Main.Early",
+        f"inspect {HDR} range 2 1": "LO < HI",
+        f"inspect {HDR} zoom 2": "options: mip N",
+    }
+    for line, msg in cases.items():
+        r = insp.ctx.commands.execute(line)
+        assert not r.ok and msg in r.text and "\n" not in r.text, (line, r.text)
+    assert insp.tool.selection == before
+
+
+def test_off_adds_no_pass(gpu):
+    v = Inspected(gpu)
+    v.h.render(CAMERA, 1)
+    bare = v.h.graph.pass_names()
+    assert v.tool.readback is None  # nothing made before the first inspect
+    v.run(f"inspect {HDR}", frames=1)
+    assert v.h.graph.pass_names() == [*bare, "Inspect", "Inspect.Read"]
+    v.run("inspect off", frames=1)
+    assert v.h.graph.pass_names() == bare
+
+
+def test_the_value_under_the_cursor(gpu):
+    """``probe_at`` (a window's cursor, each frame) reads the texel of the inspected mip
+    under the pixel with the figures: the values equal the read-back texture's."""
+    v = Inspected(gpu)
+    v.ctx.commands.execute(f"inspect {HDR}")
+    v.tool.probe_at(40.7, 12.2)
+    v.h.render(CAMERA, 1)  # the probe is set before recording from the next frame on
+
+    def update(ctx):
+        v.h.frame.update(ctx, CAMERA)
+        for fn in v.ctx.updates:
+            fn(ctx)
+
+    for _ in range(3):
+        v.h.loop.frame(v.h.target.view, 0.0, update)
+    s = v.tool.readback.drain()
+    hdr = read_texture(gpu.device, v.h.graph.texture(HDR)).astype(np.float64)
+    assert s.probe is not None and s.probe[:2] == (40, 12)
+    assert s.probe[2] == tuple(hdr[12, 40].tolist())
+    v.ctx.commands.execute(f"inspect {PYRAMID} mip 2")
+    for _ in range(3):
+        v.h.loop.frame(v.h.target.view, 0.0, update)
+    s = v.tool.readback.drain()
+    p = v.h.frame.pyramid
+    tw, th = max(1, p.base[0] >> 2), max(1, p.base[1] >> 2)
+    x, y = int(40.7 * tw / SIZE[0]), int(12.2 * th / SIZE[1])
+    lv = read_texture(gpu.device, p.texture, mip=2)
+    assert s.probe[:2] == (x, y) and s.probe[2] == (float(lv[y, x, 0]),)
+    assert f"at ({x}, {y})" in v.ctx.commands.execute("inspect").text

@@ -1,0 +1,77 @@
+"""The texture table (engine/tools/memory.py) against the resources the graph reports and
+bytes computed by hand; a resize and a shadow-size change leave no old target behind."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine.passes.resources import DEPTH, HDR
+from engine.settings import FrameSettings
+from engine.tools.memory import MemoryTool, scan, totals
+from tests.frame_harness import Harness
+from tests.test_views import CAMERA, SIZE, ground_scene
+from tests.tool_fakes import make_ctx
+
+
+def rows_by_name(rows):
+    return {r.name: r for r in rows}
+
+
+def test_table_has_every_graph_resource_with_its_bytes(gpu):
+    h = Harness(gpu, ground_scene(), SIZE, FrameSettings(taa=True))
+    h.render(CAMERA, 1)
+    rows = scan(h.graph)
+    by = rows_by_name(rows)
+    for n in h.graph.texture_names() + h.graph.buffer_names():
+        assert by[n].owner == "graph", n
+    w, hh = SIZE
+    assert by[HDR].bytes == w * hh * 8 and by[HDR].format == "rgba16float"
+    assert by[DEPTH].bytes == w * hh * 4 and "RENDER_ATTACHMENT" in by[DEPTH].usage
+    p = h.frame.pyramid
+    pyr = next(r for r in rows if r.name == "HiZ pyramid")
+    want = sum(max(1, p.base[0] >> m) * max(1, p.base[1] >> m) * 4 for m in range(p.levels))
+    assert pyr.bytes == want and pyr.category == "targets" and pyr.owner == "Cull.Reset"
+    shadow = next(r for r in rows if r.name == "shadow map")
+    assert shadow.bytes == 2048 * 2048 * 4 and shadow.size == "2048x2048"
+    gs = h.frame.gs
+    for buf in (gs.transforms, gs.vertices, gs.indices, h.frame.counters):
+        assert any(r.bytes == buf.size and r.name == buf.label for r in rows), buf.label
+    assert len({(r.owner, r.name, r.bytes) for r in rows}) == len(rows)  # each object once
+    t = totals(rows)
+    assert t["total"] == sum(r.bytes for r in rows) and t["staging"] > 0
+
+
+def test_resize_and_shadow_size_change_leave_no_old_target(gpu):
+    h = Harness(gpu, ground_scene(), SIZE, FrameSettings(taa=False))
+    h.render(CAMERA, 1)
+    before = scan(h.graph)
+    old_ids = {id(h.graph.texture(HDR)), id(h.frame.res.shadow.texture)}
+    h.resize((32, 20))
+    h.frame.set_settings(shadow_size=512)
+    h.render(CAMERA, 1)
+    after = rows_by_name(scan(h.graph))
+    assert after[HDR].size == "32x20" and after[HDR].bytes == 32 * 20 * 8
+    assert after["shadow map"].bytes == 512 * 512 * 4
+    assert [r for r in after.values() if r.name == HDR] == [after[HDR]]  # one, the new one
+    assert sum(r.name == "shadow map" for r in scan(h.graph)) == 1
+    assert old_ids.isdisjoint({id(h.graph.texture(HDR)), id(h.frame.res.shadow.texture)})
+    drop = totals(before)["total"] - sum(r.bytes for r in after.values())
+    want = (SIZE[0] * SIZE[1] - 32 * 20) * (8 + 4) + (2048**2 - 512**2) * 4
+    assert drop >= want  # HDR, depth and the shadow map shrank (and the pyramid)
+
+
+def test_memory_command_budget_and_session(gpu, caplog):
+    h = Harness(gpu, ground_scene(), SIZE)
+    ctx = make_ctx(gpu, h.graph, gpu_budget=1)
+    tool = ctx.install(MemoryTool())
+    fact = ctx.telemetry.session.facts["gpu_memory"]
+    assert fact["budget"] == 2**20 and fact["totals"]["total"] == totals(tool.rows)["total"]
+    assert {r["name"] for r in fact["rows"]} >= {HDR, DEPTH, "shadow map"}
+    out = ctx.commands.execute("memory").text
+    assert "of --gpu-budget 1.0 MiB (OVER)" in out and "wgpu objects" in out
+    assert "over --gpu-budget" in caplog.text  # logged once
+    table = ctx.commands.execute("memory all").text.splitlines()
+    assert len(table) == 2 + len(tool.rows)
+    assert not ctx.commands.execute("memory bogus").ok
+    counts = np.array([s[1].get("Texture", 0) for s in tool.history])
+    assert (counts > 0).all()

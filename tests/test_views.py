@@ -1,0 +1,574 @@
+"""Debug views (engine/passes/view.py, engine/tools/views.py) against independent references:
+the projection maths and ray-plane intersection in numpy, the pyramid and HDR target read
+back, hand-placed NaN/Inf/negative texels; the view off adds nothing to the frame."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import wgpu
+
+from engine.graph import RenderPass
+from engine.passes.resources import DEPTH, HDR, HDR_FORMAT
+from engine.passes.view import EV_RANGE, depth_grey, hiz_texel, linear_depth, ramp
+from engine.scene.camera import Camera
+from engine.scene.meshes import box, plane
+from engine.scene.scene import Mesh, Scene
+from engine.settings import FrameSettings
+from engine.tools.dump import read_texture
+from engine.tools.views import ViewTool
+from tests.frame_harness import Harness, random_scene
+from tests.tool_fakes import make_ctx
+
+SIZE = (64, 40)
+CAMERA = Camera((0.0, 6.0, 14.0), (0.0, 0.0, 0.0), fov_y_deg=60.0, near=0.1)
+
+
+def srgb_encode(x: np.ndarray) -> np.ndarray:
+    """Linear [0, 1] -> sRGB-encoded [0, 1] (IEC 61966-2-1)."""
+    x = np.clip(x, 0.0, 1.0)
+    return np.where(x <= 0.0031308, 12.92 * x, 1.055 * x ** (1 / 2.4) - 0.055)
+
+
+def ground_scene() -> Scene:
+    """A 40 x 40 ground plane at y = 0 and one unit box standing on it at the origin."""
+    meshes = [Mesh.from_lods("ground", [plane(1.0)]), Mesh.from_lods("box", [box()])]
+    rows = np.array([np.diag([20.0, 1, 20.0, 1]), np.eye(4)], np.float32)
+    rows[1, 1, 3] = 0.5  # the box's centre at y = 0.5
+    colors = np.array([[0.6, 0.6, 0.6, 1.0], [0.8, 0.3, 0.2, 1.0]], np.float32)
+    return Scene(meshes, rows, np.array([0, 1], np.uint32), colors)
+
+
+class Viewed:
+    """A harness frame with the views tool installed on a tool context over its graph."""
+
+    def __init__(self, gpu, scene, settings=None, size=SIZE):
+        self.h = Harness(gpu, scene, size, settings or FrameSettings(taa=False, bloom=False))
+        self.ctx = make_ctx(gpu, self.h.graph, view=None)
+        self.tool = self.ctx.install(ViewTool())
+        self.device = gpu.device
+
+    def render(self, frames: int = 2, camera: Camera = CAMERA) -> np.ndarray:
+        def update(ctx):
+            self.h.frame.update(ctx, camera)
+            for fn in self.ctx.updates:
+                fn(ctx)
+
+        for _ in range(frames):
+            self.h.loop.frame(self.h.target.view, 0.0, update)
+        return self.h.target.read_rgba()[:, :, :3].astype(np.float64)
+
+    def command(self, line: str):
+        return self.ctx.commands.execute(line)
+
+
+@pytest.fixture(scope="module")
+def ground(gpu):
+    return Viewed(gpu, ground_scene())
+
+
+def test_linear_depth_matches_ray_plane_distance(gpu, ground):
+    """The depth buffer's ``near / d`` equals the view-space distance to the ground plane,
+    found by intersecting each pixel's camera ray with y = 0 in numpy."""
+    ground.command("view off")
+    ground.render()
+    depth = read_texture(gpu.device, ground.h.graph.texture(DEPTH))[:, :, 0]
+    w, h = SIZE
+    view = CAMERA.view().astype(np.float64)
+    proj = CAMERA.proj(w / h).astype(np.float64)
+    inv_view = np.linalg.inv(view)
+    ys, xs = np.mgrid[0:h, 0:w]
+    ndc_x = (xs + 0.5) / w * 2 - 1
+    ndc_y = 1 - (ys + 0.5) / h * 2
+    dirs_view = np.stack([ndc_x / proj[0, 0], ndc_y / proj[1, 1], -np.ones_like(ndc_x)], -1)
+    dirs = dirs_view @ inv_view[:3, :3].T
+    eye = np.asarray(CAMERA.eye, np.float64)
+    t = -eye[1] / dirs[..., 1]  # ray parameter to y = 0 (view z of the hit is t: dir z = -1)
+    hit = eye + t[..., None] * dirs
+    on_ground = (dirs[..., 1] < 0) & (np.abs(hit[..., 0]) < 19) & (np.abs(hit[..., 2]) < 19)
+    on_ground &= (np.abs(hit[..., 0]) > 1.5) | (np.abs(hit[..., 2]) > 1.5)  # off the box
+    on_ground &= ys > h // 2  # below the horizon, and clear of the box's silhouette
+    got = linear_depth(depth, CAMERA.near)
+    assert on_ground.sum() > 300
+    np.testing.assert_allclose(got[on_ground], t[on_ground], rtol=2e-3)
+
+
+def test_depth_view_is_the_log_grey_of_the_depth_buffer(gpu, ground):
+    ground.command("view depth")
+    rgb = ground.render()
+    depth = read_texture(gpu.device, ground.h.graph.texture(DEPTH))[:, :, 0]
+    far = ground.tool.view_pass.far
+    want = depth_grey(depth, CAMERA.near, far) * 255
+    drawn = np.isfinite(want)
+    assert drawn.sum() > 1000 and (~drawn).sum() > 100  # ground and sky both in the image
+    assert np.abs(rgb[drawn] - want[drawn, None]).max() <= 1.5
+    sky = srgb_encode(np.array([0.05, 0.08, 0.20])) * 255
+    assert np.abs(rgb[~drawn] - sky).max() <= 1.0
+
+
+def test_hiz_view_shows_the_pyramid_level_at_output_size(gpu, ground):
+    level = 2
+    assert "hiz level 2" in ground.command(f"view hiz {level}").text
+    rgb = ground.render()
+    pyr = ground.h.frame.pyramid
+    lv = read_texture(gpu.device, pyr.texture, mip=level)[:, :, 0]
+    w, h = SIZE
+    tx, ty = hiz_texel(np.mgrid[0:h, 0:w][::-1], SIZE, pyr.base, level)
+    want = depth_grey(lv[ty, tx], CAMERA.near, ground.tool.view_pass.far) * 255
+    drawn = np.isfinite(want)
+    assert drawn.sum() > 500
+    assert np.abs(rgb[drawn] - want[drawn, None]).max() <= 1.5
+
+
+def test_normals_view_of_the_ground_is_up(gpu, ground):
+    ground.command("view normals")
+    rgb = ground.render()
+    want = srgb_encode(np.array([0.5, 1.0, 0.5])) * 255  # (n + 1) / 2 of +Y
+    bottom = rgb[-6:, :, :].reshape(-1, 3)  # the ground in front of the box
+    assert np.abs(bottom - want).max() <= 2.0
+
+
+def test_luminance_view_is_the_ramp_of_the_hdr_luminance(gpu):
+    v = Viewed(gpu, ground_scene(), FrameSettings(taa=False, bloom=False, exposure=2.0))
+    v.command("view luminance")
+    rgb = v.render()
+    hdr = read_texture(gpu.device, v.h.graph.texture(HDR))[:, :, :3].astype(np.float64)
+    lum = hdr @ np.array([0.2126, 0.7152, 0.0722])
+    lo, hi = EV_RANGE
+    want = ramp((np.log2(np.maximum(lum, 1e-12)) - lo) / (hi - lo)) * 255
+    body = slice(0, SIZE[1] - 12)  # above the legend strip
+    assert np.abs(rgb[body] - want[body]).max() <= 2.5
+    # the legend's white tick: middle grey at exposure 2 is log2(0.18 / 2)
+    key = np.log2(0.18 / 2.0)
+    ev = lo + (hi - lo) * (np.arange(SIZE[0]) + 0.5) / SIZE[0]
+    tick = np.abs(ev - key) * SIZE[0] / (hi - lo) < 1.0
+    strip = rgb[-3]
+    assert tick.any() and (strip[tick] >= 254).all() and (strip[~tick].min(axis=1) < 250).all()
+
+
+INJECT_WGSL = """
+@group(0) @binding(0) var<storage, read> texels: array<vec4f, 32>;
+@vertex fn vs(@builtin(vertex_index) i: u32) -> @builtin(position) vec4f {
+    let uv = vec2f(f32((i << 1u) & 2u), f32(i & 2u));
+    return vec4f(uv * 2.0 - 1.0, 0.0, 1.0);
+}
+@fragment fn fs(@builtin(position) p: vec4f) -> @location(0) vec4f {
+    return texels[u32(p.x)];
+}
+"""
+
+
+class Inject(RenderPass):
+    """Draws hand-picked texels (NaN and Inf come from a buffer: WGSL has no such
+    constants) into row 3, columns 0..31, of the HDR target after Sky."""
+
+    VALUES = {4: np.nan, 9: np.inf, 14: -np.inf, 19: -1.0}
+
+    def __init__(self, device, graph):
+        super().__init__("Inject", reads=(HDR,), writes=(HDR,))
+        self.graph = graph
+        row = np.full((32, 4), 0.5, np.float32)
+        for x, val in self.VALUES.items():
+            row[x] = (val, 0.5, 0.5, 1.0)
+        buf = device.create_buffer_with_data(data=row.tobytes(), usage=wgpu.BufferUsage.STORAGE)
+        m = device.create_shader_module(code=INJECT_WGSL)
+        self.pipeline = device.create_render_pipeline(
+            layout="auto",
+            vertex={"module": m, "entry_point": "vs"},
+            fragment={"module": m, "entry_point": "fs", "targets": [{"format": HDR_FORMAT}]},
+        )
+        self.group = device.create_bind_group(
+            layout=self.pipeline.get_bind_group_layout(0),
+            entries=[{"binding": 0, "resource": {"buffer": buf}}],
+        )
+
+    def targets(self, ctx) -> dict:
+        att = {"view": self.graph.view(HDR), "load_op": "load", "store_op": "store"}
+        return {"color_attachments": [att]}
+
+    def record(self, ctx, rpass) -> None:
+        rpass.set_pipeline(self.pipeline)
+        rpass.set_bind_group(0, self.group)
+        rpass.set_scissor_rect(0, 3, 32, 1)
+        rpass.draw(3)
+
+
+def test_nan_view_marks_nan_inf_and_negative_texels(gpu):
+    v = Viewed(gpu, ground_scene())
+    g = v.h.graph
+    g.passes.insert(g.passes.index(g.pass_named("Sky")) + 1, Inject(gpu.device, g))
+    v.command("view nan")
+    rgb = v.render().astype(int)
+    colours = {
+        np.nan: (255, 0, 255),
+        np.inf: (255, 0, 0),
+        -np.inf: (0, 0, 255),
+        -1.0: (0, 255, 255),
+    }
+    for x, val in Inject.VALUES.items():
+        assert tuple(rgb[3, x]) == colours[val], (x, val)
+    marked = {tuple(c) for c in colours.values()}
+    flags = np.array([[tuple(p) in marked for p in row] for row in rgb])
+    assert flags.sum() == len(Inject.VALUES)  # nothing else in the frame is flagged
+
+
+def test_view_off_adds_no_pass_and_no_upload(gpu):
+    """Installed but off: the enabled passes are the frame's own, the View pass never
+    records or writes its uniform; on, View takes Post's place (same pass count)."""
+    bare = Harness(gpu, ground_scene(), SIZE, FrameSettings(taa=False))
+    bare.render(CAMERA, 2)
+    v = Viewed(gpu, ground_scene(), FrameSettings(taa=False))
+    v.render()
+    assert v.h.graph.pass_names() == bare.graph.pass_names()
+    assert v.tool.view_pass._written is None  # no buffer upload: the pass never recorded
+    v.command("view depth")
+    v.render(1)
+    names = v.h.graph.pass_names()
+    assert names == [("View" if n == "Post" else n) for n in bare.graph.pass_names()]
+    v.command("view off")
+    v.render(1)
+    assert v.h.graph.pass_names() == bare.graph.pass_names()
+
+
+def test_view_commands_bad_input_is_one_line_and_changes_nothing(gpu, ground):
+    ground.command("view depth")
+    r = ground.command("view bogus")
+    assert not r.ok and "depth, hiz, shadow, luminance, normals, nan" in r.text
+    n = ground.h.frame.pyramid.levels
+    r = ground.command(f"view hiz {n}")
+    assert not r.ok and f"levels 0..{n - 1}" in r.text
+    r = ground.command("view depth 2")
+    assert not r.ok and "takes no level" in r.text
+    assert ground.tool.current == "depth"
+    ground.h.frame.set_settings(shadows=False)
+    try:
+        r = ground.command("view shadow")
+        assert not r.ok and "--no-shadows" in r.text and ground.tool.current == "depth"
+        assert "shadow" not in ground.tool.available()
+    finally:
+        ground.h.frame.set_settings(shadows=True)
+
+
+def test_f3_cycles_every_view_then_off(gpu, ground):
+    ground.command("view off")
+    seen = [ground.command("view next").text for _ in range(11)]
+    assert [s.split()[1].rstrip(":") for s in seen[:10]] == [
+        "depth",
+        "hiz",
+        "shadow",
+        "luminance",
+        "normals",
+        "nan",
+        "ids",
+        "lod",
+        "overdraw",
+        "wireframe",
+    ]  # fmt: skip  (cost needs --gpu-profile draws, culled a frozen camera: skipped)
+    assert "off" in seen[10] and ground.tool.current is None
+    assert ground.ctx.commands.keys[292].line == "view next"
+
+
+def test_view_on_a_sample_without_the_standard_frame(gpu):
+    from engine.graph import RenderGraph
+
+    g = RenderGraph(gpu.device, output_format="rgba8unorm-srgb", size=SIZE)
+    ctx = make_ctx(gpu, g, view=None)
+    ctx.install(ViewTool())
+    r = ctx.commands.execute("view depth")
+    assert not r.ok and "no standard frame" in r.text
+    with pytest.raises(ValueError, match="--view"):
+        make_ctx(gpu, g, view=("depth", None)).install(ViewTool())
+
+
+def test_view_option_parses_names_and_levels():
+    from engine.passes.view import parse_view
+
+    assert parse_view("hiz:3") == ("hiz", 3)
+    assert parse_view("nan") == ("nan", None)
+    for bad, msg in (("dept", "views: depth"), ("hiz:x", "hiz:N"), ("depth:1", "no level")):
+        with pytest.raises(ValueError, match=msg):
+            parse_view(bad)
+
+
+def test_random_scene_views_render(gpu):
+    """Every view draws on a cluttered scene without validation errors, and differs from
+    the normal picture."""
+    v = Viewed(gpu, random_scene(40, seed=3))
+    normal = v.render()
+    for name in ("depth", "hiz", "shadow", "luminance", "normals", "nan", "ids", "lod", "overdraw"):
+        assert v.command(f"view {name}").ok
+        assert np.abs(v.render(1) - normal).mean() > 5, name
+
+
+def test_ids_and_lod_views_against_the_reference_lod_selection(gpu):
+    """Each pixel's instance (the View.Geometry target) is coloured by its hash; its LOD
+    colour is the LOD ``engine.culling.reference.select_lod`` picks for that instance."""
+    from engine.culling.reference import select_lod
+    from engine.passes.resources import VIEW_IDS
+    from engine.passes.view import LOD_COLOURS, id_colour
+    from engine.tools.lines import cull_view
+
+    scene = random_scene(60, seed=4)
+    v = Viewed(gpu, scene, FrameSettings(taa=False, bloom=False, lod_base_px=300.0))
+    v.command("view ids")
+    rgb = v.render()
+    got = read_texture(gpu.device, v.h.graph.texture(VIEW_IDS))
+    ids, lods = got[:, :, 0].astype(np.int64), got[:, :, 1].astype(np.int64)
+    drawn = ids > 0
+    assert drawn.sum() > 1000 and len(np.unique(ids[drawn])) > 10
+    want = id_colour(ids[drawn] - 1) * 255
+    assert np.abs(rgb[drawn] - want).max() <= 1.0
+    lod_counts = np.array([len(scene.meshes[m].lods) for m in scene.mesh_ids])
+    ref = select_lod(scene.bounds(), lod_counts, cull_view(v.h.frame.res, CAMERA, SIZE))
+    assert np.array_equal(lods[drawn] - 1, ref[ids[drawn] - 1])
+    assert set(np.unique(lods[drawn] - 1)) == {0, 1}  # both LODs on screen
+    v.command("view lod")
+    rgb = v.render()
+    want = LOD_COLOURS[lods[drawn] - 1] * 255
+    assert np.abs(rgb[drawn] - want).max() <= 1.0
+
+
+def squares_scene():
+    """Four horizontal squares (facing +Y) stacked at heights 0..3, overlapping in x/z."""
+    from engine.math3d import translation
+
+    meshes = [Mesh.from_lods("square", [plane(1.0)])]
+    placed = [
+        (0.0, 0.0, 0.0, 4.0),
+        (1.0, 1.0, 0.5, 2.5),
+        (-1.5, 2.0, -0.5, 1.5),
+        (0.5, 3.0, 1.0, 1.0),
+    ]
+    rows = [
+        translation(x, y, z) @ np.diag([s, 1, s, 1]).astype(np.float32) for x, y, z, s in placed
+    ]
+    colors = np.ones((len(rows), 4), np.float32)
+    return Scene(meshes, np.array(rows), np.zeros(len(rows), np.uint32), colors), placed
+
+
+def raster_counts(placed, camera, size):
+    """numpy rasteriser: how many squares cover each pixel centre, and the distance in
+    pixels of each centre to the nearest square edge (to leave out ties)."""
+    w, h = size
+    vp = camera.proj(w / h).astype(np.float64) @ camera.view().astype(np.float64)
+    ys, xs = np.mgrid[0:h, 0:w] + 0.5
+    count = np.zeros((h, w), int)
+    edge = np.full((h, w), np.inf)
+    for x, y, z, s in placed:
+        corners = np.array(
+            [[x - s, y, z - s], [x + s, y, z - s], [x + s, y, z + s], [x - s, y, z + s]]
+        )
+        clip = np.c_[corners, np.ones(4)] @ vp.T
+        sx = (clip[:, 0] / clip[:, 3] + 1) / 2 * w
+        sy = (1 - clip[:, 1] / clip[:, 3]) / 2 * h
+        inside = np.ones((h, w), bool)
+        sign = None
+        for i in range(4):
+            ax, ay, bx, by = sx[i], sy[i], sx[(i + 1) % 4], sy[(i + 1) % 4]
+            e = ((bx - ax) * (ys - ay) - (by - ay) * (xs - ax)) / np.hypot(bx - ax, by - ay)
+            sign = np.sign(e.mean()) if sign is None else sign
+            inside &= e * sign > 0
+            edge = np.minimum(edge, np.abs(e))
+        count += inside
+    return count, edge
+
+
+def test_overdraw_counts_against_a_numpy_rasteriser(gpu):
+    from engine.passes.resources import VIEW_OVERDRAW
+
+    scene, placed = squares_scene()
+    cam = Camera((0.3, 12.0, 2.0), (0.3, 0.0, 0.0), fov_y_deg=50.0, near=0.1)
+    v = Viewed(gpu, scene, FrameSettings(taa=False, bloom=False, cull=False))
+    assert v.command("view overdraw").ok
+    rgb = v.render(camera=cam)
+    counts = read_texture(gpu.device, v.h.graph.texture(VIEW_OVERDRAW)).astype(np.float64)
+    before, after = counts[:, :, 0], counts[:, :, 1]
+    want, edge = raster_counts(placed, cam, SIZE)
+    clear = edge > 0.05  # pixel centres not on a square's edge (rasteriser tie rules)
+    assert set(np.unique(want[clear])) == {0, 1, 2, 3, 4}
+    assert np.array_equal(before[clear], want[clear])
+    # after the depth test: at least the nearest fragment, at most every one, per pixel
+    covered = clear & (want > 0)
+    assert (after[covered] >= 1).all() and (after[clear] <= before[clear]).all()
+    assert (after[clear & (want == 1)] == 1).all()
+    # the picture: Turbo of log2(count) over 1..32, sky where nothing was drawn
+    body = slice(0, SIZE[1] - 12)
+    colour = ramp(np.log2(np.maximum(before, 1)) / 5.0) * 255
+    shown = clear & (want > 0)
+    shown[SIZE[1] - 12 :] = False
+    assert np.abs(rgb[shown] - colour[shown]).max() <= 2.5
+    assert (
+        np.abs(
+            rgb[body][(want == 0)[body] & clear[body]]
+            - srgb_encode(np.array([0.05, 0.08, 0.20])) * 255
+        ).max()
+        <= 1
+    )
+    assert v.command("view overdraw:after").ok and v.tool.view_pass.level == 1
+
+
+def test_cost_heatmap_sums_each_draws_ns_per_fragment(gpu):
+    """With known per-draw ns per fragment, a pixel one square covers reads that square's
+    batch's ns; the weights come from Main.Early/Main.Late's draws (time / fragments)."""
+    from engine.passes.resources import VIEW_OVERDRAW
+    from engine.profiling.draws import Draw, PassDraws
+    from engine.tools.views import cost_weights
+
+    scene, placed = squares_scene()
+    scene = Scene(
+        [Mesh.from_lods("a", [plane(1.0)]), Mesh.from_lods("b", [plane(1.0)])],
+        scene.transforms,
+        np.array([0, 1, 0, 1], np.uint32),  # squares 0 and 2 are batch 0, 1 and 3 batch 1
+        scene.colors,
+    )
+    cam = Camera((0.3, 12.0, 2.0), (0.3, 0.0, 0.0), fov_y_deg=50.0, near=0.1)
+    v = Viewed(gpu, scene, FrameSettings(taa=False, bloom=False, cull=False))
+    bad = v.command("view cost")
+    assert not bad.ok and "--gpu-profile draws" in bad.text
+    v.ctx.options.gpu_profile = "draws"
+    assert v.command("view cost").ok
+    labels = v.h.frame.gs.batch_labels
+    draws = (
+        PassDraws("Main.Early", "render", ()),
+        PassDraws(
+            "Main.Late",
+            "render",
+            (
+                Draw(labels[0], 0, 3000, None, 0, False, 4, 2, 1000),
+                Draw(labels[1], 0, 500, None, 0, False, 4, 2, 2000),
+            ),
+        ),
+    )
+    w = cost_weights(draws, labels)
+    assert w.tolist() == [[0.0, 0.0], [3.0, 0.25]]  # ns per fragment
+    v.tool.geometry_pass.set_weights(w)
+    v.render(camera=cam)
+    cost = read_texture(gpu.device, v.h.graph.texture(VIEW_OVERDRAW))[:, :, 0].astype(float)
+    want, edge = raster_counts(placed, cam, SIZE)
+    cover = np.stack([raster_counts([p], cam, SIZE)[0] == 1 for p in placed])  # (4, H, W)
+    clear = edge > 0.05
+    ns = np.array([3.0, 0.25, 3.0, 0.25])
+    sets = {tuple(np.flatnonzero(cover[:, y, x])) for y, x in zip(*np.nonzero(clear), strict=True)}
+    assert {(0,), (0, 1)} <= sets
+    for key in sets:
+        at = clear & (cover.sum(0) == len(key))
+        for k in key:
+            at &= cover[k]
+        got = cost[at]
+        if key in ((0,), (0, 1)):  # batch 0 is drawn before batch 1: both pass the test
+            assert np.allclose(got, ns[list(key)].sum(), rtol=1e-3), key
+        else:  # the top square always shades; those under it only if drawn before it
+            top = ns[max(key)] if key else 0.0
+            assert (got >= top * (1 - 1e-3)).all() and (got <= ns[list(key)].sum() * 1.001).all()
+    assert (cost[clear & (want == 0)] == 0).all()
+
+
+def test_culled_view_ghosts_what_the_frozen_camera_culls(gpu):
+    """The culled view's classes are the reference culler's; its counts equal the GPU
+    culler's counters for the same frozen camera; the ghosts tint only pixels where culled
+    instances are, towards their reason's colour."""
+    v = Viewed(gpu, random_scene(150, seed=5))
+    r = v.command("view culled")
+    assert not r.ok and "--cull-camera" in r.text
+    frozen = Camera((0.0, 3.0, 18.0), (0.0, 2.0, 0.0), fov_y_deg=40.0, near=0.1)
+    render_cam = Camera((0.0, 30.0, 40.0), (0.0, 0.0, 0.0), fov_y_deg=60.0, near=0.1)
+    v.h.frame.freeze_culling(True, camera=frozen)
+    normal = v.render(3, camera=render_cam)
+    counters = v.h.counters()
+    assert v.command("view culled").ok
+    ghosted = v.render(1, camera=render_cam)
+    f, small, occ = v.tool.culled_pass.counts
+    assert (f, small, occ) == (counters["frustum_culled"], counters["small_culled"], 0)
+    assert f > 10 and "frustum" in v.tool.describe() and f"{f:,}" in v.tool.describe()
+    changed = np.abs(ghosted - normal).max(axis=2) > 3
+    assert changed.sum() > 50
+    assert (ghosted[changed][:, 0] >= normal[changed][:, 0] - 2).mean() > 0.9  # redder
+    assert "View.Culled" in v.h.graph.pass_names() and "Post" in v.h.graph.pass_names()
+    v.h.frame.freeze_culling(False)
+    v.render(1, camera=render_cam)
+    assert v.tool.current is None and "View.Culled" not in v.h.graph.pass_names()
+
+
+def projected_edges(scene, camera, size):
+    """``(E, 4)`` screen-space segments (x0, y0, x1, y1) of every triangle edge of ``scene``
+    (LOD 0) in front of ``camera``."""
+    w, h = size
+    vp = camera.proj(w / h).astype(np.float64) @ camera.view().astype(np.float64)
+    out = []
+    for row, m in zip(scene.transforms, scene.mesh_ids, strict=True):
+        lod = scene.meshes[m].lods[0]
+        pos = np.asarray(lod.vertices, np.float64).reshape(-1, 6)[:, :3]
+        clip = np.c_[pos, np.ones(len(pos))] @ (vp @ row).T
+
+        def screen(c):
+            return (c[0] / c[3] + 1) / 2 * w, (1 - c[1] / c[3]) / 2 * h
+
+        for tri in np.asarray(lod.indices).reshape(-1, 3):
+            for a, b in ((0, 1), (1, 2), (2, 0)):
+                ci, cj = clip[tri[a]], clip[tri[b]]
+                if ci[3] <= 0 and cj[3] <= 0:
+                    continue
+                eps = 1e-3  # clip the part behind the eye, as the rasteriser does
+                if ci[3] <= eps:
+                    ci = ci + (cj - ci) * (eps - ci[3]) / (cj[3] - ci[3])
+                if cj[3] <= eps:
+                    cj = cj + (ci - cj) * (eps - cj[3]) / (ci[3] - cj[3])
+                out.append((*screen(ci), *screen(cj)))
+    return np.array(out)
+
+
+def test_wireframe_lines_lie_on_the_projected_triangle_edges(gpu):
+    v = Viewed(gpu, ground_scene(), FrameSettings(taa=False, bloom=False, exposure=1.0))
+    normal = v.render()
+    assert v.command("view wireframe").ok
+    wired = v.render()
+    changed = np.abs(wired - normal).max(axis=2) > 8
+    assert changed.sum() > 40
+    edges = projected_edges(v.h.frame.gs.scene, CAMERA, SIZE)
+    ys, xs = np.nonzero(changed)
+    p = np.stack([xs + 0.5, ys + 0.5], 1)[:, None, :]
+    a, b = edges[None, :, :2], edges[None, :, 2:]
+    t = np.clip(((p - a) * (b - a)).sum(-1) / np.maximum(((b - a) ** 2).sum(-1), 1e-9), 0, 1)
+    dist = np.linalg.norm(p - (a + t[..., None] * (b - a)), axis=-1).min(axis=1)
+    assert dist.max() <= 2.5  # every darkened pixel is on an edge (lines ~1.5 px wide)
+    assert (wired[changed].sum(1) < normal[changed].sum(1)).all()  # dark lines
+    assert "View.Wire" in v.h.graph.pass_names() and "Post" in v.h.graph.pass_names()
+
+
+def test_view_option_errors_exit_2_in_one_line(tmp_path):
+    from tests.helpers import run_sample
+
+    png = str(tmp_path / "x.png")
+    cases = {
+        ("--view", "bogus"): "views: depth, hiz, shadow",
+        ("--view", "cost"): "add --gpu-profile draws",
+        ("--view", "shadow", "--no-shadows"): "with --no-shadows",
+        ("--view", "culled"): "--cull-camera",
+    }
+    for args, msg in cases.items():
+        r = run_sample("s13", "--instances", "200", "--size", "96x64", "--capture", png, *args)
+        assert r.returncode == 2 and msg in r.stderr, (args, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+
+
+def test_the_portal_switches_views_through_the_command(gpu, ground):
+    """The page's command line runs the same ``view`` command (between frames)."""
+    from engine.portal import Portal
+    from engine.telemetry import Telemetry
+    from tests.portal_support import FramePump, post_command
+
+    tel = Telemetry()
+    reg = ground.ctx.commands
+    portal = Portal(tel, reg, port=0)
+    try:
+        with FramePump(tel, reg, fps=100, max_s=10):
+            status, body = post_command(portal.port, "view hiz 2")
+            assert status == 200 and body["ok"] and "hiz level 2" in body["text"]
+            assert ground.tool.current == "hiz" and ground.tool.view_pass.level == 2
+            status, body = post_command(portal.port, "view nope")
+            assert status == 200 and not body["ok"] and "views: depth" in body["text"]
+            assert ground.tool.current == "hiz"
+            assert post_command(portal.port, "view off")[1]["ok"]
+    finally:
+        portal.close()
+    assert ground.tool.current is None
