@@ -127,6 +127,11 @@ class ToolContext:
         """The installed tool of class ``cls``, or None (an optional dependency)."""
         return next((t for t in self.tools if isinstance(t, cls)), None)
 
+    def named(self, name: str) -> Tool | None:
+        """The installed tool called ``name`` (its ``name`` attribute), or None: for a tool
+        in a layer its caller must not import (a view tool asking the HUD for a mode)."""
+        return next((t for t in self.tools if t.name == name), None)
+
     def option(self, name: str, default: Any = None) -> Any:
         """A command-line option by its ``argparse`` dest, or ``default`` when the run's
         parser has no such option (a tool installed by a test or another front end)."""

@@ -298,9 +298,9 @@ class ViewTool:
         """The newest record's per-draw ns per fragment of Main.Early / Main.Late as the
         cost weights (uploaded when a new record came), and the ramp's range."""
         rec = self.ctx.telemetry.latest
-        if rec is None or rec.draws is None or rec.frame_index == self.cost_frame:
+        if rec is None or not rec.draw_passes() or rec.frame_index == self.cost_frame:
             return
-        w = cost_weights(rec.draws, self.res.gs.batch_labels)
+        w = cost_weights(rec.draw_passes(), self.res.gs.batch_labels)
         if w is None:
             return
         self.cost_frame, self.cost_weights = rec.frame_index, w
@@ -311,9 +311,7 @@ class ViewTool:
 
     def _hud_mode(self, on: bool) -> None:
         """Show the legend panel (HUD mode ``view``) while a view is on, if the HUD was off."""
-        from ..debug.hud import Hud
-
-        hud = self.ctx.find(Hud)
+        hud = self.ctx.named("hud")  # engine.debug.hud.Hud (tools must not import debug/)
         if hud is None or "view" not in hud.mode_panels:
             return
         if on and hud.mode == "off":
