@@ -54,7 +54,9 @@ def test_reload_cost_before_after_matches_the_records(gpu, tmp_path, monkeypatch
             assert c.swap_frame == swap and c.clock == "gpu"
             before = times(name, range(swap - 20, swap))
             after = times(name, range(swap + SETTLE_FRAMES, swap + SETTLE_FRAMES + 20))
-            assert len(before) == len(after) == 20
+            # a frame can find every query pool in flight on a loaded machine (no GPU scope):
+            # the tracker takes the frames that have one, as this does
+            assert 15 <= len(before) <= 20 and 15 <= len(after) <= 20
             assert c.diff.median_a == pytest.approx(np.median(before), abs=1e-9)
             assert c.diff.median_b == pytest.approx(np.median(after), abs=1e-9)
         work, show = cost.results["Work"].diff, cost.results["Show"].diff

@@ -30,7 +30,17 @@ def display():
     read, write = os.pipe()
     log = tempfile.TemporaryFile()
     proc = subprocess.Popen(
-        [xvfb, "-displayfd", str(write), "-screen", "0", "1024x768x24", "-nolisten", "tcp"],
+        [
+            xvfb,
+            "-displayfd",
+            str(write),
+            "-screen",
+            "0",
+            "1024x768x24",
+            "-nolisten",
+            "tcp",
+            "-noreset",
+        ],  # -noreset: no server reset (a moment with no socket) when a test's last client leaves
         pass_fds=(write,),
         stdout=subprocess.DEVNULL,
         stderr=log,
