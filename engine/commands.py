@@ -266,6 +266,14 @@ class CommandRegistry:
         cmd = self.commands[name] = Command(name, handler, tuple(args), help)
         return cmd
 
+    def unregister(self, name: str) -> None:
+        """Remove command ``name`` and the keys bound to it (a tool closed); ``help`` is the
+        registry's own and stays."""
+        if name != "help":
+            self.commands.pop(name, None)
+            for key in [k for k, b in self.keys.items() if b.line.split()[0] == name]:
+                del self.keys[key]
+
     def bind(self, key_name: str, key: int, line: str) -> None:
         """Make the window's key ``key`` (a glfw key code; ``key_name`` as ``help`` shows it,
         e.g. ``"F1"``) run the command ``line``. Binding a key again replaces it."""

@@ -214,6 +214,13 @@ class RenderGraph:
         self._profiler = NULL_PROFILER if sink is None else sink
 
     # -- passes ---------------------------------------------------------------------------
+    def remove(self, p: Pass) -> None:
+        """Take pass ``p`` out of the frame (a tool closed); the next ``execute`` validates
+        the rest. Nothing when ``p`` is not in the graph."""
+        if p in self.passes:
+            self.passes.remove(p)
+            self._validated = None
+
     def add(self, p: Pass) -> Pass:
         """Append ``p`` (runs after every pass added before it).
 

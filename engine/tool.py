@@ -92,13 +92,54 @@ class ToolContext:
     tools: list[Tool] = field(default_factory=list)
     status: int = 0
     _closed: int = 0  # tools[:_closed] are closed
+    _added: dict = field(default_factory=dict)  # id(tool) -> what its install added, by hub
 
     def install(self, tool: T) -> T:
         """Install ``tool`` (``tool.install(self)``) and keep it for ``tool()`` and
-        ``close_all``; returns it."""
+        ``close_all``; returns it. What the install added to the hubs (passes, commands,
+        key bindings, per-frame hooks, telemetry subscriptions) is noted, so that closing the
+        tool takes it away again even where the tool's own ``close`` does not."""
+        before = self._hooks()
         tool.install(self)
+        after = self._hooks()
+        self._added[id(tool)] = {k: [x for x in v if x not in before[k]] for k, v in after.items()}
         self.tools.append(tool)
         return tool
+
+    def _hooks(self) -> dict[str, list]:
+        """Everything a tool may add, by hub (identity lists)."""
+        g, loop, tel = self.graph, self.loop, self.telemetry
+        return {
+            "passes": list(g.passes) if g is not None else [],
+            "commands": list(self.commands.commands.values()),
+            "keys": list(self.commands.keys.values()),
+            "updates": list(self.updates),
+            "frame_done": list(self.frame_done),
+            "reports": list(self.reports),
+            "between_frames": list(loop.between_frames) if loop is not None else [],
+            "subscribers": list(tel.subscribers) if tel is not None else [],
+        }
+
+    def _undo(self, tool) -> None:
+        added = self._added.pop(id(tool), {})
+        for p in added.get("passes", ()):
+            self.graph.remove(p)
+        for c in added.get("commands", ()):
+            if self.commands.commands.get(c.name) is c:
+                self.commands.unregister(c.name)
+        for b in added.get("keys", ()):
+            if self.commands.keys.get(b.key) is b:
+                del self.commands.keys[b.key]
+        for name in ("updates", "frame_done", "reports"):
+            hooks = getattr(self, name)
+            for fn in added.get(name, ()):
+                if fn in hooks:
+                    hooks.remove(fn)
+        for fn in added.get("between_frames", ()):
+            if fn in self.loop.between_frames:
+                self.loop.between_frames.remove(fn)
+        for fn in added.get("subscribers", ()):
+            self.telemetry.unsubscribe(fn)
 
     def close_all(self) -> None:
         """Close every installed tool once, the last installed first; a tool's failure to
@@ -109,6 +150,7 @@ class ToolContext:
                 t.close()
             except Exception as e:  # one broken tool must not keep the others' files open
                 log.error("closing %s: %s: %s", t.name, type(e).__name__, e)
+            self._undo(t)
         self._closed = len(self.tools)
 
     def on_update(self, fn: Callable[[FrameContext], None]) -> Callable[[], None]:

@@ -282,9 +282,16 @@ def test_console_tool_draws_through_the_hud_and_takes_the_window_keys(registry):
     assert registry.reg.execute("console close").text == "console: closed"
     assert registry.reg.keys[96].line == "console" and registry.reg.keys[161].line == "console"
     assert tool.console.registry is registry.reg  # the shared registry, not a copy
-    registry.ctx.close_all()  # undone in reverse order: the window gets its keys back
+    ctx = registry.ctx
+    assert "DebugOverlay" in [p.name for p in ctx.graph.passes] and ctx.updates and ctx.frame_done
+    ctx.close_all()  # undone in reverse order: the window gets its keys back
     assert window.text_input is None
-    assert registry.ctx.tool(ConsoleTool) is tool  # closed tools stay findable
+    assert ctx.tool(ConsoleTool) is tool  # closed tools stay findable
+    # ... and what the installs added to the hubs is gone again: passes, commands, keys,
+    # per-frame hooks (help, the registry's own, stays; the frame commands were not a tool's)
+    assert [p.name for p in ctx.graph.passes] == []
+    assert sorted(registry.reg.commands) == ["cull", "help", "shadow-size", "shadows"]
+    assert registry.reg.keys == {} and ctx.updates == [] and ctx.frame_done == []
 
 
 def test_keys_run_their_bound_commands_and_help_lists_them(registry):

@@ -81,6 +81,16 @@ class Telemetry:
         return lambda: self._subscribers.remove(fn) if fn in self._subscribers else None
 
     @property
+    def subscribers(self) -> tuple[Subscriber, ...]:
+        """The subscribers, in subscription order."""
+        return tuple(self._subscribers)
+
+    def unsubscribe(self, fn: Subscriber) -> None:
+        """Stop calling ``fn`` (nothing when it is not subscribed)."""
+        if fn in self._subscribers:
+            self._subscribers.remove(fn)
+
+    @property
     def has_subscribers(self) -> bool:
         return bool(self._subscribers)
 
