@@ -72,7 +72,8 @@ def test_sparse_frames_time_passes_both_ways_on_the_device(gpu):
     assert rig.telemetry.session.profiling.transitions == {"every": 2, "window": 9}
     assert [s.name for s in last.gpu] == ["A", "B", "Clear"]  # still every pass, encoder spans
     report = rig.report()
-    assert "+ " in report and " ms transition" in report
+    # a figure, or n/a where the two medians cannot give one (lavapipe under load)
+    assert " ms transition" in report or "transition n/a (implausible)" in report
     assert "median encoder span - median pass-descriptor span" in report
     # Pass-descriptor mode: no transition is billed, none measured.
     plain = FrameProfiler(gpu, cpu=False, batch=1, timestamps="pass")
