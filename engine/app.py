@@ -34,7 +34,7 @@ from .reload_cost import BaselineCompare, CostTracker
 from .safe_write import UnsafeWrite, png_target
 from .surfaces import OffscreenTarget, SurfaceError, WindowSurface
 from .telemetry import Session, Telemetry
-from .tool import Tool, ToolContext
+from .tool import OptionError, Tool, ToolContext
 from .tools.capture import CaptureTool
 from .tools.dump import DumpTool
 from .tools.inspector import InspectorTool
@@ -306,7 +306,7 @@ def _start_and_run(sample_cls, args, prog: str, interrupt: Interrupt) -> int:
             _run_window(app, sample, window)
     except GpuError as e:  # a GPU capability the sample needs is missing
         return fail(prog, str(e), 1)
-    except PortalError as e:  # port in use, bad host
+    except (PortalError, OptionError) as e:  # port in use, bad host; a tool's option
         return fail(prog, str(e), 2)
     except ValueError as e:  # an inconsistent render graph (a sample's mistake)
         return fail(prog, str(e), 1)

@@ -29,6 +29,7 @@ import numpy as np
 
 from .compare import CompareError, Diff, compare_samples, load_run, warmup_frames
 from .shader_registry import probe
+from .tool import OptionError
 
 log = logging.getLogger("lantern")
 
@@ -213,7 +214,7 @@ class BaselineCompare:
         try:
             self.run = load_run(path)
         except CompareError as e:
-            raise ValueError(f"--baseline: {e}") from None
+            raise OptionError(f"--baseline: {e}") from None
         skip = warmup_frames(self.run.frames)
         self.base = {
             (clock, name): s[skip:][s[skip:] == s[skip:]]

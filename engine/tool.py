@@ -37,6 +37,11 @@ T = TypeVar("T")
 log = logging.getLogger("lantern")
 
 
+class OptionError(ValueError):
+    """A command-line option a tool cannot apply (``--view``, ``--dump``, ``--baseline``...):
+    the user's mistake, reported in one line with exit status 2 like argparse's errors."""
+
+
 @runtime_checkable
 class Tool(Protocol):
     """A plugin of the running sample.

@@ -1,10 +1,12 @@
 // The resource viewer's statistics of one channel of one mip/layer of a texture, reduced on
-// the GPU (engine/passes/inspect.py): `reduce` (one 16x16 workgroup per 16x16 texels) writes
-// a partial per workgroup; `combine` (one workgroup) folds them into the header; `histogram`
+// the GPU (engine/passes/inspect.py): `reduce` (one 16x16 workgroup per 64x64 texels, 4x4 per
+// thread, so a 1080p target takes 510 workgroups rather than 8160) writes a partial per workgroup; `combine` (one workgroup) folds them into the header; `histogram`
 // counts texels into BINS bins over the header's [lo, hi] (auto: the min..max just found).
 
 const BINS: u32 = 64u;
 const WG: u32 = 256u;
+const TILE: u32 = 64u;  // texels per workgroup side (engine/passes/inspect.py TILE)
+const STEP: u32 = 16u;  // the workgroup's side: a thread's texels are STEP apart (coalesced)
 
 struct Params {
     channel: u32,     // 0..3
@@ -78,25 +80,33 @@ fn tree(li: u32) {
 }
 
 @compute @workgroup_size(16, 16)
-fn reduce(@builtin(global_invocation_id) g: vec3u, @builtin(local_invocation_index) li: u32,
+fn reduce(@builtin(local_invocation_id) l: vec3u, @builtin(local_invocation_index) li: u32,
           @builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u) {
     let size = textureDimensions(src);
-    w_lo[li] = BIG;
-    w_hi[li] = -BIG;
-    w_sum[li] = 0.0;
-    w_n[li] = vec3u(0u);
-    if (g.x < size.x && g.y < size.y) {
-        let v = textureLoad(src, g.xy, 0)[params.channel];
-        let c = classify(v);
-        if (c == 0u) {
-            w_lo[li] = v;
-            w_hi[li] = v;
-            w_sum[li] = v;
-            w_n[li] = vec3u(1u, 0u, 0u);
-        } else {
-            w_n[li] = select(vec3u(0u, 0u, 1u), vec3u(0u, 1u, 0u), c == 1u);
+    var lo = BIG;
+    var hi = -BIG;
+    var sum = 0.0;
+    var n = vec3u(0u);  // finite, nan, inf
+    let origin = wg.xy * TILE + l.xy;
+    for (var j = 0u; j < TILE; j += STEP) {
+        for (var i = 0u; i < TILE; i += STEP) {
+            let t = origin + vec2u(i, j);
+            if (t.x < size.x && t.y < size.y) {
+                let v = textureLoad(src, t, 0)[params.channel];
+                let c = classify(v);
+                if (c == 0u) {
+                    lo = min(lo, v);
+                    hi = max(hi, v);
+                    sum += v;
+                }
+                n += vec3u(u32(c == 0u), u32(c == 1u), u32(c == 2u));
+            }
         }
     }
+    w_lo[li] = lo;
+    w_hi[li] = hi;
+    w_sum[li] = sum;
+    w_n[li] = n;
     workgroupBarrier();
     tree(li);
     if (li == 0u) {
@@ -139,7 +149,8 @@ fn combine(@builtin(local_invocation_index) li: u32) {
 // Bin of v over [lo, hi]: floor((v - lo) / (hi - lo) * BINS), the top edge in the last bin;
 // values outside the range (and NaN/Inf) are not counted.
 @compute @workgroup_size(16, 16)
-fn histogram(@builtin(global_invocation_id) g: vec3u, @builtin(local_invocation_index) li: u32) {
+fn histogram(@builtin(local_invocation_id) l: vec3u, @builtin(local_invocation_index) li: u32,
+             @builtin(workgroup_id) wg: vec3u) {
     if (li < BINS) {
         atomicStore(&w_bins[li], 0u);
     }
@@ -147,12 +158,17 @@ fn histogram(@builtin(global_invocation_id) g: vec3u, @builtin(local_invocation_
     let size = textureDimensions(src);
     let lo = result.hist_lo;
     let hi = result.hist_hi;
-    if (g.x < size.x && g.y < size.y) {
-        let v = textureLoad(src, g.xy, 0)[params.channel];
-        if (classify(v) == 0u && v >= lo && v <= hi) {
-            let t = select(0.0, (v - lo) / (hi - lo), hi > lo);
-            let b = min(u32(t * f32(BINS)), BINS - 1u);
-            atomicAdd(&w_bins[b], 1u);
+    let origin = wg.xy * TILE + l.xy;
+    for (var j = 0u; j < TILE; j += STEP) {
+        for (var i = 0u; i < TILE; i += STEP) {
+            let t = origin + vec2u(i, j);
+            if (t.x < size.x && t.y < size.y) {
+                let v = textureLoad(src, t, 0)[params.channel];
+                if (classify(v) == 0u && v >= lo && v <= hi) {
+                    let b = min(u32(bin_t(v, lo, hi) * f32(BINS)), BINS - 1u);
+                    atomicAdd(&w_bins[b], 1u);
+                }
+            }
         }
     }
     workgroupBarrier();
@@ -162,4 +178,9 @@ fn histogram(@builtin(global_invocation_id) g: vec3u, @builtin(local_invocation_
             atomicAdd(&result.bins[li], n);
         }
     }
+}
+
+// (v - lo) / (hi - lo), 0 for an empty range: the reference's float32 arithmetic
+fn bin_t(v: f32, lo: f32, hi: f32) -> f32 {
+    return select(0.0, (v - lo) / (hi - lo), hi > lo);
 }

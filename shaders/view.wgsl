@@ -3,8 +3,11 @@
 // The output is an -srgb target: values written here are linear and encoded by the target.
 // #include "frame_common.wgsl"
 
+// MODES in engine/passes/view.py: one pipeline per view, so each compiles only its own code
+override MODE: u32 = 0u;
+
 struct ViewParams {
-    mode: u32,       // MODES in engine/passes/view.py
+    pad_mode: u32,
     level: u32,      // hiz: pyramid level
     auto_exposure: u32,  // 1: exposure from the buffer, 0: the knob (view.sky_horizon.w)
     pad0: u32,
@@ -153,29 +156,22 @@ fn normals_view(px: vec2i, size: vec2i) -> vec3f {
 // HDR target: NaN magenta, +Inf red, -Inf blue, negative cyan, over its dimmed luminance.
 fn nan_view(px: vec2i) -> vec3f {
     let c = textureLoad(hdr, px, 0);
-    var nan = false;
-    var pinf = false;
-    var ninf = false;
-    var neg = false;
-    for (var i = 0; i < 4; i++) {
-        let v = c[i];
-        let bits = bitcast<u32>(v);
-        let special = (bits & 0x7f800000u) == 0x7f800000u;
-        nan = nan || (special && (bits & 0x007fffffu) != 0u);
-        pinf = pinf || (special && (bits & 0x007fffffu) == 0u && v > 0.0);
-        ninf = ninf || (special && (bits & 0x007fffffu) == 0u && v < 0.0);
-        neg = neg || (!special && v < 0.0);
-    }
-    if (nan) {
+    // from the bits, four channels at once (no fast-math folding of isnan; no indexed loop)
+    let bits = bitcast<vec4u>(c);
+    let special = (bits & vec4u(0x7f800000u)) == vec4u(0x7f800000u);
+    let mantissa = (bits & vec4u(0x007fffffu)) != vec4u(0u);
+    let sign = (bits & vec4u(0x80000000u)) != vec4u(0u);
+    if (any(special & mantissa)) {
         return vec3f(1.0, 0.0, 1.0);
     }
-    if (pinf) {
+    let inf = special & !mantissa;
+    if (any(inf & !sign)) {
         return vec3f(1.0, 0.0, 0.0);
     }
-    if (ninf) {
+    if (any(inf)) {
         return vec3f(0.0, 0.0, 1.0);
     }
-    if (neg) {
+    if (any(sign & (c != vec4f(0.0)))) {
         return vec3f(0.0, 1.0, 1.0);
     }
     let l = luminance(c.rgb);
@@ -249,16 +245,17 @@ fn fs_view(@builtin(position) frag: vec4f) -> @location(0) vec4f {
     let px = vec2i(frag.xy);
     let size = vec2i(textureDimensions(depth));
     var c = vec3f(0.0);
-    switch params.mode {
+    switch MODE {
         case MODE_DEPTH: {
             c = depth_grey(textureLoad(depth, px, 0));
         }
         case MODE_HIZ: {
             // level N at output size: the texel of level N covering this pixel's footprint
             // in the power-of-two level 0 (engine/passes/hiz.py)
-            let base = vec2i(textureDimensions(pyramid, 0));
-            let dim = vec2i(textureDimensions(pyramid, params.level));
-            let t = min(px * base / size >> vec2u(params.level), dim - 1);
+            // (unsigned: cheaper than signed division)
+            let base = textureDimensions(pyramid, 0);
+            let dim = textureDimensions(pyramid, params.level);
+            let t = min(vec2u(px) * base / vec2u(size) >> vec2u(params.level), dim - 1u);
             c = depth_grey(textureLoad(pyramid, t, params.level).r);
         }
         case MODE_SHADOW: {
@@ -291,8 +288,8 @@ fn fs_view(@builtin(position) frag: vec4f) -> @location(0) vec4f {
         }
         default: {
             let v = textureLoad(ids, px, 0).xy;
-            let k = select(v.y, v.x, params.mode == MODE_IDS);
-            c = select(select(lod_colour(k - 1u), id_colour(k - 1u), params.mode == MODE_IDS),
+            let k = select(v.y, v.x, MODE == MODE_IDS);
+            c = select(select(lod_colour(k - 1u), id_colour(k - 1u), MODE == MODE_IDS),
                        SKY, k == 0u);
         }
     }

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import wgpu
 
-from engine.passes.inspect import BINS, reference_stats
+from engine.passes.inspect import BINS, TextureReduction, TextureStats, reference_stats
 from engine.passes.resources import DEPTH, HDR, PYRAMID
 from engine.settings import FrameSettings
 from engine.tools.dump import read_texture
@@ -134,3 +135,29 @@ def test_the_value_under_the_cursor(gpu):
     lv = read_texture(gpu.device, p.texture, mip=2)
     assert s.probe[:2] == (x, y) and s.probe[2] == (float(lv[y, x, 0]),)
     assert f"at ({x}, {y})" in v.ctx.commands.execute("inspect").text
+
+
+def test_many_workgroups_and_ragged_edges_against_numpy(gpu):
+    """A 203x141 rgba32float texture (4x3 workgroups of 64x64 texels, the last row and column
+    partial) of known values with NaN, +-Inf and a spike: every texel counted once."""
+    rng = np.random.default_rng(7)
+    w, h = 203, 141
+    data = rng.normal(0.0, 3.0, (h, w, 4)).astype(np.float32)
+    data[5, 200, 1], data[140, 0, 1], data[70, 130, 1] = np.nan, np.inf, -np.inf
+    data[139, 202, 1] = 1e6  # the max sits in the last, partial workgroup
+    d = gpu.device
+    u = wgpu.TextureUsage
+    tex = d.create_texture(
+        size=(w, h, 1), format="rgba32float", usage=u.TEXTURE_BINDING | u.COPY_DST
+    )
+    d.queue.write_texture({"texture": tex}, data.tobytes(), {"bytes_per_row": w * 16}, (w, h, 1))
+    red = TextureReduction(d)
+    for value_range in (None, (-2.0, 2.0)):
+        enc = d.create_command_encoder()
+        cpass = enc.begin_compute_pass()
+        red.record(cpass, tex.create_view(), (w, h), channel=1, value_range=value_range)
+        cpass.end()
+        d.queue.submit([enc.finish()])
+        s = TextureStats.from_bytes(0, d.queue.read_buffer(red.result))
+        check(s, data[:, :, 1], value_range)
+        assert s.finite == w * h - 3 and s.hi == np.float32(1e6)

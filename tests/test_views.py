@@ -544,6 +544,7 @@ def test_view_option_errors_exit_2_in_one_line(tmp_path):
         ("--view", "cost"): "add --gpu-profile draws",
         ("--view", "shadow", "--no-shadows"): "with --no-shadows",
         ("--view", "culled"): "--cull-camera",
+        ("--view", "hiz:40"): "the pyramid has levels 0..",
     }
     for args, msg in cases.items():
         r = run_sample("s13", "--instances", "200", "--size", "96x64", "--capture", png, *args)

@@ -19,7 +19,7 @@ from engine.readback import ReadbackRing
 from engine.shader_registry import shader_pipeline
 
 BINS = 64
-TILE = 16  # texels per workgroup side of reduce / histogram
+TILE = 64  # texels per workgroup side of reduce / histogram (4x4 per thread)
 RESULT_DTYPE = np.dtype(
     [
         ("lo", "<f4"),

@@ -107,7 +107,7 @@ READS = {
 }
 PARAMS_DTYPE = np.dtype(
     [
-        ("mode", "<u4"),
+        ("pad_mode", "<u4"),  # (the mode is the pipeline's MODE override constant)
         ("level", "<u4"),
         ("auto_exposure", "<u4"),
         ("pad0", "<u4"),
@@ -264,15 +264,35 @@ class ViewPass(RenderPass):
             size=(1, 1, 1), format="rg32uint", usage=wgpu.TextureUsage.TEXTURE_BINDING
         )
 
-    def _make(self, m, fmt: str) -> wgpu.GPURenderPipeline:
+    def _make(self, m, fmt: str) -> dict[int, wgpu.GPURenderPipeline]:
+        """One pipeline per shader mode, specialised by the ``MODE`` override constant (each
+        compiles only its own view's code: an uber-shader's switch costs every view the
+        registers and branches of the heaviest); the shown one now, the others on first use."""
         d = self.res.device
-        return d.create_render_pipeline(
-            label="view",
-            layout=d.create_pipeline_layout(bind_group_layouts=[self.layout]),
-            vertex={"module": m, "entry_point": "vs_fullscreen"},
-            primitive={"topology": "triangle-list"},
-            fragment={"module": m, "entry_point": "fs_view", "targets": [{"format": fmt}]},
-        )
+        layout = d.create_pipeline_layout(bind_group_layouts=[self.layout])
+
+        def make(mode: int) -> wgpu.GPURenderPipeline:
+            return d.create_render_pipeline(
+                label=f"view {mode}",
+                layout=layout,
+                vertex={"module": m, "entry_point": "vs_fullscreen"},
+                primitive={"topology": "triangle-list"},
+                fragment={
+                    "module": m,
+                    "entry_point": "fs_view",
+                    "targets": [{"format": fmt}],
+                    "constants": {"MODE": mode},
+                },
+            )
+
+        class Pipelines(dict):
+            def __missing__(self, mode: int) -> wgpu.GPURenderPipeline:
+                self[mode] = p = make(mode)
+                return p
+
+        pipes = Pipelines()
+        pipes[MODES[self.name_shown]] = make(MODES[self.name_shown])
+        return pipes
 
     @property
     def reads(self) -> tuple[str, ...]:
@@ -287,7 +307,6 @@ class ViewPass(RenderPass):
 
     def _params_bytes(self) -> bytes:
         p = np.zeros((), PARAMS_DTYPE)
-        p["mode"] = MODES[self.name_shown]
         if self.name_shown == "cost":
             p["ev_lo"], p["ev_hi"] = np.log2(self.cost_range)
             return p.tobytes()
@@ -347,7 +366,7 @@ class ViewPass(RenderPass):
         if data != self._written:  # written when the view or a knob changes
             self.res.device.queue.write_buffer(self.params, 0, data)
             self._written = data
-        rpass.set_pipeline(self.shader.get())
+        rpass.set_pipeline(self.shader.get()[MODES[self.name_shown]])
         rpass.set_bind_group(0, self._bind_group())
         rpass.draw(3)
 

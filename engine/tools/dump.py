@@ -20,6 +20,7 @@ import numpy as np
 import wgpu
 
 from ..graph import TransferPass, split_ref
+from ..tool import OptionError
 
 log = logging.getLogger("lantern")
 
@@ -163,17 +164,17 @@ class DumpTool:
         tables = _tables(graph)
         if base in tables:
             if after is not None:
-                raise ValueError(f"--dump: {base} is a buffer; buffers dump as the frame left "
+                raise OptionError(f"--dump: {base} is a buffer; buffers dump as the frame left "
                                  f"them (drop @{after})")  # fmt: skip
             if not path.lower().endswith((".npy", ".csv")):
-                raise ValueError(f"--dump: {base} is a buffer: write it as .npy or .csv")
+                raise OptionError(f"--dump: {base} is a buffer: write it as .npy or .csv")
             self.request = (ref, path)
             ctx.frame_done.append(self._frame_done)
             return
         if path.lower().endswith(".csv"):
-            raise ValueError(f"--dump: {base} is a texture: write it as .npy, .png or .exr")
+            raise OptionError(f"--dump: {base} is a texture: write it as .npy, .png or .exr")
         if base not in names:
-            raise ValueError(
+            raise OptionError(
                 f"--dump: unknown resource {base!r}; textures: {', '.join(names)}; "
                 f"buffers: {', '.join(tables) or 'none'}"
             )
@@ -181,12 +182,12 @@ class DumpTool:
             passes = [p.name for p in graph.passes if p.enabled and base in p.writes]
             if after not in passes:
                 who = ", ".join(passes) or "none"
-                raise ValueError(
+                raise OptionError(
                     f"--dump: pass {after!r} does not write {base!r} in this frame "
                     f"(passes that do: {who})"
                 )
             if base not in graph.texture_names():
-                raise ValueError(f"--dump: {base!r} is not a graph texture; drop @{after}")
+                raise OptionError(f"--dump: {base!r} is not a graph texture; drop @{after}")
             graph.add(_SnapshotReader(ref))
         self.request = (ref, path)
         ctx.frame_done.append(self._frame_done)

@@ -27,6 +27,7 @@ from ..passes.view import (
     parse_view,
     view_requirement,
 )
+from ..tool import OptionError
 
 log = logging.getLogger("lantern")
 
@@ -72,6 +73,17 @@ def check_view_option(args) -> str | None:
         return "view cost needs per-draw GPU timing: add --gpu-profile draws"
     if name == "culled" and getattr(args, "cull_camera", None) is None and args.capture:
         return "view culled needs a frozen culling camera: add --cull-camera EX,EY,EZ:TX,TY,TZ"
+    size = getattr(args, "size", None)  # a capture's output size (a window's may differ)
+    headless = getattr(args, "capture", None) or getattr(args, "dump", None)
+    if name == "hiz" and view[1] is not None and size is not None and headless:
+        from ..culling.pyramid import pyramid_base, pyramid_levels
+
+        n = pyramid_levels(pyramid_base(size[0]), pyramid_base(size[1]))
+        if view[1] >= n:
+            return (
+                f"--view hiz:{view[1]} is out of range: at {size[0]}x{size[1]} the pyramid has "
+                f"levels 0..{n - 1}"
+            )
     return None
 
 
@@ -114,7 +126,7 @@ class ViewTool:
         ctx.commands.bind("F3", KEY_F3, "view next")
         if self.res is None:
             if start is not None:
-                raise ValueError("--view: this sample has no standard frame (s13 has one)")
+                raise OptionError("--view: this sample has no standard frame (s13 has one)")
             return
         self.geometry_pass = ctx.graph.add(ViewGeometryPass(self.res))
         self.view_pass = ctx.graph.add(ViewPass(self.res))
@@ -128,7 +140,7 @@ class ViewTool:
             try:
                 self.set_view(*start)
             except CommandError as e:
-                raise ValueError(f"--view: {e}") from None
+                raise OptionError(f"--view: {e}") from None
 
     def close(self) -> None:
         for undo in self._undo:
