@@ -15,6 +15,10 @@ struct ViewParams {
     far: f32,        // depth, hiz: the distance shown white, world units
     ev_lo: f32,      // luminance: log2 luminance at the ramp's two ends
     ev_hi: f32,
+    num: vec2u,      // hiz, shadow: texel = floor(pixel * num / den) (scaled_floor)
+    den: vec2u,
+    ratio: vec2f,    // num / den
+    dims: vec2u,     // hiz: the level's size in texels
 };
 
 struct Exposure {
@@ -82,6 +86,17 @@ fn turbo9(i: u32) -> vec3f {  // a switch: lavapipe spills a runtime-indexed con
     }
 }
 
+// floor(p * num / den) per axis without an integer division (dozens of instructions on a
+// GPU): the float estimate p * ratio is off by at most one, corrected by integer products
+// (p * num < 2^32 for any texture size wgpu allows).
+fn scaled_floor(p: vec2u) -> vec2u {
+    let n = p * params.num;
+    var q = vec2u(vec2f(p) * params.ratio);
+    q = select(q, q - 1u, q * params.den > n);
+    q = select(q, q + 1u, (q + 1u) * params.den <= n);
+    return q;
+}
+
 fn srgb_to_linear(c: vec3f) -> vec3f {
     return select(pow((c + 0.055) / 1.055, vec3f(2.4)), c / 12.92, c <= vec3f(0.04045));
 }
@@ -120,13 +135,13 @@ fn luminance_view(px: vec2i, size: vec2i) -> vec3f {
 }
 
 // Normals from the depth buffer: world positions of this pixel and its right and lower
-// neighbours (or left/upper at the edges and silhouettes: the nearer pair), crossed.
-fn world_at(px: vec2i, size: vec2i) -> vec3f {
-    let d = textureLoad(depth, px, 0);
+// neighbours (or left/upper at the edges and silhouettes: the nearer pair), crossed. The
+// homogeneous position inv_view_proj * (ndc, d, 1) is linear in ndc and d, so a neighbour's
+// is this pixel's plus a column step and a depth step (2 vector FMAs, not a matrix product).
+fn homogeneous(px: vec2i, size: vec2i, d: f32) -> vec4f {
     let ndc = vec2f((f32(px.x) + 0.5) / f32(size.x) * 2.0 - 1.0,
                     1.0 - (f32(px.y) + 0.5) / f32(size.y) * 2.0);
-    let w = view.inv_view_proj * vec4f(ndc, d, 1.0);
-    return w.xyz / w.w;
+    return view.inv_view_proj * vec4f(ndc, d, 1.0);
 }
 
 fn normals_view(px: vec2i, size: vec2i) -> vec3f {
@@ -134,15 +149,23 @@ fn normals_view(px: vec2i, size: vec2i) -> vec3f {
     if (d <= 0.0) {
         return SKY;
     }
-    let p = world_at(px, size);
+    let m = view.inv_view_proj;
+    let h = homogeneous(px, size, d);
+    let p = h.xyz / h.w;
+    let sx = m[0] * (2.0 / f32(size.x));  // one pixel right
+    let sy = m[1] * (-2.0 / f32(size.y));  // one pixel down
     let xr = min(px.x + 1, size.x - 1);
     let xl = max(px.x - 1, 0);
     let yd = min(px.y + 1, size.y - 1);
     let yu = max(px.y - 1, 0);
-    let r = world_at(vec2i(xr, px.y), size) - p;
-    let l = p - world_at(vec2i(xl, px.y), size);
-    let dn = world_at(vec2i(px.x, yd), size) - p;
-    let up = p - world_at(vec2i(px.x, yu), size);
+    let hr = h + sx * f32(xr - px.x) + m[2] * (textureLoad(depth, vec2i(xr, px.y), 0) - d);
+    let hl = h + sx * f32(xl - px.x) + m[2] * (textureLoad(depth, vec2i(xl, px.y), 0) - d);
+    let hd = h + sy * f32(yd - px.y) + m[2] * (textureLoad(depth, vec2i(px.x, yd), 0) - d);
+    let hu = h + sy * f32(yu - px.y) + m[2] * (textureLoad(depth, vec2i(px.x, yu), 0) - d);
+    let r = hr.xyz / hr.w - p;
+    let l = p - hl.xyz / hl.w;
+    let dn = hd.xyz / hd.w - p;
+    let up = p - hu.xyz / hu.w;
     // the shorter difference stays on this surface at a silhouette
     let dx = select(r, l, (dot(l, l) < dot(r, r) && xl != px.x) || xr == px.x);
     let dy = select(dn, up, (dot(up, up) < dot(dn, dn) && yu != px.y) || yd == px.y);
@@ -252,10 +275,7 @@ fn fs_view(@builtin(position) frag: vec4f) -> @location(0) vec4f {
         case MODE_HIZ: {
             // level N at output size: the texel of level N covering this pixel's footprint
             // in the power-of-two level 0 (engine/passes/hiz.py)
-            // (unsigned: cheaper than signed division)
-            let base = textureDimensions(pyramid, 0);
-            let dim = textureDimensions(pyramid, params.level);
-            let t = min(vec2u(px) * base / vec2u(size) >> vec2u(params.level), dim - 1u);
+            let t = min(scaled_floor(vec2u(px)) >> vec2u(params.level), params.dims - 1u);
             c = depth_grey(textureLoad(pyramid, t, params.level).r);
         }
         case MODE_SHADOW: {
@@ -266,8 +286,7 @@ fn fs_view(@builtin(position) frag: vec4f) -> @location(0) vec4f {
             if (any(q < vec2i(0)) || any(q >= vec2i(side))) {
                 c = vec3f(0.02);
             } else {
-                let n = i32(textureDimensions(shadow_map).x);
-                let d = textureLoad(shadow_map, q * n / side, 0);
+                let d = textureLoad(shadow_map, scaled_floor(vec2u(q)), 0);
                 c = vec3f(d);
             }
         }

@@ -115,6 +115,12 @@ PARAMS_DTYPE = np.dtype(
         ("far", "<f4"),  # world units shown white by depth and hiz
         ("ev_lo", "<f4"),
         ("ev_hi", "<f4"),
+        # hiz, shadow: texel = floor(pixel * num / den), estimated as pixel * ratio (no
+        # integer division in the fragment shader); hiz: dims, the level's size
+        ("num", "<u4", 2),
+        ("den", "<u4", 2),
+        ("ratio", "<f4", 2),
+        ("dims", "<u4", 2),
     ]
 )
 
@@ -305,7 +311,7 @@ class ViewPass(RenderPass):
         """The Hi-Z pyramid's mip count (valid ``level`` values are 0 .. levels - 1)."""
         return self.res.pyramid.levels
 
-    def _params_bytes(self) -> bytes:
+    def _params_bytes(self, size: tuple[int, int]) -> bytes:
         p = np.zeros((), PARAMS_DTYPE)
         if self.name_shown == "cost":
             p["ev_lo"], p["ev_hi"] = np.log2(self.cost_range)
@@ -319,6 +325,14 @@ class ViewPass(RenderPass):
         p["near"] = cam.near if cam is not None else 0.1
         p["far"] = self.far
         p["ev_lo"], p["ev_hi"] = EV_RANGE
+        if self.name_shown == "hiz":
+            base = self.res.pyramid.base
+            p["num"], p["den"] = base, size
+            p["dims"] = [max(1, b >> int(p["level"])) for b in base]
+        elif self.name_shown == "shadow":
+            side, n = min(size), self.res.shadow.size
+            p["num"], p["den"] = (n, n), (side, side)
+        p["ratio"] = p["num"] / np.maximum(p["den"], 1)
         return p.tobytes()
 
     def _bind_group(self) -> wgpu.GPUBindGroup:
@@ -362,7 +376,7 @@ class ViewPass(RenderPass):
         }
 
     def record(self, ctx, rpass) -> None:
-        data = self._params_bytes()
+        data = self._params_bytes(tuple(ctx.size))
         if data != self._written:  # written when the view or a knob changes
             self.res.device.queue.write_buffer(self.params, 0, data)
             self._written = data
