@@ -49,6 +49,7 @@ from engine.culling.cull import (
     MAX_INSTANCES,
     cull_uniform,
 )
+from engine.culling.frozen import FrozenCulling
 from engine.culling.gpu_scene import GpuScene
 from engine.culling.stats import CullStats
 from engine.gpu import GpuError
@@ -199,6 +200,8 @@ class StandardFrame:
             frustum_lines=self.frustum_lines,
         )
         self.gs, self.stats, self.pyramid = gs, stats, self.res.pyramid
+        self.res.frozen = self.frozen = FrozenCulling(d, self.pyramid, gs.state)
+        self._warming = False
         self.counters = self.res.cull.counters
         self.camera = None
         self.cull_camera = None  # frozen culling camera (F2) or None
@@ -248,18 +251,24 @@ class StandardFrame:
         """Freeze (or release; None toggles) the culling camera at the current camera (or
         at ``camera``, e.g. ``--cull-camera``, which may be given before the first frame).
 
-        While frozen, culling keeps the frozen camera's frustum, sub-pixel and LOD decisions
-        while rendering from the moving camera; the Hi-Z test is paused because the depth
-        pyramid comes from the moving camera. Returns whether culling is now frozen."""
+        While frozen, culling keeps the frozen camera's frustum, sub-pixel, LOD and Hi-Z
+        decisions while rendering from the moving camera: occlusion is tested against a copy
+        of the pyramid made from the frozen camera's depth (``engine.culling.frozen``; a
+        camera other than the last frame's is rendered from for a couple of frames first).
+        Returns whether culling is now frozen."""
         frozen = (self.cull_camera is None) if frozen is None else frozen
         at = camera if camera is not None else self.camera
+        last = at is self.camera and self.camera is not None
         self.cull_camera = self.res.cull_camera = at if frozen else None
+        s = self.settings
+        if frozen:
+            self.frozen.start(at, last_frame=last, occlusion=s.cull and s.occlusion)
+        else:
+            self.frozen.stop()
         self.res.cull.reset = True
         log.info(
             "culling camera %s",
-            "FROZEN (F2 releases): fly around to see what was culled; occlusion paused"
-            if frozen
-            else "released",
+            "FROZEN (F2 releases): fly around to see what was culled" if frozen else "released",
         )
         return frozen
 
@@ -276,6 +285,10 @@ class StandardFrame:
         """
         r = self.res
         self.gs.upload_dirty()
+        self._warming = self.frozen.warming  # the frozen camera's own frames first
+        if self._warming:
+            camera = self.frozen.camera
+        self.frozen.step()
         last = r.camera
         self.camera = r.camera = camera
         aspect = ctx.size[0] / ctx.size[1]
@@ -339,17 +352,19 @@ class StandardFrame:
     def _cull_bytes(self, size, aspect, fit, view, proj) -> bytes:
         """The cull uniform; ``view`` and ``proj`` (jittered) are the rendering camera's,
         used unless culling is frozen at another camera (then without jitter)."""
-        s = self.settings
-        cam = self.cull_camera or self.camera
-        jitter = self.res.jitter if self.cull_camera is None else (0.0, 0.0)
-        if self.cull_camera is not None:
+        s, frozen = self.settings, self.frozen
+        at = None if self._warming else self.cull_camera  # warming: an ordinary frame
+        cam = at or self.camera
+        jitter = self.res.jitter if at is None else (0.0, 0.0)
+        if at is not None:
             view, proj = cam.view(), cam.proj(aspect)
         flags = 0
+        pyramid = (frozen.base, frozen.levels) if frozen.active else None
         if s.cull:
             flags |= FLAG_CULL
             if s.occlusion:
                 flags |= FLAG_TWO_PHASE
-                if self.cull_camera is None:
+                if at is None or pyramid is not None:
                     flags |= FLAG_OCCLUSION
         if self.res.cull.reset:
             flags |= FLAG_RESET
@@ -362,8 +377,8 @@ class StandardFrame:
             p11=float(proj[1, 1]),
             near=float(cam.near),
             screen=size,
-            pyramid=self.pyramid.base,
-            levels=self.pyramid.levels,
+            pyramid=pyramid[0] if pyramid else self.pyramid.base,
+            levels=pyramid[1] if pyramid else self.pyramid.levels,
             count=self.gs.count,
             flags=flags,
             batches=self.gs.batch_count,

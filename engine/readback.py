@@ -39,7 +39,7 @@ import wgpu
 log = logging.getLogger("lantern")
 
 
-def _map_read(buffer: wgpu.GPUBuffer, size: int):
+def map_read(buffer: wgpu.GPUBuffer, size: int):
     try:
         return buffer.map_async("READ_NOSYNC", 0, size)
     except (KeyError, ValueError, TypeError):  # private mode gone in a later wgpu
@@ -217,7 +217,7 @@ class ReadbackRing:
 
     def _map(self, slot: _Slot) -> None:
         self._filling = None
-        slot.promise = _map_read(slot.buffer, slot.mapped_size)
+        slot.promise = map_read(slot.buffer, slot.mapped_size)
         self._mapping.append(slot)
 
     def poll(self) -> list[tuple[int, bytes]]:

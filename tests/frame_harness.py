@@ -86,8 +86,9 @@ class Harness:
         s = self.read(self.frame.gs.state)
         return s & 3, s >> 2
 
-    def pyramid(self) -> list[np.ndarray]:
-        p = self.frame.pyramid
+    def pyramid(self, copy=None) -> list[np.ndarray]:
+        """The frame's depth pyramid levels (or ``copy``'s: a ``FrozenCulling``)."""
+        p = copy if copy is not None else self.frame.pyramid
         out = []
         for lvl in range(p.levels):
             w, h = max(1, p.base[0] >> lvl), max(1, p.base[1] >> lvl)

@@ -294,19 +294,58 @@ def test_cull_stats_ring_matches_counters(gpu, scene):
 
 
 def test_frozen_culling_camera_keeps_culling_from_frozen_view(gpu, scene):
-    h = Harness(gpu, scene)
+    """Frozen at the last frame's camera (F2): while the render camera is elsewhere the
+    culler keeps the frozen camera's decisions, Hi-Z included, against a copy of the
+    pyramid that camera's last frame built: its classes are the reference culler's for
+    that camera and that copy, occluded ones among them."""
+    h = Harness(gpu, scene, settings=FrameSettings(taa=False))
     h.render(CAM, 3)
+    before = h.pyramid()
     h.frame.freeze_culling(True)
     h.render(CAM)
     frozen_set = set(h.drawn("early")) | set(h.drawn("late"))
     elsewhere = Camera(np.array([0.0, 14.0, 0.0]), np.array([0.0, 0.0, 20.0]))
-    h.render(elsewhere, 2)  # render from elsewhere; culling still uses CAM's frustum
+    h.render(elsewhere, 2)  # render from elsewhere; culling still judges from CAM
+    copy = h.frame.frozen
+    pyr = h.pyramid(copy)
+    assert all((a == b).all() for a, b in zip(pyr, before, strict=True))
+    want = ref.classify(scene.bounds(), h.cull_view(CAM), pyr)
+    got, _ = h.state()
+    assert (got == want).all(), np.flatnonzero(got != want)
     c = check_invariants(h)
-    assert c["occluded"] == 0  # Hi-Z paused: the pyramid comes from the moving camera
+    assert c["occluded"] == (want == ref.OCCLUDED).sum() > 20
     assert set(h.drawn("early")) | set(h.drawn("late")) == frozen_set
+    h.render(elsewhere)  # the classes' readback is asynchronous: a frame or two later
+    h.loop.drain()
+    h.render(elsewhere)
+    assert (copy.classes == want).all()
     assert not h.frame.freeze_culling(False)
+    assert copy.view is None and copy.classes is None
     h.render(elsewhere, 2)
     assert set(h.drawn("early")) | set(h.drawn("late")) != frozen_set
+
+
+def test_a_cull_camera_given_before_the_first_frame_gets_its_own_pyramid(gpu, scene):
+    """``--cull-camera``: frozen before any frame at a camera never rendered from, so the
+    first frames render from it (``WARMUP_FRAMES``); the copy equals the pyramid an ordinary
+    run at that camera builds, and the classes are the reference culler's against it."""
+    from engine.culling.frozen import WARMUP_FRAMES
+
+    plain = Harness(gpu, scene, settings=FrameSettings(taa=False))
+    plain.render(CAM, 3)
+    want_pyr = plain.pyramid()
+    h = Harness(gpu, scene, settings=FrameSettings(taa=False))
+    elsewhere = Camera(np.array([0.0, 14.0, 0.0]), np.array([0.0, 0.0, 20.0]))
+    h.frame.freeze_culling(True, camera=CAM)
+    h.render(elsewhere, WARMUP_FRAMES)
+    assert h.frame.res.camera is CAM and not h.frame.frozen.active  # warming up at CAM
+    h.render(elsewhere, 2)
+    assert h.frame.res.camera is elsewhere and h.frame.frozen.active
+    pyr = h.pyramid(h.frame.frozen)
+    assert all((a == b).all() for a, b in zip(pyr, want_pyr, strict=True))
+    want = ref.classify(scene.bounds(), h.cull_view(CAM), pyr)
+    got, _ = h.state()
+    assert (got == want).all() and (want == ref.OCCLUDED).sum() > 20
 
 
 def test_non_finite_and_huge_instances_are_frustum_culled_on_the_gpu(gpu):

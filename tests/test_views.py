@@ -464,9 +464,10 @@ def test_cost_heatmap_sums_each_draws_ns_per_fragment(gpu):
 
 
 def test_culled_view_ghosts_what_the_frozen_camera_culls(gpu):
-    """The culled view's classes are the reference culler's; its counts equal the GPU
-    culler's counters for the same frozen camera; the ghosts tint only pixels where culled
-    instances are, towards their reason's colour."""
+    """The culled view ghosts the GPU culler's own classes for the frozen camera (occluded
+    ones included: Hi-Z against the frozen camera's pyramid; the classes equal the reference
+    culler's in tests/test_frame_cull.py): its counts equal the culler's counters; the ghosts
+    tint only pixels where culled instances are, towards their reason's colour."""
     v = Viewed(gpu, random_scene(150, seed=5))
     r = v.command("view culled")
     assert not r.ok and "--cull-camera" in r.text
@@ -477,12 +478,21 @@ def test_culled_view_ghosts_what_the_frozen_camera_culls(gpu):
     counters = v.h.counters()
     assert v.command("view culled").ok
     ghosted = v.render(1, camera=render_cam)
+    for _ in range(5):  # the culler's classes are read back asynchronously
+        if v.tool.culled_ready:
+            break
+        assert "waiting for the culler's classes" in v.tool.describe()
+        v.h.loop.drain()
+        ghosted = v.render(1, camera=render_cam)
     f, small, occ = v.tool.culled_pass.counts
-    assert (f, small, occ) == (counters["frustum_culled"], counters["small_culled"], 0)
+    want = (counters["frustum_culled"], counters["small_culled"], counters["occluded"])
+    assert (f, small, occ) == want and occ > 0
     assert f > 10 and "frustum" in v.tool.describe() and f"{f:,}" in v.tool.describe()
     changed = np.abs(ghosted - normal).max(axis=2) > 3
     assert changed.sum() > 50
-    assert (ghosted[changed][:, 0] >= normal[changed][:, 0] - 2).mean() > 0.9  # redder
+    g, n = ghosted[changed], normal[changed]
+    # towards a ghost colour: redder (frustum red, sub-pixel amber) or bluer (occluded purple)
+    assert ((g[:, 0] >= n[:, 0] - 2) | (g[:, 2] >= n[:, 2] - 2)).mean() > 0.97
     assert "View.Culled" in v.h.graph.pass_names() and "Post" in v.h.graph.pass_names()
     v.h.frame.freeze_culling(False)
     v.render(1, camera=render_cam)

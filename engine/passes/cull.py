@@ -141,5 +141,5 @@ class CullPass(ComputePass):
     def record(self, ctx, cpass) -> None:
         r = self.res
         cpass.set_pipeline(self.pipeline)
-        cpass.set_bind_group(0, r.cull.group(r.pyramid.view))
+        cpass.set_bind_group(0, r.cull.group(r.cull_pyramid()))
         cpass.dispatch_workgroups(r.cull.workgroups, 1, 1)

@@ -79,6 +79,8 @@ class FrameResources:
         inv_view_proj: ``(4, 4)`` float64 clip -> world of this frame's jittered projection.
         camera_cut: the camera jumped this frame (TAA takes the current frame alone).
         cull_camera: the frozen culling camera while culling is frozen (F2), else None.
+        frozen: the ``FrozenCulling`` (the frozen camera's pyramid copy and the culler's
+            classes for it; ``engine.culling.frozen``), or None.
         sun_view_proj: ``(4, 4)`` world -> sun shadow clip of this frame's fit.
     """
 
@@ -103,6 +105,13 @@ class FrameResources:
     camera_cut: bool = False
     cull_camera: Any = None  # the frozen culling camera (F2), or None
     sun_view_proj: Any = None  # (4, 4) world -> sun shadow clip of this frame's fit
+    frozen: Any = None  # engine.culling.frozen.FrozenCulling
+
+    def cull_pyramid(self):
+        """The pyramid view the culler tests occlusion against: the frozen camera's copy
+        while culling is frozen with one, else the frame's own."""
+        f = self.frozen
+        return f.view if f is not None and f.active else self.pyramid.view
 
     def bind_geometry(self, rpass) -> None:
         """Bind group 0 and the scene's vertex and index buffers."""

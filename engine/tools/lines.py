@@ -2,9 +2,8 @@
 ``Lines`` pass, uploads each frame's segments, and while culling is frozen (F2) adds the
 frozen camera's frustum (in place of the frame's own ``FrustumLines``), the sun's shadow
 volume and the bounding spheres of the instances the frozen camera culls, one
-colour per reason (frustum red, sub-pixel amber; classes from ``engine.culling.reference``,
-which the GPU culler implements decision for decision). Occlusion is paused while frozen,
-so no sphere is "occluded".
+colour per reason (frustum red, sub-pixel amber, occluded purple: the GPU culler's own
+classes for the frozen camera, read back once per freeze by ``engine.culling.frozen``).
 
     lines = ctx.tool(LinesTool).lines     # from any tool (or app.tool(LinesTool) in a sample)
     lines.box(lo, hi, (1, 0, 0), seconds=2.0)
@@ -28,7 +27,12 @@ MAX_SPHERES = 400
 SUN_VOLUME = (1.0, 0.95, 0.4)  # linear
 FROZEN_FRUSTUM = (1.0, 0.75, 0.0)  # amber, as engine/passes/frustum_lines.py drew it
 #: Linear colours of the culling reasons (the cull panel's sRGB colours, decoded).
-REASON_COLORS = {"frustum": (0.79, 0.10, 0.08), "small": (0.87, 0.51, 0.05)}
+REASON_COLORS = {
+    "frustum": (0.79, 0.10, 0.08),
+    "small": (0.87, 0.51, 0.05),
+    "occluded": (0.30, 0.16, 0.79),
+}
+REASONS = ("frustum", "small", "occluded")  # class codes 0, 1, 2 (engine.culling.reference)
 
 
 class LinesTool:
@@ -36,8 +40,8 @@ class LinesTool:
 
     Attributes:
         lines: the ``DebugLines`` every subsystem submits to.
-        frozen: ``{"frustum": n, "small": n}`` instances the frozen camera culls (while
-            frozen), from the reference classification; None otherwise.
+        frozen: ``{"frustum": n, "small": n, "occluded": n}`` instances the culler removes
+            for the frozen camera (while frozen, once its classes are read back); else None.
     """
 
     name = "lines"
@@ -100,10 +104,11 @@ class LinesTool:
         if r.sun_view_proj is not None and r.settings.shadows:
             inv = np.linalg.inv(np.asarray(r.sun_view_proj, np.float64))
             self.lines.frustum(inv, SUN_VOLUME, near_depth=1.0, far_depth=0.0)
-        key = (id(r.cull_camera), tuple(frame_ctx.size))
+        classes = r.frozen.classes if r.frozen is not None else None
+        key = (id(r.cull_camera), id(classes))
         if key != self._frozen_key:
             self._frozen_key = key
-            self._frozen_rows, self.frozen = culled_spheres(r, frame_ctx.size)
+            self._frozen_rows, self.frozen = culled_spheres(r, classes)
         if self._frozen_rows is not None and len(self._frozen_rows):
             self.lines.add(self._frozen_rows)
 
@@ -127,24 +132,23 @@ def cull_view(res, camera, size):
     )
 
 
-def culled_spheres(res, size):
+def culled_spheres(res, classes):
     """``(rows, counts)``: debug-line rows of the bounding spheres of the ``MAX_SPHERES``
     culled instances nearest the frozen camera (colour by reason) and the culled counts by
-    reason (``{"frustum": n, "small": n}``) of the whole scene."""
-    from ..culling.reference import FRUSTUM, SMALL, classify
+    reason (``{"frustum": n, "small": n, "occluded": n}``) of the whole scene, from the
+    culler's ``(N,)`` uint32 ``classes``; ``(None, None)`` while they are not read back."""
+    from ..culling.reference import VISIBLE
     from ..passes.debug_lines import DebugLines
 
+    if classes is None:
+        return None, None
     cam = res.cull_camera
     bounds = res.gs.scene.bounds()
-    cls = classify(bounds, cull_view(res, cam, size))
-    counts = {"frustum": int((cls == FRUSTUM).sum()), "small": int((cls == SMALL).sum())}
-    culled = np.flatnonzero((cls == FRUSTUM) | (cls == SMALL))
+    counts = {name: int((classes == k).sum()) for k, name in enumerate(REASONS)}
+    culled = np.flatnonzero(classes != VISIBLE)
     d = np.linalg.norm(bounds[culled, :3] - np.asarray(cam.eye, np.float32), axis=1)
     pick = culled[np.argsort(d, kind="stable")[:MAX_SPHERES]]
-    colors = np.array(
-        [REASON_COLORS["frustum" if c == FRUSTUM else "small"] for c in cls[pick]], np.float32
-    ).reshape(-1, 3)
+    colors = np.array([REASON_COLORS[REASONS[c]] for c in classes[pick]], np.float32)
     tmp = DebugLines()
-    tmp.spheres(bounds[pick, :3], bounds[pick, 3], colors)
-    rows = tmp.take(0.0)
-    return rows, counts
+    tmp.spheres(bounds[pick, :3], bounds[pick, 3], colors.reshape(-1, 3))
+    return tmp.take(0.0), counts

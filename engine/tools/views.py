@@ -134,6 +134,7 @@ class ViewTool:
         self.wire_args = ctx.graph.add(WireArgsPass(self.res))
         self.wire_pass = ctx.graph.add(ViewWirePass(self.res, self.wire_args.args))
         self._culled_key = None
+        self.culled_ready = False  # the culler's classes for the frozen camera arrived
         self.post = ctx.graph.pass_named("Post")
         self._undo.append(ctx.on_update(self._update))
         if start is not None:
@@ -232,11 +233,13 @@ class ViewTool:
         vp = self.view_pass
         name = self.current
         if name == "culled":
+            if not self.culled_ready:
+                return "culled: waiting for the culler's classes for the frozen camera"
             f, sm, occ = self.culled_pass.counts
             return (
                 f"culled by the frozen camera, ghosted over the picture: frustum {f:,} red, "
-                f"sub-pixel {sm:,} amber, occluded {occ:,} purple (occlusion is paused while "
-                "frozen)"
+                f"sub-pixel {sm:,} amber, occluded {occ:,} purple (Hi-Z of the frozen "
+                "camera's depth)"
             )
         if name == "cost":
             if self.cost_frame is None:
@@ -292,19 +295,22 @@ class ViewTool:
             self._update_cost()
 
     def _update_culled(self, size) -> None:
-        """Classify the scene for the frozen camera (reference culler) once per freeze."""
-        from ..culling.reference import FRUSTUM, OCCLUDED, SMALL, VISIBLE, classify
-        from .lines import cull_view
+        """Ghost what the culler removed for the frozen camera, by its own classes (read
+        back once per freeze, asynchronously: ``engine.culling.frozen``)."""
+        from ..culling.reference import VISIBLE
 
-        r = self.res
-        key = (id(r.cull_camera), tuple(size))
+        classes = self.res.frozen.classes if self.res.frozen is not None else None
+        key = (id(self.res.cull_camera), id(classes))
         if key == self._culled_key:
             return
         self._culled_key = key
-        cls = classify(r.gs.scene.bounds(), cull_view(r, r.cull_camera, size))
-        rows = np.flatnonzero(cls != VISIBLE)
-        reason = {FRUSTUM: 0, SMALL: 1, OCCLUDED: 2}
-        self.culled_pass.set_culled(rows, np.array([reason[int(c)] for c in cls[rows]]))
+        if classes is None:  # waiting for the readback
+            self.culled_pass.set_culled(np.zeros(0, np.int64), np.zeros(0, np.uint32))
+            self.culled_ready = False
+            return
+        rows = np.flatnonzero(classes != VISIBLE)
+        self.culled_pass.set_culled(rows, classes[rows])  # 0 frustum, 1 small, 2 occluded
+        self.culled_ready = True
 
     def _update_cost(self) -> None:
         """The newest record's per-draw ns per fragment of Main.Early / Main.Late as the
