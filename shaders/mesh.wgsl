@@ -1,19 +1,8 @@
 // Instanced meshes drawn by indexed indirect draws: instance_index (+ draw.base) indexes the
 // remap list written by the cull, which holds the scene row of the instance.
-// #include "frame_common.wgsl"
+// #include "mesh_view.wgsl"
 
-@group(0) @binding(0) var<uniform> view: View;
-@group(0) @binding(1) var<storage, read> transforms: array<mat4x4f>;
-@group(0) @binding(2) var<storage, read> colors: array<vec4f>;
-@group(0) @binding(3) var<storage, read> remap: array<u32>;
-
-struct Draw {
-    base: u32,  // remap offset added to instance_index (0 when first_instance does it)
-    pad0: u32,
-    pad1: u32,
-    pad2: u32,
-};
-@group(1) @binding(0) var<uniform> draw: Draw;
+// #include "mesh_draw.wgsl"
 
 @group(2) @binding(0) var shadow_map: texture_depth_2d;
 @group(2) @binding(1) var shadow_sampler: sampler_comparison;

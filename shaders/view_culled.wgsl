@@ -1,12 +1,8 @@
 // The culled view (engine/passes/view.py ViewCulledPass): the instances the frozen culling
 // camera removed, drawn ghosted over the picture in their reason's colour. `culled` holds
 // (scene row, reason) grouped by mesh; each mesh's draw starts at its first_instance.
-// #include "frame_common.wgsl"
+// #include "mesh_view.wgsl"
 
-@group(0) @binding(0) var<uniform> view: View;
-@group(0) @binding(1) var<storage, read> transforms: array<mat4x4f>;
-@group(0) @binding(2) var<storage, read> colors: array<vec4f>;
-@group(0) @binding(3) var<storage, read> remap: array<u32>;
 @group(1) @binding(0) var<storage, read> culled: array<vec2u>;
 
 const GHOST: f32 = 0.35;  // alpha over the picture

@@ -2,20 +2,9 @@
 // instances (regions early + late, through the cull's indirect args and remap list) again,
 // writing per pixel the nearest instance's scene row + 1 and its LOD + 1 (rg32uint; 0: none).
 // Bindings 0 and 1 are mesh.wgsl's (MeshPipelines' layouts); group 2 is this pass's.
-// #include "frame_common.wgsl"
+// #include "mesh_view.wgsl"
 
-@group(0) @binding(0) var<uniform> view: View;
-@group(0) @binding(1) var<storage, read> transforms: array<mat4x4f>;
-@group(0) @binding(2) var<storage, read> colors: array<vec4f>;
-@group(0) @binding(3) var<storage, read> remap: array<u32>;
-
-struct Draw {
-    base: u32,
-    pad0: u32,
-    pad1: u32,
-    pad2: u32,
-};
-@group(1) @binding(0) var<uniform> draw: Draw;
+// #include "mesh_draw.wgsl"
 
 struct Geometry {
     region_slots: u32,  // remap slots per region (GpuScene.region_slots)

@@ -4,20 +4,9 @@
 // in the vertex stage (wgpu here has no polygon-mode line everywhere and lavapipe no shader
 // barycentrics). Lines of constant screen width (fwidth) alpha-blended over the picture,
 // depth-tested against the frame's depth (biased towards the eye).
-// #include "frame_common.wgsl"
+// #include "mesh_view.wgsl"
 
-@group(0) @binding(0) var<uniform> view: View;
-@group(0) @binding(1) var<storage, read> transforms: array<mat4x4f>;
-@group(0) @binding(2) var<storage, read> colors: array<vec4f>;
-@group(0) @binding(3) var<storage, read> remap: array<u32>;
-
-struct Draw {
-    base: u32,
-    pad0: u32,
-    pad1: u32,
-    pad2: u32,
-};
-@group(1) @binding(0) var<uniform> draw: Draw;
+// #include "mesh_draw.wgsl"
 
 struct Batch {
     first_index: u32,

@@ -284,8 +284,8 @@ def test_cli_prints_ranked_table_and_no_traceback_on_bad_set(tmp_path):
                          capture_output=True, text=True, cwd=ROOT, timeout=120)  # fmt: skip
     assert bad.returncode == 2
     assert "Traceback" not in bad.stderr and "no field 'nope'" in bad.stderr
-    ok = subprocess.run([*run, "--entry", "cs_pair", "--set", "p.n1=256",
-                         "--set", "p.n4=1024", "--groups", "8",
+    ok = subprocess.run([*run, "--entry", "cs_pair", "--set", "p.n1=2048",
+                         "--set", "p.n4=8192", "--groups", "8",
                          "--repeats", "9", "--flame", str(tmp_path / "f.svg")],
                         capture_output=True, text=True, cwd=ROOT, timeout=120)  # fmt: skip
     assert ok.returncode == 0, ok.stderr
