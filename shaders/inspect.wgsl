@@ -7,6 +7,7 @@ const BINS: u32 = 64u;
 const WG: u32 = 256u;
 const TILE: u32 = 64u;  // texels per workgroup side (engine/passes/inspect.py TILE)
 const STEP: u32 = 16u;  // the workgroup's side: a thread's texels are STEP apart (coalesced)
+const PER_THREAD: u32 = 16u;  // (TILE / STEP)^2
 
 struct Params {
     channel: u32,     // 0..3
@@ -63,6 +64,20 @@ fn classify(v: f32) -> u32 {  // 0 finite, 1 NaN, 2 Inf (from the bits: no fast-
     return select(2u, 1u, (bits & 0x007fffffu) != 0u);
 }
 
+struct Texel {
+    v: f32,
+    inside: bool,  // within the texture (the last row and column of workgroups overhang)
+};
+
+// Texel k (0..PER_THREAD) of thread l of workgroup wg: 4x4 texels STEP apart in its tile.
+fn tile_texel(wg: vec2u, l: vec2u, k: u32) -> Texel {
+    let t = wg * TILE + l + vec2u(k % 4u, k / 4u) * STEP;
+    if (any(t >= textureDimensions(src))) {
+        return Texel(0.0, false);
+    }
+    return Texel(textureLoad(src, t, 0)[params.channel], true);
+}
+
 fn fold(i: u32, j: u32) {
     w_lo[i] = min(w_lo[i], w_lo[j]);
     w_hi[i] = max(w_hi[i], w_hi[j]);
@@ -82,26 +97,19 @@ fn tree(li: u32) {
 @compute @workgroup_size(16, 16)
 fn reduce(@builtin(local_invocation_id) l: vec3u, @builtin(local_invocation_index) li: u32,
           @builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u) {
-    let size = textureDimensions(src);
     var lo = BIG;
     var hi = -BIG;
     var sum = 0.0;
     var n = vec3u(0u);  // finite, nan, inf
-    let origin = wg.xy * TILE + l.xy;
-    for (var j = 0u; j < TILE; j += STEP) {
-        for (var i = 0u; i < TILE; i += STEP) {
-            let t = origin + vec2u(i, j);
-            if (t.x < size.x && t.y < size.y) {
-                let v = textureLoad(src, t, 0)[params.channel];
-                let c = classify(v);
-                if (c == 0u) {
-                    lo = min(lo, v);
-                    hi = max(hi, v);
-                    sum += v;
-                }
-                n += vec3u(u32(c == 0u), u32(c == 1u), u32(c == 2u));
-            }
+    for (var k = 0u; k < PER_THREAD; k++) {
+        let t = tile_texel(wg.xy, l.xy, k);
+        let c = classify(t.v);
+        if (t.inside && c == 0u) {
+            lo = min(lo, t.v);
+            hi = max(hi, t.v);
+            sum += t.v;
         }
+        n += select(vec3u(0u), vec3u(u32(c == 0u), u32(c == 1u), u32(c == 2u)), t.inside);
     }
     w_lo[li] = lo;
     w_hi[li] = hi;
@@ -155,20 +163,13 @@ fn histogram(@builtin(local_invocation_id) l: vec3u, @builtin(local_invocation_i
         atomicStore(&w_bins[li], 0u);
     }
     workgroupBarrier();
-    let size = textureDimensions(src);
     let lo = result.hist_lo;
     let hi = result.hist_hi;
-    let origin = wg.xy * TILE + l.xy;
-    for (var j = 0u; j < TILE; j += STEP) {
-        for (var i = 0u; i < TILE; i += STEP) {
-            let t = origin + vec2u(i, j);
-            if (t.x < size.x && t.y < size.y) {
-                let v = textureLoad(src, t, 0)[params.channel];
-                if (classify(v) == 0u && v >= lo && v <= hi) {
-                    let b = min(u32(bin_t(v, lo, hi) * f32(BINS)), BINS - 1u);
-                    atomicAdd(&w_bins[b], 1u);
-                }
-            }
+    for (var k = 0u; k < PER_THREAD; k++) {
+        let t = tile_texel(wg.xy, l.xy, k);
+        if (t.inside && classify(t.v) == 0u && t.v >= lo && t.v <= hi) {
+            let b = min(u32(bin_t(t.v, lo, hi) * f32(BINS)), BINS - 1u);
+            atomicAdd(&w_bins[b], 1u);
         }
     }
     workgroupBarrier();

@@ -516,7 +516,57 @@ class ViewGeometryPass(RenderPass):
                 r.gs.draw(rpass, region, 1, r.draw_group)
 
 
-class ViewCulledPass(RenderPass):
+#: Alpha "over" blending onto the picture, its alpha kept.
+OVER_BLEND = {
+    "color": {"operation": "add", "src_factor": "src-alpha", "dst_factor": "one-minus-src-alpha"},
+    "alpha": {"operation": "add", "src_factor": "zero", "dst_factor": "one"},
+}
+
+
+class OverPicturePass(RenderPass):
+    """A view drawn over the output's picture (after Post), depth-tested against
+    ``frame.depth`` without writing it, blended "over" (``OVER_BLEND``)."""
+
+    def __init__(self, res, name: str):
+        super().__init__(name, enabled=False)
+        self.res = res
+
+    def _pipeline(
+        self, m, fmt: str, layouts, vertex: dict, fs: str, **depth
+    ) -> wgpu.GPURenderPipeline:
+        """The pipeline over ``fmt`` with bind group ``layouts``, vertex stage ``vertex``,
+        fragment entry ``fs``; ``depth``: extra depth-stencil fields (a bias)."""
+        d = self.res.device
+        return d.create_render_pipeline(
+            label=self.name,
+            layout=d.create_pipeline_layout(bind_group_layouts=layouts),
+            vertex={"module": m, **vertex},
+            primitive={"topology": "triangle-list", "cull_mode": "back"},
+            depth_stencil={
+                "format": DEPTH_FORMAT,
+                "depth_write_enabled": False,
+                "depth_compare": "greater-equal",
+                **depth,
+            },
+            fragment={
+                "module": m,
+                "entry_point": fs,
+                "targets": [{"format": fmt, "blend": OVER_BLEND}],
+            },
+        )
+
+    def targets(self, ctx) -> dict:
+        return {
+            "color_attachments": [{"view": ctx.output, "load_op": "load", "store_op": "store"}],
+            "depth_stencil_attachment": {
+                "view": self.res.graph.view(DEPTH),
+                "depth_load_op": "load",
+                "depth_store_op": "store",
+            },
+        }
+
+
+class ViewCulledPass(OverPicturePass):
     """``View.Culled``: the instances the frozen culling camera removed (``set_culled``),
     ghosted over the output in their reason's colour (alpha ``0.35``), depth-tested against
     ``frame.depth`` (no writes), one direct indexed draw per mesh (its LOD 0)."""
@@ -525,8 +575,7 @@ class ViewCulledPass(RenderPass):
     writes = (OUTPUT,)
 
     def __init__(self, res, name: str = "View.Culled"):
-        super().__init__(name, enabled=False)
-        self.res = res
+        super().__init__(res, name)
         d = res.device
         self.layout = d.create_bind_group_layout(
             label="view culled",
@@ -546,30 +595,9 @@ class ViewCulledPass(RenderPass):
         self.counts = (0, 0, 0)  # frustum, small, occluded
 
     def _make(self, m, fmt) -> wgpu.GPURenderPipeline:
-        d = self.res.device
-        blend = {
-            "color": {"operation": "add", "src_factor": "src-alpha",
-                      "dst_factor": "one-minus-src-alpha"},
-            "alpha": {"operation": "add", "src_factor": "zero", "dst_factor": "one"},
-        }  # fmt: skip
-        return d.create_render_pipeline(
-            label="view culled",
-            layout=d.create_pipeline_layout(
-                bind_group_layouts=[self.res.mesh.layout_view, self.layout]
-            ),
-            vertex={"module": m, "entry_point": "vs_culled", "buffers": [VERTEX_LAYOUT]},
-            primitive={"topology": "triangle-list", "cull_mode": "back"},
-            depth_stencil={
-                "format": DEPTH_FORMAT,
-                "depth_write_enabled": False,
-                "depth_compare": "greater-equal",
-            },
-            fragment={
-                "module": m,
-                "entry_point": "fs_culled",
-                "targets": [{"format": fmt, "blend": blend}],
-            },
-        )
+        vertex = {"entry_point": "vs_culled", "buffers": [VERTEX_LAYOUT]}
+        layouts = [self.res.mesh.layout_view, self.layout]
+        return self._pipeline(m, fmt, layouts, vertex, "fs_culled")
 
     def set_culled(self, rows: np.ndarray, reasons: np.ndarray) -> None:
         """The culled scene ``rows`` ``(K,)`` and their ``reasons`` ``(K,)`` (reference
@@ -596,16 +624,6 @@ class ViewCulledPass(RenderPass):
             layout=self.layout, entries=[{"binding": 0, "resource": {"buffer": self.buffer}}]
         )
 
-    def targets(self, ctx) -> dict:
-        return {
-            "color_attachments": [{"view": ctx.output, "load_op": "load", "store_op": "store"}],
-            "depth_stencil_attachment": {
-                "view": self.res.graph.view(DEPTH),
-                "depth_load_op": "load",
-                "depth_store_op": "store",
-            },
-        }
-
     def record(self, ctx, rpass) -> None:
         if not self.draws:
             return
@@ -617,7 +635,7 @@ class ViewCulledPass(RenderPass):
             rpass.draw_indexed(n, count, first, base, first_instance)
 
 
-class ViewWirePass(RenderPass):
+class ViewWirePass(OverPicturePass):
     """``View.Wire``: the frame's drawn instances (regions early and late) again by vertex
     pulling, non-indexed, with barycentrics from the vertex stage; dark lines of constant
     screen width blended over the output, depth-tested against ``frame.depth`` with a bias
@@ -627,8 +645,8 @@ class ViewWirePass(RenderPass):
     writes = (OUTPUT,)
 
     def __init__(self, res, args_buffer, name: str = "View.Wire"):
-        super().__init__(name, enabled=False)
-        self.res, self.args = res, args_buffer
+        super().__init__(res, name)
+        self.args = args_buffer
         d, gs = res.device, res.gs
         verts, idx, table = [], [], []
         for mesh in gs.scene.meshes:
@@ -675,42 +693,10 @@ class ViewWirePass(RenderPass):
         self.shader = shader_pipeline(d, "view_wireframe.wgsl", lambda m: self._make(m, fmt))
 
     def _make(self, m, fmt) -> wgpu.GPURenderPipeline:
-        d, mesh = self.res.device, self.res.mesh
-        blend = {
-            "color": {"operation": "add", "src_factor": "src-alpha",
-                      "dst_factor": "one-minus-src-alpha"},
-            "alpha": {"operation": "add", "src_factor": "zero", "dst_factor": "one"},
-        }  # fmt: skip
-        return d.create_render_pipeline(
-            label="view wire",
-            layout=d.create_pipeline_layout(
-                bind_group_layouts=[mesh.layout_view, mesh.layout_draw, self.layout]
-            ),
-            vertex={"module": m, "entry_point": "vs_wire"},
-            primitive={"topology": "triangle-list", "cull_mode": "back"},
-            depth_stencil={
-                "format": DEPTH_FORMAT,
-                "depth_write_enabled": False,
-                "depth_compare": "greater-equal",
-                "depth_bias": 8,
-                "depth_bias_slope_scale": 1.0,
-            },
-            fragment={
-                "module": m,
-                "entry_point": "fs_wire",
-                "targets": [{"format": fmt, "blend": blend}],
-            },
-        )
-
-    def targets(self, ctx) -> dict:
-        return {
-            "color_attachments": [{"view": ctx.output, "load_op": "load", "store_op": "store"}],
-            "depth_stencil_attachment": {
-                "view": self.res.graph.view(DEPTH),
-                "depth_load_op": "load",
-                "depth_store_op": "store",
-            },
-        }
+        mesh = self.res.mesh
+        layouts = [mesh.layout_view, mesh.layout_draw, self.layout]
+        bias = {"depth_bias": 8, "depth_bias_slope_scale": 1.0}  # towards the eye
+        return self._pipeline(m, fmt, layouts, {"entry_point": "vs_wire"}, "fs_wire", **bias)
 
     def record(self, ctx, rpass) -> None:
         r, gs = self.res, self.res.gs
