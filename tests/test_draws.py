@@ -19,60 +19,18 @@ from engine.gpu import DRAW_PROFILE_FEATURES, create_gpu
 from engine.graph import RenderGraph, RenderPass
 from engine.profiling import FrameProfiler
 from engine.profiling.draws import INSIDE_FEATURE, DrawProfiler, TimedPass, draw_label
+from engine.profiling.known_draws import COSTS, known_draws_pass
 from engine.telemetry import NameTable, encode_record
 from tests.profiling_support import Rig, wait_idle
 from tests.test_trace import _assert_nested
 
 W = H = 48
-COSTS = (2, 4, 1)  # relative fragment cost of the three draws, in recording order
-SRC = """
-struct VOut { @builtin(position) pos: vec4f, @location(0) @interpolate(flat) k: u32 };
-@group(0) @binding(0) var<uniform> base: vec4u;
-@vertex fn vs(@builtin(vertex_index) i: u32, @builtin(instance_index) k: u32) -> VOut {
-    let q = vec2f(f32((i << 1u) & 2u), f32(i & 2u));
-    return VOut(vec4f(q * 2.0 - 1.0, 0.0, 1.0), k);
-}
-@fragment fn fs(v: VOut) -> @location(0) vec4f {
-    var a = v.pos.x * 0.001;
-    for (var j = 0u; j < base.x * v.k; j++) { a = fract(a * 1.37 + 0.11); }
-    return vec4f(a, 0.0, 0.0, 1.0);
-}
-"""
 
 
 def _draws_pass(device, iterations: int) -> RenderPass:
     """One render pass of three fullscreen triangles whose fragment loop runs
-    ``iterations * COSTS[k]`` times (instance index = cost factor: no early exit)."""
-    m = device.create_shader_module(code=SRC)
-    pipe = device.create_render_pipeline(
-        layout="auto",
-        vertex={"module": m, "entry_point": "vs"},
-        fragment={"module": m, "entry_point": "fs", "targets": [{"format": "rgba8unorm"}]},
-    )
-    u = device.create_buffer_with_data(
-        data=np.array([iterations, 0, 0, 0], np.uint32).tobytes(),
-        usage=wgpu.BufferUsage.UNIFORM,
-    )
-    bg = device.create_bind_group(
-        layout=pipe.get_bind_group_layout(0), entries=[{"binding": 0, "resource": {"buffer": u}}]
-    )
-    tex = device.create_texture(
-        size=(W, H, 1), format="rgba8unorm", usage=wgpu.TextureUsage.RENDER_ATTACHMENT
-    )
-    view = tex.create_view()
-
-    def targets(ctx):
-        color = {"view": view, "load_op": "clear", "store_op": "store", "clear_value": (0,) * 4}
-        return {"color_attachments": [color]}
-
-    def record(ctx, rpass):
-        rpass.set_pipeline(pipe)
-        rpass.set_bind_group(0, bg)
-        for c in COSTS:
-            draw_label(rpass, f"x{c}")
-            rpass.draw(3, 1, 0, c)
-
-    return RenderPass("Draws", record=record, targets=targets)
+    ``iterations * COSTS[k]`` times (engine/profiling/known_draws.py)."""
+    return known_draws_pass(device, (W, H), iterations)
 
 
 def _gpu(disable=()):

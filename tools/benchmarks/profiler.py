@@ -45,7 +45,7 @@ import numpy as np
 import wgpu
 
 from engine.export.jsonl import JsonLinesWriter
-from engine.graph import ComputePass, RenderGraph, RenderPass
+from engine.graph import ComputePass, RenderGraph
 from engine.loop import FrameLoop
 from engine.profiling import FrameProfiler
 from engine.readback import ReadbackRing
@@ -278,22 +278,6 @@ def run(gpu, args) -> None:
     _known_draw_costs(quick)
 
 
-KNOWN_SRC = """
-struct VOut { @builtin(position) pos: vec4f, @location(0) @interpolate(flat) k: u32 };
-@group(0) @binding(0) var<uniform> base: vec4u;
-@vertex fn vs(@builtin(vertex_index) i: u32, @builtin(instance_index) k: u32) -> VOut {
-    let q = vec2f(f32((i << 1u) & 2u), f32(i & 2u));
-    return VOut(vec4f(q * 2.0 - 1.0, 0.0, 1.0), k);
-}
-@fragment fn fs(v: VOut) -> @location(0) vec4f {
-    var a = v.pos.x * 0.001;
-    for (var j = 0u; j < base.x * v.k; j++) { a = fract(a * 1.37 + 0.11); }
-    return vec4f(a, 0.0, 0.0, 1.0);
-}
-"""
-KNOWN_COSTS = (2, 4, 1)
-
-
 def _known_draw_costs(quick: bool) -> None:
     """Per-draw known costs (the ratio claims tests/test_draws.py leaves to this benchmark,
     since a loaded CPU stretches whichever lavapipe draw it preempts): three fullscreen
@@ -302,40 +286,13 @@ def _known_draw_costs(quick: bool) -> None:
     sum / inside sum. Its own device: lavapipe's compute timestamps go wrong once a device
     has rendered, which the next benchmark's compute passes would inherit."""
     from engine.gpu import DRAW_PROFILE_FEATURES, create_gpu
-    from engine.profiling.draws import draw_label
+    from engine.profiling.known_draws import known_draws_pass
 
     gpu = create_gpu(extra_features=DRAW_PROFILE_FEATURES)
     dev, size = gpu.device, (48, 48) if quick else (1920, 1080)
     units = 200 if quick else 4_000
-    m = dev.create_shader_module(code=KNOWN_SRC)
-    pipe = dev.create_render_pipeline(
-        layout="auto",
-        vertex={"module": m, "entry_point": "vs"},
-        fragment={"module": m, "entry_point": "fs", "targets": [{"format": FORMAT}]},
-    )
-    u = dev.create_buffer_with_data(
-        data=np.array([units, 0, 0, 0], np.uint32).tobytes(), usage=wgpu.BufferUsage.UNIFORM
-    )
-    bg = dev.create_bind_group(
-        layout=pipe.get_bind_group_layout(0), entries=[{"binding": 0, "resource": {"buffer": u}}]
-    )
-    view = dev.create_texture(
-        size=(*size, 1), format=FORMAT, usage=wgpu.TextureUsage.RENDER_ATTACHMENT
-    ).create_view()
-
-    def targets(ctx):
-        color = {"view": view, "load_op": "clear", "store_op": "store", "clear_value": (0,) * 4}
-        return {"color_attachments": [color]}
-
-    def record(ctx, rpass):
-        rpass.set_pipeline(pipe)
-        rpass.set_bind_group(0, bg)
-        for c in KNOWN_COSTS:
-            draw_label(rpass, f"x{c}")
-            rpass.draw(3, 1, 0, c)
-
     graph = RenderGraph(dev, output_format=FORMAT, size=size)
-    graph.add(RenderPass("Draws", record=record, targets=targets))
+    graph.add(known_draws_pass(dev, size, units, FORMAT))
     graph.profiler = FrameProfiler(gpu, cpu=False, batch=1, draws=True)
     loop = FrameLoop(gpu, graph)
     idle = dev.create_buffer(size=4, usage=wgpu.BufferUsage.COPY_SRC)
