@@ -1,0 +1,198 @@
+"""Level-of-detail summaries of a span table, built once at load (the Tracy / Perfetto way):
+zoomed out, the selection reads a coarser level instead of every span, so its cost follows
+the pixels x rows on screen, not the span count.
+
+A level has a time bucket ``bucket_ns`` (a power of two). Per row (one depth of one lane),
+every span shorter than the bucket is *mergeable*; the mergeable spans of a row that start
+in the same bucket (``start // bucket_ns``) become one **summary entry**: the start of the
+first, the end of the last (``end_ns``, their maximum end), how many (``count``), and the
+duration, name and index of the longest (ties: the lowest index) -- its *representative*, a
+real span, so picking and the details pane always name a real span. Spans at least a bucket
+long stay in the level as themselves (``count`` 1). Level ``L + 1`` is built from level
+``L`` (a summary of summaries is the summary of their spans: buckets nest, powers of two).
+
+A level is kept only when it has at most 1/8 of the entries of the previous kept one
+(candidate buckets double until it does), so the levels add at most 1/8 + 1/64 + ... of the
+span count (24 bytes an entry on the GPU: at most 3.5 bytes per span), and no level is kept
+below ``MIN_ENTRIES``.
+
+Why the picture stays right (tested against ``engine.inspect.reference``): the selection
+reads level ``L`` only when ``bucket_ns < ns_per_px`` (``FlameSelect.level_for``), so
+
+- every span at least a pixel wide is at least a bucket long: it is in the level as itself,
+  drawn exactly as in the exact selection (never dropped);
+- a summary's spans start within one bucket, less than a pixel: they fall in the summary's
+  pixel column or the next one; so the collapsed columns of a row are the exact selection's
+  within one pixel (each exact column ``c`` shows up at ``c`` or ``c - 1``, every column
+  drawn is one the exact selection draws), and each is drawn as the longest of its spans.
+
+A search needs the match to win its pixel column, which a summary cannot know: the
+selection uses the spans themselves (level 0) while a search is on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+LEVEL_SHRINK = 8  # a kept level has at most 1/8 of the previous kept level's entries
+MIN_ENTRIES = 4096  # no level smaller than this is worth a dispatch of its own
+LOD_WORDS = 6  # GPU entry: the 5 words of a span (spans.py) + the representative's index
+LOD_BYTES = LOD_WORDS * 4
+
+
+@dataclass
+class LodLevel:
+    """One level's entries, in row order (lane, depth), then by start within the row.
+
+    Attributes:
+        bucket_ns: the level's time bucket, ns (a power of two).
+        start_ns: ``int64 (m,)`` start of each entry's first span.
+        end_ns: ``int64 (m,)`` the latest end among its spans.
+        dur_ns: ``int64 (m,)`` the representative's duration (the longest span).
+        span: ``int64 (m,)`` the representative's index in the table.
+        count: ``int64 (m,)`` spans it stands for (1: a span kept as itself).
+        row: ``int64 (m,)`` ``lane << 16 | depth``.
+    """
+
+    bucket_ns: int
+    start_ns: np.ndarray
+    end_ns: np.ndarray
+    dur_ns: np.ndarray
+    span: np.ndarray
+    count: np.ndarray
+    row: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.start_ns)
+
+    def pack(self, name_id: np.ndarray, sl: slice = slice(None)) -> np.ndarray:
+        """``uint32 (m, 6)`` GPU rows of entries ``sl``: a packed span (``pack_spans``:
+        start, representative's duration, lane and depth, representative's name) then the
+        representative's index."""
+        from .spans import pack_spans  # spans.py imports nothing from here
+
+        span = self.span[sl]
+        row = self.row[sl]
+        out = np.empty((len(span), LOD_WORDS), np.uint32)
+        out[:, :5] = pack_spans(
+            self.start_ns[sl], self.dur_ns[sl], row >> 16, row & 0xFFFF, name_id[span]
+        )
+        out[:, 5] = span
+        return out
+
+
+def _row_order(lane: np.ndarray, depth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(order, row)``: a stable order by row (so each row stays in table order, i.e. by
+    start) and the row key ``lane << 16 | depth`` (int64) in that order."""
+    lane, depth = lane.astype(np.int64), depth.astype(np.int64)
+    deep = int(depth.max()) + 1
+    dense = lane * deep + depth
+    if int(dense.max()) < 1 << 16:  # uint16 keys: numpy's stable sort is a radix sort, O(n)
+        order = np.argsort(dense.astype(np.uint16), kind="stable")
+    else:
+        order = np.argsort(dense, kind="stable")
+    return order, (lane[order] << 16) | depth[order]
+
+
+def _entries_at(prev: LodLevel, bucket_ns: int) -> int:
+    """How many entries ``merge_level(prev, bucket_ns)`` would have (cheaper than it)."""
+    nz = np.flatnonzero(prev.dur_ns < bucket_ns)
+    if not len(nz):
+        return len(prev)
+    r, b = prev.row[nz], prev.start_ns[nz] // bucket_ns
+    groups = 1 + int(np.count_nonzero((r[1:] != r[:-1]) | (b[1:] != b[:-1])))
+    return len(prev) - len(nz) + groups
+
+
+def merge_level(prev: LodLevel, bucket_ns: int) -> LodLevel:
+    """The level of bucket ``bucket_ns`` (a multiple of ``prev.bucket_ns``) from ``prev``
+    (entries in row order, by start within a row): see the module docstring."""
+    n = len(prev)
+    narrow = prev.dur_ns < bucket_ns
+    bucket = prev.start_ns // bucket_ns
+    nz = np.flatnonzero(narrow)
+    # a new group at every mergeable entry whose row or bucket differs from the previous one
+    # (wide entries between two of the same row and bucket do not split them)
+    r, b = prev.row[nz], bucket[nz]
+    first = np.ones(len(nz), bool)
+    first[1:] = (r[1:] != r[:-1]) | (b[1:] != b[:-1])
+    heads = np.flatnonzero(first)
+    if len(nz):
+        count = np.add.reduceat(prev.count[nz], heads)
+        end = np.maximum.reduceat(prev.end_ns[nz], heads)
+        longest = np.maximum.reduceat(prev.dur_ns[nz], heads)
+        size = np.diff(np.r_[heads, len(nz)])
+        rep = _lowest_index_of_longest(prev.span[nz], prev.dur_ns[nz], heads, longest, size)
+    else:
+        count = end = longest = rep = np.zeros(0, np.int64)
+    wide = np.flatnonzero(~narrow)
+    # entries: the wide ones as they are, a summary at each group's first entry; in row
+    # order, by start within a row (the position in prev keeps both)
+    pos = np.concatenate([wide, nz[heads]])
+    order = np.argsort(pos, kind="stable")
+    cat = lambda a, s: np.concatenate([a[wide], s])[order]  # noqa: E731
+    return LodLevel(
+        bucket_ns=int(bucket_ns),
+        start_ns=cat(prev.start_ns, prev.start_ns[nz][heads]),
+        end_ns=cat(prev.end_ns, end),
+        dur_ns=cat(prev.dur_ns, longest),
+        span=cat(prev.span, rep),
+        count=cat(prev.count, count),
+        row=cat(prev.row, prev.row[nz][heads]) if n else np.zeros(0, np.int64),
+    )
+
+
+def _lowest_index_of_longest(span, dur, heads, longest, size) -> np.ndarray:
+    """Per group: the lowest ``span`` index among the entries of the longest ``dur``."""
+    big = np.iinfo(np.int64).max
+    cand = np.where(dur == np.repeat(longest, size), span, big)
+    return np.minimum.reduceat(cand, heads)
+
+
+def build_levels(start_ns, dur_ns, lane, depth, *, min_entries: int = MIN_ENTRIES) -> list:
+    """The kept ``LodLevel`` s, finest first (level 0, the spans, not included).
+
+    Args:
+        start_ns, dur_ns: ``int64 (n,)`` ns (a ``SpanTable``'s columns, sorted by start).
+        lane, depth: ``uint32 (n,)``.
+        min_entries: no level with fewer entries is kept (tests use small values).
+    """
+    n = len(start_ns)
+    if n < 2 * min_entries:
+        return []
+    order, row = _row_order(np.asarray(lane), np.asarray(depth))
+    s = np.asarray(start_ns, np.int64)[order]
+    d = np.asarray(dur_ns, np.int64)[order]
+    prev = LodLevel(0, s, s + d, d, order.astype(np.int64), np.ones(n, np.int64), row)
+    del s, d, order, row
+    span_ns = max(int(prev.end_ns.max() - prev.start_ns.min()), 1)
+    positive = prev.dur_ns[prev.dur_ns > 0]
+    typical = int(np.median(positive)) if len(positive) else 1
+    bucket = 1 << max(0, typical.bit_length())  # the first bucket above the median span
+    levels: list[LodLevel] = []
+    while bucket <= 2 * span_ns and len(prev) >= LEVEL_SHRINK * min_entries:
+        if _entries_at(prev, bucket) * LEVEL_SHRINK <= len(prev):
+            prev = merge_level(prev, bucket)
+            levels.append(prev)
+        bucket *= 2
+    return levels
+
+
+def merge_reference(start_ns, dur_ns, lane, depth, bucket_ns: int) -> list[tuple]:
+    """Plain-Python specification of one level built straight from the spans (tests):
+    ``(row, start, end, longest dur, representative index, count)`` per entry, sorted."""
+    out, groups = [], {}
+    for i in range(len(start_ns)):
+        s, d = int(start_ns[i]), int(dur_ns[i])
+        row = int(lane[i]) << 16 | int(depth[i])
+        if d >= bucket_ns:
+            out.append((row, s, s + d, d, i, 1))
+            continue
+        g = groups.setdefault((row, s // bucket_ns), [])
+        g.append((s, s + d, d, i))
+    for (row, _), g in groups.items():
+        rep = min(g, key=lambda e: (-e[2], e[3]))
+        out.append((row, min(e[0] for e in g), max(e[1] for e in g), rep[2], rep[3], len(g)))
+    return sorted(out)
