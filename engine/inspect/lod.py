@@ -53,19 +53,28 @@ class LodLevel:
         dur_ns: ``int64 (m,)`` the representative's duration (the longest span).
         span: ``int64 (m,)`` the representative's index in the table.
         count: ``int64 (m,)`` spans it stands for (1: a span kept as itself).
-        row: ``int64 (m,)`` ``lane << 16 | depth``.
+        row: ``uint32 (m,)`` ``lane << 16 | depth``.
+    (``end_ns`` and ``count`` are None for the spans themselves, inside ``build_levels``.)
     """
 
     bucket_ns: int
     start_ns: np.ndarray
-    end_ns: np.ndarray
+    end_ns: np.ndarray | None
     dur_ns: np.ndarray
     span: np.ndarray
-    count: np.ndarray
+    count: np.ndarray | None
     row: np.ndarray
 
     def __len__(self) -> int:
         return len(self.start_ns)
+
+    def ends(self, idx: np.ndarray) -> np.ndarray:
+        if self.end_ns is None:
+            return self.start_ns[idx] + self.dur_ns[idx]
+        return self.end_ns[idx]
+
+    def counts(self, idx: np.ndarray) -> np.ndarray:
+        return np.ones(len(idx), np.int64) if self.count is None else self.count[idx]
 
     def pack(self, name_id: np.ndarray, sl: slice = slice(None)) -> np.ndarray:
         """``uint32 (m, 6)`` GPU rows of entries ``sl``: a packed span (``pack_spans``:
@@ -85,62 +94,63 @@ class LodLevel:
 
 def _row_order(lane: np.ndarray, depth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(order, row)``: a stable order by row (so each row stays in table order, i.e. by
-    start) and the row key ``lane << 16 | depth`` (int64) in that order."""
-    lane, depth = lane.astype(np.int64), depth.astype(np.int64)
+    start) and the row key ``lane << 16 | depth`` (uint32) in that order."""
+    lane, depth = lane.astype(np.uint32, copy=False), depth.astype(np.uint32, copy=False)
     deep = int(depth.max()) + 1
-    dense = lane * deep + depth
+    dense = lane * np.uint32(deep) + depth
     if int(dense.max()) < 1 << 16:  # uint16 keys: numpy's stable sort is a radix sort, O(n)
-        order = np.argsort(dense.astype(np.uint16), kind="stable")
-    else:
-        order = np.argsort(dense, kind="stable")
-    return order, (lane[order] << 16) | depth[order]
+        dense = dense.astype(np.uint16)
+    order = np.argsort(dense, kind="stable")
+    del dense
+    return order, (lane[order] << np.uint32(16)) | depth[order]
+
+
+def _groups(prev: LodLevel, bucket_ns: int):
+    """``(nz, heads)``: the mergeable entries of ``prev`` at ``bucket_ns`` and where each
+    group (same row, same bucket) starts among them; wide entries between two of one row
+    and bucket do not split them."""
+    nz = np.flatnonzero(prev.dur_ns < bucket_ns)
+    r, b = prev.row[nz], prev.start_ns[nz] // bucket_ns
+    first = np.ones(len(nz), bool)
+    first[1:] = (r[1:] != r[:-1]) | (b[1:] != b[:-1])
+    return nz, np.flatnonzero(first)
 
 
 def _entries_at(prev: LodLevel, bucket_ns: int) -> int:
-    """How many entries ``merge_level(prev, bucket_ns)`` would have (cheaper than it)."""
-    nz = np.flatnonzero(prev.dur_ns < bucket_ns)
-    if not len(nz):
-        return len(prev)
-    r, b = prev.row[nz], prev.start_ns[nz] // bucket_ns
-    groups = 1 + int(np.count_nonzero((r[1:] != r[:-1]) | (b[1:] != b[:-1])))
-    return len(prev) - len(nz) + groups
+    """How many entries ``merge_level(prev, bucket_ns)`` would have."""
+    nz, heads = _groups(prev, bucket_ns)
+    return len(prev) - len(nz) + len(heads)
 
 
 def merge_level(prev: LodLevel, bucket_ns: int) -> LodLevel:
     """The level of bucket ``bucket_ns`` (a multiple of ``prev.bucket_ns``) from ``prev``
     (entries in row order, by start within a row): see the module docstring."""
-    n = len(prev)
-    narrow = prev.dur_ns < bucket_ns
-    bucket = prev.start_ns // bucket_ns
-    nz = np.flatnonzero(narrow)
-    # a new group at every mergeable entry whose row or bucket differs from the previous one
-    # (wide entries between two of the same row and bucket do not split them)
-    r, b = prev.row[nz], bucket[nz]
-    first = np.ones(len(nz), bool)
-    first[1:] = (r[1:] != r[:-1]) | (b[1:] != b[:-1])
-    heads = np.flatnonzero(first)
+    nz, heads = _groups(prev, bucket_ns)
+    sn, dn = prev.start_ns[nz], prev.dur_ns[nz]
     if len(nz):
-        count = np.add.reduceat(prev.count[nz], heads)
-        end = np.maximum.reduceat(prev.end_ns[nz], heads)
-        longest = np.maximum.reduceat(prev.dur_ns[nz], heads)
+        count = np.add.reduceat(prev.counts(nz), heads)
+        end = np.maximum.reduceat(prev.ends(nz), heads)
+        longest = np.maximum.reduceat(dn, heads)
         size = np.diff(np.r_[heads, len(nz)])
-        rep = _lowest_index_of_longest(prev.span[nz], prev.dur_ns[nz], heads, longest, size)
+        rep = _lowest_index_of_longest(prev.span[nz], dn, heads, longest, size)
     else:
         count = end = longest = rep = np.zeros(0, np.int64)
-    wide = np.flatnonzero(~narrow)
+    wide = np.flatnonzero(prev.dur_ns >= bucket_ns)
     # entries: the wide ones as they are, a summary at each group's first entry; in row
     # order, by start within a row (the position in prev keeps both)
-    pos = np.concatenate([wide, nz[heads]])
-    order = np.argsort(pos, kind="stable")
-    cat = lambda a, s: np.concatenate([a[wide], s])[order]  # noqa: E731
+    order = np.argsort(np.concatenate([wide, nz[heads]]), kind="stable")
+
+    def cat(a: np.ndarray, summary: np.ndarray) -> np.ndarray:
+        return np.concatenate([a, summary])[order]
+
     return LodLevel(
         bucket_ns=int(bucket_ns),
-        start_ns=cat(prev.start_ns, prev.start_ns[nz][heads]),
-        end_ns=cat(prev.end_ns, end),
-        dur_ns=cat(prev.dur_ns, longest),
-        span=cat(prev.span, rep),
-        count=cat(prev.count, count),
-        row=cat(prev.row, prev.row[nz][heads]) if n else np.zeros(0, np.int64),
+        start_ns=cat(prev.start_ns[wide], sn[heads]),
+        end_ns=cat(prev.ends(wide), end),
+        dur_ns=cat(prev.dur_ns[wide], longest),
+        span=cat(prev.span[wide], rep),
+        count=cat(prev.counts(wide), count),
+        row=cat(prev.row[wide], prev.row[nz[heads]]),
     )
 
 
@@ -165,10 +175,12 @@ def build_levels(start_ns, dur_ns, lane, depth, *, min_entries: int = MIN_ENTRIE
     order, row = _row_order(np.asarray(lane), np.asarray(depth))
     s = np.asarray(start_ns, np.int64)[order]
     d = np.asarray(dur_ns, np.int64)[order]
-    prev = LodLevel(0, s, s + d, d, order.astype(np.int64), np.ones(n, np.int64), row)
+    # the spans as level 0 (ends and counts implied: start + dur, 1)
+    prev = LodLevel(0, s, None, d, order, None, row)
     del s, d, order, row
-    span_ns = max(int(prev.end_ns.max() - prev.start_ns.min()), 1)
-    positive = prev.dur_ns[prev.dur_ns > 0]
+    span_ns = max(int((prev.start_ns + prev.dur_ns).max() - prev.start_ns.min()), 1)
+    sample = prev.dur_ns[:: max(1, n // 100_000)]
+    positive = sample[sample > 0]
     typical = int(np.median(positive)) if len(positive) else 1
     bucket = 1 << max(0, typical.bit_length())  # the first bucket above the median span
     levels: list[LodLevel] = []
