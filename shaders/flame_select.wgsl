@@ -21,7 +21,8 @@
 // indirect arguments, bound only for finish (a buffer read as indirect arguments may not be
 // bound writable in the same dispatch): 0..3 draw, 4..6 pick dispatch
 @group(1) @binding(0) var<storage, read_write> args: array<u32, 8>;
-struct Chunk { base: u32, count: u32, stride: u32, pad1: u32, };
+// entries first .. count-1 of the chunk are dispatched (the blocks near the view)
+struct Chunk { base: u32, count: u32, stride: u32, first: u32, };
 @group(0) @binding(8) var<uniform> chunk: Chunk;
 
 const WG: u32 = 256u;
@@ -124,7 +125,7 @@ fn reset(@builtin(global_invocation_id) gid: vec3<u32>) {
 @compute @workgroup_size(256)
 fn classify(@builtin(global_invocation_id) gid: vec3<u32>,
             @builtin(num_workgroups) nwg: vec3<u32>) {
-    let j = span_index(gid, nwg);
+    let j = chunk.first + span_index(gid, nwg);
     if (j >= chunk.count) { return; }
     let i = chunk.base + j;
     let p = place(i);
@@ -144,7 +145,7 @@ fn classify(@builtin(global_invocation_id) gid: vec3<u32>,
 @compute @workgroup_size(256)
 fn resolve(@builtin(global_invocation_id) gid: vec3<u32>,
            @builtin(num_workgroups) nwg: vec3<u32>) {
-    let j = span_index(gid, nwg);
+    let j = chunk.first + span_index(gid, nwg);
     if (j >= chunk.count) { return; }
     let i = chunk.base + j;
     let p = place(i);

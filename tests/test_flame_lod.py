@@ -180,3 +180,33 @@ def test_pick_on_a_summary_names_its_longest_real_span(device, lod_store):
         assert t.dur_ns[got] == t.dur_ns[mine].max() and mine[got]
         checked += 1
     assert checked >= 2
+
+
+NEAR = {  # views of part of the trace: only the blocks near them are read
+    # 20 ms at 0.1 ms a pixel, 600 ms in: the spans (level 0), a fractional start
+    "spans": dict(start_ns=600e6 + 0.25, px_per_ns=200 / 20e6, width=200),
+    # 300 ms at 3 ms a pixel: level 1
+    "level": dict(start_ns=900e6, px_per_ns=100 / 300e6, width=100),
+    # the view's left edge inside a long span (a frame begun 10 ms before it)
+    "inside": dict(start_ns=16_666_667 * 30 + 10e6, px_per_ns=300 / 1e6, width=300),
+}
+
+
+@pytest.mark.parametrize("name", list(NEAR))
+def test_only_the_blocks_near_the_view_are_read_and_nothing_is_missed(device, lod_store, name):
+    store, packed, flags, t = lod_store
+    p = ViewParams(height=200, row_px=16, lane_rows=np.array([1, 7]), **NEAR[name])
+    sel = run_select(device, store, p)
+    got = sel.read_instances()
+    got = got[np.lexsort((got["span"], (got["flags"] & INST_COLLAPSED) != 0))]
+    if sel.level == 0:
+        ref = select_reference(packed, flags, p)
+        total = len(packed)
+    else:
+        ref = lod_select_reference(store.levels[sel.level - 1].read_packed(device), flags, p)
+        total = store.levels[sel.level - 1].count
+    assert sel.level == (1 if name == "level" else 0)
+    assert len(ref["span"]) > 10
+    for k in ("span", "x0", "w", "flags"):
+        np.testing.assert_array_equal(got[k], ref[k])
+    assert sel.dispatched <= total // (4 if sel.level == 0 else 2)  # (split: whole chunks)

@@ -44,7 +44,8 @@ LOD_BYTES = LOD_WORDS * 4
 
 @dataclass
 class LodLevel:
-    """One level's entries, in row order (lane, depth), then by start within the row.
+    """One level's entries: sorted by start as ``build_levels`` returns them (in row order,
+    lane and depth, then by start within a row, while it builds them).
 
     Attributes:
         bucket_ns: the level's time bucket, ns (a power of two).
@@ -75,6 +76,13 @@ class LodLevel:
 
     def counts(self, idx: np.ndarray) -> np.ndarray:
         return np.ones(len(idx), np.int64) if self.count is None else self.count[idx]
+
+    def by_start(self) -> LodLevel:
+        """The same entries sorted by start (stable: ties keep row order), the order the
+        GPU reads them in: then a time range is a contiguous run (``RangeIndex``)."""
+        o = np.argsort(self.start_ns, kind="stable")
+        cols = (self.start_ns, self.end_ns, self.dur_ns, self.span, self.count, self.row)
+        return LodLevel(self.bucket_ns, *(c[o] for c in cols))
 
     def pack(self, name_id: np.ndarray, sl: slice = slice(None)) -> np.ndarray:
         """``uint32 (m, 6)`` GPU rows of entries ``sl``: a packed span (``pack_spans``:
@@ -189,7 +197,7 @@ def build_levels(start_ns, dur_ns, lane, depth, *, min_entries: int = MIN_ENTRIE
             prev = merge_level(prev, bucket)
             levels.append(prev)
         bucket *= 2
-    return levels
+    return [lv.by_start() for lv in levels]  # built in row order, read in start order
 
 
 def merge_reference(start_ns, dur_ns, lane, depth, bucket_ns: int) -> list[tuple]:
@@ -208,3 +216,44 @@ def merge_reference(start_ns, dur_ns, lane, depth, bucket_ns: int) -> list[tuple
         rep = min(g, key=lambda e: (-e[2], e[3]))
         out.append((row, min(e[0] for e in g), max(e[1] for e in g), rep[2], rep[3], len(g)))
     return sorted(out)
+
+
+RANGE_BLOCK = 1024  # entries per block of a RangeIndex (16 bytes a block on the host)
+
+
+class RangeIndex:
+    """Which entries of a start-sorted store can be in view of a time range, per block of
+    ``RANGE_BLOCK``: each block's first start, and the latest end up to each block (a
+    running maximum, so both are sorted). The selection dispatches only the blocks between,
+    so zoomed in it reads what is near the view, not the whole store.
+
+    Args:
+        start_ns: ``int64 (n,)`` sorted. ``end_ns``: ``int64 (n,)`` (or a callable giving
+            the ends of a slice, so no ``(n,)`` temporary is made).
+        max_dur_ns: the longest ``end - start``, for the f32 rounding margin.
+    """
+
+    def __init__(self, start_ns: np.ndarray, end_ns, max_dur_ns: float):
+        n = len(start_ns)
+        self.n = n
+        self.first = np.asarray(start_ns[::RANGE_BLOCK], np.int64).copy()
+        ends = end_ns if callable(end_ns) else (lambda sl: end_ns[sl])
+        step = RANGE_BLOCK * 256
+        parts = [
+            np.maximum.reduceat(
+                ends(slice(a, min(n, a + step))), np.arange(0, min(step, n - a), RANGE_BLOCK)
+            )
+            for a in range(0, n, step)
+        ]
+        self.reach = np.maximum.accumulate(np.concatenate(parts)) if parts else self.first
+        # the shader tests "in view" in f32 (24-bit mantissa) relative to the view start:
+        # keep a margin of a few ulps of the longest span, so only what it rejects is skipped
+        self.margin_ns = float(max_dur_ns) * 2.0**-20 + 2.0
+
+    def entry_range(self, t0: float, t1: float, ns_per_px: float) -> tuple[int, int]:
+        """``(lo, hi)``: every entry outside ``lo .. hi - 1`` ends before ``t0`` or starts
+        after ``t1`` (ns) by more than the margin (and a pixel)."""
+        m = self.margin_ns + ns_per_px
+        lo = int(np.searchsorted(self.reach, t0 - m, side="right")) * RANGE_BLOCK
+        hi = int(np.searchsorted(self.first, t1 + m, side="left")) * RANGE_BLOCK
+        return min(lo, self.n), min(hi, self.n)

@@ -167,7 +167,8 @@ class FlameSelect:
         args: indirect arguments: draw (bytes 0..15), pick dispatch (16..27).
         lod: read level-of-detail levels when zoomed out (default True; False: always the
             spans, the exact selection). ``level``: the level read by the last ``prepare``
-            (0: the spans).
+            (0: the spans); ``dispatched``: how many of its entries the span dispatches
+            read (the blocks near the view, ``lod.RangeIndex``, when the source has one).
     """
 
     def __init__(self, device: wgpu.GPUDevice):
@@ -221,7 +222,7 @@ class FlameSelect:
         self._bind_cache: dict[int, list] = {}
         self.bind_groups: list = []
         self.lod = True
-        self.level = 0
+        self.level = self.dispatched = 0
         self._grids: list[tuple[int, int]] = []
         self.capacity = 0
         self._cells_n = 0
@@ -229,7 +230,6 @@ class FlameSelect:
         self._bind_key = None
         self.bind_group = None
         self.count = 0
-        self._grid = (1, 1)
         self._cell_groups = 1
 
     @property
@@ -262,17 +262,23 @@ class FlameSelect:
                 self.device.queue.write_buffer(self.lane_buf, 0, lanes.tobytes())
             self._lanes = lanes.copy()
         self.level = level_for(store.levels, p) if self.lod else 0
-        chunks, ranges, stride = store.source(self.level)
-        self.count = sum(n for _, n in ranges)
-        self.device.queue.write_buffer(self.uniform, 0, view_uniform(p, self.count, self.capacity))
+        chunks, ranges, stride, index = store.source(self.level)
+        lo, hi = 0, sum(n for _, n in ranges)
+        if index is not None:  # only the blocks near the view (a start-sorted source)
+            lo, hi = index.entry_range(p.start_ns, p.start_ns + p.width / p.px_per_ns,
+                                       1.0 / p.px_per_ns)  # fmt: skip
         ranges = ranges or [(0, 0)]
-        for k, r in enumerate(ranges):
-            at, vals = (self.level, k), (*r, stride)
+        part = [(min(max(lo - b, 0), n), min(max(hi - b, 0), n)) for b, n in ranges]
+        self.dispatched = sum(e - a for a, e in part)
+        self.count = self.dispatched
+        self.device.queue.write_buffer(self.uniform, 0, view_uniform(p, self.count, self.capacity))
+        for k, (r, (a, e)) in enumerate(zip(ranges, part, strict=True)):
+            at, vals = (self.level, k), (r[0], e, stride, a)
             if at not in self.chunk_uniforms:
                 self.chunk_uniforms[at] = self._buf("flame chunk", 16, u.UNIFORM | u.COPY_DST)
             if self._chunk_vals.get(at) != vals:
                 self.device.queue.write_buffer(
-                    self.chunk_uniforms[at], 0, np.array([*vals, 0], np.uint32).tobytes()
+                    self.chunk_uniforms[at], 0, np.array(vals, np.uint32).tobytes()
                 )
                 self._chunk_vals[at] = vals
         key = (store.version, id(self.cells), id(self.insts), id(self.lane_buf))
@@ -286,10 +292,10 @@ class FlameSelect:
                 for k in range(len(ranges))
             ]
             self._bind_cache[self.level] = groups
-        self.bind_groups = groups
+        active = [k for k, (a, e) in enumerate(part) if e > a]
+        self.bind_groups = [groups[k] for k in active]
         self.bind_group = groups[0]
-        self._grids = [span_grid(n) for _, n in ranges]
-        self._grid = self._grids[0]
+        self._grids = [span_grid(part[k][1] - part[k][0]) for k in active]
         self._cell_groups = max(1, -(-cells // WG))
 
     def _bind_group(self, store, chunk: wgpu.GPUBuffer, chunk_uniform: wgpu.GPUBuffer):
@@ -310,7 +316,7 @@ class FlameSelect:
         cpass.set_bind_group(0, self.bind_group)
         cpass.set_pipeline(pl["reset"])
         cpass.dispatch_workgroups(self._cell_groups)
-        phases = ("classify", "resolve", "compact") if self.count else ("compact",)
+        phases = ("classify", "resolve", "compact") if self.bind_groups else ()
         for e in phases:
             cpass.set_pipeline(pl[e])
             for bg, grid in zip(self.bind_groups, self._grids, strict=True):

@@ -26,7 +26,7 @@ import numpy as np
 import wgpu
 
 from ..overlay import font8x8
-from .lod import LOD_BYTES, LOD_WORDS, LodLevel, build_levels
+from .lod import LOD_BYTES, LOD_WORDS, LodLevel, RangeIndex, build_levels
 from .traceload import SpanTable
 
 SPAN_WORDS = 5
@@ -142,6 +142,7 @@ class SpanStore:
         self.version = 0
         self.max_binding_bytes = max_binding_bytes
         self.levels: list[GpuLevel] = []
+        self.index: RangeIndex | None = None  # the spans by start (``upload``), else None
         self.chunk_spans = chunk_spans_for(device, max_binding_bytes)
         self.chunks: list[wgpu.GPUBuffer] = []
         self._caps: list[int] = []
@@ -203,6 +204,9 @@ class SpanStore:
         self.count = 0
         self.set_names(table.names)
         self.append(table.start_ns, table.dur_ns, table.lane, table.depth, table.name_id)
+        s, d = table.start_ns, table.dur_ns  # a SpanTable is sorted by start
+        md = float(d.max()) if len(d) else 0.0
+        self.index = RangeIndex(s, lambda sl: s[sl] + d[sl], md)
         if lod:
             kw = {} if min_entries is None else {"min_entries": min_entries}
             levels = build_levels(table.start_ns, table.dur_ns, table.lane, table.depth, **kw)
@@ -215,12 +219,13 @@ class SpanStore:
         self.levels = [GpuLevel(self.device, lv, name_id, per) for lv in levels]
         self.version += 1
 
-    def source(self, level: int) -> tuple[list, list[tuple[int, int]], int]:
-        """``(chunks, chunk_ranges, words per entry)`` of level ``level`` (0: the spans)."""
+    def source(self, level: int) -> tuple[list, list[tuple[int, int]], int, RangeIndex | None]:
+        """``(chunks, chunk_ranges, words per entry, RangeIndex or None)`` of level
+        ``level`` (0: the spans; their index only when uploaded from a sorted table)."""
         if level == 0:
-            return self.chunks, self.chunk_ranges(), SPAN_WORDS
+            return self.chunks, self.chunk_ranges(), SPAN_WORDS, self.index
         lv = self.levels[level - 1]
-        return lv.chunks, lv.chunk_ranges(), LOD_WORDS
+        return lv.chunks, lv.chunk_ranges(), LOD_WORDS, lv.index
 
     def append(self, start_ns, dur_ns, lane, depth, name_id) -> None:
         """Append spans (columns as in ``SpanTable``; ``start_ns`` relative to the origin);
@@ -228,6 +233,7 @@ class SpanStore:
         start_ns, dur_ns, lane, depth = (np.asarray(a) for a in (start_ns, dur_ns, lane, depth))
         n = len(start_ns)
         name_id = np.broadcast_to(np.asarray(name_id, np.uint32), (n,))
+        self.index = None  # appended spans need not be in start order
         if self.levels:  # they summarise the spans before these
             self.levels = []
             self.version += 1
@@ -253,6 +259,7 @@ class SpanStore:
     def clear(self) -> None:
         self.count = 0
         self.levels = []
+        self.index = None
 
     def set_names(self, names: list[str]) -> None:
         """The name table (colours and labels); search flags reset to 0."""
@@ -296,6 +303,8 @@ class GpuLevel:
                 rows = level.pack(name_id, slice(base + a, base + min(n, a + (1 << 20))))
                 device.queue.write_buffer(buf, a * LOD_BYTES, rows.tobytes())
             self.chunks.append(buf)
+        md = float((level.end_ns - level.start_ns).max()) if self.count else 0.0
+        self.index = RangeIndex(level.start_ns, level.end_ns, md)
 
     def chunk_ranges(self) -> list[tuple[int, int]]:
         c = self.chunk_entries
