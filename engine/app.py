@@ -364,11 +364,12 @@ def _run_capture(app: App, sample: Sample, target: OffscreenTarget) -> None:
 
 
 def _run_window(app: App, sample: Sample, window: WindowSurface) -> None:
-    app.commands.wake = window.wake  # a console or portal line ends an idle wait at once
+    # a console or portal line, or a frame asked for (a shader file saved), ends an idle wait
+    app.commands.wake = app.loop.wake = window.wake
     try:
         _window_loop(app, sample, window)
     finally:
-        app.commands.wake = None  # the window goes away: a late line must not post to it
+        app.commands.wake = app.loop.wake = None  # the window goes: nothing posts to it
 
 
 def _window_loop(app: App, sample: Sample, window: WindowSurface) -> None:
@@ -393,7 +394,8 @@ def _window_loop(app: App, sample: Sample, window: WindowSurface) -> None:
         if size != window.size:
             window.configure(size)
             app.graph.resize(size)
-        elif frames is None and not keys and not app.commands.pending and sample.idle():
+        elif (frames is None and not keys and not app.commands.pending
+              and not app.loop.take_request() and sample.idle()):  # fmt: skip
             window.wait(IDLE_WAIT_S)  # nothing would change: no frame until an event
             continue
         try:

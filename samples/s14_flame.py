@@ -4,9 +4,10 @@
     python -m samples.s14 FILE --capture out.png --range 10:60 --search Main --select HiZ
     python -m samples.s14 --capture out.png --mark 20:30 --cursor 250,60  # range, hover
 
-Every span lives in one GPU buffer; a compute pass selects what is in view each frame (the
-longest span per pixel column where spans are narrower than a pixel) and one instanced draw
-shows it, so panning 10 million spans costs the CPU what panning 1000 does.
+Every span lives in GPU buffers; a compute pass selects what is in view each frame (the
+longest span per pixel column where spans are narrower than a pixel; zoomed out it reads
+level-of-detail summaries built at load instead of every span) and one instanced draw shows
+it, so panning 10 million spans costs the CPU what panning 1000 does.
 
 Window: mouse wheel zooms around the cursor, drag pans, double-click zooms to a span, click
 selects (every span of that name outlined; the side panel shows its details: name, category,

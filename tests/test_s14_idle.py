@@ -1,7 +1,8 @@
 """An idle s14 window draws nothing until an event, in a real glfw window under Xvfb: the
 frames drawn over idle waits are counted (the loop's own waits, no sleeps), a real X wheel
 event (xdotool) wakes it and zooms, a command queued from another thread (the portal's way)
-wakes it and runs, and a sample without ``idle`` keeps drawing every frame."""
+wakes it and runs, so does a frame requested from another thread (the shader watcher's way),
+and a sample without ``idle`` keeps drawing every frame."""
 
 from __future__ import annotations
 
@@ -46,7 +47,9 @@ IDLE_DRIVER = textwrap.dedent(
                 if len(w) == 8:  # a console / portal line, queued from another thread
                     submit = lambda: log.update(line=self.app.commands.submit("help"))
                     threading.Thread(target=submit).start()
-                if len(w) == 11 or len(w) == 30:  # (30: an event never came)
+                if len(w) == 10:  # a frame asked for from another thread (a saved shader)
+                    threading.Thread(target=self.app.loop.request_frame).start()
+                if len(w) == 12 or len(w) == 30:  # (30: an event never came)
                     log["answered"] = log.pop("line").done.is_set() if "line" in log else None
                     self.app.window.request_close()
             return idle
@@ -94,7 +97,7 @@ def test_idle_window_draws_nothing_until_an_event(display):  # noqa: F811
         pytest.skip("needs xdotool (apt install xdotool)")
     log = json.loads(_run(IDLE_DRIVER, display).stdout.split("LOG ", 1)[1])
     waits = log["waits"]
-    assert len(waits) == 11, "an event never woke the window"
+    assert len(waits) == 12, "an event never woke the window"
     frames, wall, cpu, scale = zip(*waits, strict=True)
     # six waits in a row (about 2.5 s) without a frame drawn, and without spinning
     assert len(set(frames[:6])) == 1 and frames[0] > 0
@@ -105,7 +108,9 @@ def test_idle_window_draws_nothing_until_an_event(display):  # noqa: F811
     assert frames[6] == frames[7]  # idle again
     # the queued line woke it at once: a frame ran it (commands run between frames)
     assert frames[8] > frames[7] and log["answered"] is True
-    assert len(set(frames[8:])) == 1 and log["frames"] == frames[-1]  # and idle again
+    assert frames[9] == frames[8]  # idle again
+    assert frames[10] > frames[9]  # the requested frame (FrameLoop.request_frame)
+    assert len(set(frames[10:])) == 1 and log["frames"] == frames[-1]  # and idle again
 
 
 def test_a_sample_without_idle_draws_every_frame(display):  # noqa: F811

@@ -168,7 +168,8 @@ class FlameSelect:
         lod: read level-of-detail levels when zoomed out (default True; False: always the
             spans, the exact selection). ``level``: the level read by the last ``prepare``
             (0: the spans); ``dispatched``: how many of its entries the span dispatches
-            read (the blocks near the view, ``lod.RangeIndex``, when the source has one).
+            read (the blocks near the view, ``lod.RangeIndex``, when the source has one and
+            ``ranges`` is True, the default; False: every entry, for comparisons).
     """
 
     def __init__(self, device: wgpu.GPUDevice):
@@ -221,7 +222,7 @@ class FlameSelect:
         self._chunk_vals: dict[tuple[int, int], tuple] = {}
         self._bind_cache: dict[int, list] = {}
         self.bind_groups: list = []
-        self.lod = True
+        self.lod = self.ranges = True
         self.level = self.dispatched = 0
         self._grids: list[tuple[int, int]] = []
         self.capacity = 0
@@ -264,7 +265,7 @@ class FlameSelect:
         self.level = level_for(store.levels, p) if self.lod else 0
         chunks, ranges, stride, index = store.source(self.level)
         lo, hi = 0, sum(n for _, n in ranges)
-        if index is not None:  # only the blocks near the view (a start-sorted source)
+        if index is not None and self.ranges:  # the blocks near the view (sorted source)
             lo, hi = index.entry_range(p.start_ns, p.start_ns + p.width / p.px_per_ns,
                                        1.0 / p.px_per_ns)  # fmt: skip
         ranges = ranges or [(0, 0)]

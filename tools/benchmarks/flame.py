@@ -10,10 +10,13 @@
    each level's bucket and entries, GPU bytes per span they add.
 3. GPU: the ``Flame.Select`` compute pass and the ``Flame`` draw at 2560x1440 while the view
    pans and zooms from everything to 1/1000 of it and back (timestamp queries on both
-   passes), p50/p99 per zoom band, reading the levels (``lod``, the default) and then the
-   same camera path reading every span (``exact``), with the levels each band read;
-   frame-to-frame wall time with at most 3 frames in flight (p50/p99). Goal (H200): select
-   + draw <= 1 ms at every zoom for 10M spans, <= 2 ms for 100M; p99 frame <= 16.7 ms.
+   passes), p50/p99 per zoom band, three times over the same camera path: ``lod`` (the
+   default: the level-of-detail levels zoomed out, only the blocks near the view),
+   ``spans`` (the spans, only the blocks near the view) and ``every`` (every span, each
+   frame: the selection before levels and ranges), with the levels each band read and the
+   entries read per span; frame-to-frame wall time with at most 3 frames in flight
+   (p50/p99). Goal (H200): select + draw <= 1 ms at every zoom for 10M spans, <= 2 ms for
+   100M; p99 frame <= 16.7 ms.
 4. CPU per frame (uniform write, recording the passes, finish) at 1k vs 10M spans,
    interleaved frame by frame, the GPU idle meanwhile (lavapipe runs it on the same cores):
    must not depend on the span count.
@@ -383,18 +386,20 @@ def bench_gpu(gpu, table: SpanTable, size, frames: int, levels=None) -> None:
         rig.camera(i)
         rig.frame(i, False)
     rig.drain()
-    for mode in ("lod", "exact"):
+    for mode in ("lod", "spans", "every"):
         rig.chart.select.lod = mode == "lod"
+        rig.chart.select.ranges = mode != "every"
         _gpu_run(rig, table, size, frames, mode)
 
 
 def _gpu_run(rig, table: SpanTable, size, frames: int, mode: str) -> None:
-    zoom, starts, used = [], [], []
+    zoom, starts, used, read = [], [], [], []
     for i in range(frames):
         zoom.append(rig.camera(i))
         starts.append(time.perf_counter())
         rig.frame(i, rig.ts)
         used.append(rig.chart.select.level)
+        read.append(rig.chart.select.dispatched)
     rig.drain()
     starts.append(time.perf_counter())
     wall = np.diff(starts) * 1e3
@@ -408,7 +413,7 @@ def _gpu_run(rig, table: SpanTable, size, frames: int, mode: str) -> None:
         print("       GPU timings n/a (no timestamp-query)")
         return
     ms = rig.gpu_ms()
-    z, used = np.asarray(zoom), np.asarray(used)
+    z, used, read = np.asarray(zoom), np.asarray(used), np.asarray(read)
     for label, sel in (
         ("all", z >= 0),
         ("out", z < 1 / 3),
@@ -421,7 +426,8 @@ def _gpu_run(rig, table: SpanTable, size, frames: int, mode: str) -> None:
         print(
             f"       zoom {label}: Select p50 {_pct(s, 50):.3f} p99 {_pct(s, 99):.3f} | "
             f"Draw p50 {_pct(d, 50):.3f} p99 {_pct(d, 99):.3f} | "
-            f"both p50 {_pct(tot, 50):.3f} p99 {_pct(tot, 99):.3f} ms | level(s) read {lv}"
+            f"both p50 {_pct(tot, 50):.3f} p99 {_pct(tot, 99):.3f} ms | level(s) {lv}, "
+            f"entries read p50 {_pct(read[sel], 50) / len(table):.4f}/span"
         )
 
 
