@@ -13,18 +13,21 @@ long stay in the level as themselves (``count`` 1). Level ``L + 1`` is built fro
 
 A level is kept only when it has at most 1/8 of the entries of the previous kept one
 (candidate buckets double until it does), so the levels add at most 1/8 + 1/64 + ... of the
-span count (24 bytes an entry on the GPU: at most 3.5 bytes per span), and no level is kept
-below ``MIN_ENTRIES``.
+span count (24 bytes an entry on the GPU: at most 3.5 bytes per span); no coarser level is
+built over one of fewer than ``LEVEL_SHRINK * MIN_ENTRIES`` entries (reading that one is
+cheap already), nor over a table of fewer than ``2 * MIN_ENTRIES`` spans.
 
 Why the picture stays right (tested against ``engine.inspect.reference``): the selection
-reads level ``L`` only when ``bucket_ns < ns_per_px`` (``FlameSelect.level_for``), so
+reads level ``L`` only when ``bucket_ns < ns_per_px`` (``select.level_for``), so
 
 - every span at least a pixel wide is at least a bucket long: it is in the level as itself,
   drawn exactly as in the exact selection (never dropped);
 - a summary's spans start within one bucket, less than a pixel: they fall in the summary's
   pixel column or the next one; so the collapsed columns of a row are the exact selection's
   within one pixel (each exact column ``c`` shows up at ``c`` or ``c - 1``, every column
-  drawn is one the exact selection draws), and each is drawn as the longest of its spans.
+  drawn is one the exact selection draws; the view's leftmost column aside, where a summary
+  begun left of the view shows only if its longest span reaches in), and each is drawn as
+  the longest of its spans.
 
 A search needs the match to win its pixel column, which a summary cannot know: the
 selection uses the spans themselves (level 0) while a search is on.
@@ -175,7 +178,7 @@ def build_levels(start_ns, dur_ns, lane, depth, *, min_entries: int = MIN_ENTRIE
     Args:
         start_ns, dur_ns: ``int64 (n,)`` ns (a ``SpanTable``'s columns, sorted by start).
         lane, depth: ``uint32 (n,)``.
-        min_entries: no level with fewer entries is kept (tests use small values).
+        min_entries: the ``MIN_ENTRIES`` rule (tests use small values).
     """
     n = len(start_ns)
     if n < 2 * min_entries:
