@@ -48,6 +48,7 @@ T = TypeVar("T")
 
 KEY_ESCAPE, KEY_F2 = 256, 291  # glfw key codes (glfw is not imported headless)
 CAPTURE_FRAMES = 60
+IDLE_WAIT_S = 0.5  # an idle window re-checks its sample (readbacks landing) this often
 CAPTURE_DT = 1.0 / 60.0  # simulated seconds per frame in captures: deterministic by index
 
 
@@ -83,6 +84,13 @@ class Sample:
 
     def on_key(self, key: int) -> None:
         """A key (glfw key code) was pressed in the window."""
+
+    def idle(self) -> bool:
+        """Window mode, before each frame: True when the next frame would draw the same
+        picture (no input, nothing new), so the loop waits for window events instead of
+        drawing (up to ``IDLE_WAIT_S``, then asks again). Default False: draw every frame
+        (a moving scene, a HUD of live timings)."""
+        return False
 
     def report(self) -> str | None:
         """Extra lines for the shutdown report (e.g. the cull counters), or None."""
@@ -356,13 +364,23 @@ def _run_capture(app: App, sample: Sample, target: OffscreenTarget) -> None:
 
 
 def _run_window(app: App, sample: Sample, window: WindowSurface) -> None:
+    # a console or portal line, or a frame asked for (a shader file saved), ends an idle wait
+    app.commands.wake = app.loop.wake = window.wake
+    try:
+        _window_loop(app, sample, window)
+    finally:
+        app.commands.wake = app.loop.wake = None  # the window goes: nothing posts to it
+
+
+def _window_loop(app: App, sample: Sample, window: WindowSurface) -> None:
     frames = app.args.frames
     start = time.perf_counter()
     update = app.update(sample)
     while not (window.should_close() or app.interrupt.requested) and (
         frames is None or app.loop.index < frames
     ):
-        for key in window.poll():
+        keys = window.poll()
+        for key in keys:
             if key == KEY_ESCAPE:
                 window.request_close()
             elif app.commands.press(key) is None:  # F1, F2 ... run their commands
@@ -376,6 +394,10 @@ def _run_window(app: App, sample: Sample, window: WindowSurface) -> None:
         if size != window.size:
             window.configure(size)
             app.graph.resize(size)
+        elif (frames is None and not keys and not app.commands.pending
+              and not app.loop.take_request() and sample.idle()):  # fmt: skip
+            window.wait(IDLE_WAIT_S)  # nothing would change: no frame until an event
+            continue
         try:
             output, texture = window.acquire()
         except wgpu.DrawCancelled:

@@ -242,6 +242,9 @@ class CommandRegistry:
         self.keys: dict[int, KeyBinding] = {}  # window key code -> the command line it runs
         self._queue: deque[PendingCommand] = deque()
         self._lock = threading.Lock()
+        # called (from the submitting thread) after a line is queued: wakes a window loop
+        # that waits for events while idle (``WindowSurface.wake``)
+        self.wake: Callable[[], None] | None = None
         self.register(
             "help", self._help, args=[Text("COMMAND", optional=True)], help="list commands"
         )
@@ -338,7 +341,14 @@ class CommandRegistry:
                 pending.done.set()
                 return pending
             self._queue.append(pending)
+        if self.wake is not None:
+            self.wake()
         return pending
+
+    @property
+    def pending(self) -> bool:
+        """Whether lines wait for ``run_pending`` (an idle window loop draws a frame)."""
+        return bool(self._queue)
 
     def run_pending(self) -> int:
         """Run every queued command on the calling (frame) thread; return how many ran."""

@@ -57,6 +57,7 @@ class FrameLoop:
         telemetry: the stream every view reads.
         between_frames: callables run after each frame's publication on the frame thread
             (commands queued by the console or the portal).
+        wake: called by ``request_frame`` (the window's ``wake``: ends an idle wait).
     """
 
     def __init__(
@@ -71,6 +72,8 @@ class FrameLoop:
         self.telemetry = telemetry if telemetry is not None else Telemetry()
         self.index = 0
         self.between_frames: list[Callable[[], None]] = []
+        self.wake: Callable[[], None] | None = None
+        self._requested = False
         self._starts: dict[int, tuple[int, float | None]] = {}  # frame -> (t_ns, wall_ms)
         self._last_start: int | None = None
         self._readbacks: dict[str, object] = {}  # channel -> newest result
@@ -109,6 +112,18 @@ class FrameLoop:
         self.index += 1
         self.after_submit()
         return ctx
+
+    def request_frame(self) -> None:
+        """Ask an idle window loop for a frame (any thread: e.g. a watcher that queued work
+        for ``between_frames``); ``take_request`` answers it once."""
+        self._requested = True
+        if self.wake is not None:
+            self.wake()
+
+    def take_request(self) -> bool:
+        """Whether a frame was requested since the last call (then cleared)."""
+        asked, self._requested = self._requested, False
+        return asked
 
     def present(self, surface) -> None:
         """``surface.present()`` inside the ``Present`` CPU scope (window mode)."""

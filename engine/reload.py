@@ -188,6 +188,8 @@ class HotReload:
                         self._pending |= paths
                         self.last_event_s = time.perf_counter()  # benchmarks: watcher delay
                         self._arrived.set()
+                    if self._loop is not None:  # an idle window draws (and reloads) now
+                        self._loop.request_frame()
         except Exception as e:  # a watcher that dies must not take the sample with it
             log.warning("reload: the file watcher stopped (%s: %s); F5 still reloads",
                         type(e).__name__, e)  # fmt: skip

@@ -297,7 +297,13 @@ class WindowSurface:
         return keys
 
     def wait(self, seconds: float) -> None:
+        """Sleep until a window event arrives (input, resize, ``wake``) or ``seconds``
+        pass; the events are processed (callbacks fire) before it returns."""
         self._glfw.wait_events_timeout(seconds)
+
+    def wake(self) -> None:
+        """End a ``wait`` now; callable from any thread (glfw's empty event)."""
+        self._glfw.post_empty_event()
 
     def key_down(self, key: int) -> bool:
         """Whether the glfw ``key`` is held down now."""

@@ -4,9 +4,10 @@
     python -m samples.s14 FILE --capture out.png --range 10:60 --search Main --select HiZ
     python -m samples.s14 --capture out.png --mark 20:30 --cursor 250,60  # range, hover
 
-Every span lives in one GPU buffer; a compute pass selects what is in view each frame (the
-longest span per pixel column where spans are narrower than a pixel) and one instanced draw
-shows it, so panning 10 million spans costs the CPU what panning 1000 does.
+Every span lives in GPU buffers; a compute pass selects what is in view each frame (the
+longest span per pixel column where spans are narrower than a pixel; zoomed out it reads
+level-of-detail summaries built at load instead of every span) and one instanced draw shows
+it, so panning 10 million spans costs the CPU what panning 1000 does.
 
 Window: mouse wheel zooms around the cursor, drag pans, double-click zooms to a span, click
 selects (every span of that name outlined; the side panel shows its details: name, category,
@@ -17,7 +18,8 @@ displayTimeUnit. Keys: W/S zoom in/out, A/D or Left/Right pan, Up/Down scroll th
 Home shows everything, / types a search (Enter ends it, Backspace deletes, an empty search
 clears it; the match count shows), N / P select the next / previous match, a click on a
 lane's label collapses or expands it, PageUp / PageDown move the lane under the cursor, Esc
-quits. Lanes are as tall as the deepest span in view; an idle window waits for input.
+quits. Lanes are as tall as the deepest span in view; an idle window draws nothing until
+an event (input, a resize, a console or portal command).
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ KEY_RIGHT, KEY_LEFT, KEY_DOWN, KEY_UP = 262, 263, 264, 265
 KEY_A, KEY_D, KEY_S, KEY_W, KEY_N, KEY_P = 65, 68, 83, 87, 78, 80
 KEY_LEFT_SHIFT = 340
 KEY_PAGE_UP, KEY_PAGE_DOWN = 266, 267
-IDLE_FRAMES, IDLE_WAIT_S = 4, 0.5  # unchanged frames before waiting for input, and how long
+IDLE_FRAMES = 4  # unchanged frames (a pick result landing) before the window goes idle
 ZOOM_PER_S, PAN_PX_PER_S, WHEEL_STEP = 4.0, 900.0, 1.25
 DOUBLE_CLICK_S, CLICK_PX = 0.35, 3.0
 
@@ -392,17 +394,25 @@ class FlameViewer(Sample):
             v.set_lane_depths(self.rows.depths_in(v.time_at(0), v.time_at(v.width)))
             v.scroll(0)
 
-    def _wait_if_idle(self, win) -> None:
-        """Nothing moved for a few frames: wait for input (up to IDLE_WAIT_S) instead of
-        drawing the same picture at the display rate."""
+    def _state_key(self, win) -> tuple:
+        """Everything the picture depends on that can change without new data."""
         v = self.view
-        key = (v.start_ns, v.ns_per_px, v.scroll_px, v.cursor, v.hover, v.selected, v.search,
-               self.typing, v.range_ns, self.drag, self.chart.picked, self.size,
-               tuple(v.order), frozenset(v.collapsed))  # fmt: skip
-        self._idle = self._idle + 1 if key == self._idle_key else 0
-        self._idle_key = key
-        if self._idle >= IDLE_FRAMES:
-            win.wait(IDLE_WAIT_S)
+        return (v.start_ns, v.ns_per_px, v.scroll_px, win.cursor_pos(), v.hover, v.selected,
+                v.search, self.typing, v.range_ns, self.drag, self.chart.picked, self.size,
+                tuple(v.order), frozenset(v.collapsed))  # fmt: skip
+
+    def idle(self) -> bool:
+        """The picture did not change for ``IDLE_FRAMES`` frames and nothing is pending (no
+        input queued, the cursor where it was, no pick result landed): the window loop
+        waits for events instead of drawing it again."""
+        win = self.app.window
+        if win is None or self._idle < IDLE_FRAMES:
+            return False
+        inp = win.input
+        if inp.buttons or inp.scroll or inp.chars:
+            return False
+        self.chart.poll()  # a pick that came back since is a change (the hover)
+        return self._state_key(win) == self._idle_key
 
     # -- per frame ----------------------------------------------------------------------------
     def update(self, ctx):
@@ -412,7 +422,6 @@ class FlameViewer(Sample):
         if win is not None:
             dt = 1 / 60 if getattr(self, "_t", None) is None else ctx.time - self._t
             self._t = ctx.time
-            self._wait_if_idle(win)
             self._mouse(win)
             self._keys_held(win, min(max(dt, 0.0), 0.1))
         elif self.app.args.cursor is not None:
@@ -420,6 +429,10 @@ class FlameViewer(Sample):
         self.chart.poll()
         v.hover = self.chart.picked if v.cursor[0] > -1e8 else NONE
         self._text()
+        if win is not None:  # unchanged frames in a row (``idle``)
+            key = self._state_key(win)
+            self._idle = self._idle + 1 if key == self._idle_key else 0
+            self._idle_key = key
 
     def _text(self) -> None:
         ov, v, t = self.overlay, self.view, self.table

@@ -56,8 +56,11 @@ fn vs(@builtin(vertex_index) vi: u32, @builtin(instance_index) ii: u32) -> VOut 
     let y0 = view.origin_y + r.y0;
     let y1 = y0 + view.row_px - 1.0;
     let corner = vec2<f32>(f32(vi == 1u || vi == 2u || vi == 4u), f32(vi >= 2u && vi <= 4u));
-    let lo = vec2<f32>(max(x0, view.origin_x - AA), y0) - AA;
-    let hi = vec2<f32>(min(x1, view.origin_x + view.width + AA), y1) + AA;
+    // a collapsed column is whole pixels with square corners: its quad covers exactly the
+    // pixels it colours (1 x row_px-1, not 3 x row_px+1: zoomed out most instances are these)
+    let aa = select(AA, 0.0, (st & S_COLLAPSED) != 0u);
+    let lo = vec2<f32>(max(x0, view.origin_x - aa), y0) - aa;
+    let hi = vec2<f32>(min(x1, view.origin_x + view.width + aa), y1) + aa;
     let p = mix(lo, hi, corner);
     var o: VOut;
     o.pos = vec4<f32>(p.x / view.out_w * 2.0 - 1.0, 1.0 - p.y / view.out_h * 2.0, 0.0, 1.0);

@@ -2,12 +2,15 @@
 // Numpy twin: engine/inspect/reference.py (tested span by span). Dispatch order, one
 // compute pass: reset (cells), classify (spans), resolve (spans), compact (cells),
 // finish (1 thread), pick (indirect, drawn instances). The store is split into chunks (the
-// binding size limit): classify, resolve and compact run once per chunk, bound as `spans`
+// binding size limit): classify, resolve and compact run once per chunk, bound as `words`
 // with its first global index in `chunk`; span indices everywhere else are global.
+// The same dispatches read either the spans (5 words each) or one level-of-detail level
+// (engine/inspect/lod.py: 6 words, the 6th the index of the real span it stands for), as
+// `chunk.stride` says; indices in cells are then the level's, and instances name real spans.
 // #include "flame_common.wgsl"
 
 @group(0) @binding(0) var<uniform> view: View;
-@group(0) @binding(1) var<storage, read> spans: array<Span>;      // this chunk's spans
+@group(0) @binding(1) var<storage, read> words: array<u32>;       // this chunk's entries
 @group(0) @binding(2) var<storage, read> names: array<vec4<u32>>;  // colour, flags, label
 @group(0) @binding(3) var<storage, read> lane_row: array<i32>;     // first row; < 0 hidden
 @group(0) @binding(4) var<storage, read_write> cell_key: array<atomic<u32>>;
@@ -18,10 +21,23 @@
 // indirect arguments, bound only for finish (a buffer read as indirect arguments may not be
 // bound writable in the same dispatch): 0..3 draw, 4..6 pick dispatch
 @group(1) @binding(0) var<storage, read_write> args: array<u32, 8>;
-struct Chunk { base: u32, count: u32, pad0: u32, pad1: u32, };
+// entries first .. count-1 of the chunk are dispatched (the blocks near the view)
+struct Chunk { base: u32, count: u32, stride: u32, first: u32, };
 @group(0) @binding(8) var<uniform> chunk: Chunk;
 
 const WG: u32 = 256u;
+
+fn span_at(i: u32) -> Span {
+    let b = (i - chunk.base) * chunk.stride;
+    return Span(words[b], words[b + 1u], bitcast<f32>(words[b + 2u]), words[b + 3u],
+                words[b + 4u]);
+}
+
+// The real span entry i stands for: itself (spans), or a level's representative.
+fn span_id(i: u32) -> u32 {
+    if (chunk.stride == 5u) { return i; }
+    return words[(i - chunk.base) * chunk.stride + 5u];
+}
 
 fn span_index(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
     return gid.x + gid.y * nwg.x * WG;  // 2D grid past 65535 workgroups (chunk-local)
@@ -49,7 +65,7 @@ struct Placed {
 fn place(i: u32) -> Placed {
     var p: Placed;
     p.ok = false;
-    let s = spans[i - chunk.base];
+    let s = span_at(i);
     let lane = s.lane_depth >> 16u;
     if (lane >= view.lanes) { return p; }
     let first = lane_row[lane];
@@ -89,8 +105,8 @@ fn row_top(lane_depth: u32) -> f32 {
 fn emit(i: u32, x0: f32, w: f32, flags: u32) {
     let k = atomicAdd(&state[1], 1u);
     if (k >= view.capacity) { return; }
-    let s = spans[i - chunk.base];
-    insts[k] = Inst(x0, w, row_top(s.lane_depth), i, s.name, flags, s.lane_depth, 0u);
+    let s = span_at(i);
+    insts[k] = Inst(x0, w, row_top(s.lane_depth), span_id(i), s.name, flags, s.lane_depth, 0u);
 }
 
 @compute @workgroup_size(256)
@@ -109,7 +125,7 @@ fn reset(@builtin(global_invocation_id) gid: vec3<u32>) {
 @compute @workgroup_size(256)
 fn classify(@builtin(global_invocation_id) gid: vec3<u32>,
             @builtin(num_workgroups) nwg: vec3<u32>) {
-    let j = span_index(gid, nwg);
+    let j = chunk.first + span_index(gid, nwg);
     if (j >= chunk.count) { return; }
     let i = chunk.base + j;
     let p = place(i);
@@ -129,7 +145,7 @@ fn classify(@builtin(global_invocation_id) gid: vec3<u32>,
 @compute @workgroup_size(256)
 fn resolve(@builtin(global_invocation_id) gid: vec3<u32>,
            @builtin(num_workgroups) nwg: vec3<u32>) {
-    let j = span_index(gid, nwg);
+    let j = chunk.first + span_index(gid, nwg);
     if (j >= chunk.count) { return; }
     let i = chunk.base + j;
     let p = place(i);

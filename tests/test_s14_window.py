@@ -27,6 +27,9 @@ DRIVER = textwrap.dedent(
     log = {}
 
     class Driven(FlameViewer):
+        def idle(self):  # scripted frame by frame (tests/test_s14_idle.py: the idle window)
+            return False
+
         def update(self, ctx):
             n, v, win = ctx.frame_index, self.view, self.app.window
             inp = win.input

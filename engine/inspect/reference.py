@@ -98,3 +98,15 @@ def pick_reference(ref: dict, p: ViewParams) -> int:
         & (cy < y0 + F(p.row_px))
     )
     return int(ref["span"][hit].min()) if hit.any() else 0xFFFFFFFF
+
+
+def lod_select_reference(entries: np.ndarray, name_flags: np.ndarray, p: ViewParams) -> dict:
+    """The instances the GPU selection must produce while it reads a level-of-detail level:
+    ``select_reference`` over the level's entries (``uint32 (m, 6)``, ``LodLevel.pack``),
+    with ``span`` the real span each drawn entry stands for (word 5) and ``entry`` its index
+    in the level; sorted by (collapsed, span)."""
+    ref = select_reference(np.ascontiguousarray(entries[:, :5]), name_flags, p)
+    ref["entry"] = ref["span"]
+    ref["span"] = entries[ref["entry"].astype(np.int64), 5].astype(np.uint32)
+    order = np.lexsort((ref["span"], ref["collapsed"]))
+    return {k: v[order] for k, v in ref.items()}

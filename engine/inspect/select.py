@@ -17,6 +17,11 @@ So the output is bounded by rows x screen width (plus the spans wider than a pix
 never overlap in a well-nested row), never by the span count, and no span wider than a
 pixel is dropped. A row is one depth of one lane; the cell grid covers only the visible
 rows. The numpy specification is ``engine.inspect.reference``.
+
+Zoomed out, the span dispatches read a level-of-detail level (``engine.inspect.lod``)
+instead of the spans: the coarsest whose bucket is under a pixel (``level_for``), so what
+is read follows the pixels x rows on screen, not the span count. The instances still name
+real spans (a summary its longest), so picking and the details pane are unchanged.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ INST_BYTES = 32
 STATE_BYTES = 64
 NONE = 0xFFFFFFFF
 INST_COLLAPSED, INST_MATCH, INST_DIM = 1, 2, 4
+MAX_BUCKET_PX = 0.999  # a level is read only while its bucket is under a pixel (f32 margin)
 ENTRIES = ("reset", "classify", "resolve", "compact", "finish", "pick")
 
 
@@ -126,6 +132,20 @@ def view_uniform(p: ViewParams, count: int, capacity: int) -> bytes:
     return u.tobytes()
 
 
+def level_for(levels, p: ViewParams) -> int:
+    """The level the selection reads for view ``p``: the coarsest of ``levels`` (``GpuLevel``
+    s, finest first) whose bucket is narrower than a pixel (``MAX_BUCKET_PX``), so every span
+    a pixel wide is in it as itself; 0 (the spans) when none is, or while a search is on (a
+    match must win its pixel column, which a summary cannot know)."""
+    if p.search_on:
+        return 0
+    best = 0
+    for k, lv in enumerate(levels, 1):
+        if lv.bucket_ns * p.px_per_ns <= MAX_BUCKET_PX:
+            best = k
+    return best
+
+
 def span_grid(count: int) -> tuple[int, int]:
     """Workgroups ``(x, y)`` covering ``count`` spans, 256 per workgroup, x <= 65535."""
     g = max(1, -(-count // WG))
@@ -145,6 +165,11 @@ class FlameSelect:
         state: 16 ``u32``: instances drawn (1), instances wanted (7), picked span (8);
             usage ``STORAGE | COPY_SRC`` (read back for hover and statistics).
         args: indirect arguments: draw (bytes 0..15), pick dispatch (16..27).
+        lod: read level-of-detail levels when zoomed out (default True; False: always the
+            spans, the exact selection). ``level``: the level read by the last ``prepare``
+            (0: the spans); ``dispatched``: how many of its entries the span dispatches
+            read (the blocks near the view, ``lod.RangeIndex``, when the source has one and
+            ``ranges`` is True, the default; False: every entry, for comparisons).
     """
 
     def __init__(self, device: wgpu.GPUDevice):
@@ -192,9 +217,13 @@ class FlameSelect:
             entries=[{"binding": 0, "resource": {"buffer": self.args}}],
         )
         self.cells = self.cell_idx = self.insts = self.lane_buf = None
-        self.chunk_uniforms: list[wgpu.GPUBuffer] = []  # (first span, spans) per chunk
-        self._chunk_vals: list[tuple[int, int]] = []
+        # (first entry, entries, words per entry) per (level, chunk)
+        self.chunk_uniforms: dict[tuple[int, int], wgpu.GPUBuffer] = {}
+        self._chunk_vals: dict[tuple[int, int], tuple] = {}
+        self._bind_cache: dict[int, list] = {}
         self.bind_groups: list = []
+        self.lod = self.ranges = True
+        self.level = self.dispatched = 0
         self._grids: list[tuple[int, int]] = []
         self.capacity = 0
         self._cells_n = 0
@@ -202,7 +231,6 @@ class FlameSelect:
         self._bind_key = None
         self.bind_group = None
         self.count = 0
-        self._grid = (1, 1)
         self._cell_groups = 1
 
     @property
@@ -234,28 +262,41 @@ class FlameSelect:
             if len(lanes):
                 self.device.queue.write_buffer(self.lane_buf, 0, lanes.tobytes())
             self._lanes = lanes.copy()
-        self.count = store.count
-        self.device.queue.write_buffer(self.uniform, 0, view_uniform(p, store.count, self.capacity))
-        ranges = store.chunk_ranges() or [(0, 0)]
-        while len(self.chunk_uniforms) < len(ranges):
-            self.chunk_uniforms.append(self._buf("flame chunk", 16, u.UNIFORM | u.COPY_DST))
-            self._chunk_vals.append((-1, -1))
-        for k, r in enumerate(ranges):
-            if self._chunk_vals[k] != r:
+        self.level = level_for(store.levels, p) if self.lod else 0
+        chunks, ranges, stride, index = store.source(self.level)
+        lo, hi = 0, sum(n for _, n in ranges)
+        if index is not None and self.ranges:  # the blocks near the view (sorted source)
+            lo, hi = index.entry_range(p.start_ns, p.start_ns + p.width / p.px_per_ns,
+                                       1.0 / p.px_per_ns)  # fmt: skip
+        ranges = ranges or [(0, 0)]
+        part = [(min(max(lo - b, 0), n), min(max(hi - b, 0), n)) for b, n in ranges]
+        self.dispatched = sum(e - a for a, e in part)
+        self.count = self.dispatched
+        self.device.queue.write_buffer(self.uniform, 0, view_uniform(p, self.count, self.capacity))
+        for k, (r, (a, e)) in enumerate(zip(ranges, part, strict=True)):
+            at, vals = (self.level, k), (r[0], e, stride, a)
+            if at not in self.chunk_uniforms:
+                self.chunk_uniforms[at] = self._buf("flame chunk", 16, u.UNIFORM | u.COPY_DST)
+            if self._chunk_vals.get(at) != vals:
                 self.device.queue.write_buffer(
-                    self.chunk_uniforms[k], 0, np.array([*r, 0, 0], np.uint32).tobytes()
+                    self.chunk_uniforms[at], 0, np.array(vals, np.uint32).tobytes()
                 )
-                self._chunk_vals[k] = r
-        key = (store.version, len(ranges), id(self.cells), id(self.insts), id(self.lane_buf))
+                self._chunk_vals[at] = vals
+        key = (store.version, id(self.cells), id(self.insts), id(self.lane_buf))
         if key != self._bind_key:
-            self.bind_groups = [
-                self._bind_group(store, store.chunks[k], self.chunk_uniforms[k])
+            self._bind_cache = {}
+            self._bind_key = key
+        groups = self._bind_cache.get(self.level)
+        if groups is None or len(groups) != len(ranges):
+            groups = [
+                self._bind_group(store, chunks[k], self.chunk_uniforms[(self.level, k)])
                 for k in range(len(ranges))
             ]
-            self.bind_group = self.bind_groups[0]
-            self._bind_key = key
-        self._grids = [span_grid(n) for _, n in ranges]
-        self._grid = self._grids[0]
+            self._bind_cache[self.level] = groups
+        active = [k for k, (a, e) in enumerate(part) if e > a]
+        self.bind_groups = [groups[k] for k in active]
+        self.bind_group = groups[0]
+        self._grids = [span_grid(part[k][1] - part[k][0]) for k in active]
         self._cell_groups = max(1, -(-cells // WG))
 
     def _bind_group(self, store, chunk: wgpu.GPUBuffer, chunk_uniform: wgpu.GPUBuffer):
@@ -276,7 +317,7 @@ class FlameSelect:
         cpass.set_bind_group(0, self.bind_group)
         cpass.set_pipeline(pl["reset"])
         cpass.dispatch_workgroups(self._cell_groups)
-        phases = ("classify", "resolve", "compact") if self.count else ("compact",)
+        phases = ("classify", "resolve", "compact") if self.bind_groups else ()
         for e in phases:
             cpass.set_pipeline(pl[e])
             for bg, grid in zip(self.bind_groups, self._grids, strict=True):

@@ -12,6 +12,10 @@ and WebGPU's default: 6.7M spans), so the spans are split into chunks of ``chunk
 pass runs its span dispatches once per chunk. Only host memory bounds the span count.
 The last chunk grows by reallocation in powers of two (a copy on the GPU, no re-upload), so
 live appends cost one ``write_buffer`` of the new spans per frame.
+
+``upload`` (a whole file) also builds the level-of-detail levels (``engine.inspect.lod``)
+and keeps them on the GPU only, chunked the same way (24 bytes an entry); ``append`` (live)
+drops them.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import numpy as np
 import wgpu
 
 from ..overlay import font8x8
+from .lod import LOD_BYTES, LOD_WORDS, LodLevel, RangeIndex, build_levels
 from .traceload import SpanTable
 
 SPAN_WORDS = 5
@@ -95,16 +100,19 @@ def _pow2(n: int) -> int:
     return 1 << max(10, (max(n, 1) - 1).bit_length())
 
 
-def chunk_spans_for(device: wgpu.GPUDevice, max_binding_bytes: int | None = None) -> int:
-    """Spans per chunk: the binding limit (or ``max_binding_bytes``, for tests) and the
-    buffer size limit, in whole 256-span workgroups; at least 256."""
+def chunk_spans_for(
+    device: wgpu.GPUDevice, max_binding_bytes: int | None = None, entry_bytes: int = SPAN_BYTES
+) -> int:
+    """Spans (entries of ``entry_bytes``) per chunk: the binding limit (or
+    ``max_binding_bytes``, for tests) and the buffer size limit, in whole 256-span
+    workgroups; at least 256."""
     lim = device.limits
     size = min(
         lim.get("max-storage-buffer-binding-size", 1 << 27), lim.get("max-buffer-size", 1 << 28)
     )
     if max_binding_bytes is not None:
         size = min(size, max_binding_bytes)
-    return max(256, size // SPAN_BYTES // 256 * 256)
+    return max(256, size // entry_bytes // 256 * 256)
 
 
 class SpanStore:
@@ -122,6 +130,8 @@ class SpanStore:
         names: ``uint32 (names, 4)`` buffer: colour, flags, label offset, label length.
         chars: label characters. ``font``: the atlas. ``version`` bumps when a buffer is
         replaced (bind groups must be rebuilt).
+        levels: the ``GpuLevel`` s (level-of-detail summaries, finest first; empty for live
+        appends or a small table).
     """
 
     def __init__(
@@ -130,6 +140,9 @@ class SpanStore:
         self.device = device
         self.count = 0
         self.version = 0
+        self.max_binding_bytes = max_binding_bytes
+        self.levels: list[GpuLevel] = []
+        self.index: RangeIndex | None = None  # the spans by start (``upload``), else None
         self.chunk_spans = chunk_spans_for(device, max_binding_bytes)
         self.chunks: list[wgpu.GPUBuffer] = []
         self._caps: list[int] = []
@@ -185,11 +198,34 @@ class SpanStore:
                 self._caps.append(cap)
             self.version += 1
 
-    def upload(self, table: SpanTable) -> None:
-        """Replace everything with ``table`` (spans and names)."""
+    def upload(self, table: SpanTable, *, lod: bool = True, min_entries: int | None = None) -> None:
+        """Replace everything with ``table`` (spans and names); with ``lod``, build and
+        upload its level-of-detail levels (``min_entries``: ``lod.build_levels``'s)."""
         self.count = 0
         self.set_names(table.names)
         self.append(table.start_ns, table.dur_ns, table.lane, table.depth, table.name_id)
+        s, d = table.start_ns, table.dur_ns  # a SpanTable is sorted by start
+        md = float(d.max()) if len(d) else 0.0
+        self.index = RangeIndex(s, lambda sl: s[sl] + d[sl], md)
+        if lod:
+            kw = {} if min_entries is None else {"min_entries": min_entries}
+            levels = build_levels(table.start_ns, table.dur_ns, table.lane, table.depth, **kw)
+            self.set_levels(levels, table.name_id)
+
+    def set_levels(self, levels: list[LodLevel], name_id: np.ndarray) -> None:
+        """Upload ``levels`` (``lod.build_levels``) as ``GpuLevel`` s; nothing kept on the
+        host but their sizes."""
+        per = chunk_spans_for(self.device, self.max_binding_bytes, LOD_BYTES)
+        self.levels = [GpuLevel(self.device, lv, name_id, per) for lv in levels]
+        self.version += 1
+
+    def source(self, level: int) -> tuple[list, list[tuple[int, int]], int, RangeIndex | None]:
+        """``(chunks, chunk_ranges, words per entry, RangeIndex or None)`` of level
+        ``level`` (0: the spans; their index only when uploaded from a sorted table)."""
+        if level == 0:
+            return self.chunks, self.chunk_ranges(), SPAN_WORDS, self.index
+        lv = self.levels[level - 1]
+        return lv.chunks, lv.chunk_ranges(), LOD_WORDS, lv.index
 
     def append(self, start_ns, dur_ns, lane, depth, name_id) -> None:
         """Append spans (columns as in ``SpanTable``; ``start_ns`` relative to the origin);
@@ -197,6 +233,10 @@ class SpanStore:
         start_ns, dur_ns, lane, depth = (np.asarray(a) for a in (start_ns, dur_ns, lane, depth))
         n = len(start_ns)
         name_id = np.broadcast_to(np.asarray(name_id, np.uint32), (n,))
+        self.index = None  # appended spans need not be in start order
+        if self.levels:  # they summarise the spans before these
+            self.levels = []
+            self.version += 1
         self._grow(self.count + n)
         c, done = self.chunk_spans, 0
         while done < n:
@@ -218,6 +258,8 @@ class SpanStore:
 
     def clear(self) -> None:
         self.count = 0
+        self.levels = []
+        self.index = None
 
     def set_names(self, names: list[str]) -> None:
         """The name table (colours and labels); search flags reset to 0."""
@@ -236,3 +278,42 @@ class SpanStore:
         """Per-name flags (``NAME_MATCH``); one small upload, O(names)."""
         self._names_info[: len(flags), 1] = flags
         self.device.queue.write_buffer(self.names, 0, self._names_info.tobytes())
+
+
+class GpuLevel:
+    """One level-of-detail level on the GPU (``engine.inspect.lod``).
+
+    Attributes:
+        bucket_ns: its time bucket, ns. ``count``: entries. ``chunk_entries``: entries per
+        chunk. ``chunks``: ``STORAGE | COPY_DST | COPY_SRC`` buffers of ``LOD_BYTES``
+        entries (``LodLevel.pack``).
+    """
+
+    def __init__(self, device, level: LodLevel, name_id: np.ndarray, chunk_entries: int):
+        self.bucket_ns = level.bucket_ns
+        self.count = len(level)
+        self.chunk_entries = chunk_entries
+        usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.COPY_SRC
+        self.chunks = []
+        for base, n in self.chunk_ranges():
+            buf = device.create_buffer(
+                label=f"flame lod {level.bucket_ns} ns", size=max(16, n * LOD_BYTES), usage=usage
+            )
+            for a in range(0, n, 1 << 20):
+                rows = level.pack(name_id, slice(base + a, base + min(n, a + (1 << 20))))
+                device.queue.write_buffer(buf, a * LOD_BYTES, rows.tobytes())
+            self.chunks.append(buf)
+        md = float((level.end_ns - level.start_ns).max()) if self.count else 0.0
+        self.index = RangeIndex(level.start_ns, level.end_ns, md)
+
+    def chunk_ranges(self) -> list[tuple[int, int]]:
+        c = self.chunk_entries
+        return [(b, min(c, self.count - b)) for b in range(0, self.count, c)]
+
+    def read_packed(self, device) -> np.ndarray:
+        """``uint32 (count, 6)`` (blocking; tests and tools)."""
+        parts = [
+            np.frombuffer(device.queue.read_buffer(buf, 0, n * LOD_BYTES), "<u4")
+            for buf, (_, n) in zip(self.chunks, self.chunk_ranges(), strict=True)
+        ]
+        return np.concatenate(parts or [np.zeros(0, np.uint32)]).reshape(-1, LOD_WORDS)

@@ -6,10 +6,17 @@
    per span and per file byte (tracemalloc, a separate run); bytes per span kept.
 2. Load: 1M and 10M synthetic spans as a columnar table (generation and sort) and the
    upload to the GPU: seconds, table bytes per span, peak memory (tracemalloc).
+   Then the level-of-detail levels (engine/inspect/lod.py): build time, peak memory,
+   each level's bucket and entries, GPU bytes per span they add.
 3. GPU: the ``Flame.Select`` compute pass and the ``Flame`` draw at 2560x1440 while the view
    pans and zooms from everything to 1/1000 of it and back (timestamp queries on both
-   passes), p50/p99 per zoom band; frame-to-frame wall time with at most 3 frames in
-   flight (p50/p99). Goal (H200): select + draw <= 1 ms at 10M spans, p99 frame <= 16.7 ms.
+   passes), p50/p99 per zoom band, three times over the same camera path: ``lod`` (the
+   default: the level-of-detail levels zoomed out, only the blocks near the view),
+   ``spans`` (the spans, only the blocks near the view) and ``every`` (every span, each
+   frame: the selection before levels and ranges), with the levels each band read and the
+   entries read per span; frame-to-frame wall time with at most 3 frames in flight
+   (p50/p99). Goal (H200): select + draw <= 1 ms at every zoom for 10M spans, <= 2 ms for
+   100M; p99 frame <= 16.7 ms.
 4. CPU per frame (uniform write, recording the passes, finish) at 1k vs 10M spans,
    interleaved frame by frame, the GPU idle meanwhile (lavapipe runs it on the same cores):
    must not depend on the span count.
@@ -40,6 +47,7 @@ import wgpu
 
 from engine.graph import FrameContext, RenderGraph
 from engine.inspect.chart import FlameChart
+from engine.inspect.lod import LOD_BYTES, build_levels
 from engine.inspect.synthetic import synthetic_table
 from engine.inspect.traceload import SpanTable, load_trace
 from engine.inspect.view import FlameView
@@ -225,7 +233,7 @@ def tile_table(table: SpanTable, k: int) -> SpanTable:
     )
 
 
-def bench_load(gpu, n: int) -> SpanTable:
+def bench_load(gpu, n: int) -> tuple[SpanTable, list]:
     base = min(n, 10_000_000)
     peak, _ = _peak(synthetic_table, min(n, 1_000_000), lanes=4, seed=1)
     peak *= base / min(n, 1_000_000)
@@ -236,7 +244,7 @@ def bench_load(gpu, n: int) -> SpanTable:
     view = FlameView(table.lane_depths(), 0, int(table.end_ns.max()), (64, 64))
     chart = FlameChart(gpu.device, FMT, view)
     t1 = time.perf_counter()
-    chart.store.upload(table)
+    chart.store.upload(table, lod=False)
     gpu.device.queue.read_buffer(chart.store.chunks[-1], 0, 16)  # wait for the upload
     up = time.perf_counter() - t1
     chunks = len(chart.store.chunks)
@@ -246,14 +254,31 @@ def bench_load(gpu, n: int) -> SpanTable:
         f"({len(table) * 20 / 1e6:.0f} MB in {chunks} chunk(s) of "
         f"{chart.store.chunk_spans:,} spans)"
     )
-    return table
+    cols = (table.start_ns, table.dur_ns, table.lane, table.depth)
+    lod_s, levels = _timed(build_levels, *cols)
+    small = min(n, 1_000_000)  # the peak of a 1M build, scaled (tracemalloc is slow)
+    lod_peak, _ = _peak(build_levels, *(c[:small] for c in cols))
+    t2 = time.perf_counter()
+    chart.store.set_levels(levels, table.name_id)
+    if levels:
+        gpu.device.queue.read_buffer(chart.store.levels[-1].chunks[-1], 0, 16)
+    lod_up = time.perf_counter() - t2
+    entries = sum(len(lv) for lv in levels)
+    sizes = ", ".join(f"{lv.bucket_ns / 1e3:,.0f} us: {len(lv):,}" for lv in levels)
+    print(
+        f"lod    {len(table):,} spans: build {lod_s:.2f} s (peak {lod_peak / small:.0f} B/span), "
+        f"upload {lod_up:.2f} s; {len(levels)} level(s) [bucket: entries] {sizes or '-'}; "
+        f"{entries / len(table):.3f} entries/span, +{entries * LOD_BYTES / len(table):.1f} "
+        f"GPU B/span"
+    )
+    return table, levels
 
 
 class _Rig:
     """A chart drawing into an offscreen target, recorded directly with timestamp queries on
     its two passes (the readback pass is left out: its copy is 48 bytes)."""
 
-    def __init__(self, gpu, table: SpanTable, size, frames: int):
+    def __init__(self, gpu, table: SpanTable, size, frames: int, levels=None):
         self.gpu, self.device, self.size = gpu, gpu.device, size
         self.target = OffscreenTarget(self.device, size)
         self.graph = RenderGraph(self.device, output_format=FMT, size=size)
@@ -262,7 +287,9 @@ class _Rig:
             table.lane_depths(), 0, end, (size[0], size[1] - 16), origin=(0, 16), row_px=16
         )
         self.chart = FlameChart(self.device, FMT, self.view)
-        self.chart.store.upload(table)
+        self.chart.store.upload(table, lod=levels is None)
+        if levels is not None:  # built (and timed) by bench_load
+            self.chart.store.set_levels(levels, table.name_id)
         self.end = end
         self.ts = gpu.has_timestamps
         self.frames = frames
@@ -352,22 +379,32 @@ class _Rig:
         return np.stack([t[:, 1] - t[:, 0], t[:, 3] - t[:, 2]], 1) / 1e6
 
 
-def bench_gpu(gpu, table: SpanTable, size, frames: int) -> None:
-    rig = _Rig(gpu, table, size, frames)
+def bench_gpu(gpu, table: SpanTable, size, frames: int, levels=None) -> None:
+    """The camera path twice on one rig: reading the levels, then every span."""
+    rig = _Rig(gpu, table, size, frames, levels)
     for i in range(3):  # warm-up (pipelines, first uploads)
         rig.camera(i)
         rig.frame(i, False)
     rig.drain()
-    zoom, starts, drawn = [], [], []
+    for mode in ("lod", "spans", "every"):
+        rig.chart.select.lod = mode == "lod"
+        rig.chart.select.ranges = mode != "every"
+        _gpu_run(rig, table, size, frames, mode)
+
+
+def _gpu_run(rig, table: SpanTable, size, frames: int, mode: str) -> None:
+    zoom, starts, used, read = [], [], [], []
     for i in range(frames):
         zoom.append(rig.camera(i))
         starts.append(time.perf_counter())
         rig.frame(i, rig.ts)
+        used.append(rig.chart.select.level)
+        read.append(rig.chart.select.dispatched)
     rig.drain()
     starts.append(time.perf_counter())
     wall = np.diff(starts) * 1e3
     drawn = int(rig.chart.select.read_state()[1])
-    head = f"gpu    {len(table):,} spans {size[0]}x{size[1]}, {frames} frames:"
+    head = f"gpu    {mode:<5} {len(table):,} spans {size[0]}x{size[1]}, {frames} frames:"
     print(
         f"{head} frame wall p50 {_pct(wall, 50):.2f} ms p99 {_pct(wall, 99):.2f} ms "
         f"(<= 3 in flight); instances at the end {drawn:,}"
@@ -376,7 +413,7 @@ def bench_gpu(gpu, table: SpanTable, size, frames: int) -> None:
         print("       GPU timings n/a (no timestamp-query)")
         return
     ms = rig.gpu_ms()
-    z = np.asarray(zoom)
+    z, used, read = np.asarray(zoom), np.asarray(used), np.asarray(read)
     for label, sel in (
         ("all", z >= 0),
         ("out", z < 1 / 3),
@@ -385,16 +422,20 @@ def bench_gpu(gpu, table: SpanTable, size, frames: int) -> None:
     ):
         s, d = ms[sel, 0], ms[sel, 1]
         tot = s + d
+        lv = sorted(set(used[sel].tolist()))
         print(
             f"       zoom {label}: Select p50 {_pct(s, 50):.3f} p99 {_pct(s, 99):.3f} | "
             f"Draw p50 {_pct(d, 50):.3f} p99 {_pct(d, 99):.3f} | "
-            f"both p50 {_pct(tot, 50):.3f} p99 {_pct(tot, 99):.3f} ms"
+            f"both p50 {_pct(tot, 50):.3f} p99 {_pct(tot, 99):.3f} ms | level(s) {lv}, "
+            f"entries read p50 {_pct(read[sel], 50) / len(table):.4f}/span"
         )
 
 
-def bench_cpu(gpu, tables: dict[int, SpanTable], size, frames: int) -> None:
-    """Both span counts interleaved frame by frame (machine load drifts between runs)."""
-    rigs = {n: _Rig(gpu, table, size, frames) for n, table in tables.items()}
+def bench_cpu(gpu, tables: dict[int, SpanTable], size, frames: int, levels=None) -> None:
+    """Both span counts interleaved frame by frame (machine load drifts between runs);
+    ``levels``: span count -> prebuilt levels."""
+    levels = levels or {}
+    rigs = {n: _Rig(gpu, t, size, frames, levels.get(n)) for n, t in tables.items()}
     out = {n: [] for n in rigs}
     for i in range(frames):
         for n, rig in rigs.items():
@@ -430,13 +471,14 @@ def run(gpu, args) -> None:
         bench_file(int(os.environ.get("LANTERN_FLAME_FILE_SPANS", 10_000_000)))
     if not parts & {"load", "gpu", "cpu"}:
         return
-    tables = {}
+    tables, levels = {}, {}
     for n in sizes:
-        tables[n] = bench_load(gpu, n)
+        tables[n], levels[n] = bench_load(gpu, n)
     if "gpu" in parts:
         for n in sizes:
-            bench_gpu(gpu, tables[n], res, frames)
+            bench_gpu(gpu, tables[n], res, frames, levels[n])
     if "cpu" in parts:
         small = synthetic_table(1000, lanes=4, seed=2)
         big = tables[sizes[-1]]
-        bench_cpu(gpu, {len(small): small, len(big): big}, res, max(frames // 2, 12))
+        bench_cpu(gpu, {len(small): small, len(big): big}, res, max(frames // 2, 12),
+                  {len(big): levels[sizes[-1]]})  # fmt: skip
