@@ -250,6 +250,26 @@ class WindowSurface:
         self._x11 = None
         if glfw.get_platform() == glfw.PLATFORM_X11:
             self._x11 = X11ErrorTrap(glfw.get_x11_window(self.window), glfw.get_x11_display())
+            self._guard_reconfigure()
+
+    def _guard_reconfigure(self) -> None:
+        """wgpu-py reconfigures the surface by itself when ``get_current_texture`` finds it
+        lost or outdated, and wgpu-native aborts the process when that surface's window is
+        gone ("Surface does not support the adapter's queue family"): that happened when
+        another X client destroyed the window between our last check and the acquire. So
+        the reconfigure first asks the X server whether the window still exists (a glfw
+        query: ``BadWindow`` sets ``lost``) and skips the frame if not."""
+        real = getattr(self.context, "_configure_screen_real", None)
+        if real is None:  # another wgpu-py: nothing to guard
+            return
+
+        def guarded(*args, **kwargs):
+            self._glfw.get_framebuffer_size(self.window)  # a round trip: errors arrive now
+            if self.lost:
+                raise wgpu.DrawCancelled("the window was destroyed")
+            return real(*args, **kwargs)
+
+        self.context._configure_screen_real = guarded
 
     @property
     def lost(self) -> bool:
@@ -324,13 +344,16 @@ class WindowSurface:
     def configure(self, size: tuple[int, int]) -> None:
         """(Re)configure the surface for a framebuffer of ``size`` pixels (both > 0)."""
         self.context.set_physical_size(*size)
-        self.context.configure(
-            device=self.device,
-            format=self._native,
-            view_formats=[self.format] if self.format != self._native else [],
-            # COPY_SRC: the console's ``capture PATH`` reads the presented frame back.
-            usage=wgpu.TextureUsage.RENDER_ATTACHMENT | wgpu.TextureUsage.COPY_SRC,
-        )
+        try:
+            self.context.configure(
+                device=self.device,
+                format=self._native,
+                view_formats=[self.format] if self.format != self._native else [],
+                # COPY_SRC: the console's ``capture PATH`` reads the presented frame back.
+                usage=wgpu.TextureUsage.RENDER_ATTACHMENT | wgpu.TextureUsage.COPY_SRC,
+            )
+        except wgpu.DrawCancelled:  # the window is gone (see _guard_reconfigure): closing
+            return
         self.size = size
 
     def acquire(self):
