@@ -38,11 +38,20 @@ from itertools import repeat
 from operator import attrgetter
 from pathlib import Path
 
-import msgspec
 import numpy as np
 import orjson
 
-from .jsonstream import BLOCK, EventStream, StreamError, XEvent, gzip_size, open_stream
+from .jsonstream import (
+    BLOCK,
+    BEvent,
+    EEvent,
+    Event,
+    EventStream,
+    StreamError,
+    XEvent,
+    gzip_size,
+    open_stream,
+)
 
 log = logging.getLogger("lantern")
 
@@ -407,6 +416,7 @@ def _load_chrome(path, stream) -> SpanTable:
 
 
 _PLAIN = {int, float}
+_X_FIELDS = tuple(attrgetter(k) for k in ("ts", "dur", "pid", "tid", "name"))
 _KEYS = {int, str}
 ASYNC_BEGIN, ASYNC_END = ("b", "S"), ("e", "F")
 FLOWS = ("s", "t", "f")
@@ -463,16 +473,18 @@ class _ChromeReader:
         ev.append(self.ordinal if event < 0 else event)
 
     def feed_chunk(self, events: list) -> None:
-        """One decoded chunk: the plain ``X`` events as columns, the rest one by one
-        (``XEvent`` structs are all ``X`` events: ``jsonstream._decode``)."""
+        """One decoded chunk (orjson's objects or ``jsonstream.Event`` structs): the plain
+        ``X`` events as columns, the rest one by one in file order."""
         base = self.ordinal
-        if events and isinstance(events[0], XEvent):
-            if len(self._plain_x(events, range(len(events)), base)) != len(events):
-                for k, e in enumerate(events):  # odd values: validated one by one
-                    self.ordinal = base + k
-                    self.feed(msgspec.structs.asdict(e))
-            self.ordinal = base + len(events)
-            return
+        if events and isinstance(events[0], Event):
+            self._feed_structs(events, base)
+        else:
+            self._feed_dicts(events, base)
+        self.ordinal = base + len(events)
+        if len(self.cols[0]) >= 1 << 16:  # Python ints: ~40 B each; numpy from here on
+            self.parts.append(self._cols_part())
+
+    def _feed_dicts(self, events: list, base: int) -> None:
         try:
             phs = list(map(dict.get, events, repeat("ph")))
         except TypeError:  # an event that is not an object: all one by one
@@ -491,22 +503,40 @@ class _ChromeReader:
                 if k not in skip:
                     self.ordinal = base + k
                     self.feed(e)
-        self.ordinal = base + len(events)
+
+    def _feed_structs(self, events: list, base: int) -> None:
+        """Typed events: every ``XEvent`` is plain (msgspec checked the types); ``B``/``E``
+        go straight to the stacks, other phases through ``feed`` as dicts."""
+        types = list(map(type, events))
+        n_x = types.count(XEvent)
+        if n_x == len(events):
+            self._x_columns(events, range(len(events)), base)
+            return
+        if n_x:
+            self._x_columns(events, [k for k, t in enumerate(types) if t is XEvent], base)
+        for k, t in enumerate(types):
+            if t is XEvent:
+                continue
+            self.ordinal = base + k
+            e = events[k]
+            if t is BEvent or t is EEvent:
+                if not abs(e.ts) < MAX_US:
+                    self.bad["event(s) with ts or dur beyond 100 days"] += 1
+                elif t is BEvent:
+                    self.begin(self._track((e.pid, e.tid)), round(e.ts * 1000), e.name)
+                else:
+                    self.end(e.name, round(e.ts * 1000), self._track((e.pid, e.tid)))
+            else:
+                self.feed(e.as_dict())
 
     def _plain_x(self, events: list, xs, base: int):
-        """Vectorised ``X`` events ``xs`` (indices) of a chunk (dicts or ``XEvent``):
-        returns ``xs`` when they were all plain and handled, else an empty list (they go one
-        by one)."""
+        """Vectorised ``X`` events ``xs`` (indices) of a chunk of dicts: returns ``xs`` when
+        they were all plain and handled, else an empty list (they go one by one)."""
         x = events if isinstance(xs, range) else [events[k] for k in xs]
-        if x and isinstance(x[0], XEvent):
-            ts, dur, pid, tid, name = (
-                list(map(attrgetter(k), x)) for k in ("ts", "dur", "pid", "tid", "name")
-            )
-        else:
-            ts, dur, pid, tid, name = (
-                list(map(dict.get, x, repeat(k), repeat(d)))
-                for k, d in (("ts", None), ("dur", None), ("pid", 0), ("tid", 0), ("name", "?"))
-            )
+        ts, dur, pid, tid, name = (
+            list(map(dict.get, x, repeat(k), repeat(d)))
+            for k, d in (("ts", None), ("dur", None), ("pid", 0), ("tid", 0), ("name", "?"))
+        )
         if not (
             set(map(type, ts)) <= _PLAIN
             and set(map(type, dur)) <= _PLAIN
@@ -515,8 +545,20 @@ class _ChromeReader:
             and set(map(type, name)) <= {str}
         ):
             return []
-        t = np.array(ts, np.float64)
-        d = np.array(dur, np.float64)
+        self._x_part(ts, dur, pid, tid, name, xs, base)
+        return xs
+
+    def _x_columns(self, events: list, xs, base: int) -> None:
+        """``XEvent``s ``xs`` (indices) of a chunk as columns."""
+        x = events if isinstance(xs, range) else [events[k] for k in xs]
+        ts, dur = (np.fromiter(map(_X_FIELDS[k], x), np.float64, len(x)) for k in range(2))
+        self._x_part(ts, dur, *(list(map(_X_FIELDS[k], x)) for k in range(2, 5)), xs, base)
+
+    def _x_part(self, ts, dur, pid, tid, name, xs, base: int) -> None:
+        """Plain ``X`` fields (float/int ts and dur, lists of int/str pid and tid, of str
+        name) -> one part of the columns; far or negative ones counted."""
+        t = np.asarray(ts, np.float64)
+        d = np.asarray(dur, np.float64)
         far = ~(np.abs(t) < MAX_US) | ~(d < MAX_US)
         neg = ~far & (d < 0)
         if far.any():
@@ -524,19 +566,37 @@ class _ChromeReader:
         if neg.any():
             self.bad["X event(s) with a negative dur"] += int(neg.sum())
         ok = np.flatnonzero(~far & ~neg)
-        keys = list(zip(pid, tid, strict=True))
-        for k in dict.fromkeys(keys):  # first-appearance order: deterministic ids
-            self._track(k)
-        for n in dict.fromkeys(name):
-            self.names(n)
-        tr = np.fromiter(map(self.tracks.__getitem__, keys), np.int64, len(keys))
-        ids = self.names.ids
-        nid = np.fromiter(map(ids.__getitem__, name), np.int64, len(name))
+        tr = self._track_ids(pid, tid)
+        nid = _ids(name, self.names.ids, self.names)
         begin = np.round(t[ok] * 1000).astype(np.int64)
         end = begin + np.round(d[ok] * 1000).astype(np.int64)
         ev = base + np.asarray(xs, np.int64)[ok]
-        self.parts.append([tr[ok].astype(np.int32), begin, end, nid[ok].astype(np.int32), ev])
-        return xs
+        self.parts.append([tr[ok], begin, end, nid[ok], ev])
+
+    def _track_ids(self, pid: list, tid: list) -> np.ndarray:
+        """``int32`` track of each (pid, tid), new tracks added in order of first
+        appearance. Integer ids on a few tracks (the usual chunk): one vector compare per
+        track instead of a tuple and a dict lookup per event."""
+        p, t = np.array(pid), np.array(tid)
+        if p.dtype.kind == "i" and t.dtype.kind == "i":
+            out = np.full(len(p), -1, np.int32)
+            for _ in range(8):
+                left = np.flatnonzero(out < 0)
+                if not len(left):
+                    return out
+                i = left[0]
+                m = (p[left] == p[i]) & (t[left] == t[i])
+                out[left[m]] = self._track((int(p[i]), int(t[i])))
+        return _ids(list(zip(pid, tid, strict=True)), self.tracks, self._track)
+
+    def _cols_part(self) -> list[np.ndarray]:
+        dtypes = (np.int32, np.int64, np.int64, np.int32, np.int64)
+        part = [np.asarray(c, d) for c, d in zip(self.cols, dtypes, strict=True)]
+        self.cols = ([], [], [], [], [])
+        return part
+
+    def begin(self, track: int, at: int, name) -> None:
+        self.open_b[track].append((at, name, self.ordinal))
 
     def feed(self, e) -> None:
         if not isinstance(e, dict):
@@ -563,15 +623,13 @@ class _ChromeReader:
         elif ph == "X":
             self.complete(e, round(ts * 1000))
         elif ph == "B":
-            self.open_b[self.track(e)].append((round(ts * 1000), e.get("name", "?"), self.ordinal))
+            self.begin(self.track(e), round(ts * 1000), e.get("name", "?"))
         elif ph == "E":
-            self.end(e, round(ts * 1000), self.track(e))
+            self.end(e.get("name", "?"), round(ts * 1000), self.track(e))
         elif ph in ASYNC_BEGIN:
-            self.open_b[self.async_track(e)].append(
-                (round(ts * 1000), e.get("name", "?"), self.ordinal)
-            )
+            self.begin(self.async_track(e), round(ts * 1000), e.get("name", "?"))
         elif ph in ASYNC_END:
-            self.end(e, round(ts * 1000), self.async_track(e), "async end")
+            self.end(e.get("name", "?"), round(ts * 1000), self.async_track(e), "async end")
         else:
             self.instant(e, round(ts * 1000))
 
@@ -618,8 +676,9 @@ class _ChromeReader:
         else:
             self.add(self.track(e), begin, begin + round(dur * 1000), e.get("name", "?"))
 
-    def end(self, e: dict, end: int, track: int, what: str = "E") -> None:
-        """``E``/``e``: closes the newest open begin of its track (the name comes from it)."""
+    def end(self, e_name, end: int, track: int, what: str = "E") -> None:
+        """``E``/``e`` (named ``e_name``, "?" when unnamed): closes the newest open begin
+        of its track (the name comes from it)."""
         stack = self.open_b.get(track)
         if not stack:
             self.bad[f"{what} event(s) without a begin" if what != "E" else
@@ -629,7 +688,7 @@ class _ChromeReader:
         if end < begin:
             self.bad["B/E pair(s) ending before they begin"] += 1
         else:
-            self.add(track, begin, end, e.get("name", name) if name == "?" else name, ordinal)
+            self.add(track, begin, end, e_name if name == "?" else name, ordinal)
 
     def notes(self) -> list[str]:
         left_open = sum(len(s) for s in self.open_b.values())
@@ -645,12 +704,9 @@ class _ChromeReader:
 
     def table(self, path, stream_notes: list[str] | None = None) -> SpanTable:
         notes = list(stream_notes or []) + self.notes()
-        lane, start, end, nid, ev = self.cols
-        dtypes = (np.int32, np.int64, np.int64, np.int32, np.int64)
-        cols = [np.asarray(c, d) for c, d in zip((lane, start, end, nid, ev), dtypes, strict=True)]
-        parts = [*self.parts, list(cols)]
-        self.parts, self.cols = [], ([], [], [], [], [])
-        lane, start, end, nid, ev = (_take_column(parts, i) for i in range(5))
+        parts = [*self.parts, self._cols_part()]
+        self.parts = []
+        lane, start, end, nid, ev = _in_file_order([_take_column(parts, i) for i in range(5)])
         if not len(lane):
             kinds = "X, B/E, b/e or instant events"
             raise TraceError(f"{path}: no drawable span ({kinds}){_why(notes)}")
@@ -714,6 +770,30 @@ class _ChromeReader:
             thread = self.thread_name.get(key, default)
             labels.append(thread if pid == "" else f"{p} / {thread}")
         return remap, labels
+
+
+def _ids(keys: list, table: dict, add) -> np.ndarray:
+    """``int32 (len(keys),)`` ids of ``keys`` in ``table``; new ones added first (``add``),
+    in order of first appearance (deterministic ids)."""
+    try:
+        return np.fromiter(map(table.get, keys), np.int32, len(keys))
+    except TypeError:  # a key not there yet (None)
+        for k in dict.fromkeys(keys):
+            add(k)
+        return np.fromiter(map(table.__getitem__, keys), np.int32, len(keys))
+
+
+def _in_file_order(cols: list[np.ndarray]) -> list[np.ndarray]:
+    """Columns reordered by their last one (the event ordinal, unique per span): the table
+    then depends only on the file, not on how its chunks were cut or decoded (ties in
+    nesting keep file order). Mostly in order already (a sort of runs)."""
+    ev = cols[-1]
+    if len(ev) < 2 or bool(np.all(ev[1:] > ev[:-1])):
+        return cols
+    order = np.argsort(ev, kind="stable")
+    for i, c in enumerate(cols):
+        cols[i] = c[order]
+    return cols
 
 
 def _take_column(parts: list[list[np.ndarray]], i: int) -> np.ndarray:
