@@ -1,0 +1,198 @@
+"""The trace loader's fast path (msgspec structs per chunk, vectorised X columns) against the
+reference: the same file decoded whole by Python's ``json`` module and fed event by event
+through ``_ChromeReader.feed`` (the one place that validates and counts every odd value).
+Every event kind, odd values sprinkled between long clean runs (so both the struct and the
+orjson chunks occur), blocks small enough that most events straddle a cut, plain, gzip and
+unterminated files; compared span by span, with counters, flows, lanes and notes."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+
+import pytest
+
+from engine.inspect import jsonstream, traceload
+from engine.inspect.traceload import load_trace
+
+
+def varied_events(n: int, seed: int) -> list:
+    """About ``n`` events of every kind the loader reads, in time order, odd ones sparse."""
+    rng = random.Random(seed)
+    names = ["Frame", "Update", "渲染", "émoji 🔥", 'q"},{"x', "a\\b", ""]
+    ev: list = [
+        {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "game"}},
+        {"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": "render"}},
+        {"ph": "M", "name": "thread_sort_index", "pid": 1, "tid": 2, "args": {"sort_index": -1}},
+        {"ph": "M", "name": "process_sort_index", "pid": "p", "args": {"sort_index": 3}},
+        {"ph": "M", "name": "thread_name", "pid": "p", "tid": "t", "args": {"name": "io"}},
+    ]
+    open_b: dict = {}
+    t = 0.0
+    for i in range(n):
+        t += rng.choice((0, 0.5, 1, 2.25, 7))
+        pid, tid = rng.choice(((1, 1), (1, 2), (1, 3), ("p", "t"), (2, 1)))
+        name = rng.choice(names)
+        args = {"k": [{"a": i}, {"b": "},{"}], "s": 'q"},{"x'} if i % 4 == 0 else {}
+        r = rng.random()
+        if r < 0.45:  # X, ts/dur as int or float
+            ts = round(t) if i % 3 == 0 else t
+            e = {"ph": "X", "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": i % 9 * 0.5}
+            e["args"] = args
+        elif r < 0.60:  # B/E nested per thread, ends named or not
+            stack = open_b.setdefault((pid, tid), [])
+            if stack and rng.random() < 0.5:
+                stack.pop()
+                e = {"ph": "E", "pid": pid, "tid": tid, "ts": t}
+                if i % 5 == 0:
+                    e["name"] = "late name"
+            else:
+                stack.append(i)
+                e = {"ph": "B", "name": name, "pid": pid, "tid": tid, "ts": t, "args": args}
+                if i % 7 == 0:
+                    del e["name"]
+        elif r < 0.70:  # async begin/end/instant, id or id2, legacy S/T/F
+            ph = rng.choice("bbeenSTF")
+            e = {"ph": ph, "name": name, "cat": rng.choice(("net", "gc")), "pid": pid, "ts": t}
+            if i % 6 == 0:
+                e["id2"] = {"local": "0x1"}
+            else:
+                e["id"] = rng.choice(("0x1", "0x2", 5))
+        elif r < 0.78:  # counters: numbers, numeric strings, a bad value, an id
+            e = {"ph": "C", "name": rng.choice(("heap", "fps")), "pid": pid, "ts": t}
+            e["args"] = {"used": i % 13, "free": str(i % 5), "bad": "x"} if i % 2 else {"v": 1.5}
+            if i % 5 == 0:
+                e["id"] = 3
+        elif r < 0.86:  # instants of every scope
+            e = {"ph": rng.choice("iI"), "name": name, "pid": pid, "tid": tid, "ts": t}
+            e["s"] = rng.choice("tpg")
+        elif r < 0.94:  # flows, some bound to the enclosing slice
+            e = {"ph": rng.choice("stf"), "name": "flow", "cat": "c", "id": i % 4, "pid": pid,
+                 "tid": tid, "ts": t}  # fmt: skip
+            if i % 3 == 0:
+                e["bp"] = "e"
+        else:
+            e = {"ph": rng.choice("PO"), "name": name, "pid": pid, "tid": tid, "ts": t}
+        ev.append(e)
+        if i % 50 == 0:  # a tie: an instant, then a zero-length X at its time on its track
+            ev.append({"ph": "i", "name": "tie i", "pid": 1, "tid": 3, "ts": t})
+            ev.append({"ph": "X", "name": "tie X", "pid": 1, "tid": 3, "ts": t, "dur": 0})
+        if i % 97 == 0:  # odd values: each makes its chunk an orjson one
+            ev.append(rng.choice(ODD))
+    return ev
+
+
+ODD = [
+    {"ph": "X", "name": None, "pid": 1, "tid": 1, "ts": 5, "dur": 1},
+    {"ph": "X", "name": {"b": 1, "a": "é"}, "pid": 1, "tid": 1, "ts": 5, "dur": 1},
+    {"ph": "X", "name": "str ts", "pid": 1, "tid": 1, "ts": "12.5", "dur": 1},
+    {"ph": "X", "name": "no dur", "pid": 1, "tid": 1, "ts": 3},
+    {"ph": "X", "name": "neg", "pid": 1, "tid": 1, "ts": 3, "dur": -2},
+    {"ph": "X", "name": "far", "pid": 1, "tid": 1, "ts": 1e13, "dur": 1},
+    {"ph": "X", "name": "float pid", "pid": 1.5, "tid": 1, "ts": 3, "dur": 1},
+    {"ph": "X", "name": "bool ts", "pid": 1, "tid": 1, "ts": True, "dur": 1},
+    {"ph": "B", "name": "str ts B", "pid": 1, "tid": 9, "ts": "4"},
+    {"ph": "E", "pid": 7, "tid": 7, "ts": 4},  # E without B
+    {"ph": "Z", "name": "unknown phase", "ts": 1},
+    {"name": "no phase", "ts": 1},
+    5,
+    "an event that is a string",
+    {"ph": "C", "name": "no args", "pid": 1, "ts": 1},
+]
+
+
+def spans(t) -> list[tuple]:
+    """Each span as (lane label, absolute start ns, dur ns, depth, name, event ordinal)."""
+    cols = (t.lane, t.start_ns + t.origin_ns, t.dur_ns, t.depth, t.name_id, t.event)
+    return [
+        (t.lanes[ln], s, d, dp, t.names[n], e)
+        for ln, s, d, dp, n, e in zip(*(c.tolist() for c in cols), strict=True)
+    ]
+
+
+def reference(events: list, path: str):
+    """The spec: every event through ``feed`` one by one, in file order."""
+    r = traceload._ChromeReader()
+    for k, e in enumerate(events):
+        r.ordinal = k
+        r.feed(e)
+    r.ordinal = len(events)
+    return r.table(path)
+
+
+def assert_same(got, want) -> None:
+    assert spans(got) == spans(want)
+    assert got.lanes == want.lanes
+    assert sorted(got.notes) == sorted(want.notes)
+    assert [(c.lane, c.name) for c in got.counters] == [(c.lane, c.name) for c in want.counters]
+    for a, b in zip(got.counters, want.counters, strict=True):
+        assert a.t_ns.tolist() == b.t_ns.tolist() and a.value.tolist() == b.value.tolist()
+    fg, fw = got.flows, want.flows
+    assert (fg is None) == (fw is None)
+    if fg is not None:
+        keys = ("t0", "lane0", "depth0", "t1", "lane1", "depth1")
+        assert [getattr(fg, k).tolist() for k in keys] == [getattr(fw, k).tolist() for k in keys]
+
+
+@pytest.fixture
+def decoded(monkeypatch):
+    """Counts of chunks the loader got as msgspec structs and as orjson objects."""
+    seen = {"structs": 0, "orjson": 0}
+    real = jsonstream._decode
+
+    def spy(region):
+        out = real(region)
+        if out:
+            seen["structs" if isinstance(out[0], jsonstream.Event) else "orjson"] += 1
+        return out
+
+    monkeypatch.setattr(jsonstream, "_decode", spy)
+    return seen
+
+
+@pytest.mark.parametrize("block", [61, 700, 1 << 20])
+def test_fast_path_equals_the_event_by_event_reference(tmp_path, monkeypatch, decoded, block):
+    events = varied_events(3000, seed=block)
+    raw = json.dumps({"traceEvents": events, "displayTimeUnit": "ns"}, ensure_ascii=False)
+    plain, gz = tmp_path / "a.json", tmp_path / "a.json.gz"
+    plain.write_text(raw, encoding="utf-8")
+    gz.write_bytes(gzip.compress(raw.encode()))
+    want = reference(json.loads(raw)["traceEvents"], str(plain))
+    assert len(want) > 1500 and want.counters and want.flows is not None  # every kind is there
+    assert len(want.notes) >= 8  # and the odd values were counted
+    monkeypatch.setattr(traceload, "STREAM_BLOCK", block)
+    for path in (plain, gz):
+        got = load_trace(path)
+        assert_same(got, want)
+        assert got.display_unit == "ns"
+    if block < 1000:  # both kinds of chunk occurred (one block: all of it through orjson)
+        assert decoded["structs"] > decoded["orjson"] > 0
+    assert sum(decoded.values()) >= len(raw) // block  # a chunk per block or so (two files)
+
+
+def test_orjson_only_equals_the_fast_path(tmp_path, monkeypatch):
+    """The loader with msgspec switched off (every chunk through orjson dicts) is the same."""
+    events = varied_events(2000, seed=9)
+    p = tmp_path / "a.json"
+    p.write_text(json.dumps(events))
+    monkeypatch.setattr(traceload, "STREAM_BLOCK", 300)
+    fast = load_trace(p)
+    monkeypatch.setattr(jsonstream, "USE_MSGSPEC", False)
+    assert_same(load_trace(p), fast)
+    assert_same(fast, reference(events, str(p)))
+
+
+def test_unterminated_array_gives_the_same_spans_with_a_notice(tmp_path, monkeypatch):
+    events = varied_events(1500, seed=3)
+    p = tmp_path / "open.json"
+    p.write_text(json.dumps(events)[:-1] + ",\n")  # a writer killed mid-run
+    want = reference(events, str(p))
+    monkeypatch.setattr(traceload, "STREAM_BLOCK", 127)
+    got = load_trace(p)
+    assert got.notes[0] == (
+        "the event array is not closed (a writer that stopped early): read up to its last "
+        "whole event"
+    )
+    got.notes = got.notes[1:]
+    assert_same(got, want)
