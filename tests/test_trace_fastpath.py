@@ -11,6 +11,7 @@ import gzip
 import json
 import random
 
+import orjson
 import pytest
 
 from engine.inspect import jsonstream, traceload
@@ -196,3 +197,51 @@ def test_unterminated_array_gives_the_same_spans_with_a_notice(tmp_path, monkeyp
     )
     got.notes = got.notes[1:]
     assert_same(got, want)
+
+
+def telemetry_lines(frames: int, seed: int) -> bytes:
+    """A --telemetry JSONL with frames before the session, a names line midway, bad lines
+    and scopes of every odd kind (a non-integer one sends its batch frame by frame)."""
+    rng = random.Random(seed)
+    out = [{"type": "names", "names": [f"P{i}" for i in range(6)]}]
+    odd = [[0, 5, 2], [99, 1, 2], [-1, 1, 2], [True, 1, 2], [0, -(2**62), 5]]  # numpy's
+    odder = [[0, 1.5, 3], [0, "7", 9], [0, 2**63, 2**63], [0, 1], "abc"]  # frame by frame
+    for f in range(frames):
+        t0 = f * 1_000_000
+        cpu = [[rng.randrange(6), t0 + k * 1000, t0 + k * 1000 + rng.choice((0, 500, 999))]
+               for k in range(rng.randrange(0, 9))]  # fmt: skip
+        gpu = [[k % 6, t0 + k * 3000, t0 + k * 3000 + 1500] for k in range(rng.randrange(0, 5))]
+        if f % 37 == 5:
+            cpu.append(rng.choice(odd))
+        if f % 409 == 5:
+            cpu.append(rng.choice(odder))
+        out.append({"type": "frame", "frame": f, "cpu": cpu, "gpu": gpu})
+        if f == 3:
+            out.append({"type": "session", "gpu_clock_offset_ns": 250})
+        if f == frames // 2:
+            out.append({"type": "names", "names": ["late0", "late1"]})
+        if f % 101 == 7:
+            out.append({"type": "mystery"})
+    lines = [orjson.dumps(x) for x in out]
+    lines.insert(len(lines) // 3, b'{"type": "frame", "cpu": [[0, 1')  # a truncated line
+    return b"\n".join(lines) + b"\n"
+
+
+def test_jsonl_batches_equal_frame_by_frame(tmp_path, monkeypatch):
+    p = tmp_path / "tel.jsonl"
+    p.write_bytes(telemetry_lines(3000, seed=4))
+    real, ran = traceload._frames_vector, []
+    monkeypatch.setattr(traceload, "_frames_vector", lambda *a: ran.append(real(*a)) or ran[-1])
+    fast = load_trace(p)
+    vector = sum(r is not None for r in ran)
+    assert len(ran) - vector > 3 and vector > 10  # both ways ran
+    monkeypatch.setattr(traceload, "_frames_vector", lambda *a: None)
+    slow = load_trace(p)
+    assert len(fast) > 15_000 and fast.lanes == slow.lanes and fast.names == slow.names
+    assert spans_jsonl(fast) == spans_jsonl(slow)
+    assert fast.notes == slow.notes and len(fast.notes) == 4  # bad scopes, lines, frames
+
+
+def spans_jsonl(t) -> list[tuple]:
+    cols = (t.lane, t.start_ns + t.origin_ns, t.dur_ns, t.depth, t.name_id)
+    return list(zip(*(c.tolist() for c in cols), strict=True))

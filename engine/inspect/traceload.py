@@ -34,7 +34,7 @@ import os
 import zlib
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from itertools import repeat
+from itertools import chain, repeat
 from operator import attrgetter
 from pathlib import Path
 
@@ -876,42 +876,47 @@ FRAME_NAMES = ("CPU frame", "GPU frame")  # depth-0 span around each frame's sco
 
 
 def _load_jsonl(path, stream) -> SpanTable:
-    """Line by line; spans go to numpy columns every 64k (memory: ~40 B per span)."""
+    """Line by line; frames go to numpy columns a batch at a time (memory: ~40 B per span)."""
     names: list[str] = []
     session: dict = {}
-    early = []  # frames before the session line (its clock offset is needed)
+    early: list = []  # frames before the session line (its clock offset is needed)
+    batch: list = []  # frames read since the session or names last changed
     bad: Counter = Counter()
-    cols: tuple[list, list, list, list] = ([], [], [], [])
     parts: list[list[np.ndarray]] = []
     gpu_frames = 0
+
+    def flush(frames: list) -> list:
+        nonlocal gpu_frames
+        if frames:
+            parts.append(_frames_part(frames, bad, session, len(names)))
+            gpu_frames += sum(1 for m in frames if m.get("gpu"))
+        return []
+
     for line in stream:
         if not line.strip():
             continue
         try:
             msg = orjson.loads(line)
         except orjson.JSONDecodeError:
+            batch = flush(batch)  # notes in file order
             bad["malformed or truncated line(s)"] += 1
             continue
         kind = msg.get("type") if isinstance(msg, dict) else None
+        if kind == "frame":
+            (batch if session else early).append(msg)
+            if len(batch) >= 4096:
+                batch = flush(batch)
+            continue
+        batch = flush(batch)
         if kind == "session":
             session = msg
-            for m in early:
-                gpu_frames += _frame(cols, bad, m, session, len(names))
-            early = []
+            early = flush(early)
         elif kind == "names" and isinstance(msg.get("names"), list):
             names += [str(n) for n in msg["names"]]
-        elif kind == "frame":
-            if session:
-                gpu_frames += _frame(cols, bad, msg, session, len(names))
-            else:
-                early.append(msg)
         else:
             bad["line(s) of an unknown type"] += 1
-        if len(cols[0]) >= 1 << 16:
-            parts.append(_jsonl_part(cols))
-            cols = ([], [], [], [])
-    for m in early:
-        gpu_frames += _frame(cols, bad, m, session, len(names))
+    batch = flush(batch)
+    early = flush(early)
     offset = session.get("gpu_clock_offset_ns")
     notes = [f"skipped {n} {what}" for what, n in bad.items()]
     if gpu_frames and not isinstance(offset, int):
@@ -919,12 +924,87 @@ def _load_jsonl(path, stream) -> SpanTable:
             f"left out the GPU scopes of {gpu_frames} frame(s): the session has no "
             "gpu_clock_offset_ns to put them on the CPU clock"
         )
-    parts.append(_jsonl_part(cols))
+    parts.append(_jsonl_part(([], [], [], [])))
     lane, start, end, nid = (_take_column(parts, i) for i in range(4))
     if not len(lane):
         raise TraceError(f"{path}: no frame with scopes (record with --profile){_why(notes)}")
     lanes = [CPU_LANE, GPU_LANE]
     return build_table(lane, start, end, nid, names + list(FRAME_NAMES), lanes, notes)
+
+
+def _frames_part(frames: list, bad: Counter, session: dict, n_names: int) -> list[np.ndarray]:
+    """Frame lines -> one part of the columns: vectorised when every scope is three
+    integers (the writer's output), else frame by frame (``_frame``, which checks each)."""
+    part = _frames_vector(frames, bad, session, n_names)
+    if part is None:
+        cols: tuple[list, list, list, list] = ([], [], [], [])
+        for m in frames:
+            _frame(cols, bad, m, session, n_names)
+        part = _jsonl_part(cols)
+    return part
+
+
+LIMIT = 2**62  # scope times beyond it: malformed (int64 ns stay far from overflow)
+
+
+def _frames_vector(frames: list, bad: Counter, session: dict, n_names: int):
+    """``_frame`` for a batch, as numpy: the same spans, in the same order, and the same
+    counts (added in order of first occurrence); None when a value is not a plain integer
+    (or too large to add safely): the caller goes frame by frame."""
+    offset = session.get("gpu_clock_offset_ns")
+    seg_lane, seg_shift, scopes = [], [], []
+    for m in frames:
+        for lane_i, key in ((0, "cpu"), (1, "gpu")):
+            sc = m.get(key)
+            if not sc or (lane_i == 1 and not isinstance(offset, int)):
+                continue
+            if type(sc) is not list:
+                return None
+            seg_lane.append(lane_i)
+            seg_shift.append(offset if lane_i == 1 else 0)
+            scopes.append(sc)
+    counts = np.fromiter(map(len, scopes), np.int64, len(scopes))
+    flat = list(chain.from_iterable(scopes))
+    try:
+        a = np.array(flat) if flat else np.zeros((0, 3), np.int64)
+        shift = np.array(seg_shift, np.int64)
+    except (ValueError, OverflowError):
+        return None
+    if a.dtype.kind != "i" or a.shape[1:] != (3,):  # ints only (bools too: int() agrees)
+        return None
+    if len(a) and (a.max() >= LIMIT or a.min() <= -LIMIT or np.abs(shift).max() >= LIMIT):
+        return None
+    seg = np.repeat(np.arange(len(scopes)), counts)
+    nid, b, e = a[:, 0], a[:, 1] + shift[seg], a[:, 2] + shift[seg]
+    ordered = e >= b
+    malformed = np.bincount(seg[ordered & ((b <= -LIMIT) | (e >= LIMIT))], minlength=len(counts))
+    ok = ordered & (nid >= 0) & (nid < n_names) & (malformed[seg] == 0)
+    n_ok = np.bincount(seg[ok], minlength=len(counts))
+    short = np.where(malformed == 0, counts - n_ok, 0)
+    kinds = [
+        (np.flatnonzero(malformed), "frame(s) with malformed scopes", None),
+        (np.flatnonzero(short), "scope(s) ending before they begin or with an unknown name", short),
+    ]
+    for at, what, n in sorted(kinds, key=lambda k: k[0][0] if len(k[0]) else len(counts)):
+        if len(at):
+            bad[what] += len(at) if n is None else int(n.sum())
+    # each segment with a scope left: its frame span, then its scopes, in order
+    size = np.where(n_ok > 0, n_ok + 1, 0)
+    first = np.cumsum(size) - size
+    has = np.flatnonzero(n_ok)
+    so, bo, eo = seg[ok], b[ok], e[ok]
+    lane_out = np.repeat(np.asarray(seg_lane, np.int32), size)
+    start_out = np.empty(len(lane_out), np.int64)
+    end_out = np.empty(len(lane_out), np.int64)
+    nid_out = np.empty(len(lane_out), np.int32)
+    if len(so):
+        begins = np.flatnonzero(np.r_[True, so[1:] != so[:-1]])
+        start_out[first[has]] = np.minimum.reduceat(bo, begins)
+        end_out[first[has]] = np.maximum.reduceat(eo, begins)
+        nid_out[first[has]] = n_names + lane_out[first[has]]
+        at = first[so] + 1 + np.arange(len(so)) - np.repeat(begins, n_ok[has])
+        start_out[at], end_out[at], nid_out[at] = bo, eo, nid[ok]
+    return [lane_out, start_out, end_out, nid_out]
 
 
 def _jsonl_part(cols) -> list[np.ndarray]:
