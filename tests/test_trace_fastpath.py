@@ -11,6 +11,7 @@ import gzip
 import json
 import random
 
+import numpy as np
 import orjson
 import pytest
 
@@ -245,3 +246,37 @@ def test_jsonl_batches_equal_frame_by_frame(tmp_path, monkeypatch):
 def spans_jsonl(t) -> list[tuple]:
     cols = (t.lane, t.start_ns + t.origin_ns, t.dur_ns, t.depth, t.name_id)
     return list(zip(*(c.tolist() for c in cols), strict=True))
+
+
+def stack_pairs(track: list, kind: list) -> tuple[list, list, list]:
+    """The specification of ``match_pairs``: a stack per track, events in file order."""
+    stacks: dict = {}
+    pairs, lone = [], []
+    for i, (t, k) in enumerate(zip(track, kind, strict=True)):
+        s = stacks.setdefault(t, [])
+        if k > 0:
+            s.append(i)
+        elif s:
+            pairs.append((s.pop(), i))
+        else:
+            lone.append(i)
+    return sorted(pairs), lone, sorted(i for s in stacks.values() for i in s)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_vectorised_begin_end_matching_equals_a_stack(seed):
+    rng = np.random.default_rng(seed)
+    n = 3000
+    track = rng.integers(0, 1 + seed * 3, n).astype(np.int32)
+    p_begin = (0.3, 0.5, 0.7)[seed % 3]  # more ends than begins, even, more begins
+    kind = np.where(rng.random(n) < p_begin, 1, -1).astype(np.int8)
+    kind[rng.random(n) < 0.2] *= 2  # async kinds pair the same way on their tracks
+    ordinal = rng.permutation(n * 2)[:n]  # file order: by ordinal, not by index
+    o = np.argsort(ordinal)
+    b, e, lone, left = traceload.match_pairs(track, kind, ordinal)
+    want_pairs, want_lone, want_left = stack_pairs(track[o].tolist(), kind[o].tolist())
+    rank = np.empty(n, np.int64)
+    rank[o] = np.arange(n)  # index -> position in file order
+    assert sorted(zip(rank[b].tolist(), rank[e].tolist(), strict=True)) == want_pairs
+    assert sorted(rank[lone].tolist()) == want_lone and sorted(rank[left].tolist()) == want_left
+    assert len(want_pairs) > 100 and (want_lone or want_left)

@@ -35,7 +35,7 @@ import zlib
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from itertools import chain, repeat
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from pathlib import Path
 
 import numpy as np
@@ -437,7 +437,10 @@ class _ChromeReader:
         self.cols: tuple[list, list, list, list, list] = ([], [], [], [], [])  # + event
         self.parts: list[tuple[np.ndarray, ...]] = []  # vectorised chunks, same columns
         self.proc_name, self.thread_name, self.proc_sort, self.thread_sort = {}, {}, {}, {}
-        self.open_b: dict[int, list] = defaultdict(list)
+        # begins and ends (B/E, b/e, S/F): matched per track at the end (``match_pairs``)
+        self.be_cols: tuple[list, list, list, list, list] = ([], [], [], [], [])
+        self.be_parts: list[list[np.ndarray]] = []
+        self.be_names = _Names()  # their names (the span's is chosen when matched)
         self.bad: Counter = Counter()
         self.unknown: Counter = Counter()
         self.ordinal = 0  # of the event being read
@@ -483,6 +486,8 @@ class _ChromeReader:
         self.ordinal = base + len(events)
         if len(self.cols[0]) >= 1 << 16:  # Python ints: ~40 B each; numpy from here on
             self.parts.append(self._cols_part())
+        if len(self.be_cols[0]) >= 1 << 16:
+            self.be_parts.append(self._be_part())
 
     def _feed_dicts(self, events: list, base: int) -> None:
         try:
@@ -505,29 +510,41 @@ class _ChromeReader:
                     self.feed(e)
 
     def _feed_structs(self, events: list, base: int) -> None:
-        """Typed events: every ``XEvent`` is plain (msgspec checked the types); ``B``/``E``
-        go straight to the stacks, other phases through ``feed`` as dicts."""
+        """Typed events: every ``XEvent`` is plain (msgspec checked the types), and so is
+        every ``BEvent``/``EEvent``: both as columns; other phases through ``feed`` as
+        dicts, in file order."""
         types = list(map(type, events))
         n_x = types.count(XEvent)
         if n_x == len(events):
             self._x_columns(events, range(len(events)), base)
             return
+        kind = np.fromiter(map(id, types), np.int64, len(types))  # the class of each event
         if n_x:
-            self._x_columns(events, [k for k, t in enumerate(types) if t is XEvent], base)
-        for k, t in enumerate(types):
-            if t is XEvent:
-                continue
-            self.ordinal = base + k
-            e = events[k]
-            if t is BEvent or t is EEvent:
-                if not abs(e.ts) < MAX_US:
-                    self.bad["event(s) with ts or dur beyond 100 days"] += 1
-                elif t is BEvent:
-                    self.begin(self._track((e.pid, e.tid)), round(e.ts * 1000), e.name)
-                else:
-                    self.end(e.name, round(e.ts * 1000), self._track((e.pid, e.tid)))
-            else:
-                self.feed(e.as_dict())
+            xs = np.flatnonzero(kind == id(XEvent))
+            self._x_columns(_take(events, xs), xs, base)
+        be = np.flatnonzero((kind == id(BEvent)) | (kind == id(EEvent)))
+        if len(be):
+            self._be_columns(_take(events, be), kind[be] == id(BEvent), be + base)
+        if n_x + len(be) < len(events):
+            for k in np.flatnonzero((kind != id(XEvent)) & (kind != id(BEvent)) &
+                                    (kind != id(EEvent))).tolist():  # fmt: skip
+                self.ordinal = base + k
+                self.feed(events[k].as_dict())
+
+    def _be_columns(self, x: list, is_begin: np.ndarray, ordinal: np.ndarray) -> None:
+        """``BEvent``s and ``EEvent``s (``is_begin`` tells which) as begin/end columns."""
+        t = np.fromiter(map(_X_FIELDS[0], x), np.float64, len(x))
+        far = ~(np.abs(t) < MAX_US)
+        if far.any():
+            self.bad["event(s) with ts or dur beyond 100 days"] += int(far.sum())
+            keep = np.flatnonzero(~far)
+            x, is_begin, ordinal, t = _take(x, keep), is_begin[keep], ordinal[keep], t[keep]
+        pid, tid, name = (list(map(_X_FIELDS[k], x)) for k in range(2, 5))
+        self.be_parts.append([
+            self._track_ids(pid, tid), np.round(t * 1000).astype(np.int64),
+            np.where(is_begin, 1, -1).astype(np.int8), _ids(name, self.be_names.ids,
+            self.be_names), np.asarray(ordinal, np.int64),
+        ])  # fmt: skip
 
     def _plain_x(self, events: list, xs, base: int):
         """Vectorised ``X`` events ``xs`` (indices) of a chunk of dicts: returns ``xs`` when
@@ -548,9 +565,8 @@ class _ChromeReader:
         self._x_part(ts, dur, pid, tid, name, xs, base)
         return xs
 
-    def _x_columns(self, events: list, xs, base: int) -> None:
-        """``XEvent``s ``xs`` (indices) of a chunk as columns."""
-        x = events if isinstance(xs, range) else [events[k] for k in xs]
+    def _x_columns(self, x: list, xs, base: int) -> None:
+        """``XEvent``s ``x`` (``xs``: their indices in the chunk) as columns."""
         ts, dur = (np.fromiter(map(_X_FIELDS[k], x), np.float64, len(x)) for k in range(2))
         self._x_part(ts, dur, *(list(map(_X_FIELDS[k], x)) for k in range(2, 5)), xs, base)
 
@@ -595,8 +611,17 @@ class _ChromeReader:
         self.cols = ([], [], [], [], [])
         return part
 
-    def begin(self, track: int, at: int, name) -> None:
-        self.open_b[track].append((at, name, self.ordinal))
+    def _be_part(self) -> list[np.ndarray]:
+        dtypes = (np.int32, np.int64, np.int8, np.int32, np.int64)
+        part = [np.asarray(c, d) for c, d in zip(self.be_cols, dtypes, strict=True)]
+        self.be_cols = ([], [], [], [], [])
+        return part
+
+    def begin(self, track: int, at: int, name, kind: int = 1) -> None:
+        """A begin (``kind`` 1: ``B``, 2: async) at ``at`` ns; matched in ``_pairs``."""
+        for col, v in zip(self.be_cols, (track, at, kind, self.be_names(name), self.ordinal),
+                          strict=True):  # fmt: skip
+            col.append(v)
 
     def feed(self, e) -> None:
         if not isinstance(e, dict):
@@ -625,11 +650,11 @@ class _ChromeReader:
         elif ph == "B":
             self.begin(self.track(e), round(ts * 1000), e.get("name", "?"))
         elif ph == "E":
-            self.end(e.get("name", "?"), round(ts * 1000), self.track(e))
+            self.begin(self.track(e), round(ts * 1000), e.get("name", "?"), -1)
         elif ph in ASYNC_BEGIN:
-            self.begin(self.async_track(e), round(ts * 1000), e.get("name", "?"))
+            self.begin(self.async_track(e), round(ts * 1000), e.get("name", "?"), 2)
         elif ph in ASYNC_END:
-            self.end(e.get("name", "?"), round(ts * 1000), self.async_track(e), "async end")
+            self.begin(self.async_track(e), round(ts * 1000), e.get("name", "?"), -2)
         else:
             self.instant(e, round(ts * 1000))
 
@@ -676,24 +701,32 @@ class _ChromeReader:
         else:
             self.add(self.track(e), begin, begin + round(dur * 1000), e.get("name", "?"))
 
-    def end(self, e_name, end: int, track: int, what: str = "E") -> None:
-        """``E``/``e`` (named ``e_name``, "?" when unnamed): closes the newest open begin
-        of its track (the name comes from it)."""
-        stack = self.open_b.get(track)
-        if not stack:
-            self.bad[f"{what} event(s) without a begin" if what != "E" else
-                     "E event(s) without a B"] += 1  # fmt: skip
-            return
-        begin, name, ordinal = stack.pop()
-        if end < begin:
-            self.bad["B/E pair(s) ending before they begin"] += 1
-        else:
-            self.add(track, begin, end, e_name if name == "?" else name, ordinal)
+    def _pairs(self) -> None:
+        """Every begin matched with its end as a stack per track would (``match_pairs``):
+        the spans (named by the begin, or by the end when the begin has no name) and the
+        counts of what did not pair."""
+        parts = [*self.be_parts, self._be_part()]
+        self.be_parts = []
+        track, at, kind, name, ordinal = (_take_column(parts, i) for i in range(5))
+        b, e, lone_end, left_open = match_pairs(track, kind, ordinal)
+        lone_async = int((kind[lone_end] == -2).sum())
+        for what, n in (("E event(s) without a B", len(lone_end) - lone_async),
+                        ("async end event(s) without a begin", lone_async),
+                        ("B event(s) without an E", len(left_open))):  # fmt: skip
+            if n:
+                self.bad[what] += n
+        back = at[e] < at[b]
+        if back.any():
+            self.bad["B/E pair(s) ending before they begin"] += int(back.sum())
+            b, e = b[~back], e[~back]
+        unnamed = self.be_names.ids.get("?", -1)
+        chosen = np.where(name[b] == unnamed, name[e], name[b])
+        used, inverse = np.unique(chosen, return_inverse=True)
+        labels = list(self.be_names.ids)
+        nid = np.array([self.names(labels[i]) for i in used.tolist()], np.int32)[inverse]
+        self.parts.append([track[b], at[b], at[e], nid.reshape(-1), ordinal[b]])
 
     def notes(self) -> list[str]:
-        left_open = sum(len(s) for s in self.open_b.values())
-        if left_open:
-            self.bad["B event(s) without an E"] += left_open
         notes = [f"skipped {n} {what}" for what, n in self.bad.items()]
         if self.unknown:
             kinds = ", ".join(f"{ph!r} x{n}" for ph, n in sorted(self.unknown.items()))
@@ -703,6 +736,7 @@ class _ChromeReader:
         return notes
 
     def table(self, path, stream_notes: list[str] | None = None) -> SpanTable:
+        self._pairs()
         notes = list(stream_notes or []) + self.notes()
         parts = [*self.parts, self._cols_part()]
         self.parts = []
@@ -770,6 +804,52 @@ class _ChromeReader:
             thread = self.thread_name.get(key, default)
             labels.append(thread if pid == "" else f"{p} / {thread}")
         return remap, labels
+
+
+def match_pairs(track: np.ndarray, kind: np.ndarray, ordinal: np.ndarray):
+    """Begins (``kind > 0``) and ends (``kind < 0``) paired as a stack per track would in
+    file order (``ordinal``): an end closes the newest open begin of its track; an end with
+    none open is lone; begins never closed are left open.
+
+    Vectorised: per track, the stack depth is the running sum of +1/-1 reflected at zero
+    (an end at depth 0 changes nothing: ``d = c - min(0, running min of c)``); an end pairs
+    with the begin that pushed the depth it pops, which is the previous event of the same
+    (track, level) in file order (between the two the depth stays at or above the level).
+
+    Returns:
+        ``(begin, end, lone_end, left_open)``: ``int64`` indices into the inputs; the
+        pairs in (track, level, file) order.
+    """
+    n = len(kind)
+    o = np.lexsort((ordinal, track))
+    tr = np.asarray(track)[o]
+    step = np.where(np.asarray(kind)[o] > 0, 1, -1).astype(np.int64)
+    first = np.r_[True, tr[1:] != tr[:-1]] if n else np.zeros(0, bool)
+    group = np.cumsum(first) - 1
+    c = np.cumsum(step)
+    c -= (c - step)[first][group]  # running sum within the track
+    big = 2 * n + 2  # offsets keep each track's running minimum its own
+    low = np.minimum.accumulate(c - group * big) + group * big
+    depth = c - np.minimum(low, 0)
+    before = np.where(first, 0, np.r_[0, depth[:-1]])
+    is_end = step < 0
+    closes = is_end & (before > 0)
+    level = np.where(is_end, before, depth)
+    idx = np.flatnonzero(~is_end | closes)
+    idx = idx[np.lexsort((idx, level[idx], tr[idx]))]
+    ends = np.flatnonzero(is_end[idx])
+    begins = idx[ends - 1]
+    paired = np.zeros(n, bool)
+    paired[begins] = True
+    left = np.flatnonzero(~is_end & ~paired)
+    return o[begins], o[idx[ends]], o[np.flatnonzero(is_end & ~closes)], o[left]
+
+
+def _take(items: list, idx: np.ndarray) -> list:
+    """``[items[i] for i in idx]`` at C speed."""
+    if len(idx) == 1:
+        return [items[int(idx[0])]]
+    return list(itemgetter(*idx.tolist())(items)) if len(idx) else []
 
 
 def _ids(keys: list, table: dict, add) -> np.ndarray:
