@@ -3,8 +3,9 @@ file size, plain or gzip (stdlib ``gzip``: decompressed as it is read).
 
 The stream is read in blocks of ``BLOCK`` bytes. Each block is cut after its last ``},{``
 (optionally with a space or newline after the comma): the events before the cut are one
-chunk, decoded as ``[`` + chunk + ``]`` (``_decode``: msgspec structs when all are complete
-events, else orjson objects). A cut that lands inside a nested value
+chunk, decoded as ``[`` + chunk + ``]`` (``_decode``: msgspec ``Event`` structs, one class per
+phase, when every event is of a known phase with plainly typed fields, else orjson
+objects). A cut that lands inside a nested value
 or a string can never decode (the brackets or the quotes would not balance), so a chunk that
 fails is retried at the previous candidate cut; only a block with no valid cut waits for
 more data. Memory: the block, the chunk's decoded events and one partial event.

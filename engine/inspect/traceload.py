@@ -427,8 +427,11 @@ class _ChromeReader:
     """Chrome events -> span columns, a chunk at a time; bad events counted by kind.
 
     ``X`` events whose fields are plain (numeric ts/dur, int or string pid/tid, string
-    name: nearly all) are converted as numpy columns per chunk; anything else goes through
-    ``feed`` one event at a time, which validates and counts every odd value."""
+    name: nearly all) are converted as numpy columns per chunk, and so are ``B``/``E``
+    events decoded as structs; anything else goes through ``feed`` one event at a time,
+    which validates and counts every odd value (the specification the fast paths are
+    tested against). Begins and ends of every kind are paired at the end (``_pairs``);
+    the spans are then put in file order (``_in_file_order``)."""
 
     def __init__(self):
         self.names = _Names()
