@@ -232,11 +232,20 @@ def test_jsonl_batches_equal_frame_by_frame(tmp_path, monkeypatch):
     p = tmp_path / "tel.jsonl"
     p.write_bytes(telemetry_lines(3000, seed=4))
     real, ran = traceload._frames_vector, []
-    monkeypatch.setattr(traceload, "_frames_vector", lambda *a: ran.append(real(*a)) or ran[-1])
+
+    def spy(frames, *a):
+        ran.append((real(frames, *a), all(type(m) is traceload.FrameLine for m in frames)))
+        return ran[-1][0]
+
+    monkeypatch.setattr(traceload, "_frames_vector", spy)
+    monkeypatch.setattr(traceload, "STREAM_BLOCK", 3000)  # many blocks of frame lines only
     fast = load_trace(p)
-    vector = sum(r is not None for r in ran)
+    vector = sum(r is not None for r, _ in ran)
     assert len(ran) - vector > 3 and vector > 10  # both ways ran
+    assert 10 < sum(msgspec for _, msgspec in ran) < len(ran)  # lines decoded by msgspec too
+    # the reference: every line by orjson, every frame by _frame
     monkeypatch.setattr(traceload, "_frames_vector", lambda *a: None)
+    monkeypatch.setattr(traceload, "_FRAME_LINES", traceload.msgspec.json.Decoder(bool))
     slow = load_trace(p)
     assert len(fast) > 15_000 and fast.lanes == slow.lanes and fast.names == slow.names
     assert spans_jsonl(fast) == spans_jsonl(slow)

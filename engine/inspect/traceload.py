@@ -33,11 +33,13 @@ import math
 import os
 import zlib
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import chain, repeat
 from operator import attrgetter, itemgetter
 from pathlib import Path
 
+import msgspec
 import numpy as np
 import orjson
 
@@ -224,7 +226,8 @@ def _rows_disjoint(d: np.ndarray, s: np.ndarray, e: np.ndarray) -> bool:
         return True
     if d.min() < 0:
         return False
-    o = np.lexsort((s, d))
+    # (depth, start) order: ``s`` ascends already, so a stable (radix) sort by depth gives it
+    o = np.argsort(d.astype(np.uint16) if d.max() < 1 << 16 else d, kind="stable")
     same = d[o][1:] == d[o][:-1]
     return bool(np.all(~same | (e[o][:-1] <= s[o][1:])))
 
@@ -958,8 +961,45 @@ def _why(notes: list[str]) -> str:
 FRAME_NAMES = ("CPU frame", "GPU frame")  # depth-0 span around each frame's scopes
 
 
+class FrameLine(msgspec.Struct, tag_field="type", tag="frame", gc=False):
+    """A telemetry ``frame`` line whose scopes are all ``[name, begin, end]`` integers
+    (msgspec checks them while decoding); ``get`` as a dict's."""
+
+    cpu: list[tuple[int, int, int]] = []
+    gpu: list[tuple[int, int, int]] = []
+
+    def get(self, key: str, default=None):
+        return getattr(self, key, default)
+
+
+_FRAME_LINES = msgspec.json.Decoder(FrameLine)
+
+
+def _jsonl_blocks(stream, block: int = BLOCK) -> Iterator[list]:
+    """The stream as blocks of whole lines: a list of ``FrameLine`` when every line of the
+    block is a plain frame (one msgspec call), else the lines (bytes) to read one by one."""
+    rest = b""
+    while True:
+        data = stream.read(block)
+        buf = rest + data
+        if not buf:
+            return
+        cut = buf.rfind(b"\n") + 1 if data else len(buf)
+        if cut == 0:
+            rest = buf
+            continue
+        chunk, rest = buf[:cut], buf[cut:]
+        lines = chunk.count(b"\n") + (not chunk.endswith(b"\n"))
+        try:
+            frames = _FRAME_LINES.decode_lines(chunk)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            frames = None
+        yield frames if frames is not None and len(frames) == lines else chunk.split(b"\n")
+
+
 def _load_jsonl(path, stream) -> SpanTable:
-    """Line by line; frames go to numpy columns a batch at a time (memory: ~40 B per span)."""
+    """Line by line (a block of plain frame lines at once); frames go to numpy columns a
+    batch at a time (memory: ~40 B per span)."""
     names: list[str] = []
     session: dict = {}
     early: list = []  # frames before the session line (its clock offset is needed)
@@ -975,29 +1015,38 @@ def _load_jsonl(path, stream) -> SpanTable:
             gpu_frames += sum(1 for m in frames if m.get("gpu"))
         return []
 
-    for line in stream:
-        if not line.strip():
-            continue
-        try:
-            msg = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            batch = flush(batch)  # notes in file order
-            bad["malformed or truncated line(s)"] += 1
-            continue
-        kind = msg.get("type") if isinstance(msg, dict) else None
-        if kind == "frame":
-            (batch if session else early).append(msg)
+    for block in _jsonl_blocks(stream, STREAM_BLOCK):
+        typed = bool(block) and type(block[0]) is FrameLine
+        if batch and (type(batch[-1]) is FrameLine) != typed:
+            batch = flush(batch)  # batches all of msgspec's (no checks) or all of orjson's
+        if typed:
+            (batch if session else early).extend(block)
             if len(batch) >= 4096:
                 batch = flush(batch)
             continue
-        batch = flush(batch)
-        if kind == "session":
-            session = msg
-            early = flush(early)
-        elif kind == "names" and isinstance(msg.get("names"), list):
-            names += [str(n) for n in msg["names"]]
-        else:
-            bad["line(s) of an unknown type"] += 1
+        for line in block:
+            if not line.strip():
+                continue
+            try:
+                msg = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                batch = flush(batch)  # notes in file order
+                bad["malformed or truncated line(s)"] += 1
+                continue
+            kind = msg.get("type") if isinstance(msg, dict) else None
+            if kind == "frame":
+                (batch if session else early).append(msg)
+                if len(batch) >= 4096:
+                    batch = flush(batch)
+                continue
+            batch = flush(batch)
+            if kind == "session":
+                session = msg
+                early = flush(early)
+            elif kind == "names" and isinstance(msg.get("names"), list):
+                names += [str(n) for n in msg["names"]]
+            else:
+                bad["line(s) of an unknown type"] += 1
     batch = flush(batch)
     early = flush(early)
     offset = session.get("gpu_clock_offset_ns")
@@ -1049,8 +1098,11 @@ def _frames_vector(frames: list, bad: Counter, session: dict, n_names: int):
     counts = np.fromiter(map(len, scopes), np.int64, len(scopes))
     flat = list(chain.from_iterable(scopes))
     try:
-        a = np.array(flat) if flat else np.zeros((0, 3), np.int64)
         shift = np.array(seg_shift, np.int64)
+        if all(type(m) is FrameLine for m in frames):  # integer triples: no check needed
+            a = np.fromiter(chain.from_iterable(flat), np.int64, 3 * len(flat)).reshape(-1, 3)
+        else:
+            a = np.array(flat) if flat else np.zeros((0, 3), np.int64)
     except (ValueError, OverflowError):
         return None
     if a.dtype.kind != "i" or a.shape[1:] != (3,):  # ints only (bools too: int() agrees)
