@@ -289,3 +289,16 @@ def test_vectorised_begin_end_matching_equals_a_stack(seed):
     assert sorted(zip(rank[b].tolist(), rank[e].tolist(), strict=True)) == want_pairs
     assert sorted(rank[lone].tolist()) == want_lone and sorted(rank[left].tolist()) == want_left
     assert len(want_pairs) > 100 and (want_lone or want_left)
+
+
+@pytest.mark.parametrize("at", [200, 0.6, None])  # corrupt early or midway, truncated
+def test_damaged_gzip_is_one_line(tmp_path, at):
+    raw = gzip.compress(json.dumps(varied_events(3000, seed=1)).encode())
+    k = int(at * len(raw)) if isinstance(at, float) else at
+    bad = raw[:-9] if at is None else raw[:k] + bytes(range(256)) * 4 + raw[k + 1024 :]
+    p = tmp_path / "bad.json.gz"
+    p.write_bytes(bad)
+    with pytest.raises(traceload.TraceError) as e:
+        load_trace(p)
+    msg = str(e.value)
+    assert msg.startswith(f"{p}: cannot read, truncated or corrupt (") and "\n" not in msg

@@ -1,5 +1,5 @@
 """A Chrome trace's event array read as a stream of decoded chunks: bounded memory for any
-file size, plain or gzip (stdlib ``gzip``: decompressed as it is read).
+file size, plain or gzip (ISA-L's ``igzip``: decompressed as it is read).
 
 The stream is read in blocks of ``BLOCK`` bytes. Each block is cut after its last ``},{``
 (optionally with a space or newline after the comma): the events before the cut are one
@@ -17,15 +17,17 @@ the writer never closed (a crashed writer) is read up to its last whole event, w
 
 from __future__ import annotations
 
-import gzip
 import os
 import re
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Union
 
 import msgspec
 import orjson
+from isal import igzip
+from isal.igzip_lib import IsalError
 from msgspec import UNSET
 
 BLOCK = 2 << 20
@@ -34,6 +36,7 @@ OTHER_MAX = 16 << 20  # object members outside traceEvents kept (metadata)
 _CUTS = (b"},{", b"},\n{", b"}, {", b"},\r\n{")
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 GZIP_MAGIC = b"\x1f\x8b"
+GZIP_ERRORS = (zlib.error, IsalError)  # corrupt compressed data (truncated: EOFError)
 
 
 class StreamError(ValueError):
@@ -61,11 +64,13 @@ class StreamInfo:
 
 
 def open_stream(path: str):
-    """The file as a binary stream, gunzipped when it starts with the gzip magic."""
+    """The file as a binary stream, gunzipped when it starts with the gzip magic (ISA-L's
+    ``igzip``: a ``gzip.GzipFile`` that inflates ~3x faster than zlib; corrupt data raises
+    one of ``GZIP_ERRORS``)."""
     f = open(path, "rb")  # noqa: SIM115 (returned)
     if f.read(2) == GZIP_MAGIC:
         f.close()
-        return gzip.open(path, "rb"), True
+        return igzip.open(path, "rb"), True
     f.seek(0)
     return f, False
 

@@ -31,7 +31,6 @@ import gc
 import logging
 import math
 import os
-import zlib
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -45,6 +44,7 @@ import orjson
 
 from .jsonstream import (
     BLOCK,
+    GZIP_ERRORS,
     BEvent,
     EEvent,
     Event,
@@ -304,8 +304,8 @@ def load_trace(path: str | Path) -> SpanTable:
         try:
             head = stream.read(4096)
             stream.seek(0)
-        except (OSError, EOFError) as e:
-            raise TraceError(f"{path}: cannot read ({e})") from None
+        except (OSError, EOFError, *GZIP_ERRORS) as e:
+            raise TraceError(f"{path}: cannot read, truncated or corrupt ({e})") from None
         if not head.strip():
             raise TraceError(f"{path}: empty file; give a Chrome trace JSON or a --telemetry JSONL")
         first = head.lstrip()[:200]
@@ -319,7 +319,7 @@ def load_trace(path: str | Path) -> SpanTable:
                 f"{path}: ran out of memory loading this {_gb(size)} trace "
                 f"({_gb(_available_bytes())} available); close other programs or split it"
             ) from None
-        except (OSError, EOFError, zlib.error) as e:
+        except (OSError, EOFError, *GZIP_ERRORS) as e:
             raise TraceError(f"{path}: cannot read, truncated or corrupt ({e})") from None
     if len(table.lanes) > MAX_ROWS or (len(table) and int(table.depth.max()) >= MAX_ROWS):
         raise TraceError(
