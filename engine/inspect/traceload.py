@@ -192,32 +192,44 @@ def nest_order(lane: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarr
     """Indices by (lane, start, longest first). A file in time order (the usual case) needs
     only a radix sort of the lane (its spans are then already in order within each lane,
     checked); anything else a full ``lexsort``."""
+    return _nest_order(lane, start, end)[0]
+
+
+def _nest_order(lane, start, end) -> tuple[np.ndarray, ...]:
+    """``(nest_order, lane, start, end in that order)``."""
     if len(lane) and int(lane.max()) < 1 << 16 and int(lane.min()) >= 0:
         o = np.argsort(lane.astype(np.uint16), kind="stable")
-        ln, st, du = lane[o], start[o], (end - start)[o]
+        ln, st, en = lane[o], start[o], end[o]
         same = ln[1:] == ln[:-1]
         back = st[1:] < st[:-1]
-        tie = (st[1:] == st[:-1]) & (du[1:] > du[:-1])
+        tie = (st[1:] == st[:-1]) & (en[1:] > en[:-1])  # same start: longer first
         if not np.any(same & (back | tie)):
-            return o
-    return np.lexsort((start - end, start, lane))
+            return o, ln, st, en
+    o = np.lexsort((start - end, start, lane))
+    return o, lane[o], start[o], end[o]
 
 
 def _nest(lane: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(depth uint32 (n,), nest_order)``."""
-    order = nest_order(lane, start, end)
-    ln, st, en = lane[order], start[order], end[order]
+    depth, order, _, _, _ = _nest_cols(lane, start, end)
+    out = np.zeros(len(order), np.uint32)
+    out[order] = depth
+    return out, order
+
+
+def _nest_cols(lane, start, end) -> tuple[np.ndarray, ...]:
+    """``(depth, nest_order, lane, start, end)``, all but the order in nest order."""
+    order, ln, st, en = _nest_order(lane, start, end)
     depth = np.zeros(len(order), np.int64)
     bounds = np.flatnonzero(np.r_[True, ln[1:] != ln[:-1], True]) if len(ln) else [0]
     for a, b in zip(bounds[:-1], bounds[1:], strict=True):
         s, e = st[a:b], en[a:b]
-        d = np.arange(b - a) - np.searchsorted(np.sort(e), s, side="right")
+        # ends in start order are runs (siblings rise, nested ones fall): timsort merges them
+        d = np.arange(b - a) - np.searchsorted(np.sort(e, kind="stable"), s, side="right")
         if not _rows_disjoint(d, s, e):
             d = _stack_depth(s.tolist(), e.tolist())
         depth[a:b] = d
-    out = np.zeros(len(order), np.uint32)
-    out[order] = depth
-    return out, order
+    return depth, order, ln, st, en
 
 
 def _rows_disjoint(d: np.ndarray, s: np.ndarray, e: np.ndarray) -> bool:
@@ -255,22 +267,27 @@ def build_table(
     event: np.ndarray | None = None,
 ) -> SpanTable:
     """Columns (absolute ns) -> a sorted ``SpanTable`` with depths (computed unless given)."""
-    lane = np.asarray(lane, np.int64)
+    lane = np.asarray(lane)
+    lane = lane if lane.dtype.kind == "i" else lane.astype(np.int64)
     start = np.asarray(start, np.int64)
     end = np.asarray(end, np.int64)
     if depth is None:
         # the nesting order (lane, start, longest first) is a few sorted runs by start (one
-        # per lane): a stable sort by start merges them, ties left in (lane, depth) order
-        depth, nest = _nest(lane, start, end)
-        order = nest[np.argsort(start[nest], kind="stable")]
+        # per lane): a stable sort by start merges them, ties left in (lane, depth) order;
+        # the columns already gathered in nesting order are reused
+        depth, nest, ln, st, en = _nest_cols(lane, start, end)
+        by_start = np.argsort(st, kind="stable")
+        order = nest[by_start]
+        start, dur, lane, depth = st[by_start], (en - st)[by_start], ln[by_start], depth[by_start]
     else:
         order = np.lexsort((depth, lane, start))
-    origin = int(start.min()) if len(start) else 0
+        start, dur, lane, depth = start[order], (end - start)[order], lane[order], depth[order]
+    origin = int(start[0]) if len(start) else 0
     return SpanTable(
-        start_ns=start[order] - origin,
-        dur_ns=(end - start)[order],
-        lane=lane[order].astype(np.uint32),
-        depth=np.asarray(depth, np.uint32)[order],
+        start_ns=start - origin,
+        dur_ns=dur,
+        lane=lane.astype(np.uint32),
+        depth=np.asarray(depth, np.uint32),
         name_id=np.asarray(name_id, np.uint32)[order],
         names=list(names),
         lanes=list(lanes),
