@@ -267,33 +267,54 @@ def build_table(
     event: np.ndarray | None = None,
 ) -> SpanTable:
     """Columns (absolute ns) -> a sorted ``SpanTable`` with depths (computed unless given)."""
-    lane = np.asarray(lane)
+    return _build_table([lane, start, end, name_id, event], names, lanes, notes, depth)
+
+
+def _build_table(cols: list, names, lanes, notes, depth) -> SpanTable:
+    """``build_table`` of ``cols`` (lane, start, end, name_id, event or None), which it owns:
+    each column is dropped from the list, and freed, once it is no longer needed (the peak
+    memory of a large load is here)."""
+    lane, start, end = (
+        np.asarray(cols[0]),
+        np.asarray(cols[1], np.int64),
+        np.asarray(cols[2], np.int64),
+    )
+    cols[:3] = None, None, None
     lane = lane if lane.dtype.kind == "i" else lane.astype(np.int64)
-    start = np.asarray(start, np.int64)
-    end = np.asarray(end, np.int64)
     if depth is None:
         # the nesting order (lane, start, longest first) is a few sorted runs by start (one
         # per lane): a stable sort by start merges them, ties left in (lane, depth) order;
         # the columns already gathered in nesting order are reused
         depth, nest, ln, st, en = _nest_cols(lane, start, end)
+        del lane, start, end
         by_start = np.argsort(st, kind="stable")
         order = nest[by_start]
-        start, dur, lane, depth = st[by_start], (en - st)[by_start], ln[by_start], depth[by_start]
+        del nest
+        en -= st
+        dur = en[by_start]
+        del en
+        start, lane, depth = st[by_start], ln[by_start].astype(np.uint32), depth[by_start]
+        del st, ln, by_start
     else:
         order = np.lexsort((depth, lane, start))
         start, dur, lane, depth = start[order], (end - start)[order], lane[order], depth[order]
+        del end
     origin = int(start[0]) if len(start) else 0
+    start -= origin
+    name_id = np.asarray(cols[3], np.uint32)[order]
+    event = np.asarray(cols[4], np.int64)[order] if cols[4] is not None else np.zeros(0, np.int64)
+    cols[3:] = None, None
     return SpanTable(
-        start_ns=start - origin,
+        start_ns=start,
         dur_ns=dur,
         lane=lane.astype(np.uint32),
         depth=np.asarray(depth, np.uint32),
-        name_id=np.asarray(name_id, np.uint32)[order],
+        name_id=name_id,
         names=list(names),
         lanes=list(lanes),
         origin_ns=origin,
         notes=list(notes or []),
-        event=np.asarray(event, np.int64)[order] if event is not None else np.zeros(0, np.int64),
+        event=event,
     )
 
 
@@ -763,13 +784,13 @@ class _ChromeReader:
         notes = list(stream_notes or []) + self.notes()
         parts = [*self.parts, self._cols_part()]
         self.parts = []
-        lane, start, end, nid, ev = _in_file_order([_take_column(parts, i) for i in range(5)])
-        if not len(lane):
+        cols = _in_file_order([_take_column(parts, i) for i in range(5)])
+        if not len(cols[0]):
             kinds = "X, B/E, b/e or instant events"
             raise TraceError(f"{path}: no drawable span ({kinds}){_why(notes)}")
-        remap, labels = self.lane_order(np.unique(lane))
-        names = list(self.names.ids)
-        table = build_table(remap[lane], start, end, nid, names, labels, notes, event=ev)
+        remap, labels = self.lane_order(np.unique(cols[0]))
+        cols[0] = remap.astype(np.int32)[cols[0]]
+        table = _build_table(cols, list(self.names.ids), labels, notes, None)
         self._add_counters(table)
         self._add_flows(table, remap)
         return table
@@ -1074,11 +1095,10 @@ def _load_jsonl(path, stream) -> SpanTable:
             "gpu_clock_offset_ns to put them on the CPU clock"
         )
     parts.append(_jsonl_part(([], [], [], [])))
-    lane, start, end, nid = (_take_column(parts, i) for i in range(4))
-    if not len(lane):
+    cols = [*(_take_column(parts, i) for i in range(4)), None]
+    if not len(cols[0]):
         raise TraceError(f"{path}: no frame with scopes (record with --profile){_why(notes)}")
-    lanes = [CPU_LANE, GPU_LANE]
-    return build_table(lane, start, end, nid, names + list(FRAME_NAMES), lanes, notes)
+    return _build_table(cols, names + list(FRAME_NAMES), [CPU_LANE, GPU_LANE], notes, None)
 
 
 def _frames_part(frames: list, bad: Counter, session: dict, n_names: int) -> list[np.ndarray]:
