@@ -865,22 +865,34 @@ def match_pairs(track: np.ndarray, kind: np.ndarray, ordinal: np.ndarray):
         pairs in (track, level, file) order.
     """
     n = len(kind)
+    if not n:
+        return tuple(np.zeros(0, np.int64) for _ in range(4))
     o = np.lexsort((ordinal, track))
     tr = np.asarray(track)[o]
-    step = np.where(np.asarray(kind)[o] > 0, 1, -1).astype(np.int64)
-    first = np.r_[True, tr[1:] != tr[:-1]] if n else np.zeros(0, bool)
-    group = np.cumsum(first) - 1
-    c = np.cumsum(step)
+    step = np.where(np.asarray(kind)[o] > 0, np.int32(1), np.int32(-1))
+    first = np.r_[True, tr[1:] != tr[:-1]]
+    group = np.cumsum(first, dtype=np.int64) - 1
+    c = np.cumsum(step, dtype=np.int64)
     c -= (c - step)[first][group]  # running sum within the track
-    big = 2 * n + 2  # offsets keep each track's running minimum its own
-    low = np.minimum.accumulate(c - group * big) + group * big
-    depth = c - np.minimum(low, 0)
-    before = np.where(first, 0, np.r_[0, depth[:-1]])
+    group *= 2 * n + 2  # offsets keep each track's running minimum its own
+    c -= group
+    low = np.minimum.accumulate(c)
+    c += group
+    low += group
+    del group
+    depth = (c - np.minimum(low, 0, out=low)).astype(np.int32)
+    del c, low
+    before = np.r_[np.int32(0), depth[:-1]]
+    before[first] = 0
     is_end = step < 0
     closes = is_end & (before > 0)
     level = np.where(is_end, before, depth)
+    del first, step, before, depth
     idx = np.flatnonzero(~is_end | closes)
-    idx = idx[np.lexsort((idx, level[idx], tr[idx]))]
+    key = (tr[idx].astype(np.int64) << 32) | level[idx]  # (track, level), then file order
+    del level
+    idx = idx[np.argsort(key, kind="stable")]
+    del key
     ends = np.flatnonzero(is_end[idx])
     begins = idx[ends - 1]
     paired = np.zeros(n, bool)
