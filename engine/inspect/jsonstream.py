@@ -45,8 +45,9 @@ class StreamError(ValueError):
 
 @dataclass
 class Chunk:
-    """One decoded run of events: ``events`` (Python objects, orjson's), ``offset`` (bytes
-    into the decompressed stream of its first event) and ``length`` (bytes)."""
+    """One decoded run of events: ``events`` (``Event`` structs or orjson's objects: see
+    ``_decode``), ``offset`` (bytes into the decompressed stream of its first event) and
+    ``length`` (bytes)."""
 
     events: list
     offset: int
@@ -127,7 +128,7 @@ OTHER_PHASES = "bneSTpFstfCMiIRPONDc()Vv"
 _OTHER = tuple(
     msgspec.defstruct(
         f"Event{ord(ph)}", [(f, _JSON, UNSET) for f in _FIELDS], bases=(Event,), tag=ph
-    )  # fmt: skip
+    )
     for ph in OTHER_PHASES
 )
 _DECODER = msgspec.json.Decoder(list[Union[XEvent, BEvent, EEvent, *_OTHER]])  # noqa: UP007

@@ -661,8 +661,9 @@ class _ChromeReader:
         self.be_cols = ([], [], [], [], [])
         return part
 
-    def begin(self, track: int, at: int, name, kind: int = 1) -> None:
-        """A begin (``kind`` 1: ``B``, 2: async) at ``at`` ns; matched in ``_pairs``."""
+    def begin_end(self, track: int, at: int, name, kind: int) -> None:
+        """A begin (``kind`` 1: ``B``/``E``, 2: async) or an end (-1, -2) at ``at`` ns, of
+        the event being read; paired in ``_pairs``."""
         for col, v in zip(self.be_cols, (track, at, kind, self.be_names(name), self.ordinal),
                           strict=True):  # fmt: skip
             col.append(v)
@@ -692,13 +693,13 @@ class _ChromeReader:
         elif ph == "X":
             self.complete(e, round(ts * 1000))
         elif ph == "B":
-            self.begin(self.track(e), round(ts * 1000), e.get("name", "?"))
+            self.begin_end(self.track(e), round(ts * 1000), e.get("name", "?"), 1)
         elif ph == "E":
-            self.begin(self.track(e), round(ts * 1000), e.get("name", "?"), -1)
+            self.begin_end(self.track(e), round(ts * 1000), e.get("name", "?"), -1)
         elif ph in ASYNC_BEGIN:
-            self.begin(self.async_track(e), round(ts * 1000), e.get("name", "?"), 2)
+            self.begin_end(self.async_track(e), round(ts * 1000), e.get("name", "?"), 2)
         elif ph in ASYNC_END:
-            self.begin(self.async_track(e), round(ts * 1000), e.get("name", "?"), -2)
+            self.begin_end(self.async_track(e), round(ts * 1000), e.get("name", "?"), -2)
         else:
             self.instant(e, round(ts * 1000))
 
