@@ -240,6 +240,9 @@ def test_jsonl_batches_equal_frame_by_frame(tmp_path, monkeypatch):
     monkeypatch.setattr(traceload, "_frames_vector", spy)
     monkeypatch.setattr(traceload, "STREAM_BLOCK", 3000)  # many blocks of frame lines only
     fast = load_trace(p)
+    gz = tmp_path / "tel.jsonl.gz"
+    gz.write_bytes(gzip.compress(p.read_bytes()))
+    fast_gz = load_trace(gz)
     vector = sum(r is not None for r, _ in ran)
     assert len(ran) - vector > 3 and vector > 10  # both ways ran
     assert 10 < sum(msgspec for _, msgspec in ran) < len(ran)  # lines decoded by msgspec too
@@ -250,6 +253,7 @@ def test_jsonl_batches_equal_frame_by_frame(tmp_path, monkeypatch):
     assert len(fast) > 15_000 and fast.lanes == slow.lanes and fast.names == slow.names
     assert spans_jsonl(fast) == spans_jsonl(slow)
     assert fast.notes == slow.notes and len(fast.notes) == 4  # bad scopes, lines, frames
+    assert spans_jsonl(fast_gz) == spans_jsonl(slow) and fast_gz.notes == slow.notes
 
 
 def spans_jsonl(t) -> list[tuple]:
