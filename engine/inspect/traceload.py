@@ -31,18 +31,29 @@ import gc
 import logging
 import math
 import os
-import zlib
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from itertools import repeat
-from operator import attrgetter
+from itertools import chain, repeat
+from operator import attrgetter, itemgetter
 from pathlib import Path
 
 import msgspec
 import numpy as np
 import orjson
 
-from .jsonstream import BLOCK, EventStream, StreamError, XEvent, gzip_size, open_stream
+from .jsonstream import (
+    BLOCK,
+    GZIP_ERRORS,
+    BEvent,
+    EEvent,
+    Event,
+    EventStream,
+    StreamError,
+    XEvent,
+    gzip_size,
+    open_stream,
+)
 
 log = logging.getLogger("lantern")
 
@@ -181,32 +192,44 @@ def nest_order(lane: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarr
     """Indices by (lane, start, longest first). A file in time order (the usual case) needs
     only a radix sort of the lane (its spans are then already in order within each lane,
     checked); anything else a full ``lexsort``."""
+    return _nest_order(lane, start, end)[0]
+
+
+def _nest_order(lane, start, end) -> tuple[np.ndarray, ...]:
+    """``(nest_order, lane, start, end in that order)``."""
     if len(lane) and int(lane.max()) < 1 << 16 and int(lane.min()) >= 0:
         o = np.argsort(lane.astype(np.uint16), kind="stable")
-        ln, st, du = lane[o], start[o], (end - start)[o]
+        ln, st, en = lane[o], start[o], end[o]
         same = ln[1:] == ln[:-1]
         back = st[1:] < st[:-1]
-        tie = (st[1:] == st[:-1]) & (du[1:] > du[:-1])
+        tie = (st[1:] == st[:-1]) & (en[1:] > en[:-1])  # same start: longer first
         if not np.any(same & (back | tie)):
-            return o
-    return np.lexsort((start - end, start, lane))
+            return o, ln, st, en
+    o = np.lexsort((start - end, start, lane))
+    return o, lane[o], start[o], end[o]
 
 
 def _nest(lane: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(depth uint32 (n,), nest_order)``."""
-    order = nest_order(lane, start, end)
-    ln, st, en = lane[order], start[order], end[order]
+    depth, order, _, _, _ = _nest_cols(lane, start, end)
+    out = np.zeros(len(order), np.uint32)
+    out[order] = depth
+    return out, order
+
+
+def _nest_cols(lane, start, end) -> tuple[np.ndarray, ...]:
+    """``(depth, nest_order, lane, start, end)``, all but the order in nest order."""
+    order, ln, st, en = _nest_order(lane, start, end)
     depth = np.zeros(len(order), np.int64)
     bounds = np.flatnonzero(np.r_[True, ln[1:] != ln[:-1], True]) if len(ln) else [0]
     for a, b in zip(bounds[:-1], bounds[1:], strict=True):
         s, e = st[a:b], en[a:b]
-        d = np.arange(b - a) - np.searchsorted(np.sort(e), s, side="right")
+        # ends in start order are runs (siblings rise, nested ones fall): timsort merges them
+        d = np.arange(b - a) - np.searchsorted(np.sort(e, kind="stable"), s, side="right")
         if not _rows_disjoint(d, s, e):
             d = _stack_depth(s.tolist(), e.tolist())
         depth[a:b] = d
-    out = np.zeros(len(order), np.uint32)
-    out[order] = depth
-    return out, order
+    return depth, order, ln, st, en
 
 
 def _rows_disjoint(d: np.ndarray, s: np.ndarray, e: np.ndarray) -> bool:
@@ -215,7 +238,8 @@ def _rows_disjoint(d: np.ndarray, s: np.ndarray, e: np.ndarray) -> bool:
         return True
     if d.min() < 0:
         return False
-    o = np.lexsort((s, d))
+    # (depth, start) order: ``s`` ascends already, so a stable (radix) sort by depth gives it
+    o = np.argsort(d.astype(np.uint16) if d.max() < 1 << 16 else d, kind="stable")
     same = d[o][1:] == d[o][:-1]
     return bool(np.all(~same | (e[o][:-1] <= s[o][1:])))
 
@@ -243,28 +267,54 @@ def build_table(
     event: np.ndarray | None = None,
 ) -> SpanTable:
     """Columns (absolute ns) -> a sorted ``SpanTable`` with depths (computed unless given)."""
-    lane = np.asarray(lane, np.int64)
-    start = np.asarray(start, np.int64)
-    end = np.asarray(end, np.int64)
+    return _build_table([lane, start, end, name_id, event], names, lanes, notes, depth)
+
+
+def _build_table(cols: list, names, lanes, notes, depth) -> SpanTable:
+    """``build_table`` of ``cols`` (lane, start, end, name_id, event or None), which it owns:
+    each column is dropped from the list, and freed, once it is no longer needed (the peak
+    memory of a large load is here)."""
+    lane, start, end = (
+        np.asarray(cols[0]),
+        np.asarray(cols[1], np.int64),
+        np.asarray(cols[2], np.int64),
+    )
+    cols[:3] = None, None, None
+    lane = lane if lane.dtype.kind == "i" else lane.astype(np.int64)
     if depth is None:
         # the nesting order (lane, start, longest first) is a few sorted runs by start (one
-        # per lane): a stable sort by start merges them, ties left in (lane, depth) order
-        depth, nest = _nest(lane, start, end)
-        order = nest[np.argsort(start[nest], kind="stable")]
+        # per lane): a stable sort by start merges them, ties left in (lane, depth) order;
+        # the columns already gathered in nesting order are reused
+        depth, nest, ln, st, en = _nest_cols(lane, start, end)
+        del lane, start, end
+        by_start = np.argsort(st, kind="stable")
+        order = nest[by_start]
+        del nest
+        en -= st
+        dur = en[by_start]
+        del en
+        start, lane, depth = st[by_start], ln[by_start].astype(np.uint32), depth[by_start]
+        del st, ln, by_start
     else:
         order = np.lexsort((depth, lane, start))
-    origin = int(start.min()) if len(start) else 0
+        start, dur, lane, depth = start[order], (end - start)[order], lane[order], depth[order]
+        del end
+    origin = int(start[0]) if len(start) else 0
+    start -= origin
+    name_id = np.asarray(cols[3], np.uint32)[order]
+    event = np.asarray(cols[4], np.int64)[order] if cols[4] is not None else np.zeros(0, np.int64)
+    cols[3:] = None, None
     return SpanTable(
-        start_ns=start[order] - origin,
-        dur_ns=(end - start)[order],
-        lane=lane[order].astype(np.uint32),
-        depth=np.asarray(depth, np.uint32)[order],
-        name_id=np.asarray(name_id, np.uint32)[order],
+        start_ns=start,
+        dur_ns=dur,
+        lane=lane.astype(np.uint32),
+        depth=np.asarray(depth, np.uint32),
+        name_id=name_id,
         names=list(names),
         lanes=list(lanes),
         origin_ns=origin,
         notes=list(notes or []),
-        event=np.asarray(event, np.int64)[order] if event is not None else np.zeros(0, np.int64),
+        event=event,
     )
 
 
@@ -292,8 +342,8 @@ def load_trace(path: str | Path) -> SpanTable:
         try:
             head = stream.read(4096)
             stream.seek(0)
-        except (OSError, EOFError) as e:
-            raise TraceError(f"{path}: cannot read ({e})") from None
+        except (OSError, EOFError, *GZIP_ERRORS) as e:
+            raise TraceError(f"{path}: cannot read, truncated or corrupt ({e})") from None
         if not head.strip():
             raise TraceError(f"{path}: empty file; give a Chrome trace JSON or a --telemetry JSONL")
         first = head.lstrip()[:200]
@@ -307,7 +357,7 @@ def load_trace(path: str | Path) -> SpanTable:
                 f"{path}: ran out of memory loading this {_gb(size)} trace "
                 f"({_gb(_available_bytes())} available); close other programs or split it"
             ) from None
-        except (OSError, EOFError, zlib.error) as e:
+        except (OSError, EOFError, *GZIP_ERRORS) as e:
             raise TraceError(f"{path}: cannot read, truncated or corrupt ({e})") from None
     if len(table.lanes) > MAX_ROWS or (len(table) and int(table.depth.max()) >= MAX_ROWS):
         raise TraceError(
@@ -407,6 +457,7 @@ def _load_chrome(path, stream) -> SpanTable:
 
 
 _PLAIN = {int, float}
+_X_FIELDS = tuple(attrgetter(k) for k in ("ts", "dur", "pid", "tid", "name"))
 _KEYS = {int, str}
 ASYNC_BEGIN, ASYNC_END = ("b", "S"), ("e", "F")
 FLOWS = ("s", "t", "f")
@@ -417,8 +468,11 @@ class _ChromeReader:
     """Chrome events -> span columns, a chunk at a time; bad events counted by kind.
 
     ``X`` events whose fields are plain (numeric ts/dur, int or string pid/tid, string
-    name: nearly all) are converted as numpy columns per chunk; anything else goes through
-    ``feed`` one event at a time, which validates and counts every odd value."""
+    name: nearly all) are converted as numpy columns per chunk, and so are ``B``/``E``
+    events decoded as structs; anything else goes through ``feed`` one event at a time,
+    which validates and counts every odd value (the specification the fast paths are
+    tested against). Begins and ends of every kind are paired at the end (``_pairs``);
+    the spans are then put in file order (``_in_file_order``)."""
 
     def __init__(self):
         self.names = _Names()
@@ -427,7 +481,10 @@ class _ChromeReader:
         self.cols: tuple[list, list, list, list, list] = ([], [], [], [], [])  # + event
         self.parts: list[tuple[np.ndarray, ...]] = []  # vectorised chunks, same columns
         self.proc_name, self.thread_name, self.proc_sort, self.thread_sort = {}, {}, {}, {}
-        self.open_b: dict[int, list] = defaultdict(list)
+        # begins and ends (B/E, b/e, S/F): matched per track at the end (``match_pairs``)
+        self.be_cols: tuple[list, list, list, list, list] = ([], [], [], [], [])
+        self.be_parts: list[list[np.ndarray]] = []
+        self.be_names = _Names()  # their names (the span's is chosen when matched)
         self.bad: Counter = Counter()
         self.unknown: Counter = Counter()
         self.ordinal = 0  # of the event being read
@@ -463,16 +520,20 @@ class _ChromeReader:
         ev.append(self.ordinal if event < 0 else event)
 
     def feed_chunk(self, events: list) -> None:
-        """One decoded chunk: the plain ``X`` events as columns, the rest one by one
-        (``XEvent`` structs are all ``X`` events: ``jsonstream._decode``)."""
+        """One decoded chunk (orjson's objects or ``jsonstream.Event`` structs): the plain
+        ``X`` events as columns, the rest one by one in file order."""
         base = self.ordinal
-        if events and isinstance(events[0], XEvent):
-            if len(self._plain_x(events, range(len(events)), base)) != len(events):
-                for k, e in enumerate(events):  # odd values: validated one by one
-                    self.ordinal = base + k
-                    self.feed(msgspec.structs.asdict(e))
-            self.ordinal = base + len(events)
-            return
+        if events and isinstance(events[0], Event):
+            self._feed_structs(events, base)
+        else:
+            self._feed_dicts(events, base)
+        self.ordinal = base + len(events)
+        if len(self.cols[0]) >= 1 << 16:  # Python ints: ~40 B each; numpy from here on
+            self.parts.append(self._cols_part())
+        if len(self.be_cols[0]) >= 1 << 16:
+            self.be_parts.append(self._be_part())
+
+    def _feed_dicts(self, events: list, base: int) -> None:
         try:
             phs = list(map(dict.get, events, repeat("ph")))
         except TypeError:  # an event that is not an object: all one by one
@@ -491,22 +552,52 @@ class _ChromeReader:
                 if k not in skip:
                     self.ordinal = base + k
                     self.feed(e)
-        self.ordinal = base + len(events)
+
+    def _feed_structs(self, events: list, base: int) -> None:
+        """Typed events: every ``XEvent`` is plain (msgspec checked the types), and so is
+        every ``BEvent``/``EEvent``: both as columns; other phases through ``feed`` as
+        dicts, in file order."""
+        types = list(map(type, events))
+        n_x = types.count(XEvent)
+        if n_x == len(events):
+            self._x_columns(events, range(len(events)), base)
+            return
+        kind = np.fromiter(map(id, types), np.int64, len(types))  # the class of each event
+        if n_x:
+            xs = np.flatnonzero(kind == id(XEvent))
+            self._x_columns(_take(events, xs), xs, base)
+        be = np.flatnonzero((kind == id(BEvent)) | (kind == id(EEvent)))
+        if len(be):
+            self._be_columns(_take(events, be), kind[be] == id(BEvent), be + base)
+        if n_x + len(be) < len(events):
+            for k in np.flatnonzero((kind != id(XEvent)) & (kind != id(BEvent)) &
+                                    (kind != id(EEvent))).tolist():  # fmt: skip
+                self.ordinal = base + k
+                self.feed(events[k].as_dict())
+
+    def _be_columns(self, x: list, is_begin: np.ndarray, ordinal: np.ndarray) -> None:
+        """``BEvent``s and ``EEvent``s (``is_begin`` tells which) as begin/end columns."""
+        t = np.fromiter(map(_X_FIELDS[0], x), np.float64, len(x))
+        far = ~(np.abs(t) < MAX_US)
+        if far.any():
+            self.bad["event(s) with ts or dur beyond 100 days"] += int(far.sum())
+            keep = np.flatnonzero(~far)
+            x, is_begin, ordinal, t = _take(x, keep), is_begin[keep], ordinal[keep], t[keep]
+        pid, tid, name = (list(map(_X_FIELDS[k], x)) for k in range(2, 5))
+        self.be_parts.append([
+            self._track_ids(pid, tid), np.round(t * 1000).astype(np.int64),
+            np.where(is_begin, 1, -1).astype(np.int8), _ids(name, self.be_names.ids,
+            self.be_names), np.asarray(ordinal, np.int64),
+        ])  # fmt: skip
 
     def _plain_x(self, events: list, xs, base: int):
-        """Vectorised ``X`` events ``xs`` (indices) of a chunk (dicts or ``XEvent``):
-        returns ``xs`` when they were all plain and handled, else an empty list (they go one
-        by one)."""
+        """Vectorised ``X`` events ``xs`` (indices) of a chunk of dicts: returns ``xs`` when
+        they were all plain and handled, else an empty list (they go one by one)."""
         x = events if isinstance(xs, range) else [events[k] for k in xs]
-        if x and isinstance(x[0], XEvent):
-            ts, dur, pid, tid, name = (
-                list(map(attrgetter(k), x)) for k in ("ts", "dur", "pid", "tid", "name")
-            )
-        else:
-            ts, dur, pid, tid, name = (
-                list(map(dict.get, x, repeat(k), repeat(d)))
-                for k, d in (("ts", None), ("dur", None), ("pid", 0), ("tid", 0), ("name", "?"))
-            )
+        ts, dur, pid, tid, name = (
+            list(map(dict.get, x, repeat(k), repeat(d)))
+            for k, d in (("ts", None), ("dur", None), ("pid", 0), ("tid", 0), ("name", "?"))
+        )
         if not (
             set(map(type, ts)) <= _PLAIN
             and set(map(type, dur)) <= _PLAIN
@@ -515,8 +606,19 @@ class _ChromeReader:
             and set(map(type, name)) <= {str}
         ):
             return []
-        t = np.array(ts, np.float64)
-        d = np.array(dur, np.float64)
+        self._x_part(ts, dur, pid, tid, name, xs, base)
+        return xs
+
+    def _x_columns(self, x: list, xs, base: int) -> None:
+        """``XEvent``s ``x`` (``xs``: their indices in the chunk) as columns."""
+        ts, dur = (np.fromiter(map(_X_FIELDS[k], x), np.float64, len(x)) for k in range(2))
+        self._x_part(ts, dur, *(list(map(_X_FIELDS[k], x)) for k in range(2, 5)), xs, base)
+
+    def _x_part(self, ts, dur, pid, tid, name, xs, base: int) -> None:
+        """Plain ``X`` fields (float/int ts and dur, lists of int/str pid and tid, of str
+        name) -> one part of the columns; far or negative ones counted."""
+        t = np.asarray(ts, np.float64)
+        d = np.asarray(dur, np.float64)
         far = ~(np.abs(t) < MAX_US) | ~(d < MAX_US)
         neg = ~far & (d < 0)
         if far.any():
@@ -524,19 +626,47 @@ class _ChromeReader:
         if neg.any():
             self.bad["X event(s) with a negative dur"] += int(neg.sum())
         ok = np.flatnonzero(~far & ~neg)
-        keys = list(zip(pid, tid, strict=True))
-        for k in dict.fromkeys(keys):  # first-appearance order: deterministic ids
-            self._track(k)
-        for n in dict.fromkeys(name):
-            self.names(n)
-        tr = np.fromiter(map(self.tracks.__getitem__, keys), np.int64, len(keys))
-        ids = self.names.ids
-        nid = np.fromiter(map(ids.__getitem__, name), np.int64, len(name))
+        tr = self._track_ids(pid, tid)
+        nid = _ids(name, self.names.ids, self.names)
         begin = np.round(t[ok] * 1000).astype(np.int64)
         end = begin + np.round(d[ok] * 1000).astype(np.int64)
         ev = base + np.asarray(xs, np.int64)[ok]
-        self.parts.append([tr[ok].astype(np.int32), begin, end, nid[ok].astype(np.int32), ev])
-        return xs
+        self.parts.append([tr[ok], begin, end, nid[ok], ev])
+
+    def _track_ids(self, pid: list, tid: list) -> np.ndarray:
+        """``int32`` track of each (pid, tid), new tracks added in order of first
+        appearance. Integer ids on a few tracks (the usual chunk): one vector compare per
+        track instead of a tuple and a dict lookup per event."""
+        p, t = np.array(pid), np.array(tid)
+        if p.dtype.kind == "i" and t.dtype.kind == "i":
+            out = np.full(len(p), -1, np.int32)
+            for _ in range(8):
+                left = np.flatnonzero(out < 0)
+                if not len(left):
+                    return out
+                i = left[0]
+                m = (p[left] == p[i]) & (t[left] == t[i])
+                out[left[m]] = self._track((int(p[i]), int(t[i])))
+        return _ids(list(zip(pid, tid, strict=True)), self.tracks, self._track)
+
+    def _cols_part(self) -> list[np.ndarray]:
+        dtypes = (np.int32, np.int64, np.int64, np.int32, np.int64)
+        part = [np.asarray(c, d) for c, d in zip(self.cols, dtypes, strict=True)]
+        self.cols = ([], [], [], [], [])
+        return part
+
+    def _be_part(self) -> list[np.ndarray]:
+        dtypes = (np.int32, np.int64, np.int8, np.int32, np.int64)
+        part = [np.asarray(c, d) for c, d in zip(self.be_cols, dtypes, strict=True)]
+        self.be_cols = ([], [], [], [], [])
+        return part
+
+    def begin_end(self, track: int, at: int, name, kind: int) -> None:
+        """A begin (``kind`` 1: ``B``/``E``, 2: async) or an end (-1, -2) at ``at`` ns, of
+        the event being read; paired in ``_pairs``."""
+        for col, v in zip(self.be_cols, (track, at, kind, self.be_names(name), self.ordinal),
+                          strict=True):  # fmt: skip
+            col.append(v)
 
     def feed(self, e) -> None:
         if not isinstance(e, dict):
@@ -563,15 +693,13 @@ class _ChromeReader:
         elif ph == "X":
             self.complete(e, round(ts * 1000))
         elif ph == "B":
-            self.open_b[self.track(e)].append((round(ts * 1000), e.get("name", "?"), self.ordinal))
+            self.begin_end(self.track(e), round(ts * 1000), e.get("name", "?"), 1)
         elif ph == "E":
-            self.end(e, round(ts * 1000), self.track(e))
+            self.begin_end(self.track(e), round(ts * 1000), e.get("name", "?"), -1)
         elif ph in ASYNC_BEGIN:
-            self.open_b[self.async_track(e)].append(
-                (round(ts * 1000), e.get("name", "?"), self.ordinal)
-            )
+            self.begin_end(self.async_track(e), round(ts * 1000), e.get("name", "?"), 2)
         elif ph in ASYNC_END:
-            self.end(e, round(ts * 1000), self.async_track(e), "async end")
+            self.begin_end(self.async_track(e), round(ts * 1000), e.get("name", "?"), -2)
         else:
             self.instant(e, round(ts * 1000))
 
@@ -618,23 +746,32 @@ class _ChromeReader:
         else:
             self.add(self.track(e), begin, begin + round(dur * 1000), e.get("name", "?"))
 
-    def end(self, e: dict, end: int, track: int, what: str = "E") -> None:
-        """``E``/``e``: closes the newest open begin of its track (the name comes from it)."""
-        stack = self.open_b.get(track)
-        if not stack:
-            self.bad[f"{what} event(s) without a begin" if what != "E" else
-                     "E event(s) without a B"] += 1  # fmt: skip
-            return
-        begin, name, ordinal = stack.pop()
-        if end < begin:
-            self.bad["B/E pair(s) ending before they begin"] += 1
-        else:
-            self.add(track, begin, end, e.get("name", name) if name == "?" else name, ordinal)
+    def _pairs(self) -> None:
+        """Every begin matched with its end as a stack per track would (``match_pairs``):
+        the spans (named by the begin, or by the end when the begin has no name) and the
+        counts of what did not pair."""
+        parts = [*self.be_parts, self._be_part()]
+        self.be_parts = []
+        track, at, kind, name, ordinal = (_take_column(parts, i) for i in range(5))
+        b, e, lone_end, left_open = match_pairs(track, kind, ordinal)
+        lone_async = int((kind[lone_end] == -2).sum())
+        for what, n in (("E event(s) without a B", len(lone_end) - lone_async),
+                        ("async end event(s) without a begin", lone_async),
+                        ("B event(s) without an E", len(left_open))):  # fmt: skip
+            if n:
+                self.bad[what] += n
+        back = at[e] < at[b]
+        if back.any():
+            self.bad["B/E pair(s) ending before they begin"] += int(back.sum())
+            b, e = b[~back], e[~back]
+        unnamed = self.be_names.ids.get("?", -1)
+        chosen = np.where(name[b] == unnamed, name[e], name[b])
+        used, inverse = np.unique(chosen, return_inverse=True)
+        labels = list(self.be_names.ids)
+        nid = np.array([self.names(labels[i]) for i in used.tolist()], np.int32)[inverse]
+        self.parts.append([track[b], at[b], at[e], nid.reshape(-1), ordinal[b]])
 
     def notes(self) -> list[str]:
-        left_open = sum(len(s) for s in self.open_b.values())
-        if left_open:
-            self.bad["B event(s) without an E"] += left_open
         notes = [f"skipped {n} {what}" for what, n in self.bad.items()]
         if self.unknown:
             kinds = ", ".join(f"{ph!r} x{n}" for ph, n in sorted(self.unknown.items()))
@@ -644,19 +781,17 @@ class _ChromeReader:
         return notes
 
     def table(self, path, stream_notes: list[str] | None = None) -> SpanTable:
+        self._pairs()
         notes = list(stream_notes or []) + self.notes()
-        lane, start, end, nid, ev = self.cols
-        dtypes = (np.int32, np.int64, np.int64, np.int32, np.int64)
-        cols = [np.asarray(c, d) for c, d in zip((lane, start, end, nid, ev), dtypes, strict=True)]
-        parts = [*self.parts, list(cols)]
-        self.parts, self.cols = [], ([], [], [], [], [])
-        lane, start, end, nid, ev = (_take_column(parts, i) for i in range(5))
-        if not len(lane):
+        parts = [*self.parts, self._cols_part()]
+        self.parts = []
+        cols = _in_file_order([_take_column(parts, i) for i in range(5)])
+        if not len(cols[0]):
             kinds = "X, B/E, b/e or instant events"
             raise TraceError(f"{path}: no drawable span ({kinds}){_why(notes)}")
-        remap, labels = self.lane_order(np.unique(lane))
-        names = list(self.names.ids)
-        table = build_table(remap[lane], start, end, nid, names, labels, notes, event=ev)
+        remap, labels = self.lane_order(np.unique(cols[0]))
+        cols[0] = remap.astype(np.int32)[cols[0]]
+        table = _build_table(cols, list(self.names.ids), labels, notes, None)
         self._add_counters(table)
         self._add_flows(table, remap)
         return table
@@ -714,6 +849,88 @@ class _ChromeReader:
             thread = self.thread_name.get(key, default)
             labels.append(thread if pid == "" else f"{p} / {thread}")
         return remap, labels
+
+
+def match_pairs(track: np.ndarray, kind: np.ndarray, ordinal: np.ndarray):
+    """Begins (``kind > 0``) and ends (``kind < 0``) paired as a stack per track would in
+    file order (``ordinal``): an end closes the newest open begin of its track; an end with
+    none open is lone; begins never closed are left open.
+
+    Vectorised: per track, the stack depth is the running sum of +1/-1 reflected at zero
+    (an end at depth 0 changes nothing: ``d = c - min(0, running min of c)``); an end pairs
+    with the begin that pushed the depth it pops, which is the previous event of the same
+    (track, level) in file order (between the two the depth stays at or above the level).
+
+    Returns:
+        ``(begin, end, lone_end, left_open)``: ``int64`` indices into the inputs; the
+        pairs in (track, level, file) order.
+    """
+    n = len(kind)
+    if not n:
+        return tuple(np.zeros(0, np.int64) for _ in range(4))
+    o = np.lexsort((ordinal, track))
+    tr = np.asarray(track)[o]
+    step = np.where(np.asarray(kind)[o] > 0, np.int32(1), np.int32(-1))
+    first = np.r_[True, tr[1:] != tr[:-1]]
+    group = np.cumsum(first, dtype=np.int64) - 1
+    c = np.cumsum(step, dtype=np.int64)
+    c -= (c - step)[first][group]  # running sum within the track
+    group *= 2 * n + 2  # offsets keep each track's running minimum its own
+    c -= group
+    low = np.minimum.accumulate(c)
+    c += group
+    low += group
+    del group
+    depth = (c - np.minimum(low, 0, out=low)).astype(np.int32)
+    del c, low
+    before = np.r_[np.int32(0), depth[:-1]]
+    before[first] = 0
+    is_end = step < 0
+    closes = is_end & (before > 0)
+    level = np.where(is_end, before, depth)
+    del first, step, before, depth
+    idx = np.flatnonzero(~is_end | closes)
+    key = (tr[idx].astype(np.int64) << 32) | level[idx]  # (track, level), then file order
+    del level
+    idx = idx[np.argsort(key, kind="stable")]
+    del key
+    ends = np.flatnonzero(is_end[idx])
+    begins = idx[ends - 1]
+    paired = np.zeros(n, bool)
+    paired[begins] = True
+    left = np.flatnonzero(~is_end & ~paired)
+    return o[begins], o[idx[ends]], o[np.flatnonzero(is_end & ~closes)], o[left]
+
+
+def _take(items: list, idx: np.ndarray) -> list:
+    """``[items[i] for i in idx]`` at C speed."""
+    if len(idx) == 1:
+        return [items[int(idx[0])]]
+    return list(itemgetter(*idx.tolist())(items)) if len(idx) else []
+
+
+def _ids(keys: list, table: dict, add) -> np.ndarray:
+    """``int32 (len(keys),)`` ids of ``keys`` in ``table``; new ones added first (``add``),
+    in order of first appearance (deterministic ids)."""
+    try:
+        return np.fromiter(map(table.get, keys), np.int32, len(keys))
+    except TypeError:  # a key not there yet (None)
+        for k in dict.fromkeys(keys):
+            add(k)
+        return np.fromiter(map(table.__getitem__, keys), np.int32, len(keys))
+
+
+def _in_file_order(cols: list[np.ndarray]) -> list[np.ndarray]:
+    """Columns reordered by their last one (the event ordinal, unique per span): the table
+    then depends only on the file, not on how its chunks were cut or decoded (ties in
+    nesting keep file order). Mostly in order already (a sort of runs)."""
+    ev = cols[-1]
+    if len(ev) < 2 or bool(np.all(ev[1:] > ev[:-1])):
+        return cols
+    order = np.argsort(ev, kind="stable")
+    for i, c in enumerate(cols):
+        cols[i] = c[order]
+    return cols
 
 
 def _take_column(parts: list[list[np.ndarray]], i: int) -> np.ndarray:
@@ -795,43 +1012,94 @@ def _why(notes: list[str]) -> str:
 FRAME_NAMES = ("CPU frame", "GPU frame")  # depth-0 span around each frame's scopes
 
 
+class FrameLine(msgspec.Struct, tag_field="type", tag="frame", gc=False):
+    """A telemetry ``frame`` line whose scopes are all ``[name, begin, end]`` integers
+    (msgspec checks them while decoding); ``get`` as a dict's."""
+
+    cpu: list[tuple[int, int, int]] = []
+    gpu: list[tuple[int, int, int]] = []
+
+    def get(self, key: str, default=None):
+        return getattr(self, key, default)
+
+
+_FRAME_LINES = msgspec.json.Decoder(FrameLine)
+
+
+def _jsonl_blocks(stream, block: int = BLOCK) -> Iterator[list]:
+    """The stream as blocks of whole lines: a list of ``FrameLine`` when every line of the
+    block is a plain frame (one msgspec call), else the lines (bytes) to read one by one."""
+    rest = b""
+    while True:
+        data = stream.read(block)
+        buf = rest + data
+        if not buf:
+            return
+        cut = buf.rfind(b"\n") + 1 if data else len(buf)
+        if cut == 0:
+            rest = buf
+            continue
+        chunk, rest = buf[:cut], buf[cut:]
+        lines = chunk.count(b"\n") + (not chunk.endswith(b"\n"))
+        try:
+            frames = _FRAME_LINES.decode_lines(chunk)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            frames = None
+        yield frames if frames is not None and len(frames) == lines else chunk.split(b"\n")
+
+
 def _load_jsonl(path, stream) -> SpanTable:
-    """Line by line; spans go to numpy columns every 64k (memory: ~40 B per span)."""
+    """Line by line (a block of plain frame lines at once); frames go to numpy columns a
+    batch at a time (memory: ~40 B per span)."""
     names: list[str] = []
     session: dict = {}
-    early = []  # frames before the session line (its clock offset is needed)
+    early: list = []  # frames before the session line (its clock offset is needed)
+    batch: list = []  # frames read since the session or names last changed
     bad: Counter = Counter()
-    cols: tuple[list, list, list, list] = ([], [], [], [])
     parts: list[list[np.ndarray]] = []
     gpu_frames = 0
-    for line in stream:
-        if not line.strip():
+
+    def flush(frames: list) -> list:
+        nonlocal gpu_frames
+        if frames:
+            parts.append(_frames_part(frames, bad, session, len(names)))
+            gpu_frames += sum(1 for m in frames if m.get("gpu"))
+        return []
+
+    for block in _jsonl_blocks(stream, STREAM_BLOCK):
+        typed = bool(block) and type(block[0]) is FrameLine
+        if batch and (type(batch[-1]) is FrameLine) != typed:
+            batch = flush(batch)  # batches all of msgspec's (no checks) or all of orjson's
+        if typed:
+            (batch if session else early).extend(block)
+            if len(batch) >= 4096:
+                batch = flush(batch)
             continue
-        try:
-            msg = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            bad["malformed or truncated line(s)"] += 1
-            continue
-        kind = msg.get("type") if isinstance(msg, dict) else None
-        if kind == "session":
-            session = msg
-            for m in early:
-                gpu_frames += _frame(cols, bad, m, session, len(names))
-            early = []
-        elif kind == "names" and isinstance(msg.get("names"), list):
-            names += [str(n) for n in msg["names"]]
-        elif kind == "frame":
-            if session:
-                gpu_frames += _frame(cols, bad, msg, session, len(names))
+        for line in block:
+            if not line.strip():
+                continue
+            try:
+                msg = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                batch = flush(batch)  # notes in file order
+                bad["malformed or truncated line(s)"] += 1
+                continue
+            kind = msg.get("type") if isinstance(msg, dict) else None
+            if kind == "frame":
+                (batch if session else early).append(msg)
+                if len(batch) >= 4096:
+                    batch = flush(batch)
+                continue
+            batch = flush(batch)
+            if kind == "session":
+                session = msg
+                early = flush(early)
+            elif kind == "names" and isinstance(msg.get("names"), list):
+                names += [str(n) for n in msg["names"]]
             else:
-                early.append(msg)
-        else:
-            bad["line(s) of an unknown type"] += 1
-        if len(cols[0]) >= 1 << 16:
-            parts.append(_jsonl_part(cols))
-            cols = ([], [], [], [])
-    for m in early:
-        gpu_frames += _frame(cols, bad, m, session, len(names))
+                bad["line(s) of an unknown type"] += 1
+    batch = flush(batch)
+    early = flush(early)
     offset = session.get("gpu_clock_offset_ns")
     notes = [f"skipped {n} {what}" for what, n in bad.items()]
     if gpu_frames and not isinstance(offset, int):
@@ -839,12 +1107,89 @@ def _load_jsonl(path, stream) -> SpanTable:
             f"left out the GPU scopes of {gpu_frames} frame(s): the session has no "
             "gpu_clock_offset_ns to put them on the CPU clock"
         )
-    parts.append(_jsonl_part(cols))
-    lane, start, end, nid = (_take_column(parts, i) for i in range(4))
-    if not len(lane):
+    parts.append(_jsonl_part(([], [], [], [])))
+    cols = [*(_take_column(parts, i) for i in range(4)), None]
+    if not len(cols[0]):
         raise TraceError(f"{path}: no frame with scopes (record with --profile){_why(notes)}")
-    lanes = [CPU_LANE, GPU_LANE]
-    return build_table(lane, start, end, nid, names + list(FRAME_NAMES), lanes, notes)
+    return _build_table(cols, names + list(FRAME_NAMES), [CPU_LANE, GPU_LANE], notes, None)
+
+
+def _frames_part(frames: list, bad: Counter, session: dict, n_names: int) -> list[np.ndarray]:
+    """Frame lines -> one part of the columns: vectorised when every scope is three
+    integers (the writer's output), else frame by frame (``_frame``, which checks each)."""
+    part = _frames_vector(frames, bad, session, n_names)
+    if part is None:
+        cols: tuple[list, list, list, list] = ([], [], [], [])
+        for m in frames:
+            _frame(cols, bad, m, session, n_names)
+        part = _jsonl_part(cols)
+    return part
+
+
+LIMIT = 2**62  # scope times beyond it: malformed (int64 ns stay far from overflow)
+
+
+def _frames_vector(frames: list, bad: Counter, session: dict, n_names: int):
+    """``_frame`` for a batch, as numpy: the same spans, in the same order, and the same
+    counts (added in order of first occurrence); None when a value is not a plain integer
+    (or too large to add safely): the caller goes frame by frame."""
+    offset = session.get("gpu_clock_offset_ns")
+    seg_lane, seg_shift, scopes = [], [], []
+    for m in frames:
+        for lane_i, key in ((0, "cpu"), (1, "gpu")):
+            sc = m.get(key)
+            if not sc or (lane_i == 1 and not isinstance(offset, int)):
+                continue
+            if type(sc) is not list:
+                return None
+            seg_lane.append(lane_i)
+            seg_shift.append(offset if lane_i == 1 else 0)
+            scopes.append(sc)
+    counts = np.fromiter(map(len, scopes), np.int64, len(scopes))
+    flat = list(chain.from_iterable(scopes))
+    try:
+        shift = np.array(seg_shift, np.int64)
+        if all(type(m) is FrameLine for m in frames):  # integer triples: no check needed
+            a = np.fromiter(chain.from_iterable(flat), np.int64, 3 * len(flat)).reshape(-1, 3)
+        else:
+            a = np.array(flat) if flat else np.zeros((0, 3), np.int64)
+    except (ValueError, OverflowError):
+        return None
+    if a.dtype.kind != "i" or a.shape[1:] != (3,):  # ints only (bools too: int() agrees)
+        return None
+    if len(a) and (a.max() >= LIMIT or a.min() <= -LIMIT or np.abs(shift).max() >= LIMIT):
+        return None
+    seg = np.repeat(np.arange(len(scopes)), counts)
+    nid, b, e = a[:, 0], a[:, 1] + shift[seg], a[:, 2] + shift[seg]
+    ordered = e >= b
+    malformed = np.bincount(seg[ordered & ((b <= -LIMIT) | (e >= LIMIT))], minlength=len(counts))
+    ok = ordered & (nid >= 0) & (nid < n_names) & (malformed[seg] == 0)
+    n_ok = np.bincount(seg[ok], minlength=len(counts))
+    short = np.where(malformed == 0, counts - n_ok, 0)
+    kinds = [
+        (np.flatnonzero(malformed), "frame(s) with malformed scopes", None),
+        (np.flatnonzero(short), "scope(s) ending before they begin or with an unknown name", short),
+    ]
+    for at, what, n in sorted(kinds, key=lambda k: k[0][0] if len(k[0]) else len(counts)):
+        if len(at):
+            bad[what] += len(at) if n is None else int(n.sum())
+    # each segment with a scope left: its frame span, then its scopes, in order
+    size = np.where(n_ok > 0, n_ok + 1, 0)
+    first = np.cumsum(size) - size
+    has = np.flatnonzero(n_ok)
+    so, bo, eo = seg[ok], b[ok], e[ok]
+    lane_out = np.repeat(np.asarray(seg_lane, np.int32), size)
+    start_out = np.empty(len(lane_out), np.int64)
+    end_out = np.empty(len(lane_out), np.int64)
+    nid_out = np.empty(len(lane_out), np.int32)
+    if len(so):
+        begins = np.flatnonzero(np.r_[True, so[1:] != so[:-1]])
+        start_out[first[has]] = np.minimum.reduceat(bo, begins)
+        end_out[first[has]] = np.maximum.reduceat(eo, begins)
+        nid_out[first[has]] = n_names + lane_out[first[has]]
+        at = first[so] + 1 + np.arange(len(so)) - np.repeat(begins, n_ok[has])
+        start_out[at], end_out[at], nid_out[at] = bo, eo, nid[ok]
+    return [lane_out, start_out, end_out, nid_out]
 
 
 def _jsonl_part(cols) -> list[np.ndarray]:

@@ -1,9 +1,10 @@
 """Flame chart benchmark (engine/inspect): figures, never pass/fail.
 
-1. Parse: a generated Chrome Trace Event JSON file, the same gzipped, and a Lantern
-   --telemetry JSONL (the streaming loader): seconds, spans per second (wall and CPU time:
-   on a shared machine the CPU time is the steadier figure); peak Python memory
-   per span and per file byte (tracemalloc, a separate run); bytes per span kept.
+1. Parse: a generated Chrome Trace Event JSON file, the same gzipped, a Lantern
+   --telemetry JSONL and a Chrome file of nested B/E pairs (the streaming loader):
+   seconds, spans per second (wall and CPU time: on a shared machine the CPU time is the
+   steadier figure); peak Python memory per span and per file byte (tracemalloc, a
+   separate run); bytes per span kept.
 2. Load: 1M and 10M synthetic spans as a columnar table (generation and sort) and the
    upload to the GPU: seconds, table bytes per span, peak memory (tracemalloc).
    Then the level-of-detail levels (engine/inspect/lod.py): build time, peak memory,
@@ -102,6 +103,25 @@ def write_chrome_json(path: Path, n: int) -> int:
     return len(t)
 
 
+def write_chrome_be(path: Path, n: int) -> int:
+    """A Chrome trace of about ``n`` spans as most tracers other than Chrome's write them:
+    frames of nested ``B``/``E`` pairs carrying ``cat`` and ``args``, one ``X`` in five."""
+    ev = []
+    for f in range(max(1, n // 5)):
+        t = f * 50
+        ev.append({"ph": "B", "name": "Frame", "cat": "frame", "pid": 1, "tid": 1, "ts": t,
+                   "args": {"n": f}})  # fmt: skip
+        for k in range(3):
+            ev.append({"ph": "B", "name": f"Pass{k}", "cat": "gpu", "pid": 1, "tid": 1,
+                       "ts": t + k * 10 + 1})  # fmt: skip
+            ev.append({"ph": "E", "pid": 1, "tid": 1, "ts": t + k * 10 + 9})
+        ev.append({"ph": "X", "name": "Upload", "cat": "io", "pid": 1, "tid": 2, "ts": t + 2,
+                   "dur": 5, "args": {"bytes": 1024}})  # fmt: skip
+        ev.append({"ph": "E", "pid": 1, "tid": 1, "ts": t + 40})
+    path.write_bytes(orjson.dumps({"traceEvents": ev}))
+    return max(1, n // 5) * 5
+
+
 def write_jsonl(path: Path, n: int) -> int:
     """A Lantern --telemetry JSONL of about ``n`` scopes (frames of 8 CPU + 8 GPU scopes)."""
     names = [f"Pass{i}" for i in range(8)]
@@ -123,10 +143,14 @@ def bench_parse(n: int) -> None:
     """Parse rate and memory of Chrome JSON, the same gzipped, and Lantern JSONL."""
     with tempfile.TemporaryDirectory() as d:
         js, gz, jl = Path(d) / "trace.json", Path(d) / "trace.json.gz", Path(d) / "tel.jsonl"
+        be = Path(d) / "be.json"
         count = write_chrome_json(js, n)
         gz.write_bytes(gzip.compress(js.read_bytes(), 6))
         write_jsonl(jl, n)
-        for what, path in (("Chrome JSON", js), ("Chrome JSON.gz", gz), ("Lantern JSONL", jl)):
+        write_chrome_be(be, n)
+        files = (("Chrome JSON", js), ("Chrome JSON.gz", gz), ("Lantern JSONL", jl),
+                 ("Chrome JSON B/E", be))  # fmt: skip
+        for what, path in files:
             mb = path.stat().st_size / 1e6
             c0 = time.process_time()
             dt, table = _timed(load_trace, path)
