@@ -193,7 +193,8 @@ class GpuScene:
         if timing:
             self._draw_labelled(rpass, region, draw_group, bind_group)
             return
-        if self.first_instance:
+        bundle = isinstance(rpass, wgpu.GPURenderBundleEncoder)  # no multi-draw in bundles
+        if self.first_instance and not bundle:
             from wgpu.backends.wgpu_native.extras import multi_draw_indexed_indirect
 
             rpass.set_bind_group(draw_group, bind_group, [0])
@@ -201,9 +202,12 @@ class GpuScene:
                 rpass, self.args, offset=region * nb * ARGS_STRIDE, count=nb
             )
             return
+        if self.first_instance:
+            rpass.set_bind_group(draw_group, bind_group, [0])
         for b in range(nb):
             k = region * nb + b
-            rpass.set_bind_group(draw_group, bind_group, [k * DRAW_UNIFORM_STRIDE])
+            if not self.first_instance:
+                rpass.set_bind_group(draw_group, bind_group, [k * DRAW_UNIFORM_STRIDE])
             rpass.draw_indexed_indirect(self.args, k * ARGS_STRIDE)
 
     def _draw_labelled(self, rpass, region: int, draw_group: int, bind_group) -> None:
