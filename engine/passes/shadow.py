@@ -85,11 +85,11 @@ def fit_sun(
     sun = np.asarray(sun_dir, np.float64)
     rot = _sun_rotation(tuple(sun.tolist()))  # rotation only: eye at origin
     texel = 2.0 * radius / map_size
-    f = rot[:3, :3] @ np.asarray(focus, np.float64)
-    fx, fy = np.floor(f[0] / texel) * texel, np.floor(f[1] / texel) * texel
+    f = (rot[:3, :3] @ np.asarray(focus, np.float64)).tolist()
+    fx, fy = math.floor(f[0] / texel) * texel, math.floor(f[1] / texel) * texel
     reach = caster_reach(sun, focus, radius, extent)
-    near = float(-f[2]) - radius - reach - 1.0  # depth = distance along the light's view
-    far = max(float(-f[2]) + radius, near + 1.0)
+    near = -f[2] - radius - reach - 1.0  # depth = distance along the light's view
+    far = max(-f[2] + radius, near + 1.0)
     ortho = orthographic(radius, radius, near, far).astype(np.float64)
     ortho[:, 3] -= ortho[:, 0] * fx + ortho[:, 1] * fy  # @ the texel-snapping shift
     vp = (ortho @ rot).astype(np.float32)
@@ -170,7 +170,7 @@ def _slice_sphere(corners: np.ndarray) -> tuple[np.ndarray, float]:
     (x, y, near/far) order: centred on the view axis where the near and far corners are
     equally far (clamped to the far cap), so it does not change as the camera turns."""
     near_pts, far_pts = corners[0::2], corners[1::2]
-    cn, cf = near_pts.mean(axis=0), far_pts.mean(axis=0)
+    cn, cf = near_pts.sum(axis=0) / 4.0, far_pts.sum(axis=0) / 4.0  # np.mean's arithmetic
     a2 = float(((near_pts[0] - cn) ** 2).sum())  # squared half-diagonals
     b2 = float(((far_pts[0] - cf) ** 2).sum())
     length = _length(cf - cn)
@@ -178,7 +178,8 @@ def _slice_sphere(corners: np.ndarray) -> tuple[np.ndarray, float]:
         return cn, math.sqrt(max(a2, b2))
     t = min(max((length * length + b2 - a2) / (2.0 * length), 0.0), length)
     center = cn + (cf - cn) * (t / length)
-    return center, float(np.linalg.norm(corners - center, axis=1).max())
+    d = corners - center
+    return center, math.sqrt(float((d * d).sum(axis=1).max()))  # np.linalg.norm's arithmetic
 
 
 # -- the map and its pass ----------------------------------------------------------------------
