@@ -101,7 +101,8 @@ def _gpu_costs(gpu, frames: int) -> None:
 def _bookkeeping(gpu, n: int) -> None:
     """execute() CPU of two empty passes: plain, with a history pair (the swap: bookkeeping),
     and with a snapshot read as well (bookkeeping plus the copy command it records, whose
-    cost is wgpu-py's ``copy_texture_to_texture`` call: the snapshot's work, not the graph's)."""
+    cost is wgpu-py's ``copy_texture_to_texture`` call: the snapshot's work, not the graph's).
+    The three graphs and a bare copy call run interleaved, frame by frame; medians."""
     from engine.graph import FrameContext, RenderGraph, RenderPass, TextureDesc, TransferPass
 
     d = gpu.device
@@ -122,34 +123,32 @@ def _bookkeeping(gpu, n: int) -> None:
         )
         return g
 
-    def copy_call_us() -> float:
-        usage = wgpu.TextureUsage.COPY_SRC | wgpu.TextureUsage.COPY_DST
-        a, b = (d.create_texture(size=(*SIZE, 1), format="rgba16float", usage=usage) for _ in "ab")
-        ts = []
-        for i in range(n):
-            enc = d.create_command_encoder()
-            t0 = time.perf_counter()
-            enc.copy_texture_to_texture({"texture": a}, {"texture": b}, (*SIZE, 1))
-            ts.append(time.perf_counter() - t0)
-            if i % 50 == 0:
-                d.queue.submit([enc.finish()])
-        return statistics.median(ts[10:]) * 1e6
+    usage = wgpu.TextureUsage.COPY_SRC | wgpu.TextureUsage.COPY_DST
+    a, b = (d.create_texture(size=(*SIZE, 1), format="rgba16float", usage=usage) for _ in "ab")
 
-    out = {}
+    def copy_call(enc, ctx) -> None:
+        enc.copy_texture_to_texture({"texture": a}, {"texture": b}, (*SIZE, 1))
+
+    runs: dict = {}
     for arm in ((False, False), (True, False), (True, True)):
         g = graph(*arm)
-        ts = []
-        for i in range(n):
-            enc = d.create_command_encoder()
-            ctx = FrameContext(d, g, i, 0.0, SIZE, None)
+        runs[arm] = (g.execute, FrameContext(d, g, 0, 0.0, SIZE, None))
+    runs["copy"] = (copy_call, None)
+    ts: dict = {k: [] for k in runs}
+    encs = {k: d.create_command_encoder() for k in runs}
+    for i in range(n):  # interleaved, so a change of machine load hits every arm alike
+        for k, (run, ctx) in runs.items():
+            if ctx is not None:
+                ctx.frame_index = i
             t0 = time.perf_counter()
-            g.execute(enc, ctx)
-            ts.append(time.perf_counter() - t0)
-            if i % 50 == 0:
-                d.queue.submit([enc.finish()])
-        out[arm] = statistics.median(ts[10:]) * 1e6
+            run(encs[k], ctx)
+            ts[k].append(time.perf_counter() - t0)
+        if i % 50 == 49:
+            d.queue.submit([e.finish() for e in encs.values()])
+            encs = {k: d.create_command_encoder() for k in runs}
+    out = {k: statistics.median(v[10:]) * 1e6 for k, v in ts.items()}
     plain, hist, snap = out[False, False], out[True, False], out[True, True]
-    copy = copy_call_us()
+    copy = out["copy"]
     print(f"graph bookkeeping: execute {plain:6.1f} us plain, {hist:6.1f} us with a history pair "
           f"({hist - plain:+5.1f} us: the swap), {snap:6.1f} us with a snapshot too "
           f"({snap - hist:+5.1f} us, of which the copy command itself {copy:5.1f} us); "
