@@ -30,6 +30,10 @@ Cull.Early, Main.Early and HiZ are off and Main.Late draws everything that passe
 frustum and sub-pixel tests. Without culling every instance is visible (Cull.Late only picks
 LODs). Without post, Main renders straight to the output (no HDR target, flat sky colour,
 no jitter).
+
+Per frame only what changed is rebuilt: bind groups are cached on the resources they bind,
+the render passes replay render bundles keyed on what they bind (``engine.passes.bundles``),
+and the uniforms are packed as words at their dtype's offsets.
 """
 
 from __future__ import annotations

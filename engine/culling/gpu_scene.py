@@ -185,7 +185,8 @@ class GpuScene:
 
     def draw(self, rpass, region: int, draw_group: int, bind_group) -> None:
         """Record the B indexed indirect draws of ``region`` (0 early, 1 late, 2 shadow):
-        one multi-draw with ``indirect-first-instance``, else one draw per batch. When the
+        one multi-draw with ``indirect-first-instance`` (one draw per batch into a render
+        bundle encoder, which has no multi-draw), else one draw per batch. When the
         pass encoder times draws (``--gpu-profile draws``: ``rpass.timing_draws``), always
         one labelled draw per batch, so that each (mesh, LOD) batch gets its own time."""
         nb = self.batch_count
