@@ -136,3 +136,23 @@ def test_a_hot_reload_replaces_the_bundled_pipeline(gpu, tmp_path, file, old, ne
         moved = np.abs(after - before).max(axis=2) > 8
         assert moved.mean() > 0.05 and (after[moved][:, 1] > after[moved][:, 0]).all()
         assert (moved != moved.all()).any()  # not every pixel: the sky stayed
+
+
+def test_the_profiler_times_every_bundled_pass(gpu):
+    """With ``--gpu-profile`` (no per-draw timing) the passes replay bundles and each still
+    gets its own GPU and CPU scope, in declaration order: the graph times the pass around
+    the bundle it executes."""
+    from engine.profiling import FrameProfiler
+
+    if not gpu.has_timestamps:
+        pytest.skip("needs timestamp queries")
+    h = _harness(gpu, BASE)
+    h.graph.profiler = FrameProfiler(gpu, gpu=True, cpu=True)
+    h.render(CAM, 4)
+    h.loop.drain()
+    assert _builds(h)["Post"] == 2  # bundles in use
+    rec = next(r for r in reversed(h.loop.telemetry.history) if r.gpu)
+    gpu_names = [s.name for s in rec.gpu]
+    assert [n for n in gpu_names if n in BUNDLED] == list(BUNDLED)
+    assert all(s.duration_ms > 0 for s in rec.gpu if s.name in BUNDLED)
+    assert set(BUNDLED) <= {s.name for s in rec.cpu}
