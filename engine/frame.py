@@ -30,6 +30,10 @@ Cull.Early, Main.Early and HiZ are off and Main.Late draws everything that passe
 frustum and sub-pixel tests. Without culling every instance is visible (Cull.Late only picks
 LODs). Without post, Main renders straight to the output (no HDR target, flat sky colour,
 no jitter).
+
+Per frame only what changed is rebuilt: bind groups are cached on the resources they bind,
+the render passes replay render bundles keyed on what they bind (``engine.passes.bundles``),
+and the uniforms are packed as words at their dtype's offsets.
 """
 
 from __future__ import annotations
@@ -119,6 +123,7 @@ VIEW_DTYPE = np.dtype(
         ("ground", "<f4", 4),  # ground bounce colour; w: unused
     ]
 )
+_VIEW_AT = {name: VIEW_DTYPE.fields[name][1] // 4 for name in VIEW_DTYPE.names}  # in words
 
 
 class StandardFrame:
@@ -316,18 +321,29 @@ class StandardFrame:
         q.write_buffer(r.cull.uniform, 0, self._cull_bytes(ctx.size, aspect, fit, view, jproj))
 
     def _view_bytes(self, camera, view_proj, fit) -> bytes:
-        s = self.settings
-        u = np.zeros((), VIEW_DTYPE)
-        u["view_proj"] = view_proj.T
-        u["inv_view_proj"] = self.res.inv_view_proj.T
-        u["light_view_proj"] = fit.view_proj.T
-        u["eye"] = (*camera.eye, s.fog_density)
-        u["sun_dir"] = (*self.scene.sun_direction, 1.0 if s.shadows else 0.0)
-        u["sun_color"] = (*SUN_COLOR, fit.texel_world)
-        u["sky_zenith"] = (*SKY_ZENITH, s.shadow_size)
-        u["sky_horizon"] = (*SKY_HORIZON, 1.0 if s.auto_exposure else s.exposure)
-        u["ground"] = (*GROUND, 0.0)
-        return u.tobytes()
+        """The ``View`` uniform (``VIEW_DTYPE``), packed as words at its fields' offsets:
+        a slice per matrix and one for the six vec4s after them (cheaper, every frame,
+        than assigning the fields of a structured array)."""
+        s, at = self.settings, _VIEW_AT
+        f = np.empty(VIEW_DTYPE.itemsize // 4, np.float32)
+        f[: at["inv_view_proj"]] = view_proj.ravel(order="F")  # column-major
+        f[at["inv_view_proj"] : at["light_view_proj"]] = self.res.inv_view_proj.ravel(order="F")
+        f[at["light_view_proj"] : at["eye"]] = fit.view_proj.ravel(order="F")
+        f[at["eye"] :] = (
+            *camera.eye.tolist(),
+            s.fog_density,
+            *np.asarray(self.scene.sun_direction).tolist(),
+            1.0 if s.shadows else 0.0,
+            *SUN_COLOR,
+            fit.texel_world,
+            *SKY_ZENITH,
+            s.shadow_size,
+            *SKY_HORIZON,
+            1.0 if s.auto_exposure else s.exposure,
+            *GROUND,
+            0.0,
+        )  # eye, sun_dir, sun_color, sky_zenith, sky_horizon, ground: consecutive vec4f
+        return f.tobytes()
 
     def _update_frustum_lines(self, view_proj, aspect) -> None:
         if self.cull_camera is None or not self.show_frustum:

@@ -54,6 +54,7 @@ RENDER, COMPUTE, TRANSFER = "render", "compute", "transfer"
 OUTPUT = "output"  # the imported output texture: written by whichever pass draws to it
 PREV = "prev"  # NAME@prev: the history of NAME
 SNAPSHOT = "Snapshot"  # the scope name of a snapshot copy
+_NONE: frozenset[str] = frozenset()
 
 
 def split_ref(ref: str) -> tuple[str, str | None]:
@@ -202,6 +203,8 @@ class RenderGraph:
         self._fresh_now: frozenset[str] = frozenset()  # ... cleared in the frame being recorded
         self.parity = 0  # flips at the start of every executed frame with history
         self._snapshots: dict[str, list[tuple[str, str, str]]] = {}  # pass -> (res, ref, scope)
+        self._swaps: list[tuple[dict, str, str]] | None = None  # (table, name, name@prev)
+        self._copies: dict[tuple, list] = {}  # (generation, parity, pass) -> copy arguments
 
     @property
     def profiler(self) -> ProfilerSink:
@@ -346,6 +349,7 @@ class RenderGraph:
                     self._texture_descs[ref] = replace(src, usage=u)
                     self._make_texture(ref)
         self._snapshots = snapshots
+        self._copies.clear()
 
     def describe(self) -> str:
         """The enabled passes in order with their resource edges, as text; history reads
@@ -439,6 +443,8 @@ class RenderGraph:
         )
         self._textures[name] = tex
         self._views[name] = tex.create_view(label=name)
+        self._swaps = None
+        self._copies.clear()
 
     def create_buffer(
         self, name: str, *, size: int, usage: int, history: bool = False
@@ -455,6 +461,7 @@ class RenderGraph:
             if old is not None:
                 old.destroy()
             self._buffers[n] = self.device.create_buffer(label=n, size=max(4, size), usage=usage)
+        self._swaps = None
         return self._buffers[name]
 
     def history_fresh(self, name: str) -> bool:
@@ -540,8 +547,8 @@ class RenderGraph:
                 if p.enabled:
                     _encode(p, encoder, ctx, None)
                     if p.name in snaps:
-                        self._copy_snapshots(encoder, snaps[p.name], None)
-            self._fresh_now = frozenset()
+                        self._copy_snapshots(encoder, p.name, None)
+            self._fresh_now = _NONE
             return
         prof.begin_frame(ctx.frame_index, encoder)
         for p in self.passes:
@@ -550,18 +557,22 @@ class RenderGraph:
                 _encode(p, encoder, ctx, tw, prof)
                 prof.end_pass(p.name, p.kind, encoder)
                 if p.name in snaps:
-                    self._copy_snapshots(encoder, snaps[p.name], prof)
+                    self._copy_snapshots(encoder, p.name, prof)
         prof.end_frame(encoder)
-        self._fresh_now = frozenset()
+        self._fresh_now = _NONE
 
     def _begin_history(self, encoder) -> None:
         """Swap every pair (this frame writes what was read as @prev), clear the fresh."""
         self.parity ^= 1
-        for name in self._history:
-            prev = name + "@" + PREV
-            for table in (self._textures, self._views, self._buffers):
-                if name in table:
-                    table[name], table[prev] = table[prev], table[name]
+        if self._swaps is None:  # (re)listed only when a resource was created
+            tables = (self._textures, self._views, self._buffers)
+            pairs = [(name, name + "@" + PREV) for name in self._history]
+            self._swaps = [(t, a, b) for a, b in pairs for t in tables if a in t]
+        for table, name, prev in self._swaps:
+            table[name], table[prev] = table[prev], table[name]
+        if not self._fresh:
+            self._fresh_now = _NONE
+            return
         self._fresh_now = frozenset(self._fresh)
         self._fresh.clear()
         for name in self._fresh_now:
@@ -581,15 +592,24 @@ class RenderGraph:
                     ],
                 ).end()
 
-    def _copy_snapshots(self, encoder, snaps, prof) -> None:
-        for base, ref, scope in snaps:
+    def _copy_snapshots(self, encoder, after: str, prof) -> None:
+        """Record the snapshot copies after pass ``after`` (their arguments are kept per
+        generation and history parity: a swap or a resize changes the source texture)."""
+        key = (self.generation, self.parity, after)
+        copies = self._copies.get(key)
+        if copies is None:
+            if len(self._copies) > 8:
+                self._copies.clear()
+            copies = self._copies[key] = [
+                (scope, {"texture": src}, {"texture": self._textures[ref]}, (*src.size[:2], 1))
+                for base, ref, scope in self._snapshots[after]
+                for src in (self._textures[base],)
+            ]
+        for scope, src, dst, size in copies:
             if prof is not None:
                 prof.begin_pass(scope, TRANSFER, encoder)
             encoder.push_debug_group(scope)
-            src, dst = self._textures[base], self._textures[ref]
-            encoder.copy_texture_to_texture(
-                {"texture": src}, {"texture": dst}, (src.width, src.height, 1)
-            )
+            encoder.copy_texture_to_texture(src, dst, size)
             encoder.pop_debug_group()
             if prof is not None:
                 prof.end_pass(scope, TRANSFER, encoder)

@@ -72,3 +72,43 @@ def test_cull_uniform_puts_each_value_in_its_field():
     assert (u["light_planes"][:5] == 2.0).all() and (u["light_planes"][5] == 0.0).all()
     assert tuple(u["counts"]) == (1234, 5, 12, 99) and tuple(u["misc"]) == (10, 6, 5, 0)
     assert tuple(u["proj"]) == pytest.approx((0.5, 0.75, 0.1, 360.0))
+
+
+def _view_reference(frame, camera, view_proj, fit) -> bytes:
+    """The ``View`` uniform packed field by field into a ``VIEW_DTYPE`` record."""
+    from engine.frame import GROUND, SKY_ZENITH, SUN_COLOR
+    from engine.passes.resources import SKY_HORIZON
+
+    s = frame.settings
+    u = np.zeros((), VIEW_DTYPE)
+    u["view_proj"] = view_proj.T
+    u["inv_view_proj"] = frame.res.inv_view_proj.T
+    u["light_view_proj"] = fit.view_proj.T
+    u["eye"] = (*camera.eye, s.fog_density)
+    u["sun_dir"] = (*frame.scene.sun_direction, 1.0 if s.shadows else 0.0)
+    u["sun_color"] = (*SUN_COLOR, fit.texel_world)
+    u["sky_zenith"] = (*SKY_ZENITH, s.shadow_size)
+    u["sky_horizon"] = (*SKY_HORIZON, 1.0 if s.auto_exposure else s.exposure)
+    u["ground"] = (*GROUND, 0.0)
+    return u.tobytes()
+
+
+@pytest.mark.parametrize("exposure", ["auto", 2.5])
+def test_view_uniform_packing_matches_the_structured_dtype(gpu, exposure):
+    """The per-frame packer (words at the dtype's offsets) writes what a ``VIEW_DTYPE``
+    record filled field by field holds, byte for byte, for a jittered camera."""
+    from frame_harness import Harness, random_scene
+
+    from engine.scene.camera import Camera
+    from engine.settings import FrameSettings
+
+    h = Harness(gpu, random_scene(5, 0), settings=FrameSettings(exposure=exposure))
+    cam = Camera(np.array([3.0, 4.0, 9.0]), np.array([0.5, 1.0, 0.0]), 50.0, 0.2)
+    h.render(cam, frames=2)
+    f = h.frame
+    vp = cam.proj(96 / 64) @ cam.view() + np.float32(0.01)  # any matrix: it is copied
+    fit = f.res.shadow.fit(vp, f.scene, None)
+    got = f._view_bytes(cam, vp, fit)
+    assert got == _view_reference(f, cam, vp, fit)
+    raw = np.frombuffer(got, np.float32)
+    assert raw[1] == vp[1, 0]  # column-major

@@ -185,7 +185,8 @@ class GpuScene:
 
     def draw(self, rpass, region: int, draw_group: int, bind_group) -> None:
         """Record the B indexed indirect draws of ``region`` (0 early, 1 late, 2 shadow):
-        one multi-draw with ``indirect-first-instance``, else one draw per batch. When the
+        one multi-draw with ``indirect-first-instance`` (one draw per batch into a render
+        bundle encoder, which has no multi-draw), else one draw per batch. When the
         pass encoder times draws (``--gpu-profile draws``: ``rpass.timing_draws``), always
         one labelled draw per batch, so that each (mesh, LOD) batch gets its own time."""
         nb = self.batch_count
@@ -193,7 +194,8 @@ class GpuScene:
         if timing:
             self._draw_labelled(rpass, region, draw_group, bind_group)
             return
-        if self.first_instance:
+        bundle = isinstance(rpass, wgpu.GPURenderBundleEncoder)  # no multi-draw in bundles
+        if self.first_instance and not bundle:
             from wgpu.backends.wgpu_native.extras import multi_draw_indexed_indirect
 
             rpass.set_bind_group(draw_group, bind_group, [0])
@@ -201,9 +203,12 @@ class GpuScene:
                 rpass, self.args, offset=region * nb * ARGS_STRIDE, count=nb
             )
             return
+        if self.first_instance:
+            rpass.set_bind_group(draw_group, bind_group, [0])
         for b in range(nb):
             k = region * nb + b
-            rpass.set_bind_group(draw_group, bind_group, [k * DRAW_UNIFORM_STRIDE])
+            if not self.first_instance:
+                rpass.set_bind_group(draw_group, bind_group, [k * DRAW_UNIFORM_STRIDE])
             rpass.draw_indexed_indirect(self.args, k * ARGS_STRIDE)
 
     def _draw_labelled(self, rpass, region: int, draw_group: int, bind_group) -> None:

@@ -9,6 +9,7 @@ The numpy twins (``histogram_reference``, ``exposure_target``) specify both.
 from __future__ import annotations
 
 import math
+import struct
 
 import numpy as np
 import wgpu
@@ -26,6 +27,7 @@ EV_RANGE = (-8.0, 8.0)  # exposure clamp, log2 of the multiplier
 EXPOSURE_DTYPE = np.dtype(
     [("exposure", "<f4"), ("goal", "<f4"), ("mean_log2", "<f4"), ("counted", "<f4")]
 )
+_PARAMS = struct.Struct("<8f")  # the shader's Params: dt, speed, key, fresh, EV range, pad
 _RGB_TO_Y = np.array([0.2126, 0.7152, 0.0722], np.float32)  # Rec. 709 luminance
 
 
@@ -173,8 +175,8 @@ class ExposurePass(ComputePass):
         last, self._last_time = self._last_time, ctx.time
         dt = 0.0 if last is None else min(max(ctx.time - last, 0.0), 1.0)
         fresh = 1.0 if self.res.graph.history_fresh(EXPOSURE) else 0.0
-        p = np.array([dt, ADAPT_SPEED, KEY, fresh, *EV_RANGE, 0.0, 0.0], np.float32)
-        self.res.device.queue.write_buffer(self.params, 0, p.tobytes())
+        p = _PARAMS.pack(dt, ADAPT_SPEED, KEY, fresh, *EV_RANGE, 0.0, 0.0)
+        self.res.device.queue.write_buffer(self.params, 0, p)
         cpass.set_pipeline(self.pipeline)
         cpass.set_bind_group(0, self._group())
         cpass.dispatch_workgroups(1, 1, 1)

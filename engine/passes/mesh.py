@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import wgpu
 
 from engine.graph import RenderPass
+from engine.passes.bundles import BundleCache
 from engine.passes.resources import (
     DEPTH,
     DEPTH_FORMAT,
@@ -201,6 +202,7 @@ class MainPass(RenderPass):
         super().__init__(name)
         self.res, self.early = res, name == "Main.Early"
         self.region = 0 if self.early else 1
+        self.bundles = BundleCache(res.device, name)
 
     def enabled_by(self, settings) -> bool:
         return (settings.cull and settings.occlusion) if self.early else True
@@ -245,10 +247,16 @@ class MainPass(RenderPass):
     def record(self, ctx, rpass) -> None:
         r = self.res
         _, fmt = r.color_target(ctx)
-        rpass.set_pipeline(r.mesh.main(fmt))
-        r.bind_geometry(rpass)
-        rpass.set_bind_group(2, r.shadow.group)
-        r.gs.draw(rpass, self.region, 1, r.draw_group)
+        pipe = r.mesh.main(fmt)  # hot reload replaces it: a new key, a new bundle
+
+        def commands(enc) -> None:
+            enc.set_pipeline(pipe)
+            r.bind_geometry(enc)
+            enc.set_bind_group(2, r.shadow.group)
+            r.gs.draw(enc, self.region, 1, r.draw_group)
+
+        key = (pipe, r.shadow.group, *r.geometry_key())
+        self.bundles.record(rpass, key, commands, color_formats=(fmt,), depth_format=DEPTH_FORMAT)
         lines = None if self.early else r.frustum_lines(fmt)
         if lines is not None:  # F2: the frozen culling frustum, over the last main pass
             lines.record(ctx, rpass)

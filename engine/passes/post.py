@@ -11,6 +11,7 @@ import wgpu
 
 from engine.graph import RenderPass
 from engine.passes.bloom import BLOOM_STRENGTH
+from engine.passes.bundles import BundleCache
 from engine.passes.resources import BLOOM, EXPOSURE, HDR, HDR_FORMAT, OUTPUT, TAA
 from engine.shader_registry import shader_pipeline
 
@@ -63,6 +64,7 @@ class PostPass(RenderPass):
         )
         self._params: tuple | None = None  # last written
         self._groups: dict = {}
+        self.bundles = BundleCache(d, name)
 
     def enabled_by(self, settings) -> bool:
         return settings.post
@@ -121,6 +123,12 @@ class PostPass(RenderPass):
         if params != self._params:  # written when a knob changes, not every frame
             self.res.device.queue.write_buffer(self.params, 0, np.array([*params, 0, 0], "f4"))
             self._params = params
-        rpass.set_pipeline(self.pipeline)
-        rpass.set_bind_group(0, self.group())
-        rpass.draw(3)
+        pipe, group = self.pipeline, self.group()  # one bundle per group (history parity)
+
+        def commands(enc) -> None:
+            enc.set_pipeline(pipe)
+            enc.set_bind_group(0, group)
+            enc.draw(3)
+
+        fmt = self.res.graph.output_format
+        self.bundles.record(rpass, (pipe, group), commands, color_formats=(fmt,))

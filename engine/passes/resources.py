@@ -119,6 +119,12 @@ class FrameResources:
         rpass.set_vertex_buffer(0, self.gs.vertices)
         rpass.set_index_buffer(self.gs.indices, "uint32")
 
+    def geometry_key(self) -> tuple:
+        """What ``bind_geometry`` and the scene's indirect draws bind (a render bundle's
+        key): groups 0 and 1, the vertex, index and indirect-argument buffers."""
+        gs = self.gs
+        return (self.view_group, self.draw_group, gs.vertices, gs.indices, gs.args)
+
     def color_name(self) -> str:
         """The resource Main draws into: ``HDR``, or ``OUTPUT`` without post."""
         return HDR if self.settings.post else OUTPUT

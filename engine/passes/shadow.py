@@ -23,6 +23,7 @@ import wgpu
 
 from engine.graph import RenderPass
 from engine.math3d import look_at, orthographic
+from engine.passes.bundles import BundleCache
 from engine.passes.resources import DRAW_INPUTS, SHADOW_FORMAT, SHADOW_MAP
 
 SHADOW_DISTANCE = 90.0  # default view depth (world units, metres in the city) shadowed
@@ -44,13 +45,15 @@ def frustum_planes(view_proj: np.ndarray, *, near: bool = True, far: bool = Fals
     2001), normalised so ``dot(p[:3], x) + p[3]`` is the signed distance (>= 0 inside).
     Order: left, right, bottom, top, then near (depth <= w) and far (depth >= 0) if asked."""
     m = np.asarray(view_proj, np.float64)
-    rows = [m[3] + m[0], m[3] - m[0], m[3] + m[1], m[3] - m[1]]
+    p = np.empty((4 + near + far, 4))  # the rows below in a few array operations (per frame)
+    p[0:4:2] = m[3] + m[0:2]  # left, bottom
+    p[1:4:2] = m[3] - m[0:2]  # right, top
     if near:
-        rows.append(m[3] - m[2])
+        p[4] = m[3] - m[2]
     if far:
-        rows.append(m[2])
-    p = np.array(rows)
-    p /= np.linalg.norm(p[:, :3], axis=1, keepdims=True)
+        p[-1] = m[2]
+    q = p[:, :3]
+    p /= np.sqrt((q * q).sum(axis=1, keepdims=True))  # np.linalg.norm's arithmetic
     return p.astype(np.float32)
 
 
@@ -82,15 +85,14 @@ def fit_sun(
     sun = np.asarray(sun_dir, np.float64)
     rot = _sun_rotation(tuple(sun.tolist()))  # rotation only: eye at origin
     texel = 2.0 * radius / map_size
-    f = rot[:3, :3] @ np.asarray(focus, np.float64)
-    fx, fy = np.floor(f[0] / texel) * texel, np.floor(f[1] / texel) * texel
+    f = (rot[:3, :3] @ np.asarray(focus, np.float64)).tolist()
+    fx, fy = math.floor(f[0] / texel) * texel, math.floor(f[1] / texel) * texel
     reach = caster_reach(sun, focus, radius, extent)
-    near = float(-f[2]) - radius - reach - 1.0  # depth = distance along the light's view
-    far = max(float(-f[2]) + radius, near + 1.0)
-    shift = np.identity(4)
-    shift[:3, 3] = (-fx, -fy, 0.0)
-    vp = orthographic(radius, radius, near, far).astype(np.float64) @ shift @ rot
-    vp = vp.astype(np.float32)
+    near = -f[2] - radius - reach - 1.0  # depth = distance along the light's view
+    far = max(-f[2] + radius, near + 1.0)
+    ortho = orthographic(radius, radius, near, far).astype(np.float64)
+    ortho[:, 3] -= ortho[:, 0] * fx + ortho[:, 1] * fy  # @ the texel-snapping shift
+    vp = (ortho @ rot).astype(np.float32)
     return SunFit(vp, frustum_planes(vp, near=False, far=True), texel)
 
 
@@ -101,10 +103,10 @@ def caster_reach(sun_dir, focus, radius: float, extent) -> float:
     ``q + t * sun`` with ``|q - focus| <= radius``, inside ``extent``, so ``t`` is at most this.
     A scene that reaches far sideways (one box at x = 1e5) adds nothing unless the column
     toward the sun runs through it."""
-    sun = np.asarray(sun_dir, np.float64)
-    c = np.asarray(focus, np.float64)
-    lo = np.asarray(extent[0], np.float64) - radius
-    hi = np.asarray(extent[1], np.float64) + radius
+    sun = np.asarray(sun_dir, np.float64).tolist()  # three floats: plain Python is faster
+    c = np.asarray(focus, np.float64).tolist()
+    lo = (np.asarray(extent[0], np.float64) - radius).tolist()
+    hi = (np.asarray(extent[1], np.float64) + radius).tolist()
     exits = [
         ((hi[a] if sun[a] > 0 else lo[a]) - c[a]) / sun[a] for a in range(3) if abs(sun[a]) > 1e-12
     ]
@@ -128,17 +130,8 @@ def shadow_region(view_proj: np.ndarray, distance: float, extent) -> tuple[np.nd
         extent: receivers' world AABB ``(min xyz, max xyz)`` (the scene's).
     """
     m = np.asarray(view_proj, np.float64)
-    near = m[2, 3]  # perspective_reverse_z: row 2 is (0, 0, 0, near)
-    inv = np.linalg.inv(m)
-    ndc = np.array(
-        [
-            [x, y, near / d, 1.0]
-            for x in (-1, 1)
-            for y in (-1, 1)
-            for d in (near, max(distance, near))
-        ]
-    )
-    w = ndc @ inv.T
+    near = float(m[2, 3])  # perspective_reverse_z: row 2 is (0, 0, 0, near)
+    w = _slice_ndc(near, max(distance, near)) @ np.linalg.inv(m).T
     corners = w[:, :3] / w[:, 3:]
     slice_c, slice_r = _slice_sphere(corners)
     lo, hi = (np.asarray(v, np.float64) for v in extent)
@@ -155,6 +148,17 @@ def shadow_region(view_proj: np.ndarray, distance: float, extent) -> tuple[np.nd
     return center, radius
 
 
+@functools.lru_cache(maxsize=8)
+def _slice_ndc(near: float, distance: float) -> np.ndarray:
+    """``(8, 4)`` NDC corners of the view slice from ``near`` to ``distance`` in (x, y,
+    near/far) order; cached (the same every frame), read-only."""
+    ndc = np.array(
+        [[x, y, near / d, 1.0] for x in (-1, 1) for y in (-1, 1) for d in (near, distance)]
+    )
+    ndc.flags.writeable = False
+    return ndc
+
+
 def _length(v: np.ndarray) -> float:
     """``np.linalg.norm`` of a (3,) float64 vector, same arithmetic (sqrt of the dot
     product), without its dispatch: the fit runs every frame the camera moves."""
@@ -166,7 +170,7 @@ def _slice_sphere(corners: np.ndarray) -> tuple[np.ndarray, float]:
     (x, y, near/far) order: centred on the view axis where the near and far corners are
     equally far (clamped to the far cap), so it does not change as the camera turns."""
     near_pts, far_pts = corners[0::2], corners[1::2]
-    cn, cf = near_pts.mean(axis=0), far_pts.mean(axis=0)
+    cn, cf = near_pts.sum(axis=0) / 4.0, far_pts.sum(axis=0) / 4.0  # np.mean's arithmetic
     a2 = float(((near_pts[0] - cn) ** 2).sum())  # squared half-diagonals
     b2 = float(((far_pts[0] - cf) ** 2).sum())
     length = _length(cf - cn)
@@ -174,7 +178,8 @@ def _slice_sphere(corners: np.ndarray) -> tuple[np.ndarray, float]:
         return cn, math.sqrt(max(a2, b2))
     t = min(max((length * length + b2 - a2) / (2.0 * length), 0.0), length)
     center = cn + (cf - cn) * (t / length)
-    return center, float(np.linalg.norm(corners - center, axis=1).max())
+    d = corners - center
+    return center, math.sqrt(float((d * d).sum(axis=1).max()))  # np.linalg.norm's arithmetic
 
 
 # -- the map and its pass ----------------------------------------------------------------------
@@ -236,6 +241,7 @@ class ShadowPass(RenderPass):
     def __init__(self, res, name: str = "Shadow"):
         super().__init__(name, reads=DRAW_INPUTS, writes=(SHADOW_MAP,))
         self.res = res
+        self.bundles = BundleCache(res.device, name)
 
     @property
     def pipeline(self):  # asked each frame: hot reload replaces it
@@ -257,6 +263,12 @@ class ShadowPass(RenderPass):
 
     def record(self, ctx, rpass) -> None:
         r = self.res
-        rpass.set_pipeline(self.pipeline)
-        r.bind_geometry(rpass)
-        r.gs.draw(rpass, 2, 1, r.draw_group)
+        pipe = self.pipeline
+
+        def commands(enc) -> None:
+            enc.set_pipeline(pipe)
+            r.bind_geometry(enc)
+            r.gs.draw(enc, 2, 1, r.draw_group)
+
+        key = (pipe, *r.geometry_key())
+        self.bundles.record(rpass, key, commands, color_formats=(), depth_format=SHADOW_FORMAT)

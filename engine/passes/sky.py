@@ -6,6 +6,7 @@ from __future__ import annotations
 import wgpu
 
 from engine.graph import RenderPass
+from engine.passes.bundles import BundleCache
 from engine.passes.resources import DEPTH, DEPTH_FORMAT, HDR, HDR_FORMAT
 from engine.shader_registry import shader_pipeline
 
@@ -21,6 +22,7 @@ class SkyPass(RenderPass):
         super().__init__(name)
         self.res = res
         d = res.device
+        self.bundles = BundleCache(d, name, depth_read_only=True)
         self.shader = shader_pipeline(d, "sky.wgsl", lambda m: self._make(m, name))
         self.shader.on_reload(self._bind)  # "auto" layout: a new group
         self._bind()
@@ -60,6 +62,13 @@ class SkyPass(RenderPass):
         }
 
     def record(self, ctx, rpass: wgpu.GPURenderPassEncoder) -> None:
-        rpass.set_pipeline(self.pipeline)
-        rpass.set_bind_group(0, self.group)
-        rpass.draw(3)
+        pipe, group = self.pipeline, self.group  # a reload replaces both: a new bundle
+
+        def commands(enc) -> None:
+            enc.set_pipeline(pipe)
+            enc.set_bind_group(0, group)
+            enc.draw(3)
+
+        self.bundles.record(
+            rpass, (pipe, group), commands, color_formats=(HDR_FORMAT,), depth_format=DEPTH_FORMAT
+        )

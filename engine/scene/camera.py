@@ -173,6 +173,7 @@ class WaypointPath(CameraPath):
         self.length = float(self.cum[-1])
         self.speed, self.look_ahead, self.drop = speed, look_ahead, target_drop
         self.start, self.fov_y_deg, self.near = start, fov_y_deg, near
+        self._window = (None, None)  # (look_ahead, the eye's averaging offsets)
 
     def point(self, s: float) -> np.ndarray:
         """Position ``(3,)`` float64 at arc length ``s`` (wraps around the loop)."""
@@ -183,14 +184,24 @@ class WaypointPath(CameraPath):
         f = (s - self.cum[i]) / max(self.cum[i + 1] - self.cum[i], 1e-12)
         return a + (b - a) * f
 
+    def points_at(self, s: np.ndarray) -> np.ndarray:
+        """``point`` of every arc length in ``s`` ``(K,)``: ``(K, 3)`` float64, the same
+        arithmetic in a few array operations (the camera is placed every frame)."""
+        s = s % self.length
+        i = np.minimum(np.searchsorted(self.cum, s, side="right") - 1, len(self.points) - 1)
+        a, b = self.points[i], self.points[(i + 1) % len(self.points)]
+        f = (s - self.cum[i]) / np.maximum(self.cum[i + 1] - self.cum[i], 1e-12)
+        return a + (b - a) * f[:, None]
+
     def at(self, t_seconds: float) -> Camera:
         s = self.start + self.speed * t_seconds
         # Eye: average of a short window so corners become arcs, not kinks.
-        w = 0.35 * self.look_ahead
-        eye = np.mean([self.point(s + d) for d in np.linspace(-w, w, 9)], axis=0)
-        ahead = np.mean(
-            [self.point(s + self.look_ahead + d) for d in np.linspace(-w, w, 9)], axis=0
-        )
+        if self._window[0] != self.look_ahead:
+            w = 0.35 * self.look_ahead
+            self._window = (self.look_ahead, np.linspace(-w, w, 9))
+        window = self._window[1]
+        p = self.points_at(np.concatenate((s + window, s + self.look_ahead + window)))
+        eye, ahead = p[:9].mean(axis=0), p[9:].mean(axis=0)
         ahead[1] -= self.drop
         return Camera(eye, ahead, self.fov_y_deg, self.near)
 
