@@ -13,13 +13,13 @@ import orjson
 import pytest
 import wgpu
 
+from engine.devtools.known_draws import COSTS, known_draws_pass
 from engine.export.report import IMPLAUSIBLE, draws_report
 from engine.export.trace import build_trace, frame_of
 from engine.gpu import DRAW_PROFILE_FEATURES, create_gpu
 from engine.graph import RenderGraph, RenderPass
 from engine.profiling import FrameProfiler
 from engine.profiling.draws import INSIDE_FEATURE, DrawProfiler, TimedPass, draw_label
-from engine.profiling.known_draws import COSTS, known_draws_pass
 from engine.telemetry import NameTable, encode_record
 from tests.profiling_support import Rig, wait_idle
 from tests.test_trace import _assert_nested
@@ -29,7 +29,7 @@ W = H = 48
 
 def _draws_pass(device, iterations: int) -> RenderPass:
     """One render pass of three fullscreen triangles whose fragment loop runs
-    ``iterations * COSTS[k]`` times (engine/profiling/known_draws.py)."""
+    ``iterations * COSTS[k]`` times (engine/devtools/known_draws.py)."""
     return known_draws_pass(device, (W, H), iterations)
 
 

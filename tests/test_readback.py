@@ -84,9 +84,9 @@ def _wait_idle(device):
 def map_calls(monkeypatch):
     """Counts the ring's ``map_async`` calls (one per map, whatever the batch)."""
     calls = []
-    real = engine.readback._map_read
+    real = engine.readback.map_read
     monkeypatch.setattr(
-        engine.readback, "_map_read", lambda buf, size: calls.append(size) or real(buf, size)
+        engine.readback, "map_read", lambda buf, size: calls.append(size) or real(buf, size)
     )
     return calls
 

@@ -15,7 +15,7 @@ import numpy as np
 import wgpu
 
 from engine.graph import ComputePass
-from engine.passes.resources import EXPOSURE, HDR, HISTOGRAM
+from engine.passes.resources import EXPOSURE, HDR, HISTOGRAM, BindGroupCache
 from engine.shader_registry import shader_pipeline
 
 BINS = 64
@@ -144,7 +144,7 @@ class ExposurePass(ComputePass):
             ),
         )
         self.shader.on_reload(lambda: self._groups.clear())  # "auto" layout: new groups
-        self._groups: dict = {}
+        self._groups = BindGroupCache()
         self._last_time: float | None = None
 
     @property
@@ -157,10 +157,9 @@ class ExposurePass(ComputePass):
     def _group(self):
         g = self.res.graph
         key = g.resource_key()
-        if key not in self._groups:
-            if len(self._groups) > 4:
-                self._groups.clear()
-            self._groups[key] = self.res.device.create_bind_group(
+
+        def build() -> wgpu.GPUBindGroup:
+            return self.res.device.create_bind_group(
                 layout=self.pipeline.get_bind_group_layout(0),
                 entries=[
                     {"binding": 0, "resource": {"buffer": self.params}},
@@ -169,7 +168,8 @@ class ExposurePass(ComputePass):
                     {"binding": 3, "resource": {"buffer": g.buffer(EXPOSURE)}},
                 ],
             )
-        return self._groups[key]
+
+        return self._groups.get(key, build)
 
     def record(self, ctx, cpass) -> None:
         last, self._last_time = self._last_time, ctx.time

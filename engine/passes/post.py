@@ -12,7 +12,16 @@ import wgpu
 from engine.graph import RenderPass
 from engine.passes.bloom import BLOOM_STRENGTH
 from engine.passes.bundles import BundleCache
-from engine.passes.resources import BLOOM, EXPOSURE, HDR, HDR_FORMAT, OUTPUT, TAA
+from engine.passes.resources import (
+    BLOOM,
+    EXPOSURE,
+    HDR,
+    HDR_FORMAT,
+    OUTPUT,
+    TAA,
+    BindGroupCache,
+    clear_output,
+)
 from engine.shader_registry import shader_pipeline
 
 __all__ = ["HDR_FORMAT", "PostPass", "PostPipeline"]
@@ -63,7 +72,7 @@ class PostPass(RenderPass):
             usage=wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST,
         )
         self._params: tuple | None = None  # last written
-        self._groups: dict = {}
+        self._groups = BindGroupCache()
         self.bundles = BundleCache(d, name)
 
     def enabled_by(self, settings) -> bool:
@@ -88,10 +97,9 @@ class PostPass(RenderPass):
         size, history parity and TAA knob: never rebuilt in a steady state)."""
         g, taa = self.res.graph, self.res.settings.taa
         key = (g.resource_key(), taa)
-        if key not in self._groups:
-            if len(self._groups) > 8:
-                self._groups.clear()
-            self._groups[key] = self.res.device.create_bind_group(
+
+        def build() -> wgpu.GPUBindGroup:
+            return self.res.device.create_bind_group(
                 label="post",
                 layout=self.pipeline.get_bind_group_layout(0),
                 entries=[
@@ -103,19 +111,11 @@ class PostPass(RenderPass):
                     {"binding": 6, "resource": {"buffer": self.params}},
                 ],
             )
-        return self._groups[key]
+
+        return self._groups.get(key, build)
 
     def targets(self, ctx) -> dict:
-        return {
-            "color_attachments": [
-                {
-                    "view": ctx.output,
-                    "load_op": "clear",
-                    "clear_value": (0, 0, 0, 1),
-                    "store_op": "store",
-                }
-            ]
-        }
+        return clear_output(ctx)
 
     def record(self, ctx, rpass) -> None:
         s = self.res.settings

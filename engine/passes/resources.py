@@ -134,3 +134,39 @@ class FrameResources:
         if self.settings.post:
             return self.graph.view(HDR), HDR_FORMAT
         return ctx.output, self.graph.output_format
+
+
+class BindGroupCache:
+    """Bind groups keyed on what they bind (e.g. the graph's ``resource_key()``: its size
+    generation and history parity, plus any knob that changes an entry): each built once
+    per key, the oldest dropped past ``size`` keys, so a steady frame builds none and
+    alternating history parities reuse theirs. ``clear()`` after a hot reload of an
+    ``"auto"``-layout pipeline (its bind group layout is new)."""
+
+    def __init__(self, size: int = 8):
+        self.size = size
+        self._groups: dict = {}
+
+    def get(self, key, build: Callable[[], wgpu.GPUBindGroup]) -> wgpu.GPUBindGroup:
+        """The group of ``key``, made by ``build()`` the first time."""
+        group = self._groups.get(key)
+        if group is None:
+            if len(self._groups) >= self.size:
+                del self._groups[next(iter(self._groups))]  # the oldest
+            group = self._groups[key] = build()
+        return group
+
+    def clear(self) -> None:
+        self._groups.clear()
+
+
+def clear_output(ctx) -> dict:
+    """``targets()`` of a fullscreen pass that writes every pixel of the frame's output
+    (Post's tone map, a debug view): cleared to opaque black first."""
+    color = {
+        "view": ctx.output,
+        "load_op": "clear",
+        "clear_value": (0, 0, 0, 1),
+        "store_op": "store",
+    }
+    return {"color_attachments": [color]}

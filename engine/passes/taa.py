@@ -14,7 +14,7 @@ import numpy as np
 import wgpu
 
 from engine.graph import ComputePass, TextureDesc
-from engine.passes.resources import DEPTH, HDR, HDR_FORMAT, TAA
+from engine.passes.resources import DEPTH, HDR, HDR_FORMAT, TAA, BindGroupCache
 from engine.shader_registry import shader_pipeline
 
 JITTER_SAMPLES = 16
@@ -81,7 +81,7 @@ class TaaPass(ComputePass):
             label=name, size=208, usage=wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST
         )
         self.sampler = d.create_sampler(label="taa", mag_filter="linear", min_filter="linear")
-        self._groups: dict = {}
+        self._groups = BindGroupCache()
         self._data = np.zeros(52, np.float32)
         self.reset_frames = 0  # frames that took the current frame alone (tests, HUD)
 
@@ -95,10 +95,9 @@ class TaaPass(ComputePass):
     def _group(self):
         g = self.res.graph
         key = g.resource_key()
-        if key not in self._groups:
-            if len(self._groups) > 4:
-                self._groups.clear()
-            self._groups[key] = self.res.device.create_bind_group(
+
+        def build() -> wgpu.GPUBindGroup:
+            return self.res.device.create_bind_group(
                 layout=self.pipeline.get_bind_group_layout(0),
                 entries=[
                     {"binding": 0, "resource": {"buffer": self.uniform}},
@@ -109,7 +108,8 @@ class TaaPass(ComputePass):
                     {"binding": 5, "resource": g.view(TAA)},
                 ],
             )
-        return self._groups[key]
+
+        return self._groups.get(key, build)
 
     def record(self, ctx, cpass) -> None:
         r = self.res

@@ -55,6 +55,7 @@ from engine.passes.resources import (
     VIEW_DEPTH,
     VIEW_IDS,
     VIEW_OVERDRAW,
+    clear_output,
 )
 from engine.scene.meshes import VERTEX_LAYOUT
 from engine.shader_registry import shader_pipeline
@@ -364,16 +365,7 @@ class ViewPass(RenderPass):
         return self._group[1]
 
     def targets(self, ctx) -> dict:
-        return {
-            "color_attachments": [
-                {
-                    "view": ctx.output,
-                    "load_op": "clear",
-                    "clear_value": (0, 0, 0, 1),
-                    "store_op": "store",
-                }  # fmt: skip
-            ]
-        }
+        return clear_output(ctx)
 
     def record(self, ctx, rpass) -> None:
         data = self._params_bytes(tuple(ctx.size))

@@ -285,8 +285,8 @@ def _known_draw_costs(quick: bool) -> None:
     inside and split readings' ratios to the x1 draw, the inside sum / the pass and split
     sum / inside sum. Its own device: lavapipe's compute timestamps go wrong once a device
     has rendered, which the next benchmark's compute passes would inherit."""
+    from engine.devtools.known_draws import known_draws_pass
     from engine.gpu import DRAW_PROFILE_FEATURES, create_gpu
-    from engine.profiling.known_draws import known_draws_pass
 
     gpu = create_gpu(extra_features=DRAW_PROFILE_FEATURES)
     dev, size = gpu.device, (48, 48) if quick else (1920, 1080)

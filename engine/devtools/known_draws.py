@@ -13,7 +13,7 @@ import numpy as np
 import wgpu
 
 from ..graph import RenderPass
-from .draws import draw_label
+from ..profiling.draws import draw_label
 
 #: Relative fragment cost of the three draws, in recording order.
 COSTS = (2, 4, 1)
