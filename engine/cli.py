@@ -239,6 +239,11 @@ def check_output_path(parser: ArgumentParser, option: str, path: str, suffix: st
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         parser.error(f"argument {option}: folder {folder!r} does not exist; create it first")
+    if os.path.islink(path):  # a dangling one too: the probe below would create its target
+        parser.error(
+            f"argument {option}: {path!r} is a symbolic link; Lantern does not write through "
+            "links: give the file's own path"
+        )
     existed = os.path.exists(path)
     if existed and not os.path.isfile(path):  # a directory, pipe or device: never open it
         parser.error(f"argument {option}: {path!r} is not a regular file; choose a file path")

@@ -13,11 +13,10 @@ struct Params {
     channel: u32,     // 0..3
     auto_range: u32,  // 1: histogram over min..max, 0: over lo..hi
     partials: u32,    // workgroups of `reduce`
-    pad: u32,
+    probe_on: u32,    // 1: copy texel probe (the value under the cursor) into the result
     lo: f32,
     hi: f32,
-    pad1: f32,
-    pad2: f32,
+    probe: vec2u,
 };
 
 struct Partial {
@@ -41,6 +40,7 @@ struct Result {
     hist_lo: f32,    // the histogram's range
     hist_hi: f32,
     bins: array<atomic<u32>, 64>,
+    probe: vec4f,    // the texel at params.probe (any format the shader reads, depth too)
 };
 
 @group(0) @binding(0) var src: texture_2d<f32>;
@@ -151,6 +151,9 @@ fn combine(@builtin(local_invocation_index) li: u32) {
         result.inf = n.z;
         result.hist_lo = select(params.lo, w_lo[0], params.auto_range == 1u);
         result.hist_hi = select(params.hi, w_hi[0], params.auto_range == 1u);
+        if (params.probe_on == 1u) {
+            result.probe = textureLoad(src, params.probe, 0);
+        }
     }
 }
 

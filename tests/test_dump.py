@@ -69,9 +69,36 @@ def test_dump_bad_input_is_one_line(tmp_path):
         ("cull.args", "x.png"): "write it as .npy or .csv",
         ("frame.depth", "x.txt"): "must end in .npy, .png, .exr or .csv",
     }
+    knobs = {  # a resource no enabled pass writes: refused, not dumped as zeros
+        ("frame.hdr", "x.npy", "--no-post"): "no pass writes 'frame.hdr'",
+        ("shadow.map", "x.npy", "--no-shadows"): "no pass writes 'shadow.map'",
+        ("hiz.pyramid", "x.npy", "--no-occlusion"): "no pass writes 'hiz.pyramid'",
+    }
+    cases.update({(name, file): (msg, knob) for (name, file, knob), msg in knobs.items()})
     for (name, file), msg in cases.items():
-        r = run_sample("s13", *RUN, "--dump", name, str(tmp_path / file))
+        msg, *knob = (msg,) if isinstance(msg, str) else msg
+        r = run_sample("s13", *RUN, *knob, "--dump", name, str(tmp_path / file))
         assert r.returncode == 2 and msg in r.stderr, (name, r.stderr)
         assert len([x for x in r.stderr.splitlines() if "error" in x]) == 1, r.stderr
         assert "Traceback" not in r.stderr
         assert not (tmp_path / file).exists()
+
+
+def test_output_paths_that_are_symlinks_are_refused_untouched(tmp_path):
+    """--dump (and every output option) through a symbolic link, dangling or not: one line,
+    exit 2, the link and its target left as they were (a dangling one got its target
+    created and the link replaced by a plain file)."""
+    kept = tmp_path / "kept.npy"
+    kept.write_bytes(b"mine")
+    for name, target in (("dangling.npy", tmp_path / "nowhere.npy"), ("live.npy", kept)):
+        link = tmp_path / name
+        link.symlink_to(target)
+        for opt in (("--dump", "frame.depth"), ("--telemetry",)):
+            path = str(link) if opt[0] == "--dump" else str(link.with_suffix(".jsonl"))
+            if opt[0] == "--telemetry":
+                link.with_suffix(".jsonl").symlink_to(target)
+            r = run_sample("s13", *RUN, *opt, path)
+            assert r.returncode == 2 and "is a symbolic link" in r.stderr, r.stderr
+            assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+    assert not (tmp_path / "nowhere.npy").exists() and kept.read_bytes() == b"mine"
+    assert all(p.is_symlink() for p in tmp_path.iterdir() if p.name != "kept.npy")

@@ -161,3 +161,30 @@ def test_many_workgroups_and_ragged_edges_against_numpy(gpu):
         s = TextureStats.from_bytes(0, d.queue.read_buffer(red.result))
         check(s, data[:, :, 1], value_range)
         assert s.finite == w * h - 3 and s.hi == np.float32(1e6)
+
+
+def test_the_value_under_the_cursor_of_depth_and_of_a_snapshot(gpu):
+    """The texel under the cursor of a depth texture (wgpu copies no part of a depth texture
+    to a buffer: the reduction reads it) and of a snapshot ``NAME@PASS``, whose texture the
+    graph makes with the first frame that reads it (the probe waits for it, no KeyError)."""
+    v = Inspected(gpu)
+    g = v.h.graph
+
+    def frames(n):
+        def update(ctx):
+            v.h.frame.update(ctx, CAMERA)
+            for fn in v.ctx.updates:
+                fn(ctx)
+
+        for _ in range(n):
+            v.h.loop.frame(v.h.target.view, 0.0, update)
+        return v.tool.readback.drain()
+
+    v.tool.probe_at(30.2, 25.9)
+    for ref in (DEPTH, f"{HDR}@Main.Early"):
+        assert v.ctx.commands.execute(f"inspect {ref}").ok
+        s = frames(3)
+        tex = g.texture(ref) if "@" in ref else g.texture(DEPTH)
+        want = read_texture(gpu.device, tex).astype(np.float64)[25, 30]
+        assert s.probe is not None and s.probe[:2] == (30, 25), ref
+        assert s.probe[2] == tuple(want.tolist()), ref

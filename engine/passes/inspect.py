@@ -31,6 +31,7 @@ RESULT_DTYPE = np.dtype(
         ("hist_lo", "<f4"),
         ("hist_hi", "<f4"),
         ("bins", "<u4", BINS),
+        ("probe", "<f4", 4),
     ]
 )
 PARAMS_DTYPE = np.dtype(
@@ -38,15 +39,13 @@ PARAMS_DTYPE = np.dtype(
         ("channel", "<u4"),
         ("auto_range", "<u4"),
         ("partials", "<u4"),
-        ("pad", "<u4"),
+        ("probe_on", "<u4"),
         ("lo", "<f4"),
         ("hi", "<f4"),
-        ("pad1", "<f4"),
-        ("pad2", "<f4"),
+        ("probe", "<u4", 2),
     ]
 )
 PARTIAL_BYTES = 32
-PROBE_BYTES = 16  # one texel of up to four 32-bit channels, after the result
 #: Formats the reduction reads (as ``texture_2d<f32>``: unfilterable float).
 FLOAT_FORMATS = (
     "rgba16float",
@@ -88,14 +87,12 @@ class TextureStats:
 
     @classmethod
     def from_bytes(cls, frame_index: int, data: bytes, probe=None) -> TextureStats:
-        """``probe``: ``(x, y, dtype, channels)`` of the texel copied after the result."""
+        """``probe``: ``(x, y, channels)`` of the texel the reduction copied into the result."""
         r = np.frombuffer(data, RESULT_DTYPE, 1)[0]
         texel = None
         if probe is not None:
-            x, y, dtype, channels = probe
-            raw = data[RESULT_DTYPE.itemsize : RESULT_DTYPE.itemsize + PROBE_BYTES]
-            values = np.frombuffer(raw, dtype, channels).astype(np.float64).tolist()
-            texel = (x, y, tuple(values))
+            x, y, channels = probe
+            texel = (x, y, tuple(r["probe"][:channels].astype(np.float64).tolist()))
         return cls(
             frame_index,
             float(r["lo"]),
@@ -142,6 +139,8 @@ class TextureReduction:
             label="inspect result", size=RESULT_DTYPE.itemsize, usage=u.STORAGE | u.COPY_SRC
         )
         self.partials = None
+        #: ``(x, y)`` texel (of the reduced mip) to copy into the result, or None
+        self.probe: tuple[int, int] | None = None
         self._written: bytes | None = None
         self._group: tuple | None = None
 
@@ -169,6 +168,8 @@ class TextureReduction:
         p["auto_range"] = 1 if value_range is None else 0
         if value_range is not None:
             p["lo"], p["hi"] = value_range
+        if self.probe is not None:
+            p["probe_on"], p["probe"] = 1, self.probe
         data = p.tobytes()
         if data != self._written:  # only when the selection changes
             self.device.queue.write_buffer(self.params, 0, data)
@@ -205,13 +206,12 @@ class InspectPass(ComputePass):
 
 
 class StatsReadback(TransferPass):
-    """``Inspect.Read``: the result (and the probed texel) into a ``ReadbackRing``; a
+    """``Inspect.Read``: the result (the probed texel in it) into a ``ReadbackRing``; a
     readback client of the frame loop (``channel`` ``"inspect"``:
     ``FrameRecord.readbacks["inspect"]``).
 
     Attributes:
-        probe: ``(texture, mip, layer, x, y, dtype, channels)`` of the texel to read with
-            the figures (the value under the cursor), or None.
+        channels: how many channels of the probed texel the figures report.
     """
 
     channel = "inspect"
@@ -219,31 +219,19 @@ class StatsReadback(TransferPass):
     def __init__(self, reduction: TextureReduction):
         super().__init__("Inspect.Read")
         self.reduction = reduction
-        size = RESULT_DTYPE.itemsize + PROBE_BYTES
-        self.ring = ReadbackRing(reduction.device, size, slots=3, batch=1, label="inspect")
-        self.staging = reduction.device.create_buffer(
-            label="inspect staging", size=size,
-            usage=wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.COPY_SRC,
-        )  # fmt: skip
-        self.probe = None
+        self.ring = ReadbackRing(
+            reduction.device, RESULT_DTYPE.itemsize, slots=3, batch=1, label="inspect"
+        )
+        self.channels = 4
         self.latest: TextureStats | None = None
         self._pending: tuple | None = None  # (frame, probe key) recorded, not submitted
-        self._probes: dict[int, tuple] = {}  # frame -> (x, y, dtype, channels)
+        self._probes: dict[int, tuple] = {}  # frame -> (x, y, channels)
 
     def record(self, ctx, encoder) -> None:
         self.after_submit()
-        n = RESULT_DTYPE.itemsize
-        encoder.copy_buffer_to_buffer(self.reduction.result, 0, self.staging, 0, n)
-        key = None
-        if self.probe is not None:
-            tex, mip, layer, x, y, dtype, channels = self.probe
-            encoder.copy_texture_to_buffer(
-                {"texture": tex, "mip_level": mip, "origin": (x, y, layer)},
-                {"buffer": self.staging, "offset": n, "bytes_per_row": 256, "rows_per_image": 1},
-                (1, 1, 1),
-            )
-            key = (x, y, dtype, channels)
-        if self.ring.copy(encoder, self.staging):
+        probe = self.reduction.probe
+        key = None if probe is None else (*probe, self.channels)
+        if self.ring.copy(encoder, self.reduction.result):
             self._pending = (ctx.frame_index, key)
 
     def after_submit(self) -> None:

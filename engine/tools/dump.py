@@ -178,8 +178,14 @@ class DumpTool:
                 f"--dump: unknown resource {base!r}; textures: {', '.join(names)}; "
                 f"buffers: {', '.join(tables) or 'none'}"
             )
+        writers = [p.name for p in graph.passes if p.enabled and base in p.writes]
+        if not writers and base not in graph.imports:
+            raise OptionError(
+                f"--dump: no pass writes {base!r} in this run (a knob turned its pass off, "
+                f"e.g. --no-post, --no-shadows, --no-occlusion, --no-taa): nothing to dump"
+            )
         if after is not None:
-            passes = [p.name for p in graph.passes if p.enabled and base in p.writes]
+            passes = writers
             if after not in passes:
                 who = ", ".join(passes) or "none"
                 raise OptionError(

@@ -164,26 +164,28 @@ class InspectorTool:
         self._probe_px = (x, y)
 
     def _update_probe(self, frame_ctx) -> None:
-        """Per frame: the cursor in a window (or ``probe_at``) -> the texel to read back."""
-        from .dump import FORMATS
-
+        """Per frame: the cursor in a window (or ``probe_at``) -> the texel the reduction
+        copies into its result (mip texels of the inspected texture)."""
         if self.selection is None or self.readback is None:
             return
         win = self.ctx.window
         if win is not None:
             self._probe_px = win.cursor_pos()
         px = getattr(self, "_probe_px", None)
-        ref, mip, layer, _, _ = self.selection
+        ref, mip, _, _, _ = self.selection
         base, after = split_ref(ref)
+        names = self.graph.texture_names()
+        if after is not None and ref not in names:  # the snapshot is made with the frame
+            self.reduction.probe = None
+            return
         tex = self.graph.texture(ref) if after is not None else texture_of(self.graph, base)
         w, h = frame_ctx.size
-        if px is None or not (0 <= px[0] < w and 0 <= px[1] < h) or tex.format not in FORMATS:
-            self.readback.probe = None
+        if px is None or not (0 <= px[0] < w and 0 <= px[1] < h):
+            self.reduction.probe = None
             return
         tw, th = max(1, tex.size[0] >> mip), max(1, tex.size[1] >> mip)
-        x, y = min(int(px[0] * tw / w), tw - 1), min(int(px[1] * th / h), th - 1)
-        dtype, channels = FORMATS[tex.format]
-        self.readback.probe = (tex, mip, layer, x, y, dtype, channels)
+        self.reduction.probe = (min(int(px[0] * tw / w), tw - 1), min(int(px[1] * th / h), th - 1))
+        self.readback.channels = _channel_count(tex.format)
 
     def _source(self):
         ref, mip, layer, channel, value_range = self.selection
