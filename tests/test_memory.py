@@ -30,12 +30,16 @@ def test_table_has_every_graph_resource_with_its_bytes(gpu):
     p = h.frame.pyramid
     pyr = next(r for r in rows if r.name == "HiZ pyramid")
     want = sum(max(1, p.base[0] >> m) * max(1, p.base[1] >> m) * 4 for m in range(p.levels))
-    assert pyr.bytes == want and pyr.category == "targets" and pyr.owner == "Cull.Reset"
+    assert pyr.bytes == want and pyr.category == "targets" and pyr.owner == "frame.pyramid"
     shadow = next(r for r in rows if r.name == "shadow map")
     assert shadow.bytes == 2048 * 2048 * 4 and shadow.size == "2048x2048"
+    assert shadow.owner == "frame.shadow"  # the frame's, not the first pass that reaches it
     gs = h.frame.gs
-    for buf in (gs.transforms, gs.vertices, gs.indices, h.frame.counters):
-        assert any(r.bytes == buf.size and r.name == buf.label for r in rows), buf.label
+    for buf in (gs.transforms, gs.vertices, gs.indices):
+        assert any(r.bytes == buf.size and r.name == buf.label and r.owner == "frame.gs"
+                   for r in rows), buf.label  # fmt: skip
+    assert any(r.bytes == h.frame.counters.size and r.owner == "frame.cull" for r in rows)
+    assert scan(h.graph) == rows  # the same owners every time
     assert len({(r.owner, r.name, r.bytes) for r in rows}) == len(rows)  # each object once
     t = totals(rows)
     assert t["total"] == sum(r.bytes for r in rows) and t["staging"] > 0

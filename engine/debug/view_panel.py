@@ -53,4 +53,6 @@ class ViewPanel(Panel):
         ov.text(col + 1, row, "VIEW [F3 next, 'view off']", HEADER)
         for i, line in enumerate(lines):
             ov.text(col + 1, row + 1 + i, line, TEXT)
-        ov.text(col + 1, row + 1 + len(lines), "drawn in place of Post's tone map", DIM)
+        over = self._tool().current in ("culled", "wireframe")  # drawn over Post's picture
+        how = "drawn over the normal picture" if over else "drawn in place of Post's tone map"
+        ov.text(col + 1, row + 1 + len(lines), how, DIM)

@@ -13,6 +13,7 @@ from the table (its owner dropped it), even while wgpu still counts it until rel
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections import deque
@@ -21,6 +22,8 @@ from dataclasses import asdict, dataclass
 import wgpu
 
 from ..commands import Choice
+from ..graph import RenderGraph
+from .views import frame_resources
 
 log = logging.getLogger("lantern")
 
@@ -140,7 +143,8 @@ def _walk(obj, found: dict, owner: str, depth: int, seen: dict) -> None:
     if isinstance(obj, wgpu.GPUTexture | wgpu.GPUBuffer):
         found.setdefault(id(obj), (owner, obj))
         return
-    if isinstance(obj, wgpu.GPUObjectBase | str | bytes | int | float | type) or obj is None:
+    skip = wgpu.GPUObjectBase | RenderGraph | str | bytes | int | float | type
+    if isinstance(obj, skip) or obj is None:  # the graph: its tables are walked by name
         return
     if isinstance(obj, dict):
         values = list(obj.values())
@@ -164,6 +168,9 @@ def scan(graph, tools=()) -> list[GpuResource]:
         found.setdefault(id(obj), ("graph", obj))
         names[id(obj)] = n
     seen: dict = {}
+    res = frame_resources(graph)  # shared by the standard frame's passes: owned by the frame
+    for f in dataclasses.fields(res) if res is not None else ():
+        _walk(getattr(res, f.name), found, f"frame.{f.name}", 4, seen)
     for p in graph.passes:
         _walk(p, found, p.name, 5, seen)
     for c in graph.readbacks:

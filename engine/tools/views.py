@@ -152,7 +152,7 @@ class ViewTool:
     def available(self) -> list[str]:
         """The views this run can show now (its knobs: e.g. no ``shadow`` without shadows)."""
         s = self.res.settings
-        draws = self.ctx.option("gpu_profile") == "draws"
+        draws = self._cost_requirement() is None
         frozen = self.res.cull_camera is not None
         return [
             n
@@ -161,6 +161,22 @@ class ViewTool:
             and (n != "cost" or draws)
             and (n != "culled" or frozen)
         ]
+
+    def _cost_requirement(self) -> str | None:
+        """Why the cost view cannot be shown now (per-draw timing off, or a GPU opened
+        without pipeline statistics, which only start-up can ask for), or None."""
+        prof = self.ctx.graph.profiler
+        if prof is None or getattr(prof, "draws", None) is None:
+            return (
+                "view cost needs per-draw GPU timing: 'profile draws on' (or start with "
+                "--gpu-profile draws)"
+            )
+        if "pipeline-statistics-query" not in self.ctx.gpu.features:
+            return (
+                "view cost needs fragment counts (pipeline statistics), which the GPU is asked "
+                "for at start-up: restart with --gpu-profile draws"
+            )
+        return None
 
     def set_view(self, name: str | None, level: int | None = None) -> str:
         """Show view ``name`` (None: the normal picture) from the next frame on; ``level``
@@ -177,8 +193,8 @@ class ViewTool:
             self._hud_mode(False)
             return "view: off (the normal picture)"
         why = view_requirement(name, self.res.settings)
-        if why is None and name == "cost" and self.ctx.option("gpu_profile") != "draws":
-            why = "view cost needs per-draw GPU timing: run with --gpu-profile draws"
+        if why is None and name == "cost":
+            why = self._cost_requirement()
         if why is None and name == "culled" and self.res.cull_camera is None:
             why = (
                 "view culled needs a frozen culling camera: F2 in a window, 'cull freeze', "

@@ -1,0 +1,7 @@
+"""``python -m engine.devtools ...``: the ``lantern`` command from a checkout."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())
