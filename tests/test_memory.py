@@ -79,3 +79,29 @@ def test_memory_command_budget_and_session(gpu, caplog):
     assert not ctx.commands.execute("memory bogus").ok
     counts = np.array([s[1].get("Texture", 0) for s in tool.history])
     assert (counts > 0).all()
+
+
+def test_the_session_fact_follows_a_resize(gpu):
+    """Once a second the tool compares wgpu's live texture and buffer counts; after a resize
+    and a shadow-size change they differ, so the table is scanned again and the session
+    fact (the portal's memory panel) resent: the new sizes, the old targets gone."""
+    h = Harness(gpu, ground_scene(), SIZE, FrameSettings(taa=False))
+    h.render(CAMERA, 1)
+    ctx = make_ctx(gpu, h.graph)
+    tool = ctx.install(MemoryTool())
+    version = ctx.telemetry.session_version
+    h.resize((32, 20))
+    h.frame.set_settings(shadow_size=512)
+    h.render(CAMERA, 1)
+    tool._last = float("-inf")  # a second has passed
+    tool._sample(None)
+    fact = ctx.telemetry.session.facts["gpu_memory"]
+    assert ctx.telemetry.session_version > version
+    rows = {r["name"]: r for r in fact["rows"]}
+    assert rows[HDR]["size"] == "32x20" and rows["shadow map"]["bytes"] == 512 * 512 * 4
+    assert sum(r["name"] == "shadow map" for r in fact["rows"]) == 1
+    assert fact["history"][-1][1] == totals(tool.rows)["total"]
+    version = ctx.telemetry.session_version
+    tool._last = float("-inf")
+    tool._sample(None)  # nothing changed: no rescan, no resend
+    assert ctx.telemetry.session_version == version

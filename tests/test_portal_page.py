@@ -22,6 +22,34 @@ from tests.tool_fakes import make_ctx
 
 CAMERA = "0,2,10:0,1,0:60"
 SESSION = {"adapter": "synthetic adapter", "sample": "page-test", "settings": {"camera": CAMERA}}
+MIB = 2**20
+# the memory tool's session fact (engine/tools/memory.py MemoryTool.fact), as a run sends it
+GPU_MEMORY = {
+    "budget": 64 * MIB,
+    "totals": {"targets": 40 * MIB, "storage": 2 * MIB, "uniform": 4096, "total": 42 * MIB + 4096},
+    "rows": [
+        {
+            "owner": "frame.shadow",
+            "name": "shadow map",
+            "size": "2048x2048",
+            "format": "depth32float",
+            "usage": "RENDER_ATTACHMENT|TEXTURE_BINDING",
+            "bytes": 16 * MIB,
+            "category": "targets",
+        },
+        {
+            "owner": "graph",
+            "name": "frame.hdr",
+            "size": "1920x1080",
+            "format": "rgba16float",
+            "usage": "RENDER_ATTACHMENT",
+            "bytes": 24 * MIB,
+            "category": "targets",
+        },
+    ],  # fmt: skip
+    "objects": {"Texture": 14, "Buffer": 40},
+    "history": [[0.0, 40 * MIB, 50], [1.0, 42 * MIB, 54], [2.0, 42 * MIB + 4096, 54]],
+}
 
 # every element of a panel that sticks out of it (scroll boxes may hold wider content)
 OVERFLOW = """
@@ -90,6 +118,7 @@ def run_help(driver) -> None:
 @pytest.mark.parametrize("width", [760, 1100, 1920])
 def test_no_sideways_scroll_and_nothing_out_of_its_box(page, width):
     d = page.driver
+    page.tel.set_fact("gpu_memory", GPU_MEMORY)  # the memory panel shows too
     with FramePump(page.tel, page.reg, fps=60, max_s=30):
         set_width(d, width)
         d.get(page.portal.url)
@@ -318,3 +347,26 @@ def test_a_token_portal_works_from_its_url_and_hides_the_token(browser):  # noqa
 
 def _status(driver) -> str:
     return driver.find_element("id", "status").text
+
+
+def test_the_memory_panel_shows_the_session_fact_and_follows_it(page):
+    """GPU memory from the memory tool's session fact: the total against the budget, the
+    categories and the largest objects; a new fact (a resize) replaces what is shown."""
+    d = page.driver
+    page.tel.set_fact("gpu_memory", GPU_MEMORY)
+    read = (
+        "const p = document.getElementById('memory-panel');"
+        "return [p.hidden, document.getElementById('memory-total').textContent,"
+        " [...document.querySelectorAll('#memory tr')].map(r => r.textContent)];"
+    )
+    with FramePump(page.tel, page.reg, fps=60, max_s=30):
+        d.get(page.portal.url)
+        wait_for(d, lambda p: p["state"] == "live" and p["seq"] >= 5)
+        hidden, total, rows = js(d, read)
+        assert not hidden and total == "42.0 MiB of 64.0 MiB in 2 objects"
+        assert rows[:3] == ["targets40.0 MiB", "storage2.0 MiB", "uniform4.0 KiB"]
+        assert rows[3] == "frame.shadow: shadow map 2048x2048 depth32float16.0 MiB"
+        small = dict(GPU_MEMORY, totals={"targets": 100 * MIB, "total": 100 * MIB}, rows=[])
+        page.tel.set_fact("gpu_memory", small)
+        wait_for(d, lambda p: js(d, read)[1].startswith("100.0 MiB of 64.0 MiB OVER"))
+        assert js(d, read)[2] == ["targets100.0 MiB"]

@@ -542,13 +542,56 @@ function renderSession() {
   $("sample").textContent = s.sample || "";
   const body = $("session").tBodies[0];
   body.textContent = "";
+  renderMemory(s.gpu_memory); // the memory tool's fact: its own panel
   for (const [k, v] of Object.entries(s)) {
-    if (k === "pid" || k === "started") continue;
+    if (k === "pid" || k === "started" || k === "gpu_memory") continue;
     const tr = body.insertRow();
     tr.dataset.key = k;
-    tr.insertCell().textContent = k;
+    const key = tr.insertCell();
+    key.textContent = key.title = k; // long keys are cut with an ellipsis: the title has it
     tr.insertCell().textContent = show(v);
   }
+}
+
+// -- GPU memory (the memory tool's session fact, resent when wgpu's object counts change) ----
+const mib = (n) => (n >= 1048576 ? `${(n / 1048576).toFixed(1)} MiB` : `${(n / 1024).toFixed(1)} KiB`);
+
+function renderMemory(m) {
+  $("memory-panel").hidden = !m;
+  if (!m) return;
+  const t = m.totals || {};
+  const over = m.budget != null && t.total > m.budget;
+  $("memory-total").textContent = `${mib(t.total || 0)}` +
+    (m.budget != null ? ` of ${mib(m.budget)}${over ? " OVER" : ""}` : "") +
+    ` in ${(m.rows || []).length} objects`;
+  const body = $("memory").tBodies[0];
+  body.textContent = "";
+  for (const [k, v] of Object.entries(t)) {
+    if (k === "total" || !v) continue;
+    const tr = body.insertRow();
+    tr.insertCell().textContent = k;
+    tr.insertCell().textContent = mib(v);
+  }
+  for (const r of (m.rows || []).slice(0, 8)) { // the largest
+    const tr = body.insertRow();
+    tr.insertCell().textContent = `${r.owner}: ${r.name} ${r.size} ${r.format}`;
+    tr.insertCell().textContent = mib(r.bytes);
+  }
+  if (over) body.rows[0] && body.rows[0].classList.add("over");
+  const c = $("memory-chart"), g = c.getContext("2d"), h = m.history || [];
+  g.clearRect(0, 0, c.width, c.height);
+  if (h.length < 2) return;
+  // each series over its own min..max (a flat one mid-height): a rise shows whatever its size
+  const y = (k) => {
+    const v = h.map((p) => p[k]), lo = Math.min(...v), hi = Math.max(...v);
+    return (p) => (hi > lo ? c.height - 3 - ((p[k] - lo) / (hi - lo)) * (c.height - 6) : c.height / 2);
+  };
+  const x = (i) => (i / (h.length - 1)) * (c.width - 2) + 1, yB = y(1), yN = y(2);
+  g.strokeStyle = "#6cf"; g.beginPath();
+  h.forEach((p, i) => g[i ? "lineTo" : "moveTo"](x(i), yB(p)));
+  g.stroke();
+  g.fillStyle = "#fc6";
+  h.forEach((p, i) => g.fillRect(x(i) - 1, yN(p) - 1, 2, 2));
 }
 
 // -- log -------------------------------------------------------------------------------------

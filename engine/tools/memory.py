@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+import weakref
 from collections import deque
 from dataclasses import asdict, dataclass
 
@@ -156,7 +157,7 @@ def _walk(obj, found: dict, owner: str, depth: int, seen: dict) -> None:
         _walk(v, found, owner, depth - 1, seen)
 
 
-def scan(graph, tools=()) -> list[GpuResource]:
+def scan(graph, tools=(), objects: list | None = None) -> list[GpuResource]:
     """Every texture and buffer the graph's tables, its passes (and what they hold, e.g.
     the standard frame's ``FrameResources``), its readback clients and ``tools`` reference,
     largest first. Graph resources are named by their graph names."""
@@ -181,6 +182,8 @@ def scan(graph, tools=()) -> list[GpuResource]:
         describe(owner, names.get(key) or obj.label or "(no label)", obj)
         for key, (owner, obj) in found.items()
     ]
+    if objects is not None:  # the caller's: e.g. weak references to notice replacements
+        objects.extend(obj for _, obj in found.values())
     return sorted(rows, key=lambda r: (-r.bytes, r.owner, r.name))
 
 
@@ -201,6 +204,12 @@ def object_counts() -> dict[str, int]:
     return {k: v["count"] for k, v in d.items() if k != "total" and v.get("count")}
 
 
+def _held(counts: dict[str, int]) -> tuple[int, int]:
+    """The live texture and buffer counts: what the table lists (encoders and bind groups
+    come and go every frame)."""
+    return counts.get("Texture", 0), counts.get("Buffer", 0)
+
+
 def mib(n: int) -> str:
     """Bytes as ``12.3 MiB`` (``45.6 KiB`` below one MiB)."""
     return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 2**10:.1f} KiB"
@@ -219,6 +228,7 @@ class MemoryTool:
 
     def __init__(self):
         self.history: deque = deque(maxlen=HISTORY)
+        self._scanned: list = []  # weak references to what the last scan found
         self.rows: list[GpuResource] = []
         self._last = -1e9
         self._warned = False
@@ -240,12 +250,21 @@ class MemoryTool:
         self._undo = ctx.on_update(self._sample)
 
     def _sample(self, frame_ctx) -> None:
-        """Once a second: wgpu's object counts (cheap; the table is scanned on demand)."""
+        """Once a second: wgpu's object counts (cheap). When the texture or buffer counts
+        changed (a leak, a first use) or an object of the last scan is gone (a resize or a
+        shadow-size change replaced it), the table is scanned again and the session fact
+        resent, so the portal's memory panel shows the old targets gone."""
         now = time.perf_counter()
         if now - self._last >= SAMPLE_S:
+            counts = object_counts()
+            replaced = any(ref() is None for ref in self._scanned)  # a resize, shadow-size
+            if self.history and (replaced or _held(counts) != _held(self.history[-1][1])):
+                self.refresh(force=True)
+                self.ctx.telemetry.set_fact("gpu_memory", self.fact())
+                return
             self._last = now
             total = self.history[-1][2] if self.history else 0
-            self.history.append((now, object_counts(), total))
+            self.history.append((now, counts, total))
 
     def close(self) -> None:
         if getattr(self, "_undo", None) is not None:
@@ -257,7 +276,9 @@ class MemoryTool:
         now = time.perf_counter()
         if force or now - self._last >= SAMPLE_S:
             self._last = now
-            self.rows = scan(self.ctx.graph, self.ctx.tools)
+            objects: list = []
+            self.rows = scan(self.ctx.graph, self.ctx.tools, objects)
+            self._scanned = [weakref.ref(o) for o in objects]
             total = totals(self.rows)["total"]
             self.history.append((now, object_counts(), total))
             if self.budget is not None and total > self.budget and not self._warned:
@@ -276,6 +297,11 @@ class MemoryTool:
             "totals": totals(self.rows),
             "rows": [asdict(r) for r in self.rows],
             "objects": self.history[-1][1] if self.history else {},
+            # (seconds since the first sample, bytes, live objects), the last 120 samples
+            "history": [
+                (round(t - self.history[0][0], 2), b, sum(c.values()))
+                for t, c, b in list(self.history)[-120:]
+            ],
         }
 
     def summary(self) -> str:
