@@ -52,6 +52,7 @@ from engine.inspect.view import (
     name_stats,
     next_match,
     range_stats,
+    search_matches,
     self_times,
 )
 from engine.overlay.debug_overlay import DebugOverlayPass, auto_hud_scale, grid_for
@@ -154,9 +155,10 @@ class FlameViewer(Sample):
         g.add_argument(
             "--next",
             type=int_type(0, 1_000_000),
-            default=0,
+            default=None,
             metavar="K",
-            help="with --search: select the K-th match (as pressing N K times)",
+            help="with --search: select the K-th match in time order (0: the earliest; "
+            "past the last it wraps around, as N does)",
         )
         g.add_argument(
             "--cursor",
@@ -181,6 +183,10 @@ class FlameViewer(Sample):
                 )
                 raise SystemExit(2)
             self.select_id = t.names.index(a.select)
+        if a.next is not None and not a.search:
+            print(f"python -m samples.{self.name}: error: argument --next: --next needs "
+                  "--search TEXT (the matches it counts)", file=sys.stderr)  # fmt: skip
+            raise SystemExit(2)
 
     # -- setup ----------------------------------------------------------------------------------
     def build(self, graph):
@@ -216,8 +222,8 @@ class FlameViewer(Sample):
             idx = np.flatnonzero(t.name_id == self.select_id)
             self._select(int(idx[np.argmax(t.dur_ns[idx])]))
         self._set_search(a.search)
-        for _ in range(a.next):
-            self._search_step(1)
+        if a.next is not None and len(self.matches):
+            self._show_match(int(self.matches[a.next % len(self.matches)]))
         self.typing = False
         self.drag = None  # (x, y, shift) of the press
         self.last_cursor = None
@@ -261,22 +267,24 @@ class FlameViewer(Sample):
     # -- state changes ------------------------------------------------------------------------
     def _set_search(self, text: str) -> None:
         self.view.search = text
-        self.matches = np.zeros(0, np.int64)
+        t = self.table
+        self.matches = search_matches(t.names, t.name_id, text)  # in time order
         if text:
             low = text.lower()
-            flags = np.array(
-                [NAME_MATCH if low in n.lower() else 0 for n in self.table.names], np.uint32
-            )
+            flags = np.array([NAME_MATCH if low in n.lower() else 0 for n in t.names], np.uint32)
             self.chart.store.set_name_flags(flags)
-            self.matches = np.flatnonzero(flags[self.table.name_id] != 0)  # by start
 
     def _search_step(self, step: int) -> None:
-        """Select the next (``step`` 1) or previous (-1) match after the selected span or
-        the view's centre, and bring it into view."""
+        """Select the next (``step`` 1) or previous (-1) match in time order after the
+        selected span (none selected: the first in view), and bring it into view."""
         m, v, t = self.matches, self.view, self.table
         if not len(m):
             return
-        span = next_match(m, t.start_ns, v.selected, v.time_at(v.width / 2), step)
+        self._show_match(next_match(m, t.start_ns, v.selected, (v.time_at(0),
+                                    v.time_at(v.width)), step))  # fmt: skip
+
+    def _show_match(self, span: int) -> None:
+        v, t = self.view, self.table
         self._select(span)
         s, d = float(t.start_ns[span]), float(t.dur_ns[span])
         if d > 0.8 * v.width * v.ns_per_px or s < v.time_at(0) or s + d > v.time_at(v.width):

@@ -340,8 +340,39 @@ def test_next_and_previous_search_match():
 
     start = np.array([0, 10, 20, 30, 40, 50])
     m = np.array([1, 3, 4])  # matching spans, in start order
-    assert next_match(m, start, NONE, 25.0, 1) == 3  # first at or after the centre
-    assert next_match(m, start, NONE, 25.0, -1) == 1
-    assert next_match(m, start, 3, 0.0, 1) == 4 and next_match(m, start, 3, 0.0, -1) == 1
-    assert next_match(m, start, 4, 0.0, 1) == 1 and next_match(m, start, 1, 0.0, -1) == 4  # wrap
-    assert next_match(m, start, 2, 0.0, 1) == 3  # a selected span that is no match
+    assert next_match(m, start, NONE, (-5.0, 60.0), 1) == 1  # the whole trace: the earliest
+    assert next_match(m, start, NONE, (-5.0, 60.0), -1) == 4  # and the latest
+    assert next_match(m, start, NONE, (25.0, 45.0), 1) == 3  # the first in view
+    assert next_match(m, start, NONE, (5.0, 35.0), -1) == 3  # the last in view
+    assert next_match(m, start, 3, (0, 0), 1) == 4 and next_match(m, start, 3, (0, 0), -1) == 1
+    assert next_match(m, start, 4, (0, 0), 1) == 1 and next_match(m, start, 1, (0, 0), -1) == 4
+    assert next_match(m, start, 2, (0.0, 0.0), 1) == 3  # a selected span that is no match
+
+
+def test_search_matches_are_in_time_then_lane_order(tmp_path):
+    """dns spans at 2, 12, 22 (on two threads), 32, 42 ms, written out of time order among
+    other spans: matches (and N from the whole trace, and --next K) go 2, 12, 22 (tid 1),
+    22 (tid 2), 32, 42."""
+    from engine.inspect.view import NONE, next_match, search_matches
+
+    dns = [(32, 1), (2, 2), (42, 1), (22, 2), (12, 1), (22, 1)]  # (ms, tid), file order
+    ev = [{"ph": "X", "name": "DNS lookup", "pid": 1, "tid": tid, "ts": ms * 1000, "dur": 500}
+          for ms, tid in dns]  # fmt: skip
+    ev += [{"ph": "X", "name": "io", "pid": 1, "tid": 1 + k % 2, "ts": k * 3000, "dur": 900}
+           for k in range(15)]  # fmt: skip
+    p = tmp_path / "dns.json"
+    p.write_text(json.dumps({"traceEvents": ev}))
+    t = load_trace(p)
+    m = search_matches(t.names, t.name_id, "dns")
+    lanes = {t.lanes.index(f"pid 1 / tid {k}"): k for k in (1, 2)}
+    got = [(int(t.start_ns[i] + t.origin_ns) // 1000, lanes[int(t.lane[i])]) for i in m]
+    assert got == [(2000, 2), (12000, 1), (22000, 1), (22000, 2), (32000, 1), (42000, 1)]
+    assert search_matches(t.names, t.name_id, "").tolist() == []
+    whole = (-1e6, 50e6)
+    walk, sel = [], NONE
+    for _ in range(7):  # N from nothing selected: the earliest, then in order, wrapping
+        sel = next_match(m, t.start_ns, sel, whole, 1)
+        walk.append(sel)
+    assert walk == [*m.tolist(), int(m[0])]
+    back = [next_match(m, t.start_ns, int(m[k]), whole, -1) for k in range(6)]
+    assert back == [int(m[k - 1]) for k in range(6)]  # P: the one before, wrapping

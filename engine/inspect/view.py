@@ -254,15 +254,28 @@ def name_stats(
                      float(d.sum()), sm, st)  # fmt: skip
 
 
-def next_match(matches: np.ndarray, start_ns: np.ndarray, selected: int, centre_ns: float,
-               step: int) -> int:  # fmt: skip
-    """The search match to select on N (``step`` 1) or P (-1): after (before) the selected
-    span, or the first starting at or after the view's centre when none is selected;
-    wraps around. ``matches``: span indices in start order (non-empty)."""
+def search_matches(names: list[str], name_id: np.ndarray, text: str) -> np.ndarray:
+    """``int64`` indices of the spans whose name contains ``text`` (case-insensitive; none
+    for ``''``), in time order: by start, then lane, then depth (a ``SpanTable``'s order,
+    so ascending indices are that order)."""
+    if not text:
+        return np.zeros(0, np.int64)
+    low = text.lower()
+    hit = np.array([low in n.lower() for n in names], bool)
+    return np.flatnonzero(hit[name_id]).astype(np.int64)
+
+
+def next_match(matches: np.ndarray, start_ns: np.ndarray, selected: int,
+               view_ns: tuple[float, float], step: int) -> int:  # fmt: skip
+    """The search match to select on N (``step`` 1) or P (-1), in the time order of
+    ``matches`` (``search_matches``, non-empty): the one after (before) the selected span;
+    with none selected the first starting at or after the view's left edge ``view_ns[0]``
+    (P: the last starting before its right edge ``view_ns[1]``), so from the whole trace N
+    picks the earliest; wraps around."""
     if selected != NONE:
         k = int(np.searchsorted(matches, selected, side="right" if step > 0 else "left"))
     else:
-        k = int(np.searchsorted(start_ns[matches], centre_ns))
+        k = int(np.searchsorted(start_ns[matches], view_ns[0] if step > 0 else view_ns[1]))
     return int(matches[(k if step > 0 else k - 1) % len(matches)])
 
 
