@@ -95,3 +95,36 @@ def test_ruler_labels_never_overlap_and_read_back_their_ticks(unit, char_px):
                 value, got_unit = text.split(" ")
                 assert got_unit == u and x1 - x0 == len(text) * char_px
                 assert abs(float(value.replace(",", "")) * UNIT_NS[u] - t) <= 1e-6 * tk.step_ns
+
+
+@pytest.mark.parametrize("unit", ["ms", "ns"])
+def test_viewer_header_and_ruler_agree_on_the_unit(unit):
+    """s14's text rows for a 2 s trace at a coarse and a fine zoom: the ruler row holds the
+    labels of ``label_boxes`` at their columns, the header's range is in the same unit and
+    reads back the view's edges."""
+    from engine.inspect.select import NONE
+    from engine.overlay.grid import DebugOverlay
+    from samples.s14_flame import FlameViewer
+
+    table = build_table([0, 0], [0, 10**9], [10**9, 2 * 10**9], [0, 0], ["a", "b"], ["L"])
+    table.display_unit = unit
+    s = FlameViewer.__new__(FlameViewer)  # its text, without a device
+    s.table, s.title, s.scale, s.typing, s.matches = table, "t.json", 1, False, []
+    s.stats = s.range_stats = None
+    s.overlay = DebugOverlay(100, 30)
+    view = s.view = FlameView(table.lane_depths(), 0, 2e9, (640, 200), origin=(0, 32))
+    view.display_unit, view.label_px, view.hover = unit, 8, NONE
+    for t0, t1 in ((0, 2e9), (1.2e9 + 100, 1.2e9 + 900)):
+        view.show(t0, t1)
+        s._text()
+        rows = ["".join(s.overlay.glyph_at(c, r) or " " for c in range(80)) for r in (0, 2)]
+        tk, u = view.ruler()
+        want = [" "] * 80
+        for x0, _, text, _ in label_boxes(tk, view.width, u, 8):
+            want[int(x0 // 8) : int(x0 // 8) + len(text)] = text
+        assert rows[1] == "".join(want)
+        a, b, got_u = rows[0].split("spans")[1].split("(")[0].replace("..", "").split()
+        assert got_u == u == rows[1].split()[1]
+        for text, edge in ((a, view.time_at(0)), (b, view.time_at(view.width))):
+            assert abs(float(text.replace(",", "")) * UNIT_NS[u] - edge) <= view.ns_per_px
+    assert u == "ms"  # at 1.2 s either way: 10 integer digits in ns, 7 in us
