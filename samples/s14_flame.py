@@ -14,12 +14,13 @@ selects (every span of that name outlined; the side panel shows its details: nam
 args, duration, self and thread time; and the statistics of its name in its lane: count,
 mean, median, p95, max, total, mean self time), shift-drag selects a time range (its
 statistics in the side panel). A time ruler above the chart labels ticks in the trace's
-displayTimeUnit. Keys: W/S zoom in/out, A/D or Left/Right pan, Up/Down scroll the lanes,
-Home shows everything, / types a search (Enter ends it, Backspace deletes, an empty search
-clears it; the match count shows), N / P select the next / previous match, a click on a
-lane's label collapses or expands it, PageUp / PageDown move the lane under the cursor, Esc
-quits. Lanes are as tall as the deepest span in view; an idle window draws nothing until
-an event (input, a resize, a console or portal command).
+displayTimeUnit (a larger unit where that needs more than 6 digits; the header uses the
+ruler's unit), never overlapping. Keys: W/S zoom in/out, A/D or Left/Right pan, Up/Down
+scroll the lanes, Home shows everything, / types a search (Enter ends it, Backspace
+deletes, an empty search clears it; the match count shows), N / P select the next /
+previous match, a click on a lane's label collapses or expands it, PageUp / PageDown move
+the lane under the cursor, Esc quits. Lanes are as tall as the deepest span in view; an
+idle window draws nothing until an event (input, a resize, a console or portal command).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from engine.graph import OUTPUT, RenderPass
 from engine.inspect.chart import FlameChart
 from engine.inspect.extras import ChartExtras
 from engine.inspect.rows import RowIndex
-from engine.inspect.ruler import tick_label, ticks
+from engine.inspect.ruler import label_boxes, tick_label
 from engine.inspect.select import NONE
 from engine.inspect.spans import NAME_MATCH, printable
 from engine.inspect.synthetic import synthetic_table
@@ -51,6 +52,7 @@ from engine.inspect.view import (
     name_stats,
     next_match,
     range_stats,
+    search_matches,
     self_times,
 )
 from engine.overlay.debug_overlay import DebugOverlayPass, auto_hud_scale, grid_for
@@ -153,9 +155,10 @@ class FlameViewer(Sample):
         g.add_argument(
             "--next",
             type=int_type(0, 1_000_000),
-            default=0,
+            default=None,
             metavar="K",
-            help="with --search: select the K-th match (as pressing N K times)",
+            help="with --search: select the K-th match in time order (0: the earliest; "
+            "past the last it wraps around, as N does)",
         )
         g.add_argument(
             "--cursor",
@@ -180,6 +183,10 @@ class FlameViewer(Sample):
                 )
                 raise SystemExit(2)
             self.select_id = t.names.index(a.select)
+        if a.next is not None and not a.search:
+            print(f"python -m samples.{self.name}: error: argument --next: --next needs "
+                  "--search TEXT (the matches it counts)", file=sys.stderr)  # fmt: skip
+            raise SystemExit(2)
 
     # -- setup ----------------------------------------------------------------------------------
     def build(self, graph):
@@ -192,6 +199,7 @@ class FlameViewer(Sample):
         self._idle = 0
         self.view = FlameView(t.lane_depths(), 0, int(t.end_ns.max()), (1, 1), row_px=2 * cell)
         self.view.ruler_px = 2 * cell
+        self.view.display_unit = t.display_unit
         # passes "Viewer.*": the HUD's live flame chart owns "Flame.*" in the same graph
         self.chart = FlameChart(
             graph.device, graph.output_format, self.view, name="Viewer", glyph_px=self.scale
@@ -214,8 +222,8 @@ class FlameViewer(Sample):
             idx = np.flatnonzero(t.name_id == self.select_id)
             self._select(int(idx[np.argmax(t.dur_ns[idx])]))
         self._set_search(a.search)
-        for _ in range(a.next):
-            self._search_step(1)
+        if a.next is not None and len(self.matches):
+            self._show_match(int(self.matches[a.next % len(self.matches)]))
         self.typing = False
         self.drag = None  # (x, y, shift) of the press
         self.last_cursor = None
@@ -246,6 +254,7 @@ class FlameViewer(Sample):
         cell = 8 * self.scale
         self.chart.glyph_px = self.scale
         self.view.row_px = self.view.ruler_px = 2 * cell
+        self.view.label_px = cell
         cols, rows = grid_for(size, self.scale)
         self.overlay.resize(cols, rows)
         self.text.set_scale(self.scale)
@@ -258,22 +267,24 @@ class FlameViewer(Sample):
     # -- state changes ------------------------------------------------------------------------
     def _set_search(self, text: str) -> None:
         self.view.search = text
-        self.matches = np.zeros(0, np.int64)
+        t = self.table
+        self.matches = search_matches(t.names, t.name_id, text)  # in time order
         if text:
             low = text.lower()
-            flags = np.array(
-                [NAME_MATCH if low in n.lower() else 0 for n in self.table.names], np.uint32
-            )
+            flags = np.array([NAME_MATCH if low in n.lower() else 0 for n in t.names], np.uint32)
             self.chart.store.set_name_flags(flags)
-            self.matches = np.flatnonzero(flags[self.table.name_id] != 0)  # by start
 
     def _search_step(self, step: int) -> None:
-        """Select the next (``step`` 1) or previous (-1) match after the selected span or
-        the view's centre, and bring it into view."""
+        """Select the next (``step`` 1) or previous (-1) match in time order after the
+        selected span (none selected: the first in view), and bring it into view."""
         m, v, t = self.matches, self.view, self.table
         if not len(m):
             return
-        span = next_match(m, t.start_ns, v.selected, v.time_at(v.width / 2), step)
+        self._show_match(next_match(m, t.start_ns, v.selected, (v.time_at(0),
+                                    v.time_at(v.width)), step))  # fmt: skip
+
+    def _show_match(self, span: int) -> None:
+        v, t = self.view, self.table
         self._select(span)
         s, d = float(t.start_ns[span]), float(t.dur_ns[span])
         if d > 0.8 * v.width * v.ns_per_px or s < v.time_at(0) or s + d > v.time_at(v.width):
@@ -440,9 +451,10 @@ class FlameViewer(Sample):
         ov.clear()
         ov.fill(0, 0, ov.cols, 2, PANEL)
         a, b = v.time_at(0), v.time_at(v.width)
-        status = (
-            f"{self.title}  {len(t):,} spans  {a / 1e6:.3f} .. {b / 1e6:.3f} ms ({fmt_ns(b - a)})"
-        )
+        unit = v.ruler()[1]  # the ruler's: header and ruler agree
+        left = tick_label(a, v.ns_per_px, unit).removesuffix(f" {unit}")  # to the pixel
+        span = f"{left} .. {tick_label(b, v.ns_per_px, unit)}"
+        status = f"{self.title}  {len(t):,} spans  {span} ({fmt_ns(b - a)})"
         ov.text(1, 0, status, TEXT)
         search = v.search + ("_" if self.typing else "")
         count = f"  ({len(self.matches):,} spans; N / P next, previous)" if v.search else ""
@@ -475,13 +487,10 @@ class FlameViewer(Sample):
     def _ruler(self, ov, cell: int) -> None:
         """Tick labels in the ruler band's top row, just right of each major tick."""
         v = self.view
-        tk = ticks(v.start_ns, v.ns_per_px)
+        tk, unit = v.ruler()
         row = v.origin[1] // cell - 2
-        for x, t in tk.majors(v.width):
-            label = tick_label(t, tk.step_ns, self.table.display_unit)
-            col = int(x // cell) + 1
-            if col + len(label) <= v.width // cell:
-                ov.text(col, row, label, DIM)
+        for x0, _, label, _ in label_boxes(tk, v.width, unit, cell):
+            ov.text(int(x0 // cell), row, label, DIM)
 
     def _panel(self, ov, col: int) -> None:
         ov.fill(col, 2, ov.cols - col, ov.rows - 2, PANEL)

@@ -108,15 +108,90 @@ def test_counter_and_flow_picture(device, compare_reference, tmp_path):
     compare_reference("flame_counters_flows_320x160", rgb)
 
 
-def test_flows_of_the_selected_span_only(tmp_path):
-    t = trace(tmp_path)
-    v = view_of(t, (400, 200))
-    a = int(np.flatnonzero(np.array(t.names)[t.name_id] == "A")[0])
-    b = int(np.flatnonzero(np.array(t.names)[t.name_id] == "B")[0])
-    for span, n in ((a, 3), (b, 3)):  # both ends' spans show the arrow (shaft + 2 strokes)
-        v.selected = span
-        assert len(flow_segments(t, v.params((400, 200)))) == n
-    f = t.flows
-    v.selected = a
-    f.t0 = f.t0 + 2_000_000  # move the start out of A: A no longer touches it
-    assert len(flow_segments(t, v.params((400, 200)))) == 0
+def two_flows(tmp_path):
+    """Flows physics (tid 1, 1..4 ms) at 2 ms -> gpu (tid 2, 6..9 ms) at 7 ms and io (tid 3,
+    2..4 ms) at 3 ms -> render (tid 1, 5..9 ms) at 6 ms; frame (tid 1, 0..10 ms) holds both."""
+    x = [("frame", 1, 0, 10), ("physics", 1, 1, 3), ("render", 1, 5, 4), ("gpu", 2, 6, 3),
+         ("io", 3, 2, 2)]  # fmt: skip
+    ev = [{"ph": "X", "name": n, "pid": 1, "tid": tid, "ts": ts * 1000, "dur": d * 1000}
+          for n, tid, ts, d in x]  # fmt: skip
+    for fid, (t0, tid0, t1, tid1) in enumerate(((2, 1, 7, 2), (3, 3, 6, 1))):
+        ev.append({"ph": "s", "name": "f", "cat": "c", "id": fid, "pid": 1, "tid": tid0,
+                   "ts": t0 * 1000})  # fmt: skip
+        ev.append({"ph": "f", "bp": "e", "name": "f", "cat": "c", "id": fid, "pid": 1,
+                   "tid": tid1, "ts": t1 * 1000})  # fmt: skip
+    p = tmp_path / "flows.json"
+    p.write_text(json.dumps({"traceEvents": ev}))
+    t = load_trace(p)
+    v = FlameView(t.lane_depths(), 0, 10e6, (400, 200), row_px=ROW)
+    v.start_ns, v.ns_per_px = 0.0, 10e6 / 400  # 0..10 ms across 400 px: 40 px per ms
+    return t, v
+
+
+def span_named(t, name: str) -> int:
+    return int(np.flatnonzero(np.array(t.names)[t.name_id] == name)[0])
+
+
+def test_a_selection_keeps_every_flow_and_highlights_its_own(tmp_path):
+    t, v = two_flows(tmp_path)
+    # rows: lane 0 (tid 1) header 0, frame row 1, physics/render row 2; lane 1 (tid 2) header
+    # 3, gpu row 4; lane 2 (tid 3) header 5, io row 6; y is the middle of the row
+    phys_gpu = [80.0, 2.5 * ROW, 280.0, 4.5 * ROW]  # 2 ms -> 7 ms
+    render_io = [120.0, 6.5 * ROW, 240.0, 2.5 * ROW]  # io 3 ms -> render 6 ms
+    grey, yellow = np.uint32(0xE6F0F0F0), np.uint32(0xFF1AFFFF)
+
+    def shafts_and_colours():
+        segs = flow_segments(t, v.params((400, 200)))
+        assert len(segs) == 6  # two shafts, then two strokes per head
+        return segs[:2, :4].tolist(), segs[:, 5].view(np.uint32).tolist()
+
+    assert shafts_and_colours() == ([phys_gpu, render_io], [grey] * 6)  # no selection
+    for name, mine, other in (
+        ("physics", phys_gpu, render_io),
+        ("gpu", phys_gpu, render_io),
+        ("render", render_io, phys_gpu),
+        ("io", render_io, phys_gpu),
+    ):
+        v.selected = span_named(t, name)  # either end's span: its flow on top, in yellow
+        assert shafts_and_colours() == ([other, mine], [grey, yellow] * 3), name
+    v.selected = span_named(t, "frame")  # the flows bind to physics/render, not to frame
+    assert shafts_and_colours() == ([phys_gpu, render_io], [grey] * 6)
+
+
+def test_a_thicket_of_flows_shows_the_selected_spans_only(tmp_path):
+    t, v = two_flows(tmp_path)
+    v.size, v.ns_per_px = (20, 200), 10e6 / 20  # 2 flows in 20 px: over one per 12 px
+    assert len(flow_segments(t, v.params((20, 200)))) == 0
+    v.selected = span_named(t, "physics")
+    segs = flow_segments(t, v.params((20, 200)))
+    assert len(segs) == 3 and segs[0, :3].tolist() == [4.0, 2.5 * ROW, 14.0]
+
+
+def test_selected_flow_picture(device, tmp_path):
+    """Drawn with a selection: both arrows lit, the selected span's in yellow."""
+    t, view = two_flows(tmp_path)
+    size = (400, 200)
+    target = OffscreenTarget(device, size)
+    graph = RenderGraph(device, output_format=target.format, size=size)
+
+    def clear(ctx):
+        return {"color_attachments": [{"view": ctx.output, "load_op": "clear",
+                "clear_value": (0, 0, 0, 1), "store_op": "store"}]}  # fmt: skip
+
+    graph.add(RenderPass("Clear", record=lambda ctx, rp: None, targets=clear, writes=(OUTPUT,)))
+    view.selected = view.selected_name = span_named(t, "physics")
+    view.selected_name = int(t.name_id[view.selected])
+    chart = FlameChart(device, target.format, view, readback=False)
+    chart.store.upload(t)
+    chart.extras = ChartExtras(device, target.format, t)
+    chart.add_passes(graph)
+    enc = device.create_command_encoder()
+    graph.execute(enc, FrameContext(device, graph, 0, 0.0, size, target.view))
+    device.queue.submit([enc.finish()])
+    rgb = target.read_rgba()[:, :, :3].astype(int)
+    # each shaft at a point between the rows (over the dark background or a span)
+    x, y = 180, round((2.5 + (4.5 - 2.5) * 100 / 200) * ROW)  # physics -> gpu, half way
+    r, g, b = rgb[y - 1 : y + 2, x].max(axis=0)
+    assert r > 200 and g > 200 and b < 120  # yellow
+    x, y = 180, round((6.5 - 4 * 60 / 120) * ROW)  # io -> render, half way (x 120 -> 240)
+    assert rgb[y - 1 : y + 2, x].min(axis=1).max() > 150  # light grey

@@ -65,6 +65,28 @@ def test_bare_event_list_is_accepted(tmp_path):
     assert len(t) == 1 and t.dur_ns[0] == 2000
 
 
+def test_begin_end_pairs_in_time_order_not_file_order(tmp_path):
+    """Written ends first and shuffled (as a merged or buffered writer does), B/E pair as
+    in time order (Perfetto and catapult sort by ts): outer 0..10 us holding inner 2..5 us
+    on one thread, a 1..4 us span on another; an E at 20 us is still without a B."""
+    ev = [
+        {"ph": "E", "pid": 1, "tid": 1, "ts": 10},
+        {"ph": "E", "pid": 1, "tid": 1, "ts": 5},
+        {"ph": "E", "pid": 1, "tid": 2, "ts": 4},
+        {"ph": "B", "name": "inner", "pid": 1, "tid": 1, "ts": 2},
+        {"ph": "E", "pid": 1, "tid": 2, "ts": 20},
+        {"ph": "B", "name": "outer", "pid": 1, "tid": 1, "ts": 0},
+        {"ph": "B", "name": "other", "pid": 1, "tid": 2, "ts": 1},
+    ]
+    t = load_trace(write(tmp_path, chrome(ev)))
+    got = sorted((t.names[n], t.lanes[ln], s + t.origin_ns, d, dp) for n, ln, s, d, dp in zip(
+        t.name_id, t.lane, t.start_ns, t.dur_ns, t.depth, strict=True))  # fmt: skip
+    assert got == [("inner", "pid 1 / tid 1", 2000, 3000, 1),
+                   ("other", "pid 1 / tid 2", 1000, 3000, 0),
+                   ("outer", "pid 1 / tid 1", 0, 10_000, 0)]  # fmt: skip
+    assert t.notes == ["skipped 1 E event(s) without a B"]
+
+
 def test_nesting_depth_puts_improper_overlap_one_deeper():
     lane = np.array([0, 0, 0, 1])
     start = np.array([0, 5, 20, 0])
@@ -81,10 +103,6 @@ def test_nesting_depth_puts_improper_overlap_one_deeper():
         ),
         ([{"ph": "B", "name": "b", "ts": 5}], "skipped 1 B event(s) without an E"),
         ([{"ph": "E", "ts": 5}], "skipped 1 E event(s) without a B"),
-        (
-            [{"ph": "B", "name": "b", "ts": 5}, {"ph": "E", "ts": 4}],
-            "skipped 1 B/E pair(s) ending before they begin",
-        ),
         ([{"ph": "X", "name": "n", "dur": 3}], "skipped 1 event(s) without a numeric ts"),
         ([{"ph": "X", "name": "n", "ts": 3}], "skipped 1 X event(s) without a numeric dur"),
         ([17], "skipped 1 malformed event(s) (not an object)"),
@@ -340,8 +358,39 @@ def test_next_and_previous_search_match():
 
     start = np.array([0, 10, 20, 30, 40, 50])
     m = np.array([1, 3, 4])  # matching spans, in start order
-    assert next_match(m, start, NONE, 25.0, 1) == 3  # first at or after the centre
-    assert next_match(m, start, NONE, 25.0, -1) == 1
-    assert next_match(m, start, 3, 0.0, 1) == 4 and next_match(m, start, 3, 0.0, -1) == 1
-    assert next_match(m, start, 4, 0.0, 1) == 1 and next_match(m, start, 1, 0.0, -1) == 4  # wrap
-    assert next_match(m, start, 2, 0.0, 1) == 3  # a selected span that is no match
+    assert next_match(m, start, NONE, (-5.0, 60.0), 1) == 1  # the whole trace: the earliest
+    assert next_match(m, start, NONE, (-5.0, 60.0), -1) == 4  # and the latest
+    assert next_match(m, start, NONE, (25.0, 45.0), 1) == 3  # the first in view
+    assert next_match(m, start, NONE, (5.0, 35.0), -1) == 3  # the last in view
+    assert next_match(m, start, 3, (0, 0), 1) == 4 and next_match(m, start, 3, (0, 0), -1) == 1
+    assert next_match(m, start, 4, (0, 0), 1) == 1 and next_match(m, start, 1, (0, 0), -1) == 4
+    assert next_match(m, start, 2, (0.0, 0.0), 1) == 3  # a selected span that is no match
+
+
+def test_search_matches_are_in_time_then_lane_order(tmp_path):
+    """dns spans at 2, 12, 22 (on two threads), 32, 42 ms, written out of time order among
+    other spans: matches (and N from the whole trace, and --next K) go 2, 12, 22 (tid 1),
+    22 (tid 2), 32, 42."""
+    from engine.inspect.view import NONE, next_match, search_matches
+
+    dns = [(32, 1), (2, 2), (42, 1), (22, 2), (12, 1), (22, 1)]  # (ms, tid), file order
+    ev = [{"ph": "X", "name": "DNS lookup", "pid": 1, "tid": tid, "ts": ms * 1000, "dur": 500}
+          for ms, tid in dns]  # fmt: skip
+    ev += [{"ph": "X", "name": "io", "pid": 1, "tid": 1 + k % 2, "ts": k * 3000, "dur": 900}
+           for k in range(15)]  # fmt: skip
+    p = tmp_path / "dns.json"
+    p.write_text(json.dumps({"traceEvents": ev}))
+    t = load_trace(p)
+    m = search_matches(t.names, t.name_id, "dns")
+    lanes = {t.lanes.index(f"pid 1 / tid {k}"): k for k in (1, 2)}
+    got = [(int(t.start_ns[i] + t.origin_ns) // 1000, lanes[int(t.lane[i])]) for i in m]
+    assert got == [(2000, 2), (12000, 1), (22000, 1), (22000, 2), (32000, 1), (42000, 1)]
+    assert search_matches(t.names, t.name_id, "").tolist() == []
+    whole = (-1e6, 50e6)
+    walk, sel = [], NONE
+    for _ in range(7):  # N from nothing selected: the earliest, then in order, wrapping
+        sel = next_match(m, t.start_ns, sel, whole, 1)
+        walk.append(sel)
+    assert walk == [*m.tolist(), int(m[0])]
+    back = [next_match(m, t.start_ns, int(m[k]), whole, -1) for k in range(6)]
+    assert back == [int(m[k - 1]) for k in range(6)]  # P: the one before, wrapping

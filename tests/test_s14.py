@@ -20,6 +20,7 @@ from tests.helpers import run_sample
         (["--range", "5:2"], "argument --range: expected START_MS:END_MS"),
         (["--cursor", "x"], "argument --cursor: expected X,Y"),
         (["--spans", "0"], "argument --spans"),
+        (["--next", "2"], "argument --next: --next needs --search TEXT"),
     ],
 )
 def test_bad_input_is_one_line_and_status_2(tmp_path, args, needle):

@@ -80,6 +80,9 @@ def varied_events(n: int, seed: int) -> list:
         if i % 50 == 0:  # a tie: an instant, then a zero-length X at its time on its track
             ev.append({"ph": "i", "name": "tie i", "pid": 1, "tid": 3, "ts": t})
             ev.append({"ph": "X", "name": "tie X", "pid": 1, "tid": 3, "ts": t, "dur": 0})
+        if i % 61 == 0:  # a B/E pair written end first (paired in time order)
+            ev.append({"ph": "E", "pid": 3, "tid": 3, "ts": t + 1})
+            ev.append({"ph": "B", "name": "late", "pid": 3, "tid": 3, "ts": t})
         if i % 97 == 0:  # odd values: each makes its chunk an orjson one
             ev.append(rng.choice(ODD))
     return ev
@@ -262,7 +265,8 @@ def spans_jsonl(t) -> list[tuple]:
 
 
 def stack_pairs(track: list, kind: list) -> tuple[list, list, list]:
-    """The specification of ``match_pairs``: a stack per track, events in file order."""
+    """The specification of ``match_pairs``: a stack per track, events in the order given
+    (time order, ties in file order)."""
     stacks: dict = {}
     pairs, lone = [], []
     for i, (t, k) in enumerate(zip(track, kind, strict=True)):
@@ -285,14 +289,22 @@ def test_vectorised_begin_end_matching_equals_a_stack(seed):
     kind = np.where(rng.random(n) < p_begin, 1, -1).astype(np.int8)
     kind[rng.random(n) < 0.2] *= 2  # async kinds pair the same way on their tracks
     ordinal = rng.permutation(n * 2)[:n]  # file order: by ordinal, not by index
-    o = np.argsort(ordinal)
-    b, e, lone, left = traceload.match_pairs(track, kind, ordinal)
+    at = rng.integers(0, n // 3, n)  # ties: file order decides
+    o = sorted(range(n), key=lambda i: (at[i], ordinal[i]))  # time order, as Perfetto sorts
+    b, e, lone, left = traceload.match_pairs(track, kind, ordinal, at)
     want_pairs, want_lone, want_left = stack_pairs(track[o].tolist(), kind[o].tolist())
     rank = np.empty(n, np.int64)
-    rank[o] = np.arange(n)  # index -> position in file order
+    rank[o] = np.arange(n)  # index -> position in time order
+    assert (at[e] >= at[b]).all()
     assert sorted(zip(rank[b].tolist(), rank[e].tolist(), strict=True)) == want_pairs
     assert sorted(rank[lone].tolist()) == want_lone and sorted(rank[left].tolist()) == want_left
     assert len(want_pairs) > 100 and (want_lone or want_left)
+    o = np.argsort(ordinal)  # without ``at``: file order alone
+    b, e, lone, left = traceload.match_pairs(track, kind, ordinal)
+    want_pairs, want_lone, want_left = stack_pairs(track[o].tolist(), kind[o].tolist())
+    rank[o] = np.arange(n)
+    assert sorted(zip(rank[b].tolist(), rank[e].tolist(), strict=True)) == want_pairs
+    assert sorted(rank[lone].tolist()) == want_lone and sorted(rank[left].tolist()) == want_left
 
 
 @pytest.mark.parametrize("at", [200, 0.6, None])  # corrupt early or midway, truncated

@@ -6,8 +6,9 @@ Counters (``SpanTable.counters``) are step charts: a value holds until the next 
 Where a lane has more samples in view than pixel columns, each column gets one vertical
 segment from its minimum to its maximum (and the value entering it), so the cost is bounded
 by the width, not the sample count. Flows (``SpanTable.flows``) are arrows from the middle of
-the row each end binds to, with a head at the far end: those of the selected span, or with
-no selection all in view while they are sparse (at most one per ``SPARSE_PX`` of width).
+the row each end binds to, with a head at the far end: all in view while they are sparse (at
+most one per ``SPARSE_PX`` of width), and those of the selected span always, drawn on top in
+the selection's yellow (a selection highlights its flows, it never hides the others).
 
 Segments are recomputed only when the view changes (a key of every parameter that moves
 them), so an idle chart re-uploads nothing.
@@ -28,6 +29,7 @@ SEG_FLOATS = 8  # x0, y0, x1, y1 (chart px), half width (px), rgba8 (bits), pad,
 MAX_SEGMENTS = 1 << 18
 MAX_FLOWS = 20_000
 FLOW_RGBA = 0xE6F0F0F0  # light grey, alpha 0.9
+FLOW_SELECTED_RGBA = 0xFF1AFFFF  # the selected span's flows: the selection rim's yellow
 HEAD_PX = 6.0
 SPARSE_PX = 12  # without a selection, flows are drawn while at most one per 12 px is in view
 
@@ -94,7 +96,8 @@ def _row_top(p: ViewParams, lane, depth) -> float | None:
 
 
 def flow_segments(table: SpanTable, p: ViewParams) -> np.ndarray:
-    """``float32 (k, SEG_FLOATS)``: each flow in view as a shaft and a two-stroke head."""
+    """``float32 (k, SEG_FLOATS)``: each flow in view as a shaft, then the heads' two strokes
+    (``3 * flows`` rows); the selected span's flows last, in ``FLOW_SELECTED_RGBA``."""
     f = table.flows
     if f is None or not len(f):
         return np.zeros((0, SEG_FLOATS), np.float32)
@@ -108,12 +111,16 @@ def flow_segments(table: SpanTable, p: ViewParams) -> np.ndarray:
     y1 = (rows[l1] + f.depth1 + 0.5) * p.row_px - p.scroll_px
     ok &= (np.maximum(x0, x1) >= 0) & (np.minimum(x0, x1) < p.width)
     ok &= (np.maximum(y0, y1) >= 0) & (np.minimum(y0, y1) < p.height)
+    touch = np.zeros(len(f), bool)
     if p.selected != NONE and p.selected < len(table):
-        ok &= _touches(table, f, p.selected)
-    elif ok.sum() > p.width / SPARSE_PX:
-        ok[:] = False  # a thicket: the selected span's flows only (as Perfetto does)
-    k = np.flatnonzero(ok)[:MAX_FLOWS]
+        touch = ok & _touches(table, f, p.selected)
+    if ok.sum() > p.width / SPARSE_PX:
+        ok = touch  # a thicket: the selected span's flows only (as Perfetto does)
+    # the selected span's flows last: drawn over the others
+    k = np.r_[np.flatnonzero(ok & ~touch), np.flatnonzero(touch)][-MAX_FLOWS:]
     x0, y0, x1, y1 = x0[k], y0[k], x1[k], y1[k]
+    rgba = np.where(touch[k], np.uint32(FLOW_SELECTED_RGBA), np.uint32(FLOW_RGBA))
+    half = np.where(touch[k], 1.0, 0.6)
     d = np.hypot(x1 - x0, y1 - y0)
     d = np.where(d > 0, d, 1.0)
     ux, uy = (x1 - x0) / d, (y1 - y0) / d
@@ -121,8 +128,8 @@ def flow_segments(table: SpanTable, p: ViewParams) -> np.ndarray:
     for side in (1.0, -1.0):  # two strokes 30 degrees off the shaft
         hx = x1 - HEAD_PX * (ux * 0.866 - side * uy * 0.5)
         hy = y1 - HEAD_PX * (uy * 0.866 + side * ux * 0.5)
-        heads.append(_seg(hx, hy, x1, y1, 0.75, FLOW_RGBA))
-    return np.concatenate([_seg(x0, y0, x1, y1, 0.6, FLOW_RGBA), *heads])
+        heads.append(_seg(hx, hy, x1, y1, half + 0.15, rgba))
+    return np.concatenate([_seg(x0, y0, x1, y1, half, rgba), *heads])
 
 
 def _touches(table: SpanTable, f, span: int) -> np.ndarray:

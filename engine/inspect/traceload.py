@@ -747,23 +747,19 @@ class _ChromeReader:
             self.add(self.track(e), begin, begin + round(dur * 1000), e.get("name", "?"))
 
     def _pairs(self) -> None:
-        """Every begin matched with its end as a stack per track would (``match_pairs``):
-        the spans (named by the begin, or by the end when the begin has no name) and the
-        counts of what did not pair."""
+        """Every begin matched with its end as a stack per track would in time order
+        (``match_pairs``): the spans (named by the begin, or by the end when the begin has
+        no name) and the counts of what did not pair."""
         parts = [*self.be_parts, self._be_part()]
         self.be_parts = []
         track, at, kind, name, ordinal = (_take_column(parts, i) for i in range(5))
-        b, e, lone_end, left_open = match_pairs(track, kind, ordinal)
+        b, e, lone_end, left_open = match_pairs(track, kind, ordinal, at)
         lone_async = int((kind[lone_end] == -2).sum())
         for what, n in (("E event(s) without a B", len(lone_end) - lone_async),
                         ("async end event(s) without a begin", lone_async),
                         ("B event(s) without an E", len(left_open))):  # fmt: skip
             if n:
                 self.bad[what] += n
-        back = at[e] < at[b]
-        if back.any():
-            self.bad["B/E pair(s) ending before they begin"] += int(back.sum())
-            b, e = b[~back], e[~back]
         unnamed = self.be_names.ids.get("?", -1)
         chosen = np.where(name[b] == unnamed, name[e], name[b])
         used, inverse = np.unique(chosen, return_inverse=True)
@@ -851,24 +847,27 @@ class _ChromeReader:
         return remap, labels
 
 
-def match_pairs(track: np.ndarray, kind: np.ndarray, ordinal: np.ndarray):
+def match_pairs(track: np.ndarray, kind: np.ndarray, ordinal: np.ndarray,
+                at: np.ndarray | None = None):  # fmt: skip
     """Begins (``kind > 0``) and ends (``kind < 0``) paired as a stack per track would in
-    file order (``ordinal``): an end closes the newest open begin of its track; an end with
-    none open is lone; begins never closed are left open.
+    time order (``at``, ties in file order ``ordinal``; without ``at`` file order alone),
+    as Perfetto and catapult sort events by timestamp before pairing: an end closes the
+    newest open begin of its track; an end with none open is lone; begins never closed are
+    left open. With ``at`` an end is never before its begin.
 
     Vectorised: per track, the stack depth is the running sum of +1/-1 reflected at zero
     (an end at depth 0 changes nothing: ``d = c - min(0, running min of c)``); an end pairs
     with the begin that pushed the depth it pops, which is the previous event of the same
-    (track, level) in file order (between the two the depth stays at or above the level).
+    (track, level) in that order (between the two the depth stays at or above the level).
 
     Returns:
         ``(begin, end, lone_end, left_open)``: ``int64`` indices into the inputs; the
-        pairs in (track, level, file) order.
+        pairs in (track, level, time) order.
     """
     n = len(kind)
     if not n:
         return tuple(np.zeros(0, np.int64) for _ in range(4))
-    o = np.lexsort((ordinal, track))
+    o = np.lexsort((ordinal, track) if at is None else (ordinal, at, track))
     tr = np.asarray(track)[o]
     step = np.where(np.asarray(kind)[o] > 0, np.int32(1), np.int32(-1))
     first = np.r_[True, tr[1:] != tr[:-1]]
@@ -890,7 +889,7 @@ def match_pairs(track: np.ndarray, kind: np.ndarray, ordinal: np.ndarray):
     level = np.where(is_end, before, depth)
     del first, step, before, depth
     idx = np.flatnonzero(~is_end | closes)
-    key = (tr[idx].astype(np.int64) << 32) | level[idx]  # (track, level), then file order
+    key = (tr[idx].astype(np.int64) << 32) | level[idx]  # (track, level), then that order
     del level
     idx = idx[np.argsort(key, kind="stable")]
     del key

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .ruler import ticks
+from .ruler import Ticks, label_unit, ticks
 from .select import NONE, ViewParams
 
 MIN_NS_PER_PX = 1e-3  # 1000 px per ns: the deepest zoom
@@ -57,6 +57,8 @@ class FlameView:
         self.range_ns: tuple[float, float] | None = None
         self.cursor: tuple[float, float] = (-1e9, -1e9)  # output px
         self.ruler_px = 0  # height of the time ruler's band above the chart (0: none)
+        self.display_unit = "ms"  # the trace's displayTimeUnit (``ruler``)
+        self.label_px = 0.0  # character width of the ruler's labels, px (0: no labels)
         self.collapsed: set[int] = set()  # lanes showing their header row only
         self.order = list(range(len(self.lane_depths)))  # display order of the lanes
         self.reset()
@@ -174,11 +176,20 @@ class FlameView:
         rows = round((self.scroll_px + dy_px) / self.row_px)
         self.scroll_px = int(min(max(rows * self.row_px, 0), limit // self.row_px * self.row_px))
 
+    def ruler(self) -> tuple[Ticks, str]:
+        """The ruler's ticks and their labels' unit (``engine.inspect.ruler``): the unit from
+        ``display_unit`` and the times in view, the step wide enough for the labels when
+        ``label_px`` is set. The shader's ticks and the viewer's labels both come from it."""
+        unit = label_unit(self.display_unit, self.time_at(0), self.time_at(self.width))
+        tk = ticks(self.start_ns, self.ns_per_px, width=self.width, unit=unit,
+                   char_px=self.label_px)  # fmt: skip
+        return tk, unit
+
     # -- to the GPU -----------------------------------------------------------------------
     def params(self, out_size: tuple[int, int], *, glyph_px: int = 1) -> ViewParams:
         cx, cy = self.cursor
         ox, oy = self.origin
-        tk = ticks(self.start_ns, self.ns_per_px)
+        tk = self.ruler()[0]
         return ViewParams(
             tick_x0=tk.x0,
             tick_px=tk.px,
@@ -243,15 +254,28 @@ def name_stats(
                      float(d.sum()), sm, st)  # fmt: skip
 
 
-def next_match(matches: np.ndarray, start_ns: np.ndarray, selected: int, centre_ns: float,
-               step: int) -> int:  # fmt: skip
-    """The search match to select on N (``step`` 1) or P (-1): after (before) the selected
-    span, or the first starting at or after the view's centre when none is selected;
-    wraps around. ``matches``: span indices in start order (non-empty)."""
+def search_matches(names: list[str], name_id: np.ndarray, text: str) -> np.ndarray:
+    """``int64`` indices of the spans whose name contains ``text`` (case-insensitive; none
+    for ``''``), in time order: by start, then lane, then depth (a ``SpanTable``'s order,
+    so ascending indices are that order)."""
+    if not text:
+        return np.zeros(0, np.int64)
+    low = text.lower()
+    hit = np.array([low in n.lower() for n in names], bool)
+    return np.flatnonzero(hit[name_id]).astype(np.int64)
+
+
+def next_match(matches: np.ndarray, start_ns: np.ndarray, selected: int,
+               view_ns: tuple[float, float], step: int) -> int:  # fmt: skip
+    """The search match to select on N (``step`` 1) or P (-1), in the time order of
+    ``matches`` (``search_matches``, non-empty): the one after (before) the selected span;
+    with none selected the first starting at or after the view's left edge ``view_ns[0]``
+    (P: the last starting before its right edge ``view_ns[1]``), so from the whole trace N
+    picks the earliest; wraps around."""
     if selected != NONE:
         k = int(np.searchsorted(matches, selected, side="right" if step > 0 else "left"))
     else:
-        k = int(np.searchsorted(start_ns[matches], centre_ns))
+        k = int(np.searchsorted(start_ns[matches], view_ns[0] if step > 0 else view_ns[1]))
     return int(matches[(k if step > 0 else k - 1) % len(matches)])
 
 
