@@ -174,7 +174,15 @@ class Command:
     help: str = ""
 
     def usage(self) -> str:
-        return " ".join([self.name, *(a.usage() for a in self.args)])
+        """``name ARG [OPT]``; a run of one repeated optional argument reads ``[WORD ...]``."""
+        parts: list[str] = []
+        for a in self.args:
+            u = a.usage()
+            if parts and a.optional and parts[-1] in (u, u[:-1] + " ...]"):
+                parts[-1] = u[:-1] + " ...]"
+            else:
+                parts.append(u)
+        return " ".join([self.name, *parts])
 
 
 @dataclass(frozen=True)

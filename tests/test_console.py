@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from engine.commands import Choice, CommandError, CommandRegistry, Int
+from engine.commands import Choice, CommandError, CommandRegistry, Int, Text
 from engine.debug.console import (
     KEY_BACKSPACE,
     KEY_DOWN,
@@ -400,3 +400,11 @@ def test_console_and_log_render_on_the_gpu(device, registry):
     check("> overlay timeline ", 1, 5, TEXT)  # the prompt, completed by TAB
     check("shadow map clipped x3", 1, 8, WARNING)
     check("device lost", 1, 9, ERROR)
+
+
+def test_usage_collapses_a_run_of_one_optional_word():
+    r = CommandRegistry()
+    words = [Text("WORD", optional=True) for _ in range(8)]
+    r.register("inspect", lambda *a: "", args=[Text("NAME", optional=True), *words], help="x")
+    assert r.commands["inspect"].usage() == "inspect [NAME] [WORD ...]"
+    assert r.execute("inspect a b c").ok  # the words are still eight optional arguments

@@ -120,7 +120,7 @@ class ViewTool:
         ctx.commands.register(
             "view",
             self.command,
-            args=[ViewName(optional=True), Int(0, 15, what="a Hi-Z level", optional=True)],
+            args=[ViewName(optional=True), Int(0, 63, what="a Hi-Z level", optional=True)],
             help="debug view of the frame: " + ", ".join(NAMES) + "; off; next (F3)",
         )
         ctx.commands.bind("F3", KEY_F3, "view next")
