@@ -116,6 +116,7 @@ class X11ErrorTrap:
     def __init__(self, window: int, display: int | None = None):
         self.window, self.lost, self.disconnected = window, False, False
         self._seen: set[tuple[int, int]] = set()
+        self._notes: list[tuple[int, str]] = []
         lib = self._lib = ctypes.CDLL(ctypes.util.find_library("X11") or "libX11.so.6")
         for name in ("XSetErrorHandler", "XSetIOErrorHandler"):
             getattr(lib, name).restype = ctypes.c_void_p
@@ -137,7 +138,7 @@ class X11ErrorTrap:
 
     def _on_io_error(self, display) -> int:
         if not self.lost:
-            log.info("the connection to the X server was lost: shutting down")
+            self._note(logging.INFO, "the connection to the X server was lost: shutting down")
         self.lost = self.disconnected = True
         return 0
 
@@ -148,15 +149,27 @@ class X11ErrorTrap:
         e = event.contents
         if e.resourceid == self.window and e.error_code in (BAD_WINDOW, BAD_DRAWABLE):
             if not self.lost:
-                log.info("the window was destroyed by another X client: shutting down")
+                msg = "the window was destroyed by another X client: shutting down"
+                self._note(logging.INFO, msg)
             self.lost = True
         elif (e.error_code, e.request_code) not in self._seen:
             self._seen.add((e.error_code, e.request_code))
-            log.warning(
-                "X error %d (request %d) on resource 0x%x ignored",
-                e.error_code, e.request_code, e.resourceid,
-            )  # fmt: skip
+            self._note(
+                logging.WARNING,
+                f"X error {e.error_code} (request {e.request_code}) on resource "
+                f"0x{e.resourceid:x} ignored",
+            )
         return 0
+
+    def _note(self, level: int, message: str) -> None:
+        # logged by flush(), outside the handler: it may run while fd 2 is silenced
+        self._notes.append((level, message))
+
+    def flush(self) -> None:
+        """Log what the handlers noted since the last call."""
+        notes, self._notes = self._notes, []
+        for level, message in notes:
+            log.log(level, message)
 
     def restore(self) -> None:
         """Put the previous handler back (after glfw has closed its display)."""
@@ -264,7 +277,9 @@ class WindowSurface:
             return
 
         def guarded(*args, **kwargs):
-            self._glfw.get_framebuffer_size(self.window)  # a round trip: errors arrive now
+            if not self.lost:  # a round trip: errors arrive now; on a connection that
+                with _fd2_silenced():  # was just killed Xlib prints a line per request
+                    self._glfw.get_framebuffer_size(self.window)
             if self.lost:
                 raise wgpu.DrawCancelled("the window was destroyed")
             return real(*args, **kwargs)
@@ -274,7 +289,10 @@ class WindowSurface:
     @property
     def lost(self) -> bool:
         """True once another client destroyed the window: treat it as closed."""
-        return self._x11 is not None and self._x11.lost
+        if self._x11 is None:
+            return False
+        self._x11.flush()  # the X handlers' lines, logged here (never inside a handler)
+        return self._x11.lost
 
     def _on_key(self, window, key, scancode, action, mods):
         if action == self._glfw.RELEASE:
@@ -310,16 +328,24 @@ class WindowSurface:
         got, self.input = self.input, PointerInput()
         return got
 
+    @property
+    def disconnected(self) -> bool:
+        """The X connection itself is gone (xkill): no glfw call may touch it again (each
+        request would print an Xlib line)."""
+        return self._x11 is not None and self._x11.disconnected
+
     def poll(self) -> list[int]:
         """Process window events; return the keys pressed since the last poll."""
-        self._glfw.poll_events()
+        if not self.disconnected:
+            self._glfw.poll_events()
         keys, self.keys = self.keys, []
         return keys
 
     def wait(self, seconds: float) -> None:
         """Sleep until a window event arrives (input, resize, ``wake``) or ``seconds``
         pass; the events are processed (callbacks fire) before it returns."""
-        self._glfw.wait_events_timeout(seconds)
+        if not self.disconnected:
+            self._glfw.wait_events_timeout(seconds)
 
     def wake(self) -> None:
         """End a ``wait`` now; callable from any thread (glfw's empty event)."""
@@ -336,6 +362,8 @@ class WindowSurface:
         self._glfw.set_window_should_close(self.window, True)
 
     def framebuffer_size(self) -> tuple[int, int]:
+        if self.lost:  # gone: no query (on a killed connection Xlib prints per request)
+            return 0, 0
         w, h = self._glfw.get_framebuffer_size(self.window)
         if self.lost:  # the query failed: its numbers are garbage
             return 0, 0
