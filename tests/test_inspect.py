@@ -30,6 +30,19 @@ class Inspected:
         self.h.render(CAMERA, frames)
         return self.tool.readback.drain()
 
+    def frames(self, n: int):
+        """``n`` frames with the tool context's per-frame hooks (the probe), then the
+        figures read back."""
+
+        def update(ctx):
+            self.h.frame.update(ctx, CAMERA)
+            for fn in self.ctx.updates:
+                fn(ctx)
+
+        for _ in range(n):
+            self.h.loop.frame(self.h.target.view, 0.0, update)
+        return self.tool.readback.drain()
+
 
 def check(stats, values, value_range=None):
     want = reference_stats(values, value_range)
@@ -114,21 +127,12 @@ def test_the_value_under_the_cursor(gpu):
     v.tool.probe_at(40.7, 12.2)
     v.h.render(CAMERA, 1)  # the probe is set before recording from the next frame on
 
-    def update(ctx):
-        v.h.frame.update(ctx, CAMERA)
-        for fn in v.ctx.updates:
-            fn(ctx)
-
-    for _ in range(3):
-        v.h.loop.frame(v.h.target.view, 0.0, update)
-    s = v.tool.readback.drain()
+    s = v.frames(3)
     hdr = read_texture(gpu.device, v.h.graph.texture(HDR)).astype(np.float64)
     assert s.probe is not None and s.probe[:2] == (40, 12)
     assert s.probe[2] == tuple(hdr[12, 40].tolist())
     v.ctx.commands.execute(f"inspect {PYRAMID} mip 2")
-    for _ in range(3):
-        v.h.loop.frame(v.h.target.view, 0.0, update)
-    s = v.tool.readback.drain()
+    s = v.frames(3)
     p = v.h.frame.pyramid
     tw, th = max(1, p.base[0] >> 2), max(1, p.base[1] >> 2)
     x, y = int(40.7 * tw / SIZE[0]), int(12.2 * th / SIZE[1])
@@ -169,21 +173,10 @@ def test_the_value_under_the_cursor_of_depth_and_of_a_snapshot(gpu):
     graph makes with the first frame that reads it (the probe waits for it, no KeyError)."""
     v = Inspected(gpu)
     g = v.h.graph
-
-    def frames(n):
-        def update(ctx):
-            v.h.frame.update(ctx, CAMERA)
-            for fn in v.ctx.updates:
-                fn(ctx)
-
-        for _ in range(n):
-            v.h.loop.frame(v.h.target.view, 0.0, update)
-        return v.tool.readback.drain()
-
     v.tool.probe_at(30.2, 25.9)
     for ref in (DEPTH, f"{HDR}@Main.Early"):
         assert v.ctx.commands.execute(f"inspect {ref}").ok
-        s = frames(3)
+        s = v.frames(3)
         tex = g.texture(ref) if "@" in ref else g.texture(DEPTH)
         want = read_texture(gpu.device, tex).astype(np.float64)[25, 30]
         assert s.probe is not None and s.probe[:2] == (30, 25), ref
