@@ -3,6 +3,8 @@ read-back texture, snapshots after a pass, NaN/Inf counts, bad input, nothing wh
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 import wgpu
@@ -119,6 +121,25 @@ def test_off_adds_no_pass(gpu):
     assert v.h.graph.pass_names() == bare
 
 
+def check_panel(tool, s, texel):
+    """The HUD's inspect panel: the probed texel's position, then each of its channels
+    (to the digits the row holds, at least 3), all inside the panel's width."""
+    from engine.debug.inspect_panel import InspectPanel, W
+    from engine.overlay.grid import DebugOverlay
+
+    ov = DebugOverlay(120, 30)
+    assert tool.latest() is s  # the panel draws the newest figures
+    InspectPanel(SimpleNamespace(find=lambda cls: tool)).draw(ov, 0, 0, 0, None)
+    rows = ["".join(ov.glyph_at(c, r) or " " for c in range(ov.cols)) for r in range(ov.rows)]
+    assert all(not row[W:].strip() for row in rows)
+    x, y, _ = s.probe
+    at = next(
+        i for i, r in enumerate(rows) if r.strip() == f"at ({x}, {y}) of frame {s.frame_index}"
+    )
+    values = [float(w) for w in rows[at + 1].split()]
+    assert values == pytest.approx(texel.tolist(), rel=5e-3)
+
+
 def test_the_value_under_the_cursor(gpu):
     """``probe_at`` (a window's cursor, each frame) reads the texel of the inspected mip
     under the pixel with the figures: the values equal the read-back texture's."""
@@ -131,6 +152,7 @@ def test_the_value_under_the_cursor(gpu):
     hdr = read_texture(gpu.device, v.h.graph.texture(HDR)).astype(np.float64)
     assert s.probe is not None and s.probe[:2] == (40, 12)
     assert s.probe[2] == tuple(hdr[12, 40].tolist())
+    check_panel(v.tool, s, hdr[12, 40])
     v.ctx.commands.execute(f"inspect {PYRAMID} mip 2")
     s = v.frames(3)
     p = v.h.frame.pyramid

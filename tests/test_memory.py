@@ -105,3 +105,28 @@ def test_the_session_fact_follows_a_resize(gpu):
     tool._last = float("-inf")
     tool._sample(None)  # nothing changed: no rescan, no resend
     assert ctx.telemetry.session_version == version
+
+
+def test_hud_panel_shows_every_count_within_its_width(gpu):
+    """The memory panel's object counts (thousands of views and bind groups: longer than
+    one panel row) are drawn on two rows inside the panel, each count whole."""
+    from engine.debug.memory_panel import MemoryPanel, W
+    from engine.overlay.grid import DebugOverlay
+
+    h = Harness(gpu, ground_scene(), SIZE)
+    ctx = make_ctx(gpu, h.graph)
+    tool = ctx.install(MemoryTool())
+    t = tool.history[-1][0]
+    big = {"Texture": 12345, "TextureView": 23456, "Buffer": 3456, "BindGroup": 45678}
+    tool.history.append((t + 3.0, big, tool.history[-1][2]))
+    panel = MemoryPanel(ctx)
+    ov = DebugOverlay(120, 40)
+    panel.draw(ov, 0, 0, 0, None)
+    rows = ["".join(ov.glyph_at(c, r) or " " for c in range(ov.cols)) for r in range(ov.rows)]
+    assert all(not row[W:].strip() for row in rows)  # nothing drawn right of the panel
+    first = tool.history[0][1]
+    kinds = (("tex", "Texture"), ("view", "TextureView"), ("buf", "Buffer"), ("bg", "BindGroup"))
+    want = [f"{k} {big[n]}{big[n] - first.get(n, 0):+d}" for k, n in kinds]
+    text = "\n".join(rows)
+    assert "objects, change over 3 s:" in text
+    assert all(w in text for w in want), (want, rows)

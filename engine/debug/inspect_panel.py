@@ -16,7 +16,7 @@ class InspectPanel(Panel):
     a column, heights relative to the fullest column) with its range under it."""
 
     key, modes = "inspect", ("inspect",)
-    H = 5 + HIST_ROWS
+    H = 6 + HIST_ROWS
 
     def __init__(self, ctx=None):
         self.ctx = ctx
@@ -60,18 +60,32 @@ class InspectPanel(Panel):
         if s is None:
             ov.text(col + 1, row + 1, "waiting for the readback", DIM)
             return
-        parts = format_stats(s).split("; ")
+        parts = format_stats(s, probe=False).split("; ")
         ov.text(col + 1, row + 1, parts[0][: W - 2], TEXT)
         if len(parts) > 1:
             ov.text(col + 1, row + 2, parts[1][: W - 2], TEXT)
-        under = parts[2] if len(parts) > 2 else f"frame {s.frame_index}"
-        ov.text(col + 1, row + 3, under[: W - 2], DIM)
+        for i, line in enumerate(_probe_lines(s)):
+            ov.text(col + 1, row + 3 + i, line, DIM)
         cols = s.bins.reshape(32, 2).sum(axis=1)
         top = max(int(cols.max()), 1)
-        y0 = row + 4
+        y0 = row + 5
         ov.fill(col + 1, y0, 32, HIST_ROWS, BAR_BG, glyphs=False)
         for i, n in enumerate(cols.tolist()):
             h = round(HIST_ROWS * n / top)
             if h:
                 ov.fill(col + 1 + i, y0 + HIST_ROWS - h, 1, h, BAR, glyphs=False)
         ov.text(col + 1, y0 + HIST_ROWS, f"{s.hist_lo:.4g} .. {s.hist_hi:.4g}"[: W - 2], DIM)
+
+
+def _probe_lines(s) -> list[str]:
+    """The probed texel on two rows, ``at (x, y) of frame N`` then its channels with as
+    many significant digits (6, 4, 3) as the panel's width holds; without a probe, the
+    frame only."""
+    if s.probe is None:
+        return [f"frame {s.frame_index}"]
+    x, y, values = s.probe
+    for digits in (6, 4, 3):
+        line = " ".join(f"{v:.{digits}g}" for v in values)
+        if len(line) <= W - 2:
+            break
+    return [f"at ({x}, {y}) of frame {s.frame_index}"[: W - 2], line[: W - 2]]

@@ -48,7 +48,7 @@ class MemoryPanel(Panel):
         from ..tools.memory import totals
 
         cats = [c for c, v in totals(tool.rows).items() if v and c != "total"]
-        return 3 + len(cats) + min(TOP, len(tool.rows)) + 1 + CHART
+        return 3 + len(cats) + min(TOP, len(tool.rows)) + len(_count_lines(tool)) + CHART
 
     def sizes(self, data: HudData) -> tuple[tuple[int, int], ...]:
         return ((W, self._height(self._tool())),)
@@ -74,8 +74,10 @@ class MemoryPanel(Panel):
         for r in tool.rows[:TOP]:
             ov.text(x, y, f"{r.name[:20]:<20} {r.size[:12]:<12} {mib(r.bytes):>10}"[: W - 2], DIM)
             y += 1
-        ov.text(x, y, tool.counts_line()[: W - 2], DIM)
-        self._chart(ov, x, y + 1, W - 2, CHART, [h[1].get("Texture", 0) for h in tool.history])
+        for line in _count_lines(tool):
+            ov.text(x, y, line, DIM)
+            y += 1
+        self._chart(ov, x, y, W - 2, CHART, [h[1].get("Texture", 0) for h in tool.history])
 
     def _chart(self, ov, x, y, w, h, values) -> None:
         """wgpu's live texture count over the samples kept: a leak is a rising line."""
@@ -88,3 +90,18 @@ class MemoryPanel(Panel):
         for (x0, y0), (x1, y1) in zip(pts, pts[1:], strict=False):
             ov.line(x0, y0, x1, y1, LINE)
         ov.text(x + w - 12, y, f"tex {lo}-{hi}", DIM)
+
+
+def _count_lines(tool) -> list[str]:
+    """The object counts' line, wrapped between counts where it is wider than the panel:
+    the heading, then as many ``kind count+change`` as each row holds (none cut)."""
+    if not tool.history:
+        return ["wgpu objects: none sampled"]
+    span, parts = tool.count_changes()
+    lines = [f"objects, change over {span:.0f} s:"]
+    for part in parts:
+        if len(lines[-1]) + 1 + len(part) <= W - 2:
+            lines[-1] += " " + part
+        else:
+            lines.append(part)
+    return lines

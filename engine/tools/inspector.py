@@ -208,8 +208,9 @@ class InspectorTool:
         return view[1], size, channel, value_range
 
 
-def format_stats(s: TextureStats) -> str:
-    """``min .. max, mean, NaN, Inf`` of ``s`` in one line (and the probed texel)."""
+def format_stats(s: TextureStats, *, probe: bool = True) -> str:
+    """``min .. max, mean, NaN, Inf`` of ``s`` in one line (and the probed texel, unless
+    ``probe`` is False)."""
     if s.finite == 0:
         out = f"no finite values; NaN {s.nan:,} Inf {s.inf:,}"
     else:
@@ -217,7 +218,7 @@ def format_stats(s: TextureStats) -> str:
             f"min {s.lo:.6g} max {s.hi:.6g} mean {s.mean:.6g}; finite {s.finite:,} "
             f"NaN {s.nan:,} Inf {s.inf:,}"
         )
-    if s.probe is not None:
+    if probe and s.probe is not None:
         x, y, values = s.probe
         out += f"; at ({x}, {y}): " + " ".join(f"{v:.6g}" for v in values)
     return out

@@ -323,16 +323,23 @@ class MemoryTool:
         return "\n".join(lines)
 
     def counts_line(self) -> str:
+        """wgpu's live texture, view, buffer and bind-group counts, each with its change
+        since the first sample (``tex 14+0``: a steady rise is a leak)."""
         if not self.history:
             return "wgpu objects: none sampled"
+        span, parts = self.count_changes()
+        return f"wgpu objects, change over {span:.0f} s: " + " ".join(parts)
+
+    def count_changes(self) -> tuple[float, list[str]]:
+        """Seconds between the first and the last sample, and ``"<kind> <count><change>"``
+        for textures, views, buffers and bind groups (the HUD fits them to its width)."""
         t0, first, _ = self.history[0]
         t1, last, _ = self.history[-1]
         keys = (("Texture", "tex"), ("TextureView", "view"), ("Buffer", "buf"), ("BindGroup", "bg"))
-        parts = []
-        for k, short in keys:
-            d = last.get(k, 0) - first.get(k, 0)
-            parts.append(f"{short} {last.get(k, 0)}{d:+d}")
-        return f"wgpu objects, change over {t1 - t0:.0f} s: " + " ".join(parts)
+        parts = [
+            f"{short} {last.get(k, 0)}{last.get(k, 0) - first.get(k, 0):+d}" for k, short in keys
+        ]
+        return t1 - t0, parts
 
     def command(self, which: str | None) -> str:
         self.refresh(force=True)
