@@ -7,12 +7,10 @@ import json
 
 import numpy as np
 
-from engine.graph import OUTPUT, FrameContext, RenderGraph, RenderPass
-from engine.inspect.chart import FlameChart
-from engine.inspect.extras import ChartExtras, counter_segments, flow_segments
+from engine.inspect.extras import counter_segments, flow_segments
 from engine.inspect.traceload import COUNTER_ROWS, load_trace
 from engine.inspect.view import FlameView
-from engine.surfaces import OffscreenTarget
+from tests.chart_support import chart_picture
 
 ROW = 16
 
@@ -80,23 +78,8 @@ def test_flow_arrow_joins_the_rows_it_binds_to(tmp_path):
 def test_counter_and_flow_picture(device, compare_reference, tmp_path):
     t = trace(tmp_path)
     size = (320, 160)
-    target = OffscreenTarget(device, size)
-    graph = RenderGraph(device, output_format=target.format, size=size)
-
-    def clear(ctx):
-        return {"color_attachments": [{"view": ctx.output, "load_op": "clear",
-                "clear_value": (0, 0, 0, 1), "store_op": "store"}]}  # fmt: skip
-
-    graph.add(RenderPass("Clear", record=lambda ctx, rp: None, targets=clear, writes=(OUTPUT,)))
     view = view_of(t, size)
-    chart = FlameChart(device, target.format, view, readback=False)
-    chart.store.upload(t)
-    chart.extras = ChartExtras(device, target.format, t)
-    chart.add_passes(graph)
-    enc = device.create_command_encoder()
-    graph.execute(enc, FrameContext(device, graph, 0, 0.0, size, target.view))
-    device.queue.submit([enc.finish()])
-    rgb = target.read_rgba()[:, :, :3]
+    rgb, _ = chart_picture(device, t, view, size, extras=True)
     rows = view.lane_rows()
     y0, y1 = (rows[0] + 0.5) * ROW, (rows[1] + 0.5) * ROW
     mx, my = (32 + 192) // 2, int((y0 + y1) / 2)  # the shaft's middle (x 32 -> 192)
@@ -171,24 +154,9 @@ def test_selected_flow_picture(device, tmp_path):
     """Drawn with a selection: both arrows lit, the selected span's in yellow."""
     t, view = two_flows(tmp_path)
     size = (400, 200)
-    target = OffscreenTarget(device, size)
-    graph = RenderGraph(device, output_format=target.format, size=size)
-
-    def clear(ctx):
-        return {"color_attachments": [{"view": ctx.output, "load_op": "clear",
-                "clear_value": (0, 0, 0, 1), "store_op": "store"}]}  # fmt: skip
-
-    graph.add(RenderPass("Clear", record=lambda ctx, rp: None, targets=clear, writes=(OUTPUT,)))
     view.selected = view.selected_name = span_named(t, "physics")
     view.selected_name = int(t.name_id[view.selected])
-    chart = FlameChart(device, target.format, view, readback=False)
-    chart.store.upload(t)
-    chart.extras = ChartExtras(device, target.format, t)
-    chart.add_passes(graph)
-    enc = device.create_command_encoder()
-    graph.execute(enc, FrameContext(device, graph, 0, 0.0, size, target.view))
-    device.queue.submit([enc.finish()])
-    rgb = target.read_rgba()[:, :, :3].astype(int)
+    rgb = chart_picture(device, t, view, size, extras=True)[0].astype(int)
     # each shaft at a point between the rows (over the dark background or a span)
     x, y = 180, round((2.5 + (4.5 - 2.5) * 100 / 200) * ROW)  # physics -> gpu, half way
     r, g, b = rgb[y - 1 : y + 2, x].max(axis=0)

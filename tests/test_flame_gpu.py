@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 import wgpu
 
-from engine.graph import OUTPUT, FrameContext, RenderGraph, RenderPass
-from engine.inspect.chart import FlameChart
+from engine.graph import FrameContext, RenderGraph
 from engine.inspect.draw import FlameDraw
 from engine.inspect.reference import pick_reference, select_reference
 from engine.inspect.select import (
@@ -25,6 +24,7 @@ from engine.inspect.synthetic import synthetic_table
 from engine.inspect.view import FlameView
 from engine.surfaces import OffscreenTarget
 from engine.telemetry import FrameTimings, Scope, Telemetry
+from tests.chart_support import chart_picture
 
 N_NAMES = 40
 
@@ -219,24 +219,11 @@ def test_store_grows_by_powers_of_two_and_keeps_its_spans(device):
 
 def render_chart(device, table, size, setup, frames=3):
     """Draw ``table`` into an offscreen target through the graph; return (rgb, chart)."""
-    target = OffscreenTarget(device, size)
-    graph = RenderGraph(device, output_format=target.format, size=size)
-
-    def clear(ctx):
-        return {"color_attachments": [{"view": ctx.output, "load_op": "clear",
-                "clear_value": (0.015, 0.016, 0.022, 1.0), "store_op": "store"}]}  # fmt: skip
-
-    graph.add(RenderPass("Clear", record=lambda ctx, rp: None, targets=clear, writes=(OUTPUT,)))
     view = FlameView(table.lane_depths(), 0, int(table.end_ns.max()), size, row_px=16)
-    chart = FlameChart(device, target.format, view)
-    chart.store.upload(table)
-    chart.add_passes(graph)
-    setup(chart, view)
-    for i in range(frames):
-        enc = device.create_command_encoder()
-        graph.execute(enc, FrameContext(device, graph, i, 0.0, size, target.view))
-        device.queue.submit([enc.finish()])
-    return target.read_rgba()[:, :, :3], chart
+    bg = (0.015, 0.016, 0.022, 1.0)
+    return chart_picture(
+        device, table, view, size, clear=bg, readback=True, setup=setup, frames=frames
+    )
 
 
 def test_one_million_spans_picture(device, compare_reference):

@@ -6,12 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.graph import OUTPUT, FrameContext, RenderGraph, RenderPass
-from engine.inspect.chart import FlameChart
 from engine.inspect.ruler import UNIT_NS, label_boxes, label_unit, tick_label, ticks
 from engine.inspect.traceload import build_table
 from engine.inspect.view import FlameView
-from engine.surfaces import OffscreenTarget
+from tests.chart_support import chart_picture
 
 
 def test_tick_steps_are_1_2_5_and_at_least_90_px():
@@ -35,24 +33,10 @@ def test_tick_labels_follow_the_display_unit_and_the_step():
 def test_ruler_ticks_land_in_their_pixel_columns(device, compare_reference):
     size, band = (320, 96), 16
     table = build_table([0, 0], [0, 200_000], [1_000_000, 600_000], [0, 1], ["a", "b"], ["L"])
-    target = OffscreenTarget(device, size)
-    graph = RenderGraph(device, output_format=target.format, size=size)
-
-    def clear(ctx):
-        return {"color_attachments": [{"view": ctx.output, "load_op": "clear",
-                "clear_value": (0, 0, 0, 1), "store_op": "store"}]}  # fmt: skip
-
-    graph.add(RenderPass("Clear", record=lambda ctx, rp: None, targets=clear, writes=(OUTPUT,)))
     view = FlameView(table.lane_depths(), 0, 1e6, (size[0], size[1] - band), origin=(0, band))
     view.ruler_px = band
     view.show(-37_000, 1_000_000)
-    chart = FlameChart(device, target.format, view, readback=False)
-    chart.store.upload(table)
-    chart.add_passes(graph)
-    enc = device.create_command_encoder()
-    graph.execute(enc, FrameContext(device, graph, 0, 0.0, size, target.view))
-    device.queue.submit([enc.finish()])
-    rgb = target.read_rgba()[:, :, :3]
+    rgb, _ = chart_picture(device, table, view, size)
     tk = ticks(view.start_ns, view.ns_per_px)
     assert tk.step_ns == 500_000  # 90 px x ~3300 ns/px -> 0.5 ms
     want = [round(x) for x, _ in tk.majors(size[0])]
