@@ -375,6 +375,38 @@ def test_hud_mode_reference(gpu, compare_reference, mode):
     compare_reference(f"hud_{mode}", img)
 
 
+def test_timeline_follows_a_pass_turned_off_between_refreshes(gpu):
+    """A knob that turns a pass off (or on) changes the timed passes at once: the next
+    frame's layout has one series per enabled pass, not the last build's count (the chart's
+    per-frame update would not fit)."""
+    from engine.graph import FrameContext
+
+    hud, stream = make_hud(gpu, "timeline")
+    graph = hud.graph
+    tex = gpu.device.create_texture(size=(*HUD_SIZE, 1), format=graph.output_format,
+                                    usage=wgpu.TextureUsage.RENDER_ATTACHMENT)  # fmt: skip
+    view = tex.create_view()
+
+    def frame(i):
+        stream.advance()
+        ctx = FrameContext(gpu.device, graph, i, 1.0 + i / 600, HUD_SIZE, view)  # 10x 60 FPS
+        hud.update(ctx)
+        enc = gpu.device.create_command_encoder()
+        graph.execute(enc, ctx)
+        gpu.queue.submit([enc.finish()])
+
+    for i in range(3):
+        frame(i)
+    series = hud.overlay.chart_shapes[-1][1]
+    assert series == len(graph.pass_names())
+    graph.passes[1].enabled = False  # within the HUD's refresh period of the last build
+    frame(3)
+    assert hud.overlay.chart_shapes[-1][1] == series - 1 == len(graph.pass_names())
+    graph.passes[1].enabled = True
+    frame(4)
+    assert hud.overlay.chart_shapes[-1][1] == series
+
+
 def overlay_text(hud) -> list[str]:
     ov = hud.overlay
     return ["".join(ov.glyph_at(c, r) or " " for c in range(ov.cols)) for r in range(ov.rows)]

@@ -91,6 +91,7 @@ class Hud:
         self._console_open = False
         self._shown: list[Panel] = []
         self._last_build = -math.inf
+        self._built_names: list[str] | None = None  # the pass names the layout was built for
         self.notice: str | None = None  # one line on the bottom row (set_notice)
 
     # -- tool ----------------------------------------------------------------------------------
@@ -225,9 +226,11 @@ class Hud:
         for p in self._shown:  # (off: nothing shown, no stats computed at all)
             refreshed = p.tick(data) or refreshed
         stale = not 0 <= now - self._last_build < REFRESH_S
-        if refreshed or self._layout_due or stale:  # e.g. new cull counters, a chart's scale
+        passes = data.names != self._built_names  # a knob turned a pass on or off: the
+        if refreshed or self._layout_due or stale or passes:  # panels' rows and series change
             self._layout_due = False
             self._last_build = now
+            self._built_names = data.names
             self._build(data)
         elif self.layout is not None:
             placed = {pl.key for pl in self.layout.placements}
