@@ -24,7 +24,7 @@ from .export.jsonl import TelemetryWriter
 from .export.report import ShutdownReport
 from .export.trace import TraceWriter
 from .gpu import DRAW_PROFILE_FEATURES, GpuError, create_gpu
-from .graph import FrameContext, RenderGraph
+from .graph import FrameContext, GraphError, RenderGraph
 from .interrupt import Interrupt, for_run
 from .loop import FrameLoop
 from .portal import PortalError, PortalTool, portal_port
@@ -316,7 +316,7 @@ def _start_and_run(sample_cls, args, prog: str, interrupt: Interrupt) -> int:
         return fail(prog, str(e), 1)
     except (PortalError, OptionError) as e:  # port in use, bad host; a tool's option
         return fail(prog, str(e), 2)
-    except ValueError as e:  # an inconsistent render graph (a sample's mistake)
+    except GraphError as e:  # an inconsistent render graph (a sample's mistake)
         return fail(prog, str(e), 1)
     finally:
         if window is not None:

@@ -57,6 +57,12 @@ SNAPSHOT = "Snapshot"  # the scope name of a snapshot copy
 _NONE: frozenset[str] = frozenset()
 
 
+class GraphError(ValueError):
+    """An inconsistent render graph: a read nobody writes, a duplicate or empty pass name, a
+    history or snapshot without its writer (a sample's or a tool's mistake, found when the
+    graph is built or its enabled set changes)."""
+
+
 def split_ref(ref: str) -> tuple[str, str | None]:
     """``"frame.hdr@prev"`` -> ``("frame.hdr", "prev")``; ``"a@Main.Late"`` ->
     ``("a", "Main.Late")``; a plain name -> ``(name, None)``."""
@@ -97,7 +103,7 @@ class Pass:
         enabled: bool = True,
     ):
         if not isinstance(name, str) or not name.strip():
-            raise ValueError(f"render graph pass name must be a non-empty string, got {name!r}")
+            raise GraphError(f"render graph pass name must be a non-empty string, got {name!r}")
         self._name = name.strip()
         if record is not None:
             self.record = record
@@ -231,7 +237,7 @@ class RenderGraph:
             ValueError: a pass with the same name (after stripping) is already in the graph.
         """
         if any(q.name == p.name for q in self.passes):
-            raise ValueError(f"render graph already has a pass named {p.name!r}")
+            raise GraphError(f"render graph already has a pass named {p.name!r}")
         self.passes.append(p)
         self._validated = None
         return p
@@ -295,7 +301,7 @@ class RenderGraph:
                     who = (
                         f"only the later pass {later!r} writes it" if later else "no pass writes it"
                     )
-                    raise ValueError(
+                    raise GraphError(
                         f"render graph: pass {p.name!r} reads {r!r} but {who}; "
                         "reorder the passes or import the resource"
                     )
@@ -304,12 +310,12 @@ class RenderGraph:
 
     def _check_history(self, p: Pass, ref: str, base: str, every_write: set[str]) -> None:
         if base not in self._history:
-            raise ValueError(
+            raise GraphError(
                 f"render graph: pass {p.name!r} reads the history {ref!r} but {base!r} was not "
                 "created with history=True"
             )
         if base not in every_write and base not in self.imports:
-            raise ValueError(
+            raise GraphError(
                 f"render graph: pass {p.name!r} reads the history {ref!r} but no enabled pass "
                 f"writes {base!r}"
             )
@@ -318,11 +324,11 @@ class RenderGraph:
         writer = next((q for q in before if q.name == after), None)
         if writer is None or base not in writer.writes:
             why = "is not an earlier enabled pass" if writer is None else f"does not write {base!r}"
-            raise ValueError(
+            raise GraphError(
                 f"render graph: pass {p.name!r} reads the snapshot {ref!r} but pass {after!r} {why}"
             )
         if base not in self._texture_descs:
-            raise ValueError(
+            raise GraphError(
                 f"render graph: pass {p.name!r} reads the snapshot {ref!r} but {base!r} is not "
                 "a graph-owned texture"
             )
@@ -478,7 +484,7 @@ class RenderGraph:
             ValueError: ``name`` was not created with ``history=True``.
         """
         if name is not None and name not in self._history:
-            raise ValueError(
+            raise GraphError(
                 f"render graph: {name!r} has no history; create it with history=True "
                 f"(histories: {sorted(self._history)})"
             )
