@@ -73,6 +73,8 @@ def test_dump_bad_input_is_one_line(tmp_path):
         ("frame.hdr", "x.npy", "--no-post"): "no pass writes 'frame.hdr'",
         ("shadow.map", "x.npy", "--no-shadows"): "no pass writes 'shadow.map'",
         ("hiz.pyramid", "x.npy", "--no-occlusion"): "no pass writes 'hiz.pyramid'",
+        ("post.exposure", "x.csv", "--exposure=1.5"): "no pass writes 'post.exposure'",
+        ("post.histogram", "x.npy", "--no-post"): "no pass writes 'post.histogram'",
     }
     cases.update({(name, file): (msg, knob) for (name, file, knob), msg in knobs.items()})
     for (name, file), msg in cases.items():

@@ -103,6 +103,7 @@ def test_bad_input_is_one_line_and_changes_nothing(insp):
         f"inspect {HDR}@Post": "passes that do: Main.Early",
         f"inspect {HDR} range 2 1": "LO < HI",
         f"inspect {HDR} zoom 2": "options: mip N",
+        "inspect post.taa": "no pass writes 'post.taa' now",  # TAA off in this frame
     }
     for line, msg in cases.items():
         r = insp.ctx.commands.execute(line)
@@ -119,6 +120,25 @@ def test_off_adds_no_pass(gpu):
     assert v.h.graph.pass_names() == [*bare, "Inspect", "Inspect.Read"]
     v.run("inspect off", frames=1)
     assert v.h.graph.pass_names() == bare
+
+
+def test_a_knob_that_starves_the_inspected_texture_turns_the_viewer_off(gpu, caplog):
+    """``shadows off`` under ``inspect shadow.map`` (no pass writes the map any more): the
+    next frame turns the viewer off with one warning instead of failing the graph; the
+    frames go on."""
+    v = Inspected(gpu)
+    v.run("inspect shadow.map", frames=1)
+    v.h.frame.set_settings(shadows=False)
+    v.frames(2)
+    assert v.tool.selection is None and not v.tool.pass_.enabled
+    assert "inspect shadow.map off: no pass writes it now" in caplog.text
+    v.h.frame.set_settings(shadows=True)
+    r = v.ctx.commands.execute(f"inspect {HDR}@Main.Early")
+    assert r.ok, r.text
+    v.frames(1)
+    v.h.frame.set_settings(occlusion=False)  # Main.Early, the pass it is inspected after, off
+    v.frames(2)
+    assert v.tool.selection is None
 
 
 def check_panel(tool, s, texel):

@@ -163,6 +163,8 @@ class DumpTool:
         names = dumpable(graph)
         tables = _tables(graph)
         if base in tables:
+            if not writers_of(graph, base) and base not in graph.imports:
+                raise OptionError(_unwritten(base))
             if after is not None:
                 raise OptionError(f"--dump: {base} is a buffer; buffers dump as the frame left "
                                  f"them (drop @{after})")  # fmt: skip
@@ -178,12 +180,9 @@ class DumpTool:
                 f"--dump: unknown resource {base!r}; textures: {', '.join(names)}; "
                 f"buffers: {', '.join(tables) or 'none'}"
             )
-        writers = [p.name for p in graph.passes if p.enabled and base in p.writes]
+        writers = writers_of(graph, base)
         if not writers and base not in graph.imports:
-            raise OptionError(
-                f"--dump: no pass writes {base!r} in this run (a knob turned its pass off, "
-                f"e.g. --no-post, --no-shadows, --no-occlusion, --no-taa): nothing to dump"
-            )
+            raise OptionError(_unwritten(base))
         if after is not None:
             passes = writers
             if after not in passes:
@@ -230,6 +229,19 @@ def _tables(graph) -> dict:
 
     res = frame_resources(graph)
     return {} if res is None else buffer_tables(res, graph)
+
+
+def writers_of(graph, name: str, *, besides=None) -> list[str]:
+    """Names of the enabled passes (other than ``besides``) that write resource ``name``."""
+    return [p.name for p in graph.passes if p.enabled and p is not besides and name in p.writes]
+
+
+def _unwritten(base: str) -> str:
+    return (
+        f"--dump: no pass writes {base!r} in this run (a knob turned its pass off, "
+        f"e.g. --no-post, --no-shadows, --no-occlusion, --no-taa, --exposure VALUE): "
+        f"nothing to dump"
+    )
 
 
 def dumpable(graph) -> list[str]:

@@ -24,7 +24,9 @@ from ..passes.inspect import (
     TextureStats,
 )
 from ..passes.resources import PYRAMID, SHADOW_MAP
-from .dump import dumpable, texture_of
+from .dump import dumpable, texture_of, writers_of
+
+_TURNED_OFF = "a knob turned its pass off (e.g. shadows, occlusion, post, bloom, taa, exposure)"
 
 log = logging.getLogger("lantern")
 
@@ -92,8 +94,10 @@ class InspectorTool:
         names = dumpable(self.graph)
         if base not in names:
             raise CommandError(f"unknown texture {base!r}; textures: {', '.join(names)}")
+        writers = writers_of(self.graph, base, besides=getattr(self, "pass_", None))
+        if not writers and base not in self.graph.imports:
+            raise CommandError(f"no pass writes {base!r} now: {_TURNED_OFF}")
         if after is not None:
-            writers = [p.name for p in self.graph.passes if p.enabled and base in p.writes]
             if after not in writers:
                 raise CommandError(
                     f"pass {after!r} does not write {base!r} (passes that do: "
@@ -168,6 +172,8 @@ class InspectorTool:
         copies into its result (mip texels of the inspected texture)."""
         if self.selection is None or self.readback is None:
             return
+        if self._starved():
+            return
         win = self.ctx.window
         if win is not None:
             self._probe_px = win.cursor_pos()
@@ -186,6 +192,19 @@ class InspectorTool:
         tw, th = max(1, tex.size[0] >> mip), max(1, tex.size[1] >> mip)
         self.reduction.probe = (min(int(px[0] * tw / w), tw - 1), min(int(px[1] * th / h), th - 1))
         self.readback.channels = _channel_count(tex.format)
+
+    def _starved(self) -> bool:
+        """A knob changed since ``inspect`` (e.g. ``shadows off`` under ``inspect
+        shadow.map``) and no enabled pass writes the inspected texture, or not the pass
+        after which it is inspected: the viewer turns off with one line (the graph would
+        refuse a read nobody writes)."""
+        base, after = split_ref(self.selection[0])
+        writers = writers_of(self.graph, base, besides=self.pass_)
+        if (writers or base in self.graph.imports) and (after is None or after in writers):
+            return False
+        log.warning("inspect %s off: no pass writes it now (%s)", self.selection[0], _TURNED_OFF)
+        self.select(None)
+        return True
 
     def _source(self):
         ref, mip, layer, channel, value_range = self.selection
