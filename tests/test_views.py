@@ -501,6 +501,9 @@ def test_culled_view_ghosts_what_the_frozen_camera_culls(gpu):
     # towards a ghost colour: redder (frustum red, sub-pixel amber) or bluer (occluded purple)
     assert ((g[:, 0] >= n[:, 0] - 2) | (g[:, 2] >= n[:, 2] - 2)).mean() > 0.97
     assert "View.Culled" in v.h.graph.pass_names() and "Post" in v.h.graph.pass_names()
+    other = Camera((6.0, 3.0, 18.0), (0.0, 2.0, 0.0), fov_y_deg=40.0, near=0.1)
+    v.h.frame.freeze_culling(True, camera=other)  # a new freeze: not the last one's counts
+    assert "waiting for the culler's classes" in v.tool.describe()
     v.h.frame.freeze_culling(False)
     v.render(1, camera=render_cam)
     assert v.tool.current is None and "View.Culled" not in v.h.graph.pass_names()

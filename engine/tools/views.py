@@ -249,6 +249,7 @@ class ViewTool:
         vp = self.view_pass
         name = self.current
         if name == "culled":
+            self._update_culled()
             if not self.culled_ready:
                 return "culled: waiting for the culler's classes for the frozen camera"
             f, sm, occ = self.culled_pass.counts
@@ -306,18 +307,20 @@ class ViewTool:
         self.culled_pass.enabled = culled
         self.wire_args.enabled = self.wire_pass.enabled = wire
         if culled:
-            self._update_culled(frame_ctx.size)
+            self._update_culled()
         if self.current == "cost":
             self._update_cost()
 
-    def _update_culled(self, size) -> None:
+    def _update_culled(self) -> None:
         """Ghost what the culler removed for the frozen camera, by its own classes (read
-        back once per freeze, asynchronously: ``engine.culling.frozen``)."""
+        back once per freeze, asynchronously: ``engine.culling.frozen``). Also run by the
+        legend, so a new freeze never shows the last one's counts."""
         from ..culling.reference import VISIBLE
 
         classes = self.res.frozen.classes if self.res.frozen is not None else None
-        key = (id(self.res.cull_camera), id(classes))
-        if key == self._culled_key:
+        key = (self.res.cull_camera, classes)  # the objects, not ids: an id can be reused
+        old = self._culled_key
+        if old is not None and old[0] is key[0] and old[1] is key[1]:
             return
         self._culled_key = key
         if classes is None:  # waiting for the readback
