@@ -303,8 +303,7 @@ def session_differences(a: dict, b: dict) -> list[str]:
     hashes (``session["shaders"]``: module name -> hash)."""
     out = []
     for key in ("adapter", "backend", "sample", "size", "features", "profiling"):
-        if a.get(key) != b.get(key):
-            out.append(f"{key}: {_short(a.get(key))} -> {_short(b.get(key))}")
+        out += _differences(key, a.get(key), b.get(key))
     sa, sb = a.get("settings") or {}, b.get("settings") or {}
     for key in sorted(set(sa) | set(sb)):
         if key not in IGNORED_SETTINGS and sa.get(key) != sb.get(key):
@@ -318,6 +317,23 @@ def session_differences(a: dict, b: dict) -> list[str]:
         if ha.get(name) != hb.get(name):
             out.append(f"shader {name}: {ha.get(name) or 'absent'} -> {hb.get(name) or 'absent'}")
     return out
+
+
+def _differences(key: str, va, vb) -> list[str]:
+    """``"key: A -> B"``; for two dicts one line per key that differs (``profiling.cpu:
+    true -> false``), for two lists what one has and the other lacks (``features: +x -y``)."""
+    if va == vb:
+        return []
+    if isinstance(va, dict) and isinstance(vb, dict):
+        keys = sorted(set(va) | set(vb))
+        return [f"{key}.{k}: {_short(va.get(k))} -> {_short(vb.get(k))}"
+                for k in keys if va.get(k) != vb.get(k)]  # fmt: skip
+    if isinstance(va, list) and isinstance(vb, list):
+        gained = [f"+{_short(x)}" for x in vb if x not in va]
+        lost = [f"-{_short(x)}" for x in va if x not in vb]
+        if gained or lost:
+            return [f"{key}: {' '.join(gained + lost)}"]
+    return [f"{key}: {_short(va)} -> {_short(vb)}"]
 
 
 def _short(v) -> str:

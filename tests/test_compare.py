@@ -124,6 +124,13 @@ def test_session_differences_name_settings_and_shaders():
         "shader hiz.wgsl: absent -> ddd",
         "shader mesh.wgsl: aaa -> ccc",
     ]
+    prof = {"gpu": True, "cpu": True, "gpu_available": True, "gpu_unavailable_reason": None}
+    a = {"profiling": prof, "features": ["timestamp-query", "float32-filterable"]}
+    b = {"profiling": {**prof, "cpu": False}, "features": ["timestamp-query", "shader-f16"]}
+    assert compare.session_differences(a, b) == [  # by key, not cut JSON
+        "features: +shader-f16 -float32-filterable",
+        "profiling.cpu: true -> false",
+    ]
 
 
 def test_cli_gate_exit_status_and_plots(tmp_path, capsys):

@@ -4,6 +4,7 @@ bytes computed by hand; a resize and a shadow-size change leave no old target be
 from __future__ import annotations
 
 import numpy as np
+import wgpu
 
 from engine.passes.resources import DEPTH, HDR
 from engine.settings import FrameSettings
@@ -130,3 +131,17 @@ def test_hud_panel_shows_every_count_within_its_width(gpu):
     text = "\n".join(rows)
     assert "objects, change over 3 s:" in text
     assert all(w in text for w in want), (want, rows)
+
+
+def test_texel_sizes_of_plain_packed_and_unknown_formats(gpu):
+    from engine.tools.memory import describe, texel_bytes
+
+    want = {"rg32uint": 8, "r16sint": 2, "bgra8unorm-srgb": 4, "rgba32float": 16,
+            "rg11b10ufloat": 4, "depth32float-stencil8": 5, "bc1-rgba-unorm": None}  # fmt: skip
+    assert {f: texel_bytes(f) for f in want} == want
+    tex = gpu.device.create_texture(
+        size=(6, 5, 1), format="rg32uint", mip_level_count=2,
+        usage=wgpu.TextureUsage.TEXTURE_BINDING,
+    )  # fmt: skip
+    row = describe("test", "ids", tex)
+    assert row.format == "rg32uint" and row.bytes == (6 * 5 + 3 * 2) * 8

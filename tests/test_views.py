@@ -237,8 +237,11 @@ def test_view_commands_bad_input_is_one_line_and_changes_nothing(gpu, ground):
     r = ground.command("view bogus")
     assert not r.ok and "depth, hiz, shadow, luminance, normals, nan" in r.text
     n = ground.h.frame.pyramid.levels
-    r = ground.command(f"view hiz {n}")
-    assert not r.ok and f"levels 0..{n - 1}" in r.text
+    for level in (n, 99):  # the pyramid's own range, however far out
+        r = ground.command(f"view hiz {level}")
+        assert not r.ok and f"levels 0..{n - 1}" in r.text, r.text
+    r = ground.command("view overdraw 5")
+    assert not r.ok and "0 counts before the depth test, 1 after" in r.text
     r = ground.command("view depth 2")
     assert not r.ok and "takes no level" in r.text
     assert ground.tool.current == "depth"

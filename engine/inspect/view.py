@@ -307,8 +307,9 @@ def self_times(start_ns, dur_ns, lane, depth) -> np.ndarray:
 @dataclass(frozen=True)
 class RangeStats:
     """A frame-range selection: its length, the spans wholly inside, the outermost of them
-    (depth 0: frames in a Lantern trace) with their mean duration, and the names with the
-    most time inside (``(name_id, count, total_ns)``, largest total first)."""
+    (depth 0, in every lane: a Lantern trace's frames and its top-level scopes) with their
+    mean duration, and the names with the most time inside (``(name_id, count, total_ns)``,
+    largest total first)."""
 
     t0: float
     t1: float

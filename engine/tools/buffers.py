@@ -179,7 +179,7 @@ def write_table(table: np.ndarray, path: str) -> str:
                 f.write(",".join(_cell(v) for v in row) + "\n")
     else:
         raise ValueError(f"{path!r}: a buffer dumps as .npy or .csv")
-    return f"{len(table)} rows of {', '.join(table.dtype.names)}"
+    return f"{len(table)} row{'s' * (len(table) != 1)} of {', '.join(table.dtype.names)}"
 
 
 def _cell(v) -> str:

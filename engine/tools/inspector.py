@@ -93,7 +93,8 @@ class InspectorTool:
         base, after = split_ref(ref)
         names = dumpable(self.graph)
         if base not in names:
-            raise CommandError(f"unknown texture {base!r}; textures: {', '.join(names)}")
+            known = f"textures: {', '.join(names)}" if names else "this run's graph has none"
+            raise CommandError(f"unknown texture {base!r}; {known}")
         writers = writers_of(self.graph, base, besides=getattr(self, "pass_", None))
         if not writers and base not in self.graph.imports:
             raise CommandError(f"no pass writes {base!r} now: {_TURNED_OFF}")
@@ -137,11 +138,10 @@ class InspectorTool:
     def summary(self) -> str:
         """The newest figures as one line (or what is missing)."""
         if self.selection is None:
-            return (
-                "inspect: nothing inspected; inspect NAME (textures: "
-                + ", ".join(dumpable(self.graph))
-                + ")"
-            )
+            names = dumpable(self.graph)
+            if not names:
+                return "inspect: nothing inspected; this run's graph has no textures to inspect"
+            return f"inspect: nothing inspected; inspect NAME (textures: {', '.join(names)})"
         s = self.latest()
         if s is None:
             return f"inspect: {self.selection[0]}: no figures read back yet"

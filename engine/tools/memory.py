@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 import time
 import weakref
 from collections import deque
@@ -29,27 +30,31 @@ from .views import frame_resources
 log = logging.getLogger("lantern")
 
 #: Bytes per texel of the formats Lantern uses (others: 4, marked ``~`` in the table).
-TEXEL_BYTES = {
-    "r8unorm": 1,
-    "r16float": 2,
-    "rg8unorm": 2,
-    "r32float": 4,
-    "r32uint": 4,
-    "rg16float": 4,
-    "rgba8unorm": 4,
-    "rgba8unorm-srgb": 4,
-    "bgra8unorm": 4,
-    "bgra8unorm-srgb": 4,
+TEXEL_BYTES = {  # packed and depth formats; plain ones (r/rg/rgba/bgra x 8/16/32) by name
     "rgb10a2unorm": 4,
+    "rgb10a2uint": 4,
     "rg11b10ufloat": 4,
+    "rgb9e5ufloat": 4,
+    "stencil8": 1,
+    "depth16unorm": 2,
     "depth32float": 4,
     "depth24plus": 4,
     "depth24plus-stencil8": 4,
     "depth32float-stencil8": 5,
-    "rg32float": 8,
-    "rgba16float": 8,
-    "rgba32float": 16,
 }
+_PLAIN = re.compile(r"(r|rg|rgba|bgra)(8|16|32)(unorm|snorm|uint|sint|float)(-srgb)?")
+ESTIMATED = "~"  # after a format whose texel size is a guess (4 bytes): compressed, unknown
+
+
+def texel_bytes(fmt: str) -> int | None:
+    """Bytes per texel of an uncompressed WebGPU texture format (``"rg32uint"``: 8), or None
+    for one this table does not know (block-compressed formats, new ones)."""
+    if fmt in TEXEL_BYTES:
+        return TEXEL_BYTES[fmt]
+    m = _PLAIN.fullmatch(fmt)
+    return None if m is None else len(m.group(1)) * int(m.group(2)) // 8
+
+
 CATEGORIES = ("targets", "textures", "storage", "uniform", "geometry", "staging", "other")
 SAMPLE_S = 1.0  # object counts sampled this often
 HISTORY = 600  # samples kept (10 minutes)
@@ -77,9 +82,10 @@ class GpuResource:
 
 
 def texture_bytes(tex) -> int:
-    """Bytes of every mip and layer of ``tex`` (texels x ``TEXEL_BYTES`` x samples)."""
+    """Bytes of every mip and layer of ``tex`` (texels x ``texel_bytes`` x samples; 4 bytes
+    a texel where the format is unknown, marked ``ESTIMATED`` in the table)."""
     w, h, layers = tex.size
-    per = TEXEL_BYTES.get(tex.format, 4)
+    per = texel_bytes(tex.format) or 4
     total = 0
     for m in range(tex.mip_level_count):
         total += max(1, w >> m) * max(1, h >> m) * per
@@ -117,7 +123,7 @@ def describe(owner: str, name: str, obj) -> GpuResource:
         size = f"{w}x{h}" + (f"x{layers}" if layers > 1 else "")
         if obj.mip_level_count > 1:
             size += f" m{obj.mip_level_count}"
-        fmt = obj.format + ("" if obj.format in TEXEL_BYTES else "~")
+        fmt = obj.format + ("" if texel_bytes(obj.format) else ESTIMATED)
         usage = _flags(obj.usage, wgpu.TextureUsage)
         return GpuResource(
             owner,
@@ -319,6 +325,10 @@ class MemoryTool:
             lines.append(
                 f"{r.owner[:14]:<14} {r.name[:24]:<24} {r.size[:16]:<16} {r.format[:18]:<18} "
                 f"{r.bytes:>12,}  {r.usage}"
+            )
+        if any(r.format.endswith(ESTIMATED) for r in self.rows):
+            lines.append(
+                f"{ESTIMATED} after a format: its texel size is not known, 4 bytes assumed"
             )
         return "\n".join(lines)
 

@@ -120,7 +120,7 @@ class ViewTool:
         ctx.commands.register(
             "view",
             self.command,
-            args=[ViewName(optional=True), Int(0, 63, what="a Hi-Z level", optional=True)],
+            args=[ViewName(optional=True), Int(0, what="a level", optional=True)],
             help="debug view of the frame: " + ", ".join(NAMES) + "; off; next (F3)",
         )
         ctx.commands.bind("F3", KEY_F3, "view next")
@@ -212,6 +212,9 @@ class ViewTool:
                 )
             vp.level = level
         elif name == "overdraw":
+            if level not in (None, 0, 1):
+                raise CommandError(f"overdraw level {level}: 0 counts before the depth test, "
+                                   "1 after (view overdraw:before, view overdraw:after)")  # fmt: skip
             vp.level = 0 if level is None else level
         elif level is not None:
             raise CommandError(f"view {name} takes no level (only hiz does)")
