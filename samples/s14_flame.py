@@ -522,7 +522,7 @@ class FlameViewer(Sample):
             ov.text(x, y + 2, f"length  {fmt_ns(r.t1 - r.t0):>14}", TEXT)
             ov.text(x, y + 3, f"spans   {r.spans:>14,}", TEXT)
             mean = fmt_ns(r.root_mean) if r.roots else "-"
-            ov.text(x, y + 4, f"frames  {r.roots:>6,} mean {mean:>9}", TEXT)
+            ov.text(x, y + 4, f"roots   {r.roots:>6,} mean {mean:>9}", TEXT)  # depth 0, all lanes
             ov.text(x, y + 5, "most time:", DIM)
             for i, (nid, n, tot) in enumerate(r.top):
                 ov.text(

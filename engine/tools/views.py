@@ -213,8 +213,10 @@ class ViewTool:
             vp.level = level
         elif name == "overdraw":
             if level not in (None, 0, 1):
-                raise CommandError(f"overdraw level {level}: 0 counts before the depth test, "
-                                   "1 after (view overdraw:before, view overdraw:after)")  # fmt: skip
+                raise CommandError(
+                    f"overdraw level {level}: 0 counts before the depth test, 1 after "
+                    "(view overdraw:before, view overdraw:after)"
+                )
             vp.level = 0 if level is None else level
         elif level is not None:
             raise CommandError(f"view {name} takes no level (only hiz does)")
