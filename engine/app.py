@@ -210,9 +210,10 @@ def main(sample_cls: type[Sample], argv: list[str] | None = None) -> None:
     sys.exit(status)
 
 
-def run(sample_cls: type[Sample], argv: list[str] | None = None) -> int:
-    """Parse the command line, run the sample, print the shutdown reports; return a status."""
-    prog = f"python -m samples.{sample_cls.name}"
+def run(sample_cls: type[Sample], argv: list[str] | None = None, prog: str | None = None) -> int:
+    """Parse the command line, run the sample, print the shutdown reports; return a status.
+    ``prog``: the name its usage and errors give (default ``python -m samples.<name>``)."""
+    prog = prog or f"python -m samples.{sample_cls.name}"
     parser = build_parser(prog, sample_cls.description)
     sample_cls.add_arguments(parser)
     args = parser.parse_args(argv)

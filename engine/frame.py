@@ -273,7 +273,9 @@ class StandardFrame:
         self.res.cull.reset = True
         log.info(
             "culling camera %s",
-            "FROZEN (F2 releases): fly around to see what was culled" if frozen else "released",
+            "FROZEN: culled as seen from it (F2 or 'cull freeze off' releases)"
+            if frozen
+            else "released",
         )
         return frozen
 

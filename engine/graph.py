@@ -368,9 +368,10 @@ class RenderGraph:
             return f"{r} (last frame)" if when == PREV else f"{r} (copy after {when})"
 
         lines = []
+        w = max([14, *(len(p.name) for p in self.passes)])  # the kinds in one column
         for i, p in enumerate(self.passes, 1):
             state = "" if p.enabled else "  (disabled)"
-            lines.append(f"{i:3d}. {p.name:<14} {p.kind}{state}")
+            lines.append(f"{i:3d}. {p.name:<{w}} {p.kind}{state}")
             if p.reads:
                 lines.append(f"       reads  {', '.join(label(r) for r in p.reads)}")
             if p.writes:

@@ -55,3 +55,11 @@ def test_checkout_shims_still_run_from_any_folder(tool, tmp_path):
                        cwd=tmp_path, capture_output=True, text=True, timeout=120)  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith(f"usage: {tool}.py ")
+
+
+def test_each_subcommand_names_itself_in_its_usage(capsys):
+    for name in cli.COMMANDS:
+        with pytest.raises(SystemExit) as e:
+            cli.main([name, "--help"])
+        assert e.value.code == 0
+        assert capsys.readouterr().out.startswith(f"usage: lantern {name} "), name

@@ -1,7 +1,7 @@
-"""Lantern benchmarks: print figures (never pass/fail). Run on lavapipe here, on the H200
-through the device tool for the real numbers.
+"""Lantern benchmarks: print figures (never pass/fail). Software Vulkan (lavapipe) runs them
+all; the goals in the README are set on a real GPU (an NVIDIA H200), so read them there.
 
-    lantern bench [profiler|cull|hud|scene|ablate|portal|flame|all] [--quick]
+    lantern bench [SECTION|all] [--quick] [--adapter NAME]
 
 Each section is a module ``<name>.py`` with ``run(gpu, args)`` in the repository's
 ``tools/benchmarks/`` folder, which a wheel carries as ``engine.devtools.benchmarks``.
@@ -51,7 +51,8 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=prog, description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
-    p.add_argument("section", nargs="?", default="all", choices=(*SECTIONS, "all"))
+    p.add_argument("section", nargs="?", default="all", choices=(*SECTIONS, "all"),
+                   help="one benchmark (default: all of them)")  # fmt: skip
     p.add_argument("--quick", action="store_true", help="fewer frames and instances")
     p.add_argument("--adapter", default=None, help="adapter name substring")
     return p

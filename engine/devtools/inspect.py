@@ -5,8 +5,8 @@ from __future__ import annotations
 
 
 def main(argv: list[str] | None = None, prog: str = "lantern inspect") -> int:
-    """Run s14 with ``argv``; return its exit status (2: bad input). Its messages name it
-    ``python -m samples.s14`` (``prog`` is the dispatch table's protocol, unused here)."""
+    """Run s14 with ``argv``; return its exit status (2: bad input). Its usage and messages
+    name it ``prog``."""
     from engine.interrupt import install
 
     install()  # Ctrl-C / SIGTERM as a flag before the heavy imports, as python -m samples does
@@ -14,6 +14,6 @@ def main(argv: list[str] | None = None, prog: str = "lantern inspect") -> int:
     from samples.s14_flame import FlameViewer
 
     try:
-        return run(FlameViewer, argv)
+        return run(FlameViewer, argv, prog)
     except KeyboardInterrupt:  # a second Ctrl-C
         return 130

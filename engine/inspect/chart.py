@@ -1,5 +1,5 @@
 """One flame chart as render-graph passes: ``<name>.Select`` (compute: selection and
-picking), ``<name>.Readback`` (transfer: the pick result and counts into a ``ReadbackRing``,
+picking), ``<name>.Read`` (transfer: the pick result and counts into a ``ReadbackRing``,
 never waited for; the frame loop drives it as a readback client) and ``<name>`` (render: the
 instanced draw over the output).
 
@@ -71,7 +71,7 @@ class FlameChart:
         self.extras = None  # an ``engine.inspect.extras.ChartExtras`` (counters, flows)
 
     def add_passes(self, graph) -> list:
-        """Add ``<name>.Select``, ``<name>.Readback`` (if ``readback``) and ``<name>``; the
+        """Add ``<name>.Select``, ``<name>.Read`` (if ``readback``) and ``<name>``; the
         readback is registered with ``graph.add_readback`` for the frame loop."""
         self.passes = [graph.add(SelectPass(self))]
         if self.readback:
@@ -125,7 +125,7 @@ class ReadbackPass(TransferPass):
     """Transfer: copy the pick result and counts into the readback ring."""
 
     def __init__(self, chart: FlameChart):
-        super().__init__(f"{chart.name}.Readback", reads=(f"{chart.name}.state",))
+        super().__init__(f"{chart.name}.Read", reads=(f"{chart.name}.state",))
         self.chart = chart
 
     def record(self, ctx: FrameContext, encoder: wgpu.GPUCommandEncoder) -> None:
