@@ -8,7 +8,7 @@ const SCALE_PCT = 0.95; // the timeline's lanes scale to this percentile of the 
 const SCALE_HEADROOM = 1.25; // ... times this; taller frames are clipped and marked
 const LANE_GAP = 18; // px between the GPU and the CPU lane (the CPU lane's label)
 const PALETTE = ["#56b4e9", "#e69f00", "#009e73", "#f0e442", "#cc79a7", "#d55e00", "#0072b2",
-  "#aaaaaa", "#96dc5a", "#ff8282", "#b0a0ff", "#60e0e0"];
+  "#aaaaaa", "#96dc5a", "#ff8282", "#b0a0ff", "#60e0e0", "#ffbb78", "#aec7e8", "#c5b0d5", "#f7b6d2", "#dbdb8d", "#c49c94", "#788cff", "#ffffff"];
 const COUNTERS = ["tested", "frustum_culled", "small_culled", "occluded", "visible",
   "drawn_early", "drawn_late", "shadow_casters"];
 const PIE = [["frustum_culled", "#e65a50"], ["small_culled", "#f0be3c"],
