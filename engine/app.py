@@ -8,6 +8,7 @@ profiling, HUD, shutdown reports).
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -239,6 +240,7 @@ def run(sample_cls: type[Sample], argv: list[str] | None = None, prog: str | Non
         check_output_path(parser, "--dump", path, suffix)
         if args.graph is not None:
             parser.error("argument --graph: it prints the frame's passes and exits; drop --dump")
+    _check_distinct_files(parser, args)
     if args.capture is not None:
         try:  # a link or a file that is not a PNG is never replaced (engine.safe_write)
             png_target(args.capture)
@@ -273,6 +275,23 @@ def _interrupted_early(args) -> int:
     if args.capture:
         print(f"interrupted before the first frame: {args.capture} not written")
     return 130
+
+
+def _check_distinct_files(parser, args) -> None:
+    """Two outputs of one run naming the same file (one would be lost), or ``--telemetry``
+    over the ``--baseline`` it is read from: one line, exit 2."""
+    named = [("--capture", args.capture), ("--trace", args.trace),
+             ("--telemetry", args.telemetry), ("--dump", args.dump[1] if args.dump else None),
+             ("--baseline", args.baseline)]  # fmt: skip
+    seen: dict[str, str] = {}
+    for option, path in named:
+        if not path:
+            continue
+        key = os.path.realpath(path)
+        if key in seen:
+            parser.error(f"argument {option}: {path!r} is also given to {seen[key]}; "
+                         "give each its own file")  # fmt: skip
+        seen[key] = option
 
 
 def _start_and_run(sample_cls, args, prog: str, interrupt: Interrupt) -> int:

@@ -230,8 +230,44 @@ def build_parser(prog: str, description: str) -> ArgumentParser:
     return p
 
 
+#: suffix -> (what the file is, test of its first 4 KiB): an existing file is replaced only
+#: when it passes (a script or a note given as an output path is never overwritten)
+_KINDS = {
+    ".png": ("a PNG", lambda head: head.startswith(b"\x89PNG\r\n\x1a\n")),
+    ".npy": ("a NumPy .npy file", lambda head: head.startswith(b"\x93NUMPY")),
+    ".exr": ("an OpenEXR file", lambda head: head.startswith(b"\x76\x2f\x31\x01")),
+    ".csv": ("a text table", lambda head: b"\0" not in head),
+    ".json": ("a Chrome trace", lambda head: b'"traceEvents"' in head or b'"ph"' in head),
+    ".jsonl": (
+        "a Lantern telemetry file",
+        lambda head: (
+            b'"type": "session"' in head.split(b"\n")[0]
+            or b'"type":"session"' in head.split(b"\n")[0]
+        ),
+    ),
+    ".dot": ("a Graphviz file", lambda head: head.lstrip().startswith((b"digraph", b"strict"))),
+    ".html": (
+        "an HTML page",
+        lambda head: head.lstrip()[:15].lower().startswith((b"<!doctype", b"<html")),
+    ),
+}
+
+
+def _replaceable(path: str, suffix: str) -> bool:
+    """Whether an existing regular file may be overwritten by an output ending in ``suffix``:
+    it is empty or already that kind of file (``_KINDS``)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return True  # unreadable: the write probe below reports it
+    kind = _KINDS.get(suffix)
+    return not head or kind is None or kind[1](head)
+
+
 def check_output_path(parser: ArgumentParser, option: str, path: str, suffix: str) -> None:
-    """Fail with a one-line error unless ``path`` can be written, before any rendering."""
+    """Fail with a one-line error unless ``path`` can be written, before any rendering: not a
+    link, a regular file if it exists, and then one of the kind written (``_KINDS``)."""
     if not path.strip():
         parser.error(f"argument {option}: empty path; give a file name ending in {suffix}")
     if not path.lower().endswith(suffix):
@@ -247,6 +283,11 @@ def check_output_path(parser: ArgumentParser, option: str, path: str, suffix: st
     existed = os.path.exists(path)
     if existed and not os.path.isfile(path):  # a directory, pipe or device: never open it
         parser.error(f"argument {option}: {path!r} is not a regular file; choose a file path")
+    if existed and not _replaceable(path, suffix):
+        parser.error(
+            f"argument {option}: {path!r} exists and is not {_KINDS[suffix][0]}; Lantern "
+            "replaces only its own kind of file: choose another name or remove it first"
+        )
     # Try it for real: permission bits say nothing for root or for special file systems.
     try:
         with open(path, "ab"):

@@ -52,6 +52,12 @@ def png_target(path: str | os.PathLike) -> Path:
     return p
 
 
+def _umask() -> int:
+    mask = os.umask(0)  # the only way to read it: set and restore at once
+    os.umask(mask)
+    return mask
+
+
 def _is_png(p: Path) -> bool:
     try:
         with open(p, "rb") as f:
@@ -79,6 +85,7 @@ def save_png(path: str | os.PathLike, image) -> Path:
     try:
         with os.fdopen(fd, "wb") as f:
             image.save(f, format="PNG")
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600: as open() would have made it
         png_target(target)  # swapped for a link or a text file while we wrote?
         os.replace(tmp, target)  # replaces a link itself, never its target
     except BaseException:

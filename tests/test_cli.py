@@ -131,3 +131,50 @@ def test_ctrl_c_while_the_sample_builds_says_the_capture_was_not_written(tmp_pat
     out = capsys.readouterr().out
     assert f"interrupted before the first frame: {png} not written" in out
     assert not png.exists()
+
+
+def test_an_output_never_replaces_a_file_of_another_kind(tmp_path):
+    """--trace, --telemetry, --dump and --graph over an existing file that is not what they
+    write (a note, a script): one line, exit 2, the file untouched; over their own kind, or
+    an empty file, they may write (checked before the GPU starts)."""
+    for option, name in (("--trace", "t.json"), ("--telemetry", "t.jsonl"),
+                         ("--graph", "g.dot")):  # fmt: skip
+        f = tmp_path / name
+        f.write_text("my notes, not Lantern's\n")
+        r = run_sample("s01", option, str(f), "--capture", str(tmp_path / "x.png"), timeout=120)
+        assert r.returncode == 2 and "exists and is not" in r.stderr, (option, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1 and f.read_text().startswith("my notes")
+    for name in ("d.npy", "d.png", "d.exr"):
+        f = tmp_path / name
+        f.write_text("my notes\n")
+        r = run_sample("s13", "--dump", "frame.hdr", str(f), "--instances", "10", timeout=120)
+        assert r.returncode == 2 and "exists and is not" in r.stderr, (name, r.stderr)
+        assert f.read_text() == "my notes\n"
+    dot = tmp_path / "empty.dot"
+    dot.write_bytes(b"")  # an empty file holds nothing to lose
+    r = run_sample("s13", "--graph", str(dot), "--instances", "10", timeout=120)
+    assert r.returncode == 0 and dot.read_text().startswith("digraph"), r.stderr
+    r = run_sample("s13", "--graph", str(dot), "--instances", "10", timeout=120)  # its own kind
+    assert r.returncode == 0, r.stderr
+
+
+def test_one_file_for_two_outputs_is_refused(tmp_path):
+    png, log = str(tmp_path / "a.png"), str(tmp_path / "a.jsonl")
+    cases = {
+        ("--capture", png, "--dump", "frame.hdr", png): "argument --dump: ",
+        ("--capture", png, "--telemetry", log, "--baseline", log): "argument --baseline: ",
+    }
+    for args, msg in cases.items():
+        r = run_sample("s13", *args, "--instances", "10", timeout=120)
+        assert r.returncode == 2 and msg in r.stderr and "is also given to" in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
+    assert not os.path.exists(png)
+
+
+def test_a_capture_gets_the_mode_any_new_file_gets(tmp_path):
+    png = tmp_path / "m.png"
+    r = run_sample("s01", "--capture", str(png), "--frames", "1", "--size", "32x32", timeout=120)
+    assert r.returncode == 0, r.stderr
+    umask = os.umask(0)
+    os.umask(umask)
+    assert png.stat().st_mode & 0o777 == 0o666 & ~umask  # not mkstemp's 0600
