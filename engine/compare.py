@@ -118,14 +118,22 @@ def load_run(path: str | Path) -> Run:
 def _add_frame(obj: dict, names: list[str], i: int, columns: dict) -> None:
     for clock in ("gpu", "cpu"):
         for name_id, begin, end in obj.get(clock) or ():
-            columns.setdefault((clock, names[name_id]), []).append((i, (end - begin) / 1e6))
+            columns.setdefault((clock, names[name_id]), []).append((i, _ms(end - begin)))
     for p in obj.get("draws") or ():
         for d in p[3]:
             begin, end, split = d[1], d[2], d[3]
             ns = end - begin if begin is not None else split
             if ns is not None:
                 key = ("draw", f"{names[p[0]]}/{names[d[0]]}")
-                columns.setdefault(key, []).append((i, ns / 1e6))
+                columns.setdefault(key, []).append((i, _ms(ns)))
+
+
+def _ms(ns) -> float:
+    """A scope's length in ms; a negative or non-finite one is a malformed record."""
+    ms = float(ns) / 1e6
+    if not 0.0 <= ms < math.inf:
+        raise ValueError(f"a scope of {ns} ns")
+    return ms
 
 
 def warmup_frames(frames: int) -> int:
@@ -304,7 +312,10 @@ def session_differences(a: dict, b: dict) -> list[str]:
     out = []
     for key in ("adapter", "backend", "sample", "size", "features", "profiling"):
         out += _differences(key, a.get(key), b.get(key))
-    sa, sb = a.get("settings") or {}, b.get("settings") or {}
+    sa, sb = (x.get("settings") for x in (a, b))
+    if not (isinstance(sa or {}, dict) and isinstance(sb or {}, dict)):
+        return [*out, f"settings: {_short(sa)} -> {_short(sb)}"]
+    sa, sb = sa or {}, sb or {}
     for key in sorted(set(sa) | set(sb)):
         if key not in IGNORED_SETTINGS and sa.get(key) != sb.get(key):
             out.append(f"settings.{key}: {_short(sa.get(key))} -> {_short(sb.get(key))}")
@@ -447,6 +458,16 @@ def _pct(text: str) -> float:
     return v
 
 
+def _seed(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        v = -1
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return v
+
+
 def build_parser(prog: str = "compare") -> argparse.ArgumentParser:
     p = _Parser(prog=prog, description="Compare two --telemetry runs: A (before), B (after).")
     p.add_argument("a", metavar="A.jsonl")
@@ -467,13 +488,19 @@ def build_parser(prog: str = "compare") -> argparse.ArgumentParser:
         help=f"frames dropped from each run's start (default: max({WARMUP_MIN}, "
         f"{100 * WARMUP_FRACTION:.0f}%% of its frames))",
     )
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--seed", type=_seed, default=0, help="bootstrap seed (default 0)")
     return p
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "compare") -> int:
     """Run the comparison; returns 0, 1 (``--fail-above`` gate failed) or 2 (bad input)."""
-    args = build_parser(prog).parse_args(argv)
+    parser = build_parser(prog)
+    args = parser.parse_args(argv)
+    from .cli import check_output_path
+
+    for option, path, suffix in (("--png", args.png, ".png"), ("--html", args.html, ".html")):
+        if path is not None:  # a suffix, no link, never over another kind of file
+            check_output_path(parser, option, path, suffix)
     if args.warmup is not None and args.warmup < 0:
         return _fail(prog, f"--warmup: expected frames >= 0, got {args.warmup}")
     try:

@@ -7,6 +7,7 @@ shift is known.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -173,6 +174,41 @@ def test_bad_input_one_line_exit_2(tmp_path, capsys, case, message):
     assert compare.main([str(a), str(b)]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_bad_options_and_records_one_line_exit_2(tmp_path, capsys):
+    """A negative seed, an output that is not .png / .html, a link or another kind of file
+    (never written), a scope that ends before it begins, settings that are not an object."""
+    rng = np.random.default_rng(1)
+    a = write_run(tmp_path / "a.jsonl", synthetic_ms(rng, 40))
+    note = tmp_path / "note.html"
+    note.write_text("my notes\n")
+    link = tmp_path / "link.png"
+    link.symlink_to(note)
+    lines = a.read_text().splitlines()
+    frame = next(i for i, ln in enumerate(lines) if '"type":"frame"' in ln.replace(" ", ""))
+    rec = json.loads(lines[frame])
+    rec["gpu"][0][1], rec["gpu"][0][2] = 10**30, -(10**30)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join([*lines[:frame], json.dumps(rec), *lines[frame + 1 :]]) + "\n")
+    cases = [
+        ([str(a), str(a), "--seed", "-1"], "--seed: expected an integer >= 0"),
+        ([str(a), str(a), "--png", str(tmp_path / "d.npy")], "must end in .png"),
+        ([str(a), str(a), "--png", str(link)], "symbolic link"),
+        ([str(a), str(a), "--html", str(note)], "exists and is not an HTML page"),
+        ([str(a), str(bad)], f"{bad}:{frame + 1}: a malformed frame record"),
+    ]
+    for argv, message in cases:
+        try:
+            status = compare.main(argv)
+        except SystemExit as e:  # the option parser's exit
+            status = e.code
+        err = capsys.readouterr().err
+        assert status == 2 and message in err and err.count("\n") == 1, (argv, err)
+    assert note.read_text() == "my notes\n" and not (tmp_path / "d.npy").exists()
+    sess = json.loads(lines[0])
+    sess["settings"] = "not an object"
+    assert compare.session_differences(json.loads(lines[0]), sess)[-1].startswith("settings: ")
 
 
 def test_tools_compare_script(tmp_path):
