@@ -130,6 +130,10 @@ def test_bad_events_are_counted_once_and_skipped(tmp_path, events, note):
         (b"<html>", "not valid JSON: neither an event array nor an object"),
         (b'{"foo": 1}', "no traceEvents list"),
         (b'{"traceEvents": [{"ph": "C", "ts": 1}]}', "no drawable span"),
+        (
+            b'[{"ph": "X", "ts": 1, "dur": 2, "args": ' + b"[" * 100_000 + b"]" * 100_000 + b"}]",
+            "nested too deep",
+        ),
     ],
 )
 def test_unusable_files_raise_one_line(tmp_path, data, message):

@@ -183,6 +183,12 @@ def test_malformed_json(tmp_path):
     _raises(tmp_path / "bad.gltf", "not valid JSON (line 1 column 41")
 
 
+def test_json_nested_too_deep(tmp_path):
+    deep = "[" * 100_000 + "]" * 100_000
+    (tmp_path / "deep.gltf").write_text('{"asset": {"version": "2.0"}, "extras": ' + deep + "}")
+    _raises(tmp_path / "deep.gltf", "JSON nested too deep to read")
+
+
 def test_malformed_glb(tmp_path):
     (tmp_path / "bad.glb").write_bytes(b"not a glb file at all")
     _raises(tmp_path / "bad.glb", "not a binary glTF file")
@@ -214,6 +220,18 @@ def test_nan_position(tmp_path):
     doc.accessors[0].min = doc.accessors[0].max = None  # NaN is not valid JSON
     save(doc, blob, tmp_path / "nan.glb")
     _raises(tmp_path / "nan.glb", "mesh 0 primitive 0 POSITION 5 is not finite")
+
+
+def test_infinite_node_scale_is_one_line_without_a_numpy_warning(tmp_path):
+    doc, blob = build([[Prim(box())]], [Node(mesh=0, scale=(1.0, 1.0, 1.0))], [0])
+    save(doc, blob, tmp_path / "inf.gltf")
+    text = (tmp_path / "inf.gltf").read_text()
+    obj = json.loads(text)
+    obj["nodes"][0]["scale"] = [math.inf, 1.0, 1.0]  # 1e999 in the file: inf to Python's json
+    (tmp_path / "inf.gltf").write_text(json.dumps(obj).replace("Infinity", "1e999"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _raises(tmp_path / "inf.gltf", "node 0 has a non-finite transform")
 
 
 @pytest.mark.parametrize("scale", [1e300, 3.5e38])

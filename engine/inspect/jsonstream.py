@@ -140,6 +140,13 @@ def _decode(region: bytes):
     every event is an object of a known phase with plainly typed fields (msgspec: twice
     orjson's rate), else a list of orjson's objects."""
     doc = b"[" + region + b"]"
+    try:
+        return _decode_doc(doc)
+    except RecursionError:  # msgspec and orjson stop at depth ~1000 (a JSON bomb, not a trace)
+        raise StreamError("an event nested too deep to read (over 1,000 levels)") from None
+
+
+def _decode_doc(doc: bytes):
     if USE_MSGSPEC:
         try:
             return _DECODER.decode(doc)

@@ -76,7 +76,8 @@ def load_gltf(path: str) -> Scene:
         raise SceneError(f"{path}: file not found")
     doc = _parse(p)
     try:
-        return _Loader(p, doc).scene()
+        with np.errstate(invalid="ignore", over="ignore"):  # non-finite results are checked
+            return _Loader(p, doc).scene()  # and named; numpy's warnings would come first
     except SceneError:
         raise
     except RecursionError:
@@ -282,6 +283,8 @@ def _parse(p: Path):
         text, blob = _not_glb(p, data), None
     try:
         obj = json.loads(text)
+    except RecursionError:
+        raise SceneError(f"{p}: JSON nested too deep to read (thousands of levels)") from None
     except json.JSONDecodeError as e:
         if p.suffix.lower() in OTHER_FORMATS:
             raise SceneError(_other_format(p)) from None
