@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
 
 from .commands import Int
+from .safe_write import output_problem
 
 GPU_PROFILE_MODES = ("passes", "draws")  # --gpu-profile [passes|draws]; plain: "passes"
 #: The window's keys, listed by --help: (key, what it does).
@@ -230,74 +230,13 @@ def build_parser(prog: str, description: str) -> ArgumentParser:
     return p
 
 
-#: suffix -> (what the file is, test of its first 4 KiB): an existing file is replaced only
-#: when it passes (a script or a note given as an output path is never overwritten)
-_KINDS = {
-    ".png": ("a PNG", lambda head: head.startswith(b"\x89PNG\r\n\x1a\n")),
-    ".npy": ("a NumPy .npy file", lambda head: head.startswith(b"\x93NUMPY")),
-    ".exr": ("an OpenEXR file", lambda head: head.startswith(b"\x76\x2f\x31\x01")),
-    ".csv": ("a text table", lambda head: b"\0" not in head),
-    ".json": ("a Chrome trace", lambda head: b'"traceEvents"' in head or b'"ph"' in head),
-    ".jsonl": (
-        "a Lantern telemetry file",
-        lambda head: (
-            b'"type": "session"' in head.split(b"\n")[0]
-            or b'"type":"session"' in head.split(b"\n")[0]
-        ),
-    ),
-    ".dot": ("a Graphviz file", lambda head: head.lstrip().startswith((b"digraph", b"strict"))),
-    ".html": (
-        "an HTML page",
-        lambda head: head.lstrip()[:15].lower().startswith((b"<!doctype", b"<html")),
-    ),
-}
-
-
-def _replaceable(path: str, suffix: str) -> bool:
-    """Whether an existing regular file may be overwritten by an output ending in ``suffix``:
-    it is empty or already that kind of file (``_KINDS``)."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4096)
-    except OSError:
-        return True  # unreadable: the write probe below reports it
-    kind = _KINDS.get(suffix)
-    return not head or kind is None or kind[1](head)
-
-
 def check_output_path(parser: ArgumentParser, option: str, path: str, suffix: str) -> None:
-    """Fail with a one-line error unless ``path`` can be written, before any rendering: not a
-    link, a regular file if it exists, and then one of the kind written (``_KINDS``)."""
-    if not path.strip():
-        parser.error(f"argument {option}: empty path; give a file name ending in {suffix}")
-    if not path.lower().endswith(suffix):
-        parser.error(f"argument {option}: {path!r} must end in {suffix}")
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        parser.error(f"argument {option}: folder {folder!r} does not exist; create it first")
-    if os.path.islink(path):  # a dangling one too: the probe below would create its target
-        parser.error(
-            f"argument {option}: {path!r} is a symbolic link; Lantern does not write through "
-            "links: give the file's own path"
-        )
-    existed = os.path.exists(path)
-    if existed and not os.path.isfile(path):  # a directory, pipe or device: never open it
-        parser.error(f"argument {option}: {path!r} is not a regular file; choose a file path")
-    if existed and not _replaceable(path, suffix):
-        parser.error(
-            f"argument {option}: {path!r} exists and is not {_KINDS[suffix][0]}; Lantern "
-            "replaces only its own kind of file: choose another name or remove it first"
-        )
-    # Try it for real: permission bits say nothing for root or for special file systems.
-    try:
-        with open(path, "ab"):
-            pass
-        if not existed:
-            os.remove(path)
-    except OSError as e:
-        parser.error(
-            f"argument {option}: cannot write {path!r} ({e.strerror}); choose a writable path"
-        )
+    """Fail with a one-line error unless ``path`` can be written, before any rendering
+    (``engine.safe_write.output_problem``: a name ending in ``suffix``, an existing folder,
+    not a link, and an existing file only of the kind written)."""
+    problem = output_problem(path, suffix)
+    if problem is not None:
+        parser.error(f"argument {option}: {problem}")
 
 
 def fail(prog: str, message: str, status: int = 2) -> int:

@@ -496,11 +496,12 @@ def main(argv: Sequence[str] | None = None, prog: str = "compare") -> int:
     """Run the comparison; returns 0, 1 (``--fail-above`` gate failed) or 2 (bad input)."""
     parser = build_parser(prog)
     args = parser.parse_args(argv)
-    from .cli import check_output_path
+    from .safe_write import output_problem
 
     for option, path, suffix in (("--png", args.png, ".png"), ("--html", args.html, ".html")):
-        if path is not None:  # a suffix, no link, never over another kind of file
-            check_output_path(parser, option, path, suffix)
+        problem = None if path is None else output_problem(path, suffix)
+        if problem is not None:  # a suffix, no link, never over another kind of file
+            parser.error(f"argument {option}: {problem}")
     if args.warmup is not None and args.warmup < 0:
         return _fail(prog, f"--warmup: expected frames >= 0, got {args.warmup}")
     try:

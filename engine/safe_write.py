@@ -10,6 +10,10 @@ half-written one.
 
     target = png_target("shots/a.png")     # Path('/abs/cwd/shots/a.png'); raises UnsafeWrite
     save_png(target, pil_image)            # OSError if the folder refuses writes
+
+``output_problem(path, suffix)`` checks any output path of a command line (``--trace``,
+``--dump``, compare's ``--png`` ...) before the run: the same refusals, with an existing
+file replaced only when it is already the kind written (``OUTPUT_KINDS``).
 """
 
 from __future__ import annotations
@@ -92,3 +96,68 @@ def save_png(path: str | os.PathLike, image) -> Path:
         os.unlink(tmp)
         raise
     return target
+
+
+#: suffix -> (what the file is, test of its first 4 KiB): an existing file is replaced only
+#: when it passes (a script or a note given as an output path is never overwritten)
+OUTPUT_KINDS = {
+    ".png": ("a PNG", lambda head: head.startswith(PNG_SIGNATURE)),
+    ".npy": ("a NumPy .npy file", lambda head: head.startswith(b"\x93NUMPY")),
+    ".exr": ("an OpenEXR file", lambda head: head.startswith(b"\x76\x2f\x31\x01")),
+    ".csv": ("a text table", lambda head: b"\0" not in head),
+    ".json": ("a Chrome trace", lambda head: b'"traceEvents"' in head or b'"ph"' in head),
+    ".jsonl": ("a Lantern telemetry file", lambda head: _first_line_is_session(head)),
+    ".dot": ("a Graphviz file", lambda head: head.lstrip().startswith((b"digraph", b"strict"))),
+    ".html": ("an HTML page", lambda head: head.lstrip()[:9].lower() in (b"<!doctype", b"<html>")),
+}
+
+
+def _first_line_is_session(head: bytes) -> bool:
+    first = head.split(b"\n", 1)[0].replace(b" ", b"")
+    return b'"type":"session"' in first
+
+
+def output_problem(path: str, suffix: str) -> str | None:
+    """Why ``path`` must not be written as an output ending in ``suffix`` (one line naming
+    it and what to do), or None: an empty name, another suffix, a missing folder, a symbolic
+    link (even dangling), something not a regular file, an existing file that is neither
+    empty nor of the kind written (``OUTPUT_KINDS``), or a path the file system refuses (a
+    real open for append, then removed if new: permission bits say nothing for root)."""
+    if not path.strip():
+        return f"empty path; give a file name ending in {suffix}"
+    if not path.lower().endswith(suffix):
+        return f"{path!r} must end in {suffix}"
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        return f"folder {folder!r} does not exist; create it first"
+    if os.path.islink(path):  # a dangling one too: the probe below would create its target
+        return (
+            f"{path!r} is a symbolic link; Lantern does not write through links: give the "
+            "file's own path"
+        )
+    existed = os.path.exists(path)
+    if existed and not os.path.isfile(path):  # a directory, pipe or device: never open it
+        return f"{path!r} is not a regular file; choose a file path"
+    if existed and not _replaceable(path, suffix):
+        return (
+            f"{path!r} exists and is not {OUTPUT_KINDS[suffix][0]}; Lantern replaces only its "
+            "own kind of file: choose another name or remove it first"
+        )
+    try:
+        with open(path, "ab"):
+            pass
+        if not existed:
+            os.remove(path)
+    except OSError as e:
+        return f"cannot write {path!r} ({e.strerror}); choose a writable path"
+    return None
+
+
+def _replaceable(path: str, suffix: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return True  # unreadable: the write probe reports it
+    kind = OUTPUT_KINDS.get(suffix)
+    return not head or kind is None or kind[1](head)

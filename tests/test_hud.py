@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -129,6 +130,39 @@ def test_text_clipping_and_question_mark():
     ov.text(99, 0, "off grid")
     ov.bar(-50, -50, 3, 0.5, (1, 2, 3))  # clipped primitive: no cell references it
     assert int(ov.cells[..., 3].max()) == 0
+
+
+def test_non_finite_or_empty_geometry_draws_nothing_and_never_raises():
+    """A panel plotting a NaN or infinite timing as-is, a negative size, a fractional cell:
+    no exception, no numpy warning, nothing drawn (fractional cells round down)."""
+    import warnings
+
+    ov = DebugOverlay(20, 10)
+    nan, inf, c = math.nan, math.inf, (255, 0, 0, 255)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ov.line(nan, 0, 5, 5, c)
+        ov.line(0, 0, inf, 5, c)
+        ov.line(0, 0, 5, 5, c, width=nan)
+        ov.line(0, 0, 5, 5, c, width=-1)
+        ov.pie(nan, 5, 3, [1, 2], [c, c])
+        ov.pie(5, 5, inf, [1, 2], [c, c])
+        ov.pie(5, 5, -2, [1, 2], [c, c])
+        ov.bar(nan, 0, 5, 0.5, c)
+        ov.bar(0, 0, -5, 0.5, c)
+        ov.bar(1e40, 0, 5, 0.5, c)
+        h = ov.stacked_chart(0, 0, -4, 3, np.ones((4, 1)), [c], 1.0)
+        assert ov.prim_count == 0
+        ov.update_chart(h, np.full((4, 1), inf))  # a chart drawn nowhere still takes updates
+        ov.pie(5, 5, 3, [1e308, 1e308], [c, (0, 255, 0, 255)])  # the sum would overflow
+        assert ov.prim_count == 2  # two equal slices
+        assert ov.text(1.7, 2.2, "hi") == 2 and ov.glyph_at(1, 2) == "h"
+        assert ov.text(nan, 0, "hi") == 2
+    with pytest.raises(ValueError, match="vmax must be finite"):
+        ov.stacked_chart(0, 0, 4, 3, np.ones((4, 1)), [c], inf)
+    with pytest.raises(ValueError, match="no chart -1"):
+        ov.update_chart(-1, np.ones((4, 1)))
+    assert ov.glyph_at(-1, -1) == "" and ov.glyph_at(99, 0) == ""
 
 
 def test_bad_colour_and_scale_are_value_errors():

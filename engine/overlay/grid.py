@@ -126,6 +126,14 @@ def check_grid_size(cols: int, rows: int) -> None:
         )
 
 
+COORD_LIMIT = 1e6  # cells: farther positions and larger sizes draw nothing (and cannot overflow)
+
+
+def _placeable(*values: float) -> bool:
+    """Every value a finite cell coordinate or size within ``COORD_LIMIT``."""
+    return all(math.isfinite(v) and abs(v) < COORD_LIMIT for v in values)
+
+
 class DebugOverlay:
     """A ``cols x rows`` grid of cells (default 80x30, at most 280x90) and a primitive list.
 
@@ -135,7 +143,9 @@ class DebugOverlay:
     Raises:
         ValueError: grid size outside 1x1..280x90, a bad colour, or a bad primitive argument.
 
-    Writes outside the grid are clipped, never errors.
+    Writes outside the grid are clipped, never errors; a position or size that is not
+    finite (a NaN timing plotted as-is), beyond ``COORD_LIMIT`` cells, or a zero or negative
+    size draws nothing.
     """
 
     def __init__(self, cols: int = DEFAULT_COLS, rows: int = DEFAULT_ROWS):
@@ -214,6 +224,9 @@ class DebugOverlay:
             raise ValueError(f"text scale {k!r} must be an integer 1..{MAX_GLYPH_SCALE}")
         codes = encode_text(s)
         n = len(codes) * k
+        if not _placeable(col, row):
+            return n
+        col, row = math.floor(col), math.floor(row)  # a cell; fractions round down
         if k == 1 and 0 <= row < self.rows:  # fast path: one row of 1x1 glyphs
             c0, c1 = max(col, 0), min(col + n, self.cols)
             if c0 < c1:
@@ -251,6 +264,7 @@ class DebugOverlay:
         words[0], words[1], words[2], words[3] = kind, pack_color(color), pack_color(color2), data
         row[4:8] = rect
         row[8:12] = params
+        box = (math.floor(box[0]), math.floor(box[1]), math.ceil(box[2]), math.ceil(box[3]))
         self.prim_boxes.append(box)
         clipped = self._clip(box[0], box[1], box[2] - box[0], box[3] - box[1])
         if clipped is None:
@@ -276,6 +290,8 @@ class DebugOverlay:
     ) -> None:
         """A horizontal bar ``width x height`` cells, filled from the left to ``fraction``
         (clamped to 0..1), with ``inset`` HUD pixels of margin at top and bottom."""
+        if not (_placeable(col, row, width, height, inset) and width > 0 and height > 0):
+            return
         f = min(max(float(fraction), 0.0), 1.0) if math.isfinite(fraction) else 0.0
         x0, y0 = col * CELL_PX, row * CELL_PX + inset
         x1, y1 = (col + width) * CELL_PX, (row + height) * CELL_PX - inset
@@ -306,9 +322,10 @@ class DebugOverlay:
         vals = np.asarray(values, np.float64)
         if (vals < 0).any() or not np.isfinite(vals).all():
             raise ValueError(f"pie values must be finite and >= 0, got {list(values)}")
-        total = vals.sum()
-        if total <= 0:
+        if not (_placeable(col, row, radius) and radius > 0) or not vals.any():
             return
+        vals = vals / vals.max()  # 1e308 + 1e308 would overflow the sum
+        total = vals.sum()
         cx, cy, r = col * CELL_PX, row * CELL_PX, radius * CELL_PX
         box = (
             math.floor(col - radius),
@@ -325,6 +342,8 @@ class DebugOverlay:
         self, x0: float, y0: float, x1: float, y1: float, color: Color, *, width: float = 1.0
     ) -> None:
         """A segment between cell coordinates ``(x0, y0)`` and ``(x1, y1)``, ``width`` HUD px."""
+        if not (_placeable(x0, y0, x1, y1, width) and width > 0):
+            return
         p = [v * CELL_PX for v in (x0, y0, x1, y1)]
         pad = width / CELL_PX
         box = (
@@ -347,13 +366,13 @@ class DebugOverlay:
     ) -> int:
         """A stacked column chart filling ``width x height`` cells: ``values`` is float, shape
         ``(columns, series)`` (e.g. frames x passes, in ms), drawn left (oldest) to right with
-        series stacked bottom-up in ``colors``; ``vmax`` maps to the full height. NaN = 0.
+        series stacked bottom-up in ``colors``; ``vmax`` maps to the full height. NaN, inf = 0.
         Returns a handle for ``update_chart``."""
-        v = np.nan_to_num(np.asarray(values, np.float32), nan=0.0)
+        v = np.nan_to_num(np.asarray(values, np.float32), nan=0.0, posinf=0.0, neginf=0.0)
         if v.ndim != 2 or v.shape[1] != len(colors):
             raise ValueError(f"chart values {v.shape} must be (columns, {len(colors)} series)")
-        if not vmax > 0:
-            raise ValueError(f"chart vmax must be > 0, got {vmax!r}")
+        if not 0 < vmax < math.inf:
+            raise ValueError(f"chart vmax must be finite and > 0, got {vmax!r}")
         cols, series = v.shape
         offset = self.data_len
         pal = np.array([pack_color(c) for c in colors], np.uint32).view(np.float32)
@@ -363,14 +382,19 @@ class DebugOverlay:
         self.data_len += len(payload)
         rect = (col * CELL_PX, row * CELL_PX, (col + width) * CELL_PX, (row + height) * CELL_PX)
         box = (col, row, col + width, row + height)
-        self._add_prim(PRIM_CHART, 0, 0, offset, rect, (cols, series, vmax, 0), box)
-        return len(self.data) - 1
+        if _placeable(col, row, width, height) and width > 0 and height > 0:
+            self._add_prim(PRIM_CHART, 0, 0, offset, rect, (cols, series, vmax, 0), box)
+        return len(self.data) - 1  # a chart drawn nowhere still takes updates
 
     def update_chart(self, handle: int, values: np.ndarray) -> None:
         """Replace the values of the chart ``handle`` (returned by ``stacked_chart``) in place;
         ``values`` must have the chart's shape. Cheaper than rebuilding the HUD."""
+        if not 0 <= handle < len(self.data):
+            raise ValueError(
+                f"no chart {handle!r} (stacked_chart's handles: 0..{len(self.data) - 1})"
+            )
         payload, shape = self.data[handle], self.chart_shapes[handle]
-        v = np.nan_to_num(np.asarray(values, np.float32), nan=0.0)
+        v = np.nan_to_num(np.asarray(values, np.float32), nan=0.0, posinf=0.0, neginf=0.0)
         if v.shape != shape:
             raise ValueError(f"chart values {v.shape} do not match the chart's shape {shape}")
         np.clip(v.ravel(), 0, None, out=payload[shape[1] :])
@@ -388,6 +412,8 @@ class DebugOverlay:
 
     # -- inspection (tests, tools) --------------------------------------------------------
     def glyph_at(self, col: int, row: int) -> str:
-        """The character drawn in a cell ('' if none)."""
+        """The character drawn in a cell ('' if none, or outside the grid)."""
+        if not (0 <= col < self.cols and 0 <= row < self.rows):
+            return ""
         code = int(self.cells[row, col, 0]) & 0xFF
         return chr(code) if code else ""
