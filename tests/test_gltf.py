@@ -183,6 +183,42 @@ def test_malformed_json(tmp_path):
     _raises(tmp_path / "bad.gltf", "not valid JSON (line 1 column 41")
 
 
+@pytest.mark.parametrize(
+    ("uri", "says"),
+    [("http://127.0.0.1:9/x.bin", "http: URIs are not read"),
+     ("file:///etc/hostname", "file: URIs are not read"),
+     ("/etc/hostname", "is an absolute path")],
+)  # fmt: skip
+def test_buffer_uris_that_leave_the_file_are_refused(tmp_path, uri, says):
+    doc, blob = build([[Prim(box())]], [Node(mesh=0)], [0])
+    save(doc, blob, tmp_path / "a.gltf")
+    obj = json.loads((tmp_path / "a.gltf").read_text())
+    obj["buffers"][0]["uri"] = uri
+    (tmp_path / "a.gltf").write_text(json.dumps(obj))
+    _raises(tmp_path / "a.gltf", "buffer 0 uri", says)
+
+
+@pytest.mark.parametrize(
+    ("edit", "says"),
+    [(lambda o: o["nodes"][0].update(matrix=[1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0]),
+      "node 0 matrix is not affine"),
+     (lambda o: o.setdefault("materials", [{}])[0].update(
+         pbrMetallicRoughness={"baseColorFactor": [1e30, -5, 0, 1]}), "is not 4 numbers in 0..1"),
+     (lambda o: o["bufferViews"][0].update(byteStride=1), "byteStride 1 is not a multiple of 4")],
+    ids=["perspective-matrix", "color-out-of-range", "stride-1"],
+)  # fmt: skip
+def test_values_the_spec_forbids_are_refused_not_drawn_wrong(tmp_path, edit, says):
+    doc, blob = build([[Prim(box())]], [Node(mesh=0)], [0])
+    save(doc, blob, tmp_path / "a.gltf")
+    obj = json.loads((tmp_path / "a.gltf").read_text())
+    edit(obj)
+    if "materials" in obj:
+        for m in obj["meshes"][0]["primitives"]:
+            m["material"] = 0
+    (tmp_path / "a.gltf").write_text(json.dumps(obj))
+    _raises(tmp_path / "a.gltf", says)
+
+
 def test_json_nested_too_deep(tmp_path):
     deep = "[" * 100_000 + "]" * 100_000
     (tmp_path / "deep.gltf").write_text('{"asset": {"version": "2.0"}, "extras": ' + deep + "}")

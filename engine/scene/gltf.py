@@ -26,6 +26,7 @@ import base64
 import json
 import logging
 import math
+import re
 import struct
 import warnings
 from pathlib import Path
@@ -514,7 +515,11 @@ class _Loader:
         if node.matrix is not None:
             if len(node.matrix) != 16:
                 raise self.fail(f"node {index} matrix has {len(node.matrix)} values, need 16")
-            return np.array(node.matrix, np.float64).reshape(4, 4).T  # column-major in glTF
+            m = np.array(node.matrix, np.float64).reshape(4, 4).T  # column-major in glTF
+            if not np.array_equal(m[3], (0.0, 0.0, 0.0, 1.0)):  # glTF 2.0: node matrices are affine
+                raise self.fail(f"node {index} matrix is not affine (its last row is "
+                                f"{m[3].tolist()}, must be [0, 0, 0, 1])")  # fmt: skip
+            return m
         t = np.identity(4)
         if node.translation is not None:
             t[:3, 3] = node.translation
@@ -602,8 +607,9 @@ class _Loader:
         pbr = self.doc.materials[material_index].pbrMetallicRoughness
         factor = getattr(pbr, "baseColorFactor", None) if pbr is not None else None
         color = tuple(float(c) for c in (factor or (1.0, 1.0, 1.0, 1.0)))
-        if len(color) != 4 or not all(math.isfinite(c) for c in color):
-            raise self.fail(f"material {material_index} baseColorFactor is not 4 finite numbers")
+        if len(color) != 4 or not all(0.0 <= c <= 1.0 for c in color):  # NaN fails too
+            raise self.fail(f"material {material_index} baseColorFactor {list(color)} is not "
+                            "4 numbers in 0..1 (glTF 2.0)")  # fmt: skip
         return color
 
     def _accessor(self, index: int, what: str) -> np.ndarray:
@@ -629,6 +635,11 @@ class _Loader:
         data = self._buffer(view.buffer)
         elem = dtype.itemsize * ncomp
         stride = view.byteStride or elem
+        if view.byteStride is not None and not (
+            elem <= stride <= 252 and stride % 4 == 0
+        ):  # glTF 2.0: 4..252, a multiple of 4, holding one element
+            raise self.fail(f"{what}: bufferView {acc.bufferView} byteStride {stride} is not a "
+                            f"multiple of 4 in {elem}..252 (its {elem}-byte elements)")  # fmt: skip
         view_start = view.byteOffset or 0
         start = view_start + (acc.byteOffset or 0)
         end = start + stride * (count - 1) + elem if count else start
@@ -659,6 +670,13 @@ class _Loader:
             except (IndexError, ValueError):
                 raise self.fail(f"buffer {index} data: URI is not valid base64") from None
         else:
+            scheme = re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", uri)
+            if scheme is not None:
+                raise self.fail(f"buffer {index} uri {uri[:60]!r}: {scheme.group(0)} URIs are "
+                                "not read (only data: and paths beside the file)")  # fmt: skip
+            if uri.startswith(("/", "\\")):
+                raise self.fail(f"buffer {index} uri {uri[:60]!r} is an absolute path; glTF "
+                                "buffer URIs are relative to the file")  # fmt: skip
             file = self.path.parent / unquote(uri)
             if not file.is_file():
                 raise self.fail(f"buffer {index} file {uri!r} not found (looked in {file})")
