@@ -596,3 +596,17 @@ def test_the_portal_switches_views_through_the_command(gpu, ground):
     finally:
         portal.close()
     assert ground.tool.current is None
+
+
+def test_the_cost_view_on_a_gpu_without_the_queries_names_what_is_missing(ground, monkeypatch):
+    """A GPU that offers no timestamp or pipeline-statistics queries: the cost view says so
+    (restarting with --gpu-profile draws would not help)."""
+    real = ground.tool.ctx.gpu
+    bare = SimpleNamespace(adapter=SimpleNamespace(features=frozenset()), features=frozenset(),
+                           summary="Bare GPU (test)", device=real.device)  # fmt: skip
+    monkeypatch.setattr(ground.tool.ctx, "gpu", bare)
+    r = ground.command("view cost")
+    assert not r.ok and "Bare GPU (test) has no timestamp-query or pipeline-statistics-query" in (
+        r.text
+    )
+    assert "--gpu-profile" not in r.text

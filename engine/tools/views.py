@@ -165,13 +165,20 @@ class ViewTool:
     def _cost_requirement(self) -> str | None:
         """Why the cost view cannot be shown now (per-draw timing off, or a GPU opened
         without pipeline statistics, which only start-up can ask for), or None."""
-        prof = self.ctx.graph.profiler
+        gpu, prof = self.ctx.gpu, self.ctx.graph.profiler
+        can = set(gpu.adapter.features)  # what the GPU offers; gpu.features: what was enabled
+        missing = [f for f in ("timestamp-query", "pipeline-statistics-query") if f not in can]
+        if missing:
+            return (
+                f"view cost needs GPU timestamps and fragment counts, and {gpu.summary} has no "
+                f"{' or '.join(missing)}: not available on this GPU"
+            )
         if prof is None or getattr(prof, "draws", None) is None:
             return (
                 "view cost needs per-draw GPU timing: 'profile draws on' (or start with "
                 "--gpu-profile draws)"
             )
-        if "pipeline-statistics-query" not in self.ctx.gpu.features:
+        if "pipeline-statistics-query" not in gpu.features:
             return (
                 "view cost needs fragment counts (pipeline statistics), which the GPU is asked "
                 "for at start-up: restart with --gpu-profile draws"
