@@ -401,6 +401,17 @@ def test_bad_command_requests(portal, headers, body, status):
     assert got == status
 
 
+@pytest.mark.parametrize(
+    "framing",
+    ["Content-Length: 16\r\nContent-Length: 5\r\n",
+     "Content-Length: 16\r\nTransfer-Encoding: chunked\r\n"],
+)  # fmt: skip
+def test_an_ambiguous_body_length_is_400(portal, framing):
+    raw = f"POST /command HTTP/1.1\r\nHost: 127.0.0.1:{portal.port}\r\n"
+    raw += "Content-Type: application/json\r\n" + framing + '\r\n{"line": "help"}'
+    assert http(portal.port, raw.encode())[0] == 400
+
+
 def test_missing_length_is_411(portal):
     raw = f"POST /command HTTP/1.1\r\nHost: 127.0.0.1:{portal.port}\r\n"
     raw += "Content-Type: application/json\r\n\r\n"

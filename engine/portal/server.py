@@ -21,7 +21,7 @@ cookie nor as an ``X-Lantern-Token`` header; every answer forbids framing (CSP
 ``frame-ancestors 'none'``, ``X-Frame-Options: DENY``) and sends no referrer.
 
 Limits: a request line and headers over ``MAX_HEAD_BYTES`` in all 431 (memory per connection
-is bounded, whatever the header count); ``Content-Length`` must be ASCII digits (400);
+is bounded, whatever the header count); ``Content-Length`` must be ASCII digits, given once and without a ``Transfer-Encoding`` (400);
 ``MAX_CONNECTIONS`` open connections, and at that limit a new connection evicts the oldest one
 still sending its request (a slowloris cannot lock real clients out), ``protocol.MAX_CLIENTS``
 event streams (503 beyond).
@@ -427,7 +427,11 @@ class PortalHandler(BaseHTTPRequestHandler):
         length = self.headers.get("Content-Length")
         ctype = self.headers.get("Content-Type", "").split(";")[0].strip().lower()
         error = None
-        if length is None:
+        if len(self.headers.get_all("Content-Length") or ()) > 1 or (
+            "Transfer-Encoding" in self.headers
+        ):  # which length frames the body would be ambiguous (request smuggling, RFC 9112 6.3)
+            error = (HTTPStatus.BAD_REQUEST, "one Content-Length and no Transfer-Encoding")
+        elif length is None:
             error = (HTTPStatus.LENGTH_REQUIRED, "Content-Length required")
         elif not (length.isascii() and length.isdigit()) or len(length) > 9:
             # ASCII only: str.isdigit() takes "²" (latin-1 0xB2), which int() refuses
