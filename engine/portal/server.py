@@ -22,9 +22,9 @@ cookie nor as an ``X-Lantern-Token`` header; every answer forbids framing (CSP
 
 Limits: a request line and headers over ``MAX_HEAD_BYTES`` in all 431 (memory per connection
 is bounded, whatever the header count); ``Content-Length`` must be ASCII digits, given
-once and without a ``Transfer-Encoding`` (400); ``MAX_CONNECTIONS`` open connections, and at that limit a new connection evicts the oldest one
-still sending its request (a slowloris cannot lock real clients out), ``protocol.MAX_CLIENTS``
-event streams (503 beyond).
+once and without a ``Transfer-Encoding`` (400); ``MAX_CONNECTIONS`` open connections, and
+at that limit a new connection evicts the oldest one still sending its request (a slowloris
+cannot lock real clients out), ``protocol.MAX_CLIENTS`` event streams (503 beyond).
 """
 
 from __future__ import annotations
