@@ -26,6 +26,7 @@ idle window draws nothing until an event (input, a resize, a console or portal c
 from __future__ import annotations
 
 import argparse
+import logging
 import math
 import re
 import sys
@@ -58,6 +59,7 @@ from engine.inspect.view import (
 from engine.overlay.debug_overlay import DebugOverlayPass, auto_hud_scale, grid_for
 from engine.overlay.grid import MAX_COLS, MAX_ROWS, DebugOverlay
 
+log = logging.getLogger("lantern")
 BG = (0.015, 0.016, 0.022, 1.0)
 PANEL = (22, 24, 32, 255)
 HEAD = (120, 200, 255)
@@ -222,6 +224,8 @@ class FlameViewer(Sample):
             idx = np.flatnonzero(t.name_id == self.select_id)
             self._select(int(idx[np.argmax(t.dur_ns[idx])]))
         self._set_search(a.search)
+        if a.search and not len(self.matches):  # the picture would not say why nothing is lit
+            log.warning("--search %r: no span name contains it", a.search)
         if a.next is not None and len(self.matches):
             self._show_match(int(self.matches[a.next % len(self.matches)]))
         self.typing = False
@@ -501,8 +505,8 @@ class FlameViewer(Sample):
         w = ov.cols - x - 1
         if s is not None:
             t = self.table
-            ov.text(x, y, f"ALL {s.name}"[:w], HEAD)
-            ov.text(x, y + 1, f"in {t.lanes[t.lane[self.view.selected]]}"[:w], DIM)
+            ov.text(x, y, _fit(f"ALL {s.name}", w), HEAD)
+            ov.text(x, y + 1, _fit(f"in {t.lanes[t.lane[self.view.selected]]}", w), DIM)
             rows = (
                 ("count", f"{s.count:,}"),
                 ("mean", fmt_ns(s.mean)),
@@ -538,7 +542,7 @@ class FlameViewer(Sample):
         e = getattr(self, "event", None) or {}
         w = ov.cols - x - 1
         ov.text(x, y, "SELECTED", HEAD)
-        ov.text(x, y + 1, printable(t.names[t.name_id[span]])[:w], TEXT)
+        ov.text(x, y + 1, _fit(printable(t.names[t.name_id[span]]), w), TEXT)
         rows = [("category", printable(str(e.get("cat", "-"))))]
         rows.append(("duration", fmt_ns(float(t.dur_ns[span]))))
         rows.append(("self", fmt_ns(float(self.self_ns[span]))))
@@ -553,7 +557,7 @@ class FlameViewer(Sample):
         if args:
             ov.text(x, y, "args", DIM)
             for i, (k, val) in enumerate(list(args.items())[:6]):
-                ov.text(x, y + 1 + i, printable(f"{k}: {_compact(val)}")[:w], TEXT)
+                ov.text(x, y + 1 + i, _fit(printable(f"{k}: {_compact(val)}"), w), TEXT)
             y += 1 + min(len(args), 6)
         return y + 1
 
@@ -563,10 +567,10 @@ class FlameViewer(Sample):
         if span == NONE or span >= len(t):
             return
         lines = [
-            printable(t.names[t.name_id[span]])[:40],
+            _fit(printable(t.names[t.name_id[span]]), 40),
             f"duration {fmt_ns(float(t.dur_ns[span]))}",
             f"start    {t.start_ns[span] / 1e6:.6f} ms",
-            f"depth    {int(t.depth[span])}  {t.lanes[t.lane[span]][:28]}",
+            f"depth    {int(t.depth[span])}  {_fit(t.lanes[t.lane[span]], 28)}",
         ]
         if t.dur_ns[span] / v.ns_per_px < 1:
             lines.append("(longest in its pixel column)")
@@ -583,6 +587,12 @@ def _scale(forced: int | None, size) -> int:
     ceiling is MAX_COLS x MAX_ROWS cells), so labels and panels show at every size."""
     auto = forced or auto_hud_scale(size)
     return max(auto, math.ceil(size[1] / (8 * MAX_ROWS)), math.ceil(size[0] / (8 * MAX_COLS)))
+
+
+def _fit(text: str, width: int) -> str:
+    """``text`` in ``width`` cells: cut with ``..`` at the end when longer (the font has
+    no ellipsis), so a cut name never reads as a whole one."""
+    return text if len(text) <= width else text[: max(width - 2, 0)] + ".."[: max(width, 0)]
 
 
 def _compact(v) -> str:

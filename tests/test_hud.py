@@ -686,3 +686,5 @@ def test_perf_note_fits_the_narrowest_table_and_names_the_switch(profiling):
     w, h = perf.draw(ov, 0, 0, form=len(FORM_WIDTHS) - 1)
     note = "".join(ov.glyph_at(c, h - 2) or " " for c in range(w)).strip()  # above a margin
     assert note.endswith("profile gpu on"), note
+    if profiling is None:  # nothing timed: no rows of n/a, the frame time and the hint
+        assert h == 5 and "Main" not in "".join(ov.glyph_at(c, 1) or " " for c in range(w))

@@ -238,8 +238,8 @@ def test_the_capture_option_refuses_a_text_file_before_any_gpu_work(tmp_path):
     p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and ref.read_text() == "reference\n"
     assert p.stderr.splitlines()[-1] == (
-        f"python -m samples.s01: error: argument --capture: {ref} exists and is not a PNG; "
-        "a capture replaces only PNGs"
+        f"python -m samples.s01: error: argument --capture: '{ref}' exists and is not a PNG; "
+        "Lantern replaces only its own kind of file: choose another name or remove it first"
     )
 
 

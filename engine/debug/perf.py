@@ -158,7 +158,7 @@ class PerfOverlay:
         self.gpu_available = self.gpu_on and prof.gpu_available
         rec = telemetry.latest
         if rec is None:
-            self.rows = [PerfRow(n, None, None) for n in pass_names]
+            self.rows = [PerfRow(n, None, None) for n in pass_names] if prof is not None else []
             self.totals, self.frame_ms = PerfRow("Total", None, None), None
             return
         names = list(pass_names) + [n for n in CPU_ONLY_SCOPES if rec.stat(n, CPU)]
@@ -182,6 +182,8 @@ class PerfOverlay:
         )
         wall = rec.stat(FRAME_SCOPE, WALL)
         self.frame_ms = wall.mean_ms if wall is not None else None
+        if not self.has_profiler:  # nothing timed: no column of n/a rows above the hint
+            self.rows = []
 
     def _row(self, rec, name: str) -> PerfRow:
         cpu, gpu = rec.stat(name, CPU), rec.stat(name, GPU)
