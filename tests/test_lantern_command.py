@@ -57,7 +57,10 @@ def test_checkout_shims_still_run_from_any_folder(tool, tmp_path):
     assert r.stdout.startswith(f"usage: {tool}.py ")
 
 
-def test_each_subcommand_names_itself_in_its_usage(capsys):
+def test_each_subcommand_names_itself_in_its_usage(capsys, monkeypatch):
+    import engine.interrupt
+
+    monkeypatch.setattr(engine.interrupt, "install", lambda: None)  # the process's handlers
     for name in cli.COMMANDS:
         with pytest.raises(SystemExit) as e:
             cli.main([name, "--help"])

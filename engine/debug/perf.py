@@ -158,7 +158,7 @@ class PerfOverlay:
         self.gpu_available = self.gpu_on and prof.gpu_available
         rec = telemetry.latest
         if rec is None:
-            self.rows = [PerfRow(n, None, None) for n in pass_names] if prof is not None else []
+            self.rows = [PerfRow(n, None, None) for n in pass_names]
             self.totals, self.frame_ms = PerfRow("Total", None, None), None
             return
         names = list(pass_names) + [n for n in CPU_ONLY_SCOPES if rec.stat(n, CPU)]
@@ -182,8 +182,6 @@ class PerfOverlay:
         )
         wall = rec.stat(FRAME_SCOPE, WALL)
         self.frame_ms = wall.mean_ms if wall is not None else None
-        if not self.has_profiler:  # nothing timed: no column of n/a rows above the hint
-            self.rows = []
 
     def _row(self, rec, name: str) -> PerfRow:
         cpu, gpu = rec.stat(name, CPU), rec.stat(name, GPU)
@@ -225,9 +223,16 @@ class PerfOverlay:
     def size(self, form: int = 0) -> tuple[int, int]:
         """Panel size in cells ``(cols, rows)`` of ``form`` (0 full, 1 without the SHARE
         bars, 2 also without the DELTA column; 3-5 the same without draw rows)."""
-        rows = self.rows if form < len(FORM_WIDTHS) else [r for r in self.rows if not r.child]
+        rows = self._rows(form)
         extra = NOTE_W if any(self.notes.values()) else 0
         return FORM_WIDTHS[form % len(FORM_WIDTHS)] + extra, len(rows) + 5
+
+    def _rows(self, form: int) -> list[PerfRow]:
+        """The rows ``form`` shows: none while nothing is timed and no note stands beside
+        them (a column of n/a above the 'profile gpu on' hint says nothing)."""
+        if not (self.has_profiler or any(self.notes.values())):
+            return []
+        return self.rows if form < len(FORM_WIDTHS) else [r for r in self.rows if not r.child]
 
     def sizes(self) -> tuple[tuple[int, int], ...]:
         """Every form's size, widest first (``size(i)`` for each form); six forms when
@@ -239,7 +244,7 @@ class PerfOverlay:
         """Write the table in ``form`` with its top-left cell at ``(col, row)``; return its
         size. Every line fits inside the panel (the note is cut to the panel's width)."""
         w, h = self.size(form)
-        rows = self.rows if form < len(FORM_WIDTHS) else [r for r in self.rows if not r.child]
+        rows = self._rows(form)
         form %= len(FORM_WIDTHS)
         delta = form < 2
         ov.fill(col, row, w, h, PANEL_BG)
