@@ -87,8 +87,8 @@ def draw_gallery(ov: DebugOverlay, t: float) -> int:
         ov.text(1, 8 + 2 * i, chars[i * 32 : (i + 1) * 32], (255, 220, 120), large=True)
     y = 15
     ov.text(1, y, "colours:", LABEL)
-    for i, c in enumerate(PALETTE):
-        ov.text(11 + 3 * i, y, f"{i}", (0, 0, 0), c + (255,))
+    for i, c in enumerate(PALETTE):  # one character each: 0-9, then a-j
+        ov.text(11 + 3 * i, y, "0123456789abcdefghij"[i % 20], (0, 0, 0), c + (255,))
         ov.fill(12 + 3 * i, y, 1, 1, c + (128,))
     y += 2
     ov.text(1, y, "bars:", LABEL)
@@ -106,8 +106,9 @@ def draw_gallery(ov: DebugOverlay, t: float) -> int:
         ov.line(x0 + 8, 26, x0 + 8 + 7 * math.cos(a), 26 - 7 * math.sin(a), PALETTE[i % 10])
     ov.line(x0, 28, x0 + 16, 28, WHITE, width=3.0)
     ov.text(x0 + 18, 17, "stacked chart:", LABEL)
-    ov.fill(x0 + 18, 18, 30, 8, (20, 22, 30, 200))
-    handle = ov.stacked_chart(x0 + 18, 18, 30, 8, chart_values(t), PALETTE[:4], 4.0)
+    w = max(8, min(30, ov.cols - (x0 + 18) - 1))  # narrower on a grid under 89 cells
+    ov.fill(x0 + 18, 18, w, 8, (20, 22, 30, 200))
+    handle = ov.stacked_chart(x0 + 18, 18, w, 8, chart_values(t), PALETTE[:4], 4.0)
     ov.text(x0 + 18, 27, "translucent panel:", LABEL)
     ov.fill(x0 + 18, 28, 20, 2, (255, 255, 255, 60))
     ov.text(x0 + 19, 28, "alpha 60/255", WHITE)
