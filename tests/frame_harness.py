@@ -54,12 +54,19 @@ class Harness:
         self.target = OffscreenTarget(self.device, size)
         self.graph.resize(size)
 
-    def render(self, camera: Camera, frames: int = 1, dt: float = 0.0) -> None:
+    def render(self, camera: Camera, frames: int = 1, dt: float = 0.0, hooks=()) -> None:
         """Record and submit ``frames`` frames from ``camera`` through the one frame loop,
-        ``dt`` seconds apart."""
+        ``dt`` seconds apart; ``hooks``: ``fn(ctx)`` run after the frame's update each frame
+        (a tool context's ``updates``, as the app runs them)."""
+
+        def update(ctx):
+            self.frame.update(ctx, camera)
+            for fn in hooks:
+                fn(ctx)
+
         for _ in range(frames):
             self.time += dt
-            self.loop.frame(self.target.view, self.time, lambda ctx: self.frame.update(ctx, camera))
+            self.loop.frame(self.target.view, self.time, update)
 
     # -- blocking readbacks --------------------------------------------------------------------
     def read(self, buf, dtype=np.uint32) -> np.ndarray:

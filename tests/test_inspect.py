@@ -35,14 +35,7 @@ class Inspected:
     def frames(self, n: int):
         """``n`` frames with the tool context's per-frame hooks (the probe), then the
         figures read back."""
-
-        def update(ctx):
-            self.h.frame.update(ctx, CAMERA)
-            for fn in self.ctx.updates:
-                fn(ctx)
-
-        for _ in range(n):
-            self.h.loop.frame(self.h.target.view, 0.0, update)
+        self.h.render(CAMERA, n, hooks=self.ctx.updates)
         return self.tool.readback.drain()
 
 

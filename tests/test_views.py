@@ -51,13 +51,7 @@ class Viewed:
         self.device = gpu.device
 
     def render(self, frames: int = 2, camera: Camera = CAMERA) -> np.ndarray:
-        def update(ctx):
-            self.h.frame.update(ctx, camera)
-            for fn in self.ctx.updates:
-                fn(ctx)
-
-        for _ in range(frames):
-            self.h.loop.frame(self.h.target.view, 0.0, update)
+        self.h.render(camera, frames, hooks=self.ctx.updates)
         return self.h.target.read_rgba()[:, :, :3].astype(np.float64)
 
     def command(self, line: str):
