@@ -265,7 +265,7 @@ class DebugOverlay:
         row[4:8] = rect
         row[8:12] = params
         box = (math.floor(box[0]), math.floor(box[1]), math.ceil(box[2]), math.ceil(box[3]))
-        self.prim_boxes.append(box)
+        self.prim_boxes.append(box)  # whole cells covering the (float) box
         clipped = self._clip(box[0], box[1], box[2] - box[0], box[3] - box[1])
         if clipped is None:
             self.version += 1
@@ -327,12 +327,7 @@ class DebugOverlay:
         vals = vals / vals.max()  # 1e308 + 1e308 would overflow the sum
         total = vals.sum()
         cx, cy, r = col * CELL_PX, row * CELL_PX, radius * CELL_PX
-        box = (
-            math.floor(col - radius),
-            math.floor(row - radius),
-            math.ceil(col + radius),
-            math.ceil(row + radius),
-        )
+        box = (col - radius, row - radius, col + radius, row + radius)
         edges = np.concatenate([[0.0], np.cumsum(vals) / total]) * (2 * math.pi)
         for a0, a1, c in zip(edges[:-1], edges[1:], colors, strict=True):
             if a1 > a0:
@@ -346,12 +341,7 @@ class DebugOverlay:
             return
         p = [v * CELL_PX for v in (x0, y0, x1, y1)]
         pad = width / CELL_PX
-        box = (
-            math.floor(min(x0, x1) - pad),
-            math.floor(min(y0, y1) - pad),
-            math.ceil(max(x0, x1) + pad),
-            math.ceil(max(y0, y1) + pad),
-        )
+        box = (min(x0, x1) - pad, min(y0, y1) - pad, max(x0, x1) + pad, max(y0, y1) + pad)
         self._add_prim(PRIM_LINE, color, 0, 0, p, (width * 0.5, 0, 0, 0), box)
 
     def stacked_chart(
