@@ -29,8 +29,9 @@ from .views import frame_resources
 
 log = logging.getLogger("lantern")
 
-#: Bytes per texel of the formats Lantern uses (others: 4, marked ``~`` in the table).
-TEXEL_BYTES = {  # packed and depth formats; plain ones (r/rg/rgba/bgra x 8/16/32) by name
+#: Bytes per texel of the packed and depth formats; plain ones (r/rg/rgba/bgra x 8/16/32)
+#: are sized from their names (``texel_bytes``), others count 4 and are marked ``ESTIMATED``.
+TEXEL_BYTES = {
     "rgb10a2unorm": 4,
     "rgb10a2uint": 4,
     "rg11b10ufloat": 4,
