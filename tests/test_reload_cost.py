@@ -26,7 +26,7 @@ def test_reload_cost_before_after_matches_the_records(gpu, tmp_path, monkeypatch
     the reloaded pipelines (Work and Show, one module), its medians are those of the GPU
     scopes in the records either side of the swap, and Work's rise is significant."""
     shutil.copy(SHADER_DIR / "s02_work.wgsl", tmp_path / "s02_work.wgsl")
-    run = S02Run(gpu, tmp_path, grid=64, work=64)
+    run = S02Run(gpu, tmp_path, grid=128, work=128)
     uncaught = UncaughtErrors(monkeypatch)
     try:
         run.graph.profiler = FrameProfiler(gpu, gpu=True, cpu=False, batch=1)
