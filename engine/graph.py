@@ -48,6 +48,7 @@ from typing import Any, ClassVar
 
 import wgpu
 
+from .pass_descriptors import PassDescriptors
 from .profiling.sink import NULL_PROFILER, ProfilerSink
 
 RENDER, COMPUTE, TRANSFER = "render", "compute", "transfer"
@@ -211,6 +212,7 @@ class RenderGraph:
         self._snapshots: dict[str, list[tuple[str, str, str]]] = {}  # pass -> (res, ref, scope)
         self._swaps: list[tuple[dict, str, str]] | None = None  # (table, name, name@prev)
         self._copies: dict[tuple, list] = {}  # (generation, parity, pass) -> copy arguments
+        self.descriptors = PassDescriptors()  # each pass's C descriptor, built once
 
     @property
     def profiler(self) -> ProfilerSink:
@@ -452,6 +454,7 @@ class RenderGraph:
         self._views[name] = tex.create_view(label=name)
         self._swaps = None
         self._copies.clear()
+        self.descriptors.clear()  # they hold the replaced views
 
     def create_buffer(
         self, name: str, *, size: int, usage: int, history: bool = False
@@ -549,10 +552,12 @@ class RenderGraph:
             self._begin_history(encoder)
         prof = self._profiler
         snaps = self._snapshots
+        begin = self.descriptors
+        begin.begin_frame(ctx.output)
         if not prof.active:
             for p in self.passes:
                 if p.enabled:
-                    _encode(p, encoder, ctx, None)
+                    _encode(p, encoder, ctx, begin, None)
                     if p.name in snaps:
                         self._copy_snapshots(encoder, p.name, None)
             self._fresh_now = _NONE
@@ -561,7 +566,7 @@ class RenderGraph:
         for p in self.passes:
             if p.enabled:
                 tw = prof.begin_pass(p.name, p.kind, encoder)
-                _encode(p, encoder, ctx, tw, prof)
+                _encode(p, encoder, ctx, begin, tw, prof)
                 prof.end_pass(p.name, p.kind, encoder)
                 if p.name in snaps:
                     self._copy_snapshots(encoder, p.name, prof)
@@ -622,18 +627,18 @@ class RenderGraph:
                 prof.end_pass(scope, TRANSFER, encoder)
 
 
-def _encode(p: Pass, encoder, ctx: FrameContext, timestamp_writes, prof=None) -> None:
-    """Begin, record and end one pass. With a profiler, ``record`` gets the encoder
-    ``prof.pass_encoder`` returns (per-draw timing wraps the pass encoder)."""
+def _encode(
+    p: Pass, encoder, ctx: FrameContext, begin: PassDescriptors, timestamp_writes, prof=None
+) -> None:
+    """Begin (``begin``: cached descriptors), record and end one pass. With a profiler,
+    ``record`` gets the encoder ``prof.pass_encoder`` returns (per-draw timing wraps it)."""
     if p.kind == RENDER:
         targets = p.targets(ctx)
-        rpass = encoder.begin_render_pass(
-            label=p.name, timestamp_writes=timestamp_writes, **targets
-        )
+        rpass = begin.render(encoder, p.name, targets, timestamp_writes)
         p.record(ctx, rpass if prof is None else prof.pass_encoder(p.name, RENDER, rpass, targets))
         rpass.end()
     elif p.kind == COMPUTE:
-        cpass = encoder.begin_compute_pass(label=p.name, timestamp_writes=timestamp_writes)
+        cpass = begin.compute(encoder, p.name, timestamp_writes)
         p.record(ctx, cpass if prof is None else prof.pass_encoder(p.name, COMPUTE, cpass, None))
         cpass.end()
     else:

@@ -21,7 +21,8 @@ import pytest
 ENGINE = Path(__file__).resolve().parents[1] / "engine"
 LAYERS = (
     ("base", ("__init__", "gpu", "readback", "surfaces", "resources", "shaders",
-              "shader_registry", "safe_write", "math3d", "interrupt", "progress")),
+              "shader_registry", "safe_write", "math3d", "interrupt", "progress",
+              "pass_descriptors")),
     ("core", ("graph", "loop", "telemetry", "commands", "profiling.sink")),
     ("producers", ("profiling", "scene", "culling", "passes", "overlay")),
     ("frame", ("frame", "settings")),
