@@ -34,28 +34,36 @@ def orthographic(half_w: float, half_h: float, near: float, far: float) -> np.nd
     )
 
 
-def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``np.cross`` of two (3,) vectors, same arithmetic, without its axis handling (which
-    made it most of a frame's camera set-up)."""
-    a0, a1, a2 = a.tolist()
-    b0, b1, b2 = b.tolist()
-    return np.array([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0])
+def _floats(v) -> list[float]:
+    """Three numbers (an array or a sequence) as Python floats."""
+    return np.asarray(v, np.float64).tolist()
 
 
 def look_at(eye, target, up=(0.0, 1.0, 0.0)) -> np.ndarray:
-    """World-to-view matrix for a camera at ``eye`` looking at ``target``."""
-    eye, target, up = (np.asarray(v, np.float64) for v in (eye, target, up))
-    f = target - eye
-    f /= np.linalg.norm(f)
-    if abs(np.dot(f, up)) > 0.999:  # looking straight up or down: pick another up
-        up = np.array([0.0, 0.0, 1.0])
-    s = _cross(f, up)
-    s /= np.linalg.norm(s)
-    u = _cross(s, f)
-    m = np.identity(4)
-    m[0, :3], m[1, :3], m[2, :3] = s, u, -f
-    m[:3, 3] = -m[:3, :3] @ eye
-    return m.astype(np.float32)
+    """World-to-view ``(4, 4)`` float32 for a camera at ``eye`` looking at ``target`` (each
+    three numbers); float64 arithmetic on plain floats: it runs every frame, and a dozen
+    numpy calls on 3-vectors cost several times the arithmetic."""
+    ex, ey, ez = _floats(eye)
+    tx, ty, tz = _floats(target)
+    fx, fy, fz = tx - ex, ty - ey, tz - ez
+    n = math.sqrt(fx * fx + fy * fy + fz * fz)
+    fx, fy, fz = fx / n, fy / n, fz / n
+    ux, uy, uz = _floats(up)
+    if abs(fx * ux + fy * uy + fz * uz) > 0.999:  # looking straight up or down: another up
+        ux, uy, uz = 0.0, 0.0, 1.0
+    sx, sy, sz = fy * uz - fz * uy, fz * ux - fx * uz, fx * uy - fy * ux  # side = f x up
+    n = math.sqrt(sx * sx + sy * sy + sz * sz)
+    sx, sy, sz = sx / n, sy / n, sz / n
+    vx, vy, vz = sy * fz - sz * fy, sz * fx - sx * fz, sx * fy - sy * fx  # true up = s x f
+    return np.array(
+        [
+            [sx, sy, sz, -(sx * ex + sy * ey + sz * ez)],
+            [vx, vy, vz, -(vx * ex + vy * ey + vz * ez)],
+            [-fx, -fy, -fz, fx * ex + fy * ey + fz * ez],
+            [0.0, 0.0, 0.0, 1.0],
+        ],
+        np.float32,
+    )
 
 
 def rotation_y(angle: float) -> np.ndarray:

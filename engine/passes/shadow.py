@@ -44,17 +44,24 @@ def frustum_planes(view_proj: np.ndarray, *, near: bool = True, far: bool = Fals
     """World-space planes ``(K, 4)`` float32 of a reverse-Z clip volume (Gribb & Hartmann
     2001), normalised so ``dot(p[:3], x) + p[3]`` is the signed distance (>= 0 inside).
     Order: left, right, bottom, top, then near (depth <= w) and far (depth >= 0) if asked."""
-    m = np.asarray(view_proj, np.float64)
-    p = np.empty((4 + near + far, 4))  # the rows below in a few array operations (per frame)
-    p[0:4:2] = m[3] + m[0:2]  # left, bottom
-    p[1:4:2] = m[3] - m[0:2]  # right, top
+    (a0, a1, a2, a3), (b0, b1, b2, b3), r2, (w0, w1, w2, w3) = np.asarray(
+        view_proj, np.float64
+    ).tolist()  # plain floats: 16 numbers, every frame
+    rows = [
+        (w0 + a0, w1 + a1, w2 + a2, w3 + a3),  # left
+        (w0 - a0, w1 - a1, w2 - a2, w3 - a3),  # right
+        (w0 + b0, w1 + b1, w2 + b2, w3 + b3),  # bottom
+        (w0 - b0, w1 - b1, w2 - b2, w3 - b3),  # top
+    ]
     if near:
-        p[4] = m[3] - m[2]
+        rows.append((w0 - r2[0], w1 - r2[1], w2 - r2[2], w3 - r2[3]))
     if far:
-        p[-1] = m[2]
-    q = p[:, :3]
-    p /= np.sqrt((q * q).sum(axis=1, keepdims=True))  # np.linalg.norm's arithmetic
-    return p.astype(np.float32)
+        rows.append(r2)
+    out = []
+    for x, y, z, d in rows:
+        n = math.sqrt(x * x + y * y + z * z)  # np.linalg.norm's arithmetic
+        out.append((x / n, y / n, z / n, d / n))
+    return np.array(out, np.float32)
 
 
 @functools.lru_cache(maxsize=8)
