@@ -58,6 +58,7 @@ from engine.culling.gpu_scene import GpuScene
 from engine.culling.stats import CullStats
 from engine.gpu import GpuError
 from engine.graph import RenderGraph, TextureDesc
+from engine.math3d import inverse4
 from engine.passes.bloom import BloomPass
 from engine.passes.cull import CullPass, CullResetPass, CullResources
 from engine.passes.exposure import ExposurePass, LuminancePass
@@ -309,7 +310,7 @@ class StandardFrame:
         jproj = jittered_projection(proj, r.jitter, ctx.size)
         jittered = view_proj if jproj is proj else jproj @ view
         r.prev_view_proj, r.view_proj = r.view_proj, view_proj.astype(np.float64)
-        r.inv_view_proj = np.linalg.inv(jittered.astype(np.float64))
+        r.inv_view_proj = np.array(inverse4(jittered))  # float64
         if last is None:
             r.camera_cut = False
         else:

@@ -22,7 +22,7 @@ import numpy as np
 import wgpu
 
 from engine.graph import RenderPass
-from engine.math3d import look_at, orthographic
+from engine.math3d import inverse4, look_at
 from engine.passes.bundles import BundleCache
 from engine.passes.resources import DRAW_INPUTS, SHADOW_FORMAT, SHADOW_MAP
 
@@ -43,7 +43,8 @@ class SunFit:
 def frustum_planes(view_proj: np.ndarray, *, near: bool = True, far: bool = False) -> np.ndarray:
     """World-space planes ``(K, 4)`` float32 of a reverse-Z clip volume (Gribb & Hartmann
     2001), normalised so ``dot(p[:3], x) + p[3]`` is the signed distance (>= 0 inside).
-    Order: left, right, bottom, top, then near (depth <= w) and far (depth >= 0) if asked."""
+    Order: left, right, bottom, top, then near (depth <= w) and far (depth >= 0) if asked; a
+    plane with no normal (the far plane of an infinite perspective) is NaN."""
     (a0, a1, a2, a3), (b0, b1, b2, b3), r2, (w0, w1, w2, w3) = np.asarray(
         view_proj, np.float64
     ).tolist()  # plain floats: 16 numbers, every frame
@@ -59,16 +60,16 @@ def frustum_planes(view_proj: np.ndarray, *, near: bool = True, far: bool = Fals
         rows.append(r2)
     out = []
     for x, y, z, d in rows:
-        n = math.sqrt(x * x + y * y + z * z)  # np.linalg.norm's arithmetic
-        out.append((x / n, y / n, z / n, d / n))
+        n = math.sqrt(x * x + y * y + z * z) or math.nan  # np.linalg.norm's arithmetic
+        out.append((x / n, y / n, z / n, d / n))  # NaN: a plane at infinity (no normal)
     return np.array(out, np.float32)
 
 
 @functools.lru_cache(maxsize=8)
-def _sun_rotation(sun: tuple[float, float, float]) -> np.ndarray:
-    """The light's view rotation (eye at the origin looking along -sun), float64; cached:
-    the sun rarely moves, and ``look_at`` is a dozen small numpy calls."""
-    return look_at(np.zeros(3), -np.asarray(sun, np.float64)).astype(np.float64)
+def _sun_rotation(sun: tuple[float, float, float]) -> list[list[float]]:
+    """The light's view rotation (eye at the origin looking along -sun): its float32
+    ``look_at`` matrix as rows of floats; cached, the sun rarely moves."""
+    return look_at((0.0, 0.0, 0.0), [-v for v in sun]).astype(np.float64).tolist()
 
 
 def fit_sun(
@@ -89,18 +90,35 @@ def fit_sun(
         the projection whose box holds the sphere and, toward the sun, every part of
         ``extent`` that can shadow it (:func:`caster_reach`).
     """
-    sun = np.asarray(sun_dir, np.float64)
-    rot = _sun_rotation(tuple(sun.tolist()))  # rotation only: eye at origin
+    sun = _floats3(sun_dir)
+    rot = _sun_rotation(tuple(sun))  # rotation only: eye at origin, last row (0, 0, 0, 1)
+    c = _floats3(focus)
     texel = 2.0 * radius / map_size
-    f = (rot[:3, :3] @ np.asarray(focus, np.float64)).tolist()
+    f = [r[0] * c[0] + r[1] * c[1] + r[2] * c[2] for r in rot[:3]]  # the focus in light view
     fx, fy = math.floor(f[0] / texel) * texel, math.floor(f[1] / texel) * texel
-    reach = caster_reach(sun, focus, radius, extent)
-    near = -f[2] - radius - reach - 1.0  # depth = distance along the light's view
+    near = -f[2] - radius - caster_reach(sun, c, radius, extent) - 1.0  # depth along the view
     far = max(-f[2] + radius, near + 1.0)
-    ortho = orthographic(radius, radius, near, far).astype(np.float64)
-    ortho[:, 3] -= ortho[:, 0] * fx + ortho[:, 1] * fy  # @ the texel-snapping shift
-    vp = (ortho @ rot).astype(np.float32)
+    # orthographic(radius, radius, near, far) (its float32 entries) shifted by the texel snap,
+    # times the rotation: each row of the product is a scaled rotation row plus a w term
+    sx, sz, tz = _f32(1.0 / radius), _f32(1.0 / (far - near)), _f32(far / (far - near))
+    rows = [
+        [sx * v for v in rot[0][:3]] + [-(sx * fx)],
+        [sx * v for v in rot[1][:3]] + [-(sx * fy)],
+        [sz * v for v in rot[2][:3]] + [tz],
+        [0.0, 0.0, 0.0, 1.0],
+    ]
+    vp = np.array(rows, np.float32)
     return SunFit(vp, frustum_planes(vp, near=False, far=True), texel)
+
+
+def _f32(x: float) -> float:
+    """``x`` rounded to float32 (what a float32 projection matrix holds)."""
+    return float(np.float32(x))
+
+
+def _floats3(v) -> list[float]:
+    """Three numbers (an array or a sequence) as Python floats."""
+    return np.asarray(v, np.float64).reshape(3).tolist()
 
 
 def caster_reach(sun_dir, focus, radius: float, extent) -> float:
@@ -110,10 +128,9 @@ def caster_reach(sun_dir, focus, radius: float, extent) -> float:
     ``q + t * sun`` with ``|q - focus| <= radius``, inside ``extent``, so ``t`` is at most this.
     A scene that reaches far sideways (one box at x = 1e5) adds nothing unless the column
     toward the sun runs through it."""
-    sun = np.asarray(sun_dir, np.float64).tolist()  # three floats: plain Python is faster
-    c = np.asarray(focus, np.float64).tolist()
-    lo = (np.asarray(extent[0], np.float64) - radius).tolist()
-    hi = (np.asarray(extent[1], np.float64) + radius).tolist()
+    sun, c = _floats3(sun_dir), _floats3(focus)  # three floats: plain Python is faster
+    lo = [v - radius for v in _floats3(extent[0])]
+    hi = [v + radius for v in _floats3(extent[1])]
     exits = [
         ((hi[a] if sun[a] > 0 else lo[a]) - c[a]) / sun[a] for a in range(3) if abs(sun[a]) > 1e-12
     ]
@@ -138,55 +155,67 @@ def shadow_region(view_proj: np.ndarray, distance: float, extent) -> tuple[np.nd
     """
     m = np.asarray(view_proj, np.float64)
     near = float(m[2, 3])  # perspective_reverse_z: row 2 is (0, 0, 0, near)
-    w = _slice_ndc(near, max(distance, near)) @ np.linalg.inv(m).T
-    corners = w[:, :3] / w[:, 3:]
+    corners = _slice_corners(inverse4(m), near, max(distance, near))
     slice_c, slice_r = _slice_sphere(corners)
-    lo, hi = (np.asarray(v, np.float64) for v in extent)
-    whole_c, whole_r = (lo + hi) / 2.0, _length(hi - lo) / 2.0
+    lo, hi = _floats3(extent[0]), _floats3(extent[1])
+    whole_r = _length([b - a for a, b in zip(lo, hi, strict=True)]) / 2.0
     if whole_r <= slice_r:
-        center, radius = whole_c, whole_r
+        center, radius = [(a + b) / 2.0 for a, b in zip(lo, hi, strict=True)], whole_r
     else:
-        clo, chi = np.maximum(corners.min(axis=0), lo), np.minimum(corners.max(axis=0), hi)
-        if (clo <= chi).all() and _length(chi - clo) / 2.0 < slice_r:
-            center, radius = (clo + chi) / 2.0, _length(chi - clo) / 2.0
+        axes = list(zip(*corners, strict=True))  # xs, ys, zs
+        clo = [max(min(v), b) for v, b in zip(axes, lo, strict=True)]
+        chi = [min(max(v), b) for v, b in zip(axes, hi, strict=True)]
+        box_r = _length([b - a for a, b in zip(clo, chi, strict=True)]) / 2.0
+        if all(a <= b for a, b in zip(clo, chi, strict=True)) and box_r < slice_r:
+            center, radius = [(a + b) / 2.0 for a, b in zip(clo, chi, strict=True)], box_r
         else:  # nothing of the scene in view, or the slice is the tighter fit
             center, radius = slice_c, slice_r
     radius = 2.0 ** (math.ceil(8.0 * math.log2(max(radius, 1e-3))) / 8.0)
-    return center, radius
+    return np.array(center), radius
 
 
-@functools.lru_cache(maxsize=8)
-def _slice_ndc(near: float, distance: float) -> np.ndarray:
-    """``(8, 4)`` NDC corners of the view slice from ``near`` to ``distance`` in (x, y,
-    near/far) order; cached (the same every frame), read-only."""
-    ndc = np.array(
-        [[x, y, near / d, 1.0] for x in (-1, 1) for y in (-1, 1) for d in (near, distance)]
-    )
-    ndc.flags.writeable = False
-    return ndc
+def _slice_corners(inv: list, near: float, distance: float) -> list[list[float]]:
+    """World corners (8 x 3, in (x, y, near/far) order) of the view slice from ``near`` to
+    ``distance``: the NDC corners ``(x, y, near / depth, 1)`` through ``inv`` (rows of the
+    inverse view-projection), divided by w."""
+    out = []
+    for x in (-1.0, 1.0):
+        for y in (-1.0, 1.0):
+            for d in (near, distance):
+                z = near / d
+                h = [r[0] * x + r[1] * y + r[2] * z + r[3] for r in inv]
+                out.append([h[0] / h[3], h[1] / h[3], h[2] / h[3]])
+    return out
 
 
-def _length(v: np.ndarray) -> float:
-    """``np.linalg.norm`` of a (3,) float64 vector, same arithmetic (sqrt of the dot
-    product), without its dispatch: the fit runs every frame the camera moves."""
-    return math.sqrt(float(v @ v))
+def _square(v) -> float:
+    """Squared length of three numbers."""
+    return v[0] * v[0] + v[1] * v[1] + v[2] * v[2]
 
 
-def _slice_sphere(corners: np.ndarray) -> tuple[np.ndarray, float]:
-    """Smallest sphere holding a symmetric frustum slice, ``corners`` ``(8, 3)`` in
+def _length(v) -> float:
+    """Euclidean length of three numbers (``np.linalg.norm``'s arithmetic)."""
+    return math.sqrt(_square(v))
+
+
+def _slice_sphere(corners: list) -> tuple[list[float], float]:
+    """Smallest sphere holding a symmetric frustum slice, ``corners`` (8 x 3) in
     (x, y, near/far) order: centred on the view axis where the near and far corners are
     equally far (clamped to the far cap), so it does not change as the camera turns."""
-    near_pts, far_pts = corners[0::2], corners[1::2]
-    cn, cf = near_pts.sum(axis=0) / 4.0, far_pts.sum(axis=0) / 4.0  # np.mean's arithmetic
-    a2 = float(((near_pts[0] - cn) ** 2).sum())  # squared half-diagonals
-    b2 = float(((far_pts[0] - cf) ** 2).sum())
-    length = _length(cf - cn)
+    xs, ys, zs = zip(*corners, strict=True)
+    cn = [sum(xs[0::2]) / 4.0, sum(ys[0::2]) / 4.0, sum(zs[0::2]) / 4.0]  # near cap centre
+    cf = [sum(xs[1::2]) / 4.0, sum(ys[1::2]) / 4.0, sum(zs[1::2]) / 4.0]
+    (nx, ny, nz), (fx, fy, fz) = corners[0], corners[1]
+    a2 = (nx - cn[0]) ** 2 + (ny - cn[1]) ** 2 + (nz - cn[2]) ** 2  # squared half-diagonals
+    b2 = (fx - cf[0]) ** 2 + (fy - cf[1]) ** 2 + (fz - cf[2]) ** 2
+    axis = [cf[0] - cn[0], cf[1] - cn[1], cf[2] - cn[2]]
+    length = _length(axis)
     if length < 1e-12:
         return cn, math.sqrt(max(a2, b2))
-    t = min(max((length * length + b2 - a2) / (2.0 * length), 0.0), length)
-    center = cn + (cf - cn) * (t / length)
-    d = corners - center
-    return center, math.sqrt(float((d * d).sum(axis=1).max()))  # np.linalg.norm's arithmetic
+    t = min(max((length * length + b2 - a2) / (2.0 * length), 0.0), length) / length
+    cx, cy, cz = cn[0] + axis[0] * t, cn[1] + axis[1] * t, cn[2] + axis[2] * t
+    r2 = max((x - cx) ** 2 + (y - cy) ** 2 + (z - cz) ** 2 for x, y, z in corners)
+    return [cx, cy, cz], math.sqrt(r2)
 
 
 # -- the map and its pass ----------------------------------------------------------------------
