@@ -7,6 +7,7 @@ the same frame on every machine.
 from __future__ import annotations
 
 import argparse
+import bisect
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -174,6 +175,7 @@ class WaypointPath(CameraPath):
         self.speed, self.look_ahead, self.drop = speed, look_ahead, target_drop
         self.start, self.fov_y_deg, self.near = start, fov_y_deg, near
         self._window = (None, None)  # (look_ahead, the eye's averaging offsets)
+        self._cum, self._pts = self.cum.tolist(), p.tolist()  # plain floats for ``at``
 
     def point(self, s: float) -> np.ndarray:
         """Position ``(3,)`` float64 at arc length ``s`` (wraps around the loop)."""
@@ -184,24 +186,33 @@ class WaypointPath(CameraPath):
         f = (s - self.cum[i]) / max(self.cum[i + 1] - self.cum[i], 1e-12)
         return a + (b - a) * f
 
-    def points_at(self, s: np.ndarray) -> np.ndarray:
-        """``point`` of every arc length in ``s`` ``(K,)``: ``(K, 3)`` float64, the same
-        arithmetic in a few array operations (the camera is placed every frame)."""
-        s = s % self.length
-        i = np.minimum(np.searchsorted(self.cum, s, side="right") - 1, len(self.points) - 1)
-        a, b = self.points[i], self.points[(i + 1) % len(self.points)]
-        f = (s - self.cum[i]) / np.maximum(self.cum[i + 1] - self.cum[i], 1e-12)
-        return a + (b - a) * f[:, None]
+    def _mean_point(self, arcs: list[float]) -> list[float]:
+        """Mean of ``point(s)`` over the arc lengths ``arcs``, on plain floats (``point``'s
+        and ``np.mean``'s arithmetic; the camera is placed every frame)."""
+        cum, pts, n = self._cum, self._pts, len(self._pts)
+        sx = sy = sz = 0.0
+        for s in arcs:
+            s %= self.length
+            i = min(bisect.bisect_right(cum, s) - 1, n - 1)
+            (ax, ay, az), (bx, by, bz) = pts[i], pts[(i + 1) % n]
+            f = (s - cum[i]) / max(cum[i + 1] - cum[i], 1e-12)
+            sx, sy, sz = (
+                sx + (ax + (bx - ax) * f),
+                sy + (ay + (by - ay) * f),
+                sz + (az + (bz - az) * f),
+            )
+        k = len(arcs)
+        return [sx / k, sy / k, sz / k]
 
     def at(self, t_seconds: float) -> Camera:
         s = self.start + self.speed * t_seconds
         # Eye: average of a short window so corners become arcs, not kinks.
         if self._window[0] != self.look_ahead:
             w = 0.35 * self.look_ahead
-            self._window = (self.look_ahead, np.linspace(-w, w, 9))
+            self._window = (self.look_ahead, np.linspace(-w, w, 9).tolist())
         window = self._window[1]
-        p = self.points_at(np.concatenate((s + window, s + self.look_ahead + window)))
-        eye, ahead = p[:9].mean(axis=0), p[9:].mean(axis=0)
+        eye = self._mean_point([s + d for d in window])
+        ahead = self._mean_point([(s + self.look_ahead) + d for d in window])
         ahead[1] -= self.drop
         return Camera(eye, ahead, self.fov_y_deg, self.near)
 
