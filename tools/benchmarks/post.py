@@ -171,31 +171,50 @@ def _bookkeeping(gpu, n: int) -> None:
           f"bookkeeping {snap - plain - copy:5.1f} us per frame (goal <= 20)")  # fmt: skip
 
 
-def _record(gpu, counts, frames: int) -> None:
-    base = None
+def _record(gpu, counts, frames: int, rounds: int = 6) -> None:
+    """The record figures per instance count. The counts take turns, ``rounds`` rounds of
+    ``frames / rounds`` frames each (the first frame after a switch left out), so a shared
+    host whose load changes during the run weighs on every count alike; each line gives
+    the median and, in brackets, the quartiles."""
+    rigs = {n: _setup(gpu, n, profile=False) for n in counts}
+    per = max(frames // rounds, 4)
+    synced, ups, warm = ({n: [] for n in counts} for _ in range(3))
+    for _ in range(rounds):
+        for n, (frame, graph, target, path, loop) in rigs.items():
+            synced[n] += _frames(gpu, frame, graph, target, path, loop, per + 1, sync=True)[1:]
+            ups[n] += _updates(gpu, frame, graph, path, per)
+            warm[n] += _back_to_back(gpu, frame, target, path, loop, per)
+    base = statistics.median(synced[counts[0]])
     for n in counts:
-        frame, graph, target, path, loop = _setup(gpu, n, profile=False)
-        t = _frames(gpu, frame, graph, target, path, loop, frames, sync=True)[3:]
-        med = statistics.median(t)
-        base = base or med
-        ups = []
-        for i in range(frames):
-            ctx = _ctx(gpu, graph, i)
-            cam = path.at(ctx.time)
-            t0 = time.perf_counter()
-            frame.update(ctx, cam)
-            ups.append((time.perf_counter() - t0) * 1e3)
-        warm = _back_to_back(gpu, frame, target, path, loop, frames)
-        print(f"record frame with post chain N={n:>9,}: {med:7.3f} ms CPU (median of {len(t)}), "
-              f"{med / base:4.2f}x of N={counts[0]:,}; update {statistics.median(ups):.3f} ms; "
-              f"{warm:.3f} ms thread CPU back to back", flush=True)  # fmt: skip
+        med = statistics.median(synced[n])
+        print(f"record frame with post chain N={n:>9,}: {med:7.3f} ms CPU {_quartiles(synced[n])} "
+              f"(median of {len(synced[n])}), {med / base:4.2f}x of N={counts[0]:,}; "
+              f"update {statistics.median(ups[n]):.3f} ms; {statistics.median(warm[n]):.3f} ms "
+              f"thread CPU back to back {_quartiles(warm[n])}", flush=True)  # fmt: skip
 
 
-def _back_to_back(gpu, frame, target, path, loop, frames: int, every: int = 4) -> float:
-    """Median thread CPU ms of frames recorded right after another frame (a sync every
-    ``every`` frames; the frame after each sync is left out): what a game loop whose GPU runs
-    ahead pays, without the wake-up after a wait that the figure above includes. On a
-    software GPU its threads share the cores meanwhile: read it on a real GPU."""
+def _quartiles(values: list[float]) -> str:
+    q = statistics.quantiles(values, n=4)
+    return f"[{q[0]:.3f}..{q[2]:.3f}]"
+
+
+def _updates(gpu, frame, graph, path, count: int) -> list[float]:
+    """Wall ms of ``StandardFrame.update`` alone (no graph recorded between)."""
+    out = []
+    for i in range(count):
+        ctx = _ctx(gpu, graph, i)
+        cam = path.at(ctx.time)
+        t0 = time.perf_counter()
+        frame.update(ctx, cam)
+        out.append((time.perf_counter() - t0) * 1e3)
+    return out
+
+
+def _back_to_back(gpu, frame, target, path, loop, frames: int, every: int = 4) -> list[float]:
+    """Thread CPU ms of frames recorded right after another frame (a sync every ``every``
+    frames; the frame after each sync is left out): what a game loop whose GPU runs ahead
+    pays, without the wake-up after a wait that the figure above includes. On a software
+    GPU its threads share the cores meanwhile: read it on a real GPU."""
     t = []
     for i in range(frames * every // (every - 1) + every):
         t0 = time.thread_time()  # CPU time: a submit that waits for the GPU does not count
@@ -204,7 +223,7 @@ def _back_to_back(gpu, frame, target, path, loop, frames: int, every: int = 4) -
             t.append((time.thread_time() - t0) * 1e3)
         else:
             gpu.queue.read_buffer(frame.counters)
-    return statistics.median(t)
+    return t
 
 
 def _ctx(gpu, graph, i: int):
