@@ -95,7 +95,7 @@ def _view_reference(frame, camera, view_proj, fit) -> bytes:
 
 @pytest.mark.parametrize("exposure", ["auto", 2.5])
 def test_view_uniform_packing_matches_the_structured_dtype(gpu, exposure):
-    """The per-frame packer (words at the dtype's offsets) writes what a ``VIEW_DTYPE``
+    """The per-frame packer (one struct.pack in field order) writes what a ``VIEW_DTYPE``
     record filled field by field holds, byte for byte, for a jittered camera."""
     from frame_harness import Harness, random_scene
 
