@@ -6,6 +6,7 @@ import shutil
 
 import numpy as np
 import pytest
+from profiling_support import iterations_for
 from test_reload import S02Run, UncaughtErrors
 
 from engine.compare import warmup_frames
@@ -26,7 +27,10 @@ def test_reload_cost_before_after_matches_the_records(gpu, tmp_path, monkeypatch
     the reloaded pipelines (Work and Show, one module), its medians are those of the GPU
     scopes in the records either side of the swap, and Work's rise is significant."""
     shutil.copy(SHADER_DIR / "s02_work.wgsl", tmp_path / "s02_work.wgsl")
-    run = S02Run(gpu, tmp_path, grid=128, work=128)
+    # >= 2 ms of Work before the swap on this GPU: lavapipe's fixed dispatch cost (0.2 to
+    # 0.9 ms, by machine) must not hide the 4x loop (CI once read +18% at 0.06 ms of work)
+    work = iterations_for(gpu, 2.0, grid=128, start=128)
+    run = S02Run(gpu, tmp_path, grid=128, work=work)
     uncaught = UncaughtErrors(monkeypatch)
     try:
         run.graph.profiler = FrameProfiler(gpu, gpu=True, cpu=False, batch=1)
