@@ -38,8 +38,8 @@ def _attachment_key(a: dict) -> tuple:
             v = id(v)
         elif isinstance(v, dict):
             v = tuple(sorted(v.items()))
-        elif isinstance(v, list):
-            v = tuple(v)
+        elif isinstance(v, list) or hasattr(v, "__array__"):
+            v = tuple(v)  # clear values as a list or an array
         out.append((k, v))
     return tuple(out)
 
@@ -84,9 +84,15 @@ class PassDescriptors:
         except TypeError:  # not weak-referenceable (a test's stand-in): never cached
             self._last_output = None
 
-    def _entry(self, label: str, key: tuple, build):
+    def _entry(self, label: str, key, build):
+        """The cached descriptor of ``key`` (built on a miss); ``key`` None: built, not kept."""
+        if key is None:
+            return build()
         per = self._cache.setdefault(label, {})
-        entry = per.get(key)
+        try:
+            entry = per.get(key)
+        except TypeError:  # something unhashable in an attachment: not cached
+            return build()
         if entry is None:
             if len(per) >= MAX_PER_PASS:
                 per.clear()
@@ -100,22 +106,24 @@ class PassDescriptors:
                 label=label, timestamp_writes=timestamp_writes, **targets
             )
         colors = targets.get("color_attachments") or ()
-        depth = targets.get("depth_stencil_attachment")
-        key = (
-            tuple(_attachment_key(a) for a in colors),
-            None if depth is None else _attachment_key(depth),
-            targets.get("occlusion_query_set") and id(targets["occlusion_query_set"]),
-            _timestamp_key(timestamp_writes),
-        )
+        new = self._volatile
+        try:
+            depth = targets.get("depth_stencil_attachment")
+            key = (
+                tuple(_attachment_key(a) for a in colors),
+                None if depth is None else _attachment_key(depth),
+                targets.get("occlusion_query_set") and id(targets["occlusion_query_set"]),
+                _timestamp_key(timestamp_writes),
+            )
+            if new is not None and any(a.get("view") is new for a in colors):
+                key = None  # a window's output: built for this frame only
+        except (TypeError, AttributeError, KeyError):  # not plain dicts: wgpu-py judges
+            key = None
 
         def build():
             return _render_descriptor(encoder, label, targets, timestamp_writes)
 
-        new = self._volatile
-        if new is not None and any(a.get("view") is new for a in colors):
-            entry = build()  # a window's output: built for this frame only
-        else:
-            entry = self._entry(label, key, build)
+        entry = self._entry(label, key, build)
         raw = _native.libf.wgpuCommandEncoderBeginRenderPass(encoder._internal, entry[0])
         return _native.GPURenderPassEncoder(label, raw, encoder._device)
 
@@ -123,7 +131,10 @@ class PassDescriptors:
         """``encoder.begin_compute_pass(label=label, timestamp_writes=...)``."""
         if not self.native or not isinstance(encoder, _native.GPUCommandEncoder):
             return encoder.begin_compute_pass(label=label, timestamp_writes=timestamp_writes)
-        key = _timestamp_key(timestamp_writes)
+        try:
+            key = ("compute", _timestamp_key(timestamp_writes))
+        except (TypeError, KeyError):  # not a plain dict: wgpu-py judges
+            key = None
         entry = self._entry(label, key, lambda: _compute_descriptor(label, timestamp_writes))
         raw = _native.libf.wgpuCommandEncoderBeginComputePass(encoder._internal, entry[0])
         return _native.GPUComputePassEncoder(label, raw, encoder._device)

@@ -157,3 +157,21 @@ def test_timestamp_writes_reach_the_query_set(device, gpu):
         ticks = np.frombuffer(device.queue.read_buffer(res), np.uint64)
         assert (ticks > 0).all() and ticks[0] <= ticks[1] and ticks[2] <= ticks[3]
     assert len(begin._cache["C"]) == len(begin._cache["R"]) == 1
+
+
+def test_clear_values_as_a_list_or_an_array_are_keyed_by_value(device):
+    rig = Rig(device)
+    out = _target(device, rig.graph.size)
+    view = out.create_view()
+    for colour, rgb in (
+        ([0.0, 0.0, 1.0, 1.0], (0, 0, 255)),
+        (np.array([0.0, 1.0, 0.0, 1.0]), (0, 255, 0)),
+    ):
+        for _ in range(2):
+            rig.colour = colour
+            rig.frame(view)
+        assert _rgb(device, out) == rgb
+    assert rig.entries("Out") == 2
+    rig.colour = {"r": 1.0, "g": 0.0, "b": 1.0, "a": 1.0}  # wgpu-py's dict form
+    rig.frame(view)
+    assert _rgb(device, out) == (255, 0, 255) and rig.entries("Out") == 3
