@@ -12,7 +12,9 @@ only while the output stays the same view (an offscreen target), so no presented
 view is kept.
 
 On a miss the descriptor is built by wgpu-py's own helpers (its checks and errors apply);
-on any wgpu backend other than wgpu-native, ``PassDescriptors`` calls the public API.
+on any wgpu backend other than wgpu-native, ``PassDescriptors`` calls the public API. Those
+helpers are wgpu-py 0.32's internals (pyproject pins ``wgpu>=0.32,<0.33``); without any of
+the names in ``_NEEDS`` it calls the public API too.
 """
 
 from __future__ import annotations
