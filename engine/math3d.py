@@ -42,17 +42,25 @@ def _floats(v) -> list[float]:
 def look_at(eye, target, up=(0.0, 1.0, 0.0)) -> np.ndarray:
     """World-to-view ``(4, 4)`` float32 for a camera at ``eye`` looking at ``target`` (each
     three numbers); float64 arithmetic on plain floats: it runs every frame, and a dozen
-    numpy calls on 3-vectors cost several times the arithmetic."""
+    numpy calls on 3-vectors cost several times the arithmetic.
+
+    Raises:
+        ValueError: ``eye`` and ``target`` coincide or are not finite; ``up`` is zero.
+    """
     ex, ey, ez = _floats(eye)
     tx, ty, tz = _floats(target)
     fx, fy, fz = tx - ex, ty - ey, tz - ez
     n = math.sqrt(fx * fx + fy * fy + fz * fz)
+    if not (n > 0.0 and math.isfinite(n)):
+        raise ValueError(f"look_at: eye {eye} and target {target} must be distinct finite points")
     fx, fy, fz = fx / n, fy / n, fz / n
     ux, uy, uz = _floats(up)
     if abs(fx * ux + fy * uy + fz * uz) > 0.999:  # looking straight up or down: another up
         ux, uy, uz = 0.0, 0.0, 1.0
     sx, sy, sz = fy * uz - fz * uy, fz * ux - fx * uz, fx * uy - fy * ux  # side = f x up
     n = math.sqrt(sx * sx + sy * sy + sz * sz)
+    if not n > 0.0:
+        raise ValueError(f"look_at: up {up} is zero or along the view direction")
     sx, sy, sz = sx / n, sy / n, sz / n
     vx, vy, vz = sy * fz - sz * fy, sz * fx - sx * fz, sx * fy - sy * fx  # true up = s x f
     return np.array(

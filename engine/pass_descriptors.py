@@ -7,12 +7,13 @@ change only on a resize, a history swap or a knob, so ``PassDescriptors`` keys t
 descriptor on what it holds (each view's identity, the load/store ops, the clear values, the
 timestamp writes) and hands the same one to wgpu-native while the key repeats. Each entry
 keeps its views alive, so an ``id`` in a key is never reused by another view meanwhile. A
-window's output view is new every frame: a pass that draws into a frame's output is cached
-only while the output stays the same view (an offscreen target), so no presented swapchain
-view is kept.
+window's output view is new every frame: a pass that draws or resolves into a frame's output
+is cached only while the output stays the same view (an offscreen target), so no presented
+swapchain view is kept.
 
 On a miss the descriptor is built by wgpu-py's own helpers (its checks and errors apply);
-on any wgpu backend other than wgpu-native, ``PassDescriptors`` calls the public API. Those
+an argument those helpers do not take, and any wgpu backend other than wgpu-native, goes to
+the public call (wgpu-py's own error messages). Those
 helpers are wgpu-py 0.32's internals (pyproject pins ``wgpu>=0.32,<0.33``); without any of
 the names in ``_NEEDS`` it calls the public API too.
 """
@@ -29,6 +30,10 @@ except ImportError:  # pragma: no cover - a build of wgpu-py without wgpu-native
 _NEEDS = ("ffi", "lib", "libf", "new_struct_p", "new_array", "to_c_string_view", "check_struct",
           "GPUCommandEncoder", "GPURenderPassEncoder", "GPUComputePassEncoder")  # fmt: skip
 _ENCODER_NEEDS = ("_create_render_pass_color_attachment", "_create_render_pass_stencil_attachment")
+_RENDER_KEYS = frozenset(
+    ("color_attachments", "depth_stencil_attachment", "occlusion_query_set", "max_draw_count")
+)  # begin_render_pass's arguments besides label and timestamp_writes (wgpu-py ignores the last)
+_VIEWS = ("view", "resolve_target")
 MAX_PER_PASS = 16  # entries kept per pass label; history parity x profiler query pools fit
 
 
@@ -36,7 +41,7 @@ def _attachment_key(a: dict) -> tuple:
     """What an attachment dict holds, hashable: views by identity, a clear colour as a tuple."""
     out = []
     for k, v in a.items():
-        if k in ("view", "resolve_target"):
+        if k in _VIEWS:
             v = id(v)
         elif isinstance(v, dict):
             v = tuple(sorted(v.items()))
@@ -47,13 +52,11 @@ def _attachment_key(a: dict) -> tuple:
 
 
 def _timestamp_key(tw) -> tuple | None:
+    """Every entry of a timestamp-writes dict (the query set by identity): a misspelt key
+    is a new descriptor, which wgpu-py's check then refuses."""
     if tw is None:
         return None
-    return (
-        id(tw["query_set"]),
-        tw.get("beginning_of_pass_write_index"),
-        tw.get("end_of_pass_write_index"),
-    )
+    return tuple((k, id(v) if k == "query_set" else v) for k, v in tw.items())
 
 
 class PassDescriptors:
@@ -107,7 +110,14 @@ class PassDescriptors:
             return encoder.begin_render_pass(
                 label=label, timestamp_writes=timestamp_writes, **targets
             )
-        colors = targets.get("color_attachments") or ()
+        if not _RENDER_KEYS.issuperset(targets) or "color_attachments" not in targets:
+            return encoder.begin_render_pass(  # wgpu-py's own error for what it refuses
+                label=label, timestamp_writes=timestamp_writes, **targets
+            )
+        colors = targets["color_attachments"]
+        if not isinstance(colors, (list, tuple)):  # an iterator: read it once
+            colors = list(colors or ())
+            targets = {**targets, "color_attachments": colors}
         new = self._volatile
         try:
             depth = targets.get("depth_stencil_attachment")
@@ -117,7 +127,7 @@ class PassDescriptors:
                 targets.get("occlusion_query_set") and id(targets["occlusion_query_set"]),
                 _timestamp_key(timestamp_writes),
             )
-            if new is not None and any(a.get("view") is new for a in colors):
+            if new is not None and any(a.get(k) is new for a in colors for k in _VIEWS):
                 key = None  # a window's output: built for this frame only
         except (TypeError, AttributeError, KeyError):  # not plain dicts: wgpu-py judges
             key = None
@@ -157,13 +167,6 @@ def _timestamp_struct(tw, kind: str):
 
 def _render_descriptor(encoder, label: str, targets: dict, tw) -> tuple:
     """(the C ``WGPURenderPassDescriptor *``, what it points at), as wgpu-py builds it."""
-    unknown = set(targets) - {"color_attachments", "depth_stencil_attachment",
-                              "occlusion_query_set"}  # fmt: skip
-    if unknown or "color_attachments" not in targets:
-        raise TypeError(
-            f"begin_render_pass takes color_attachments and optionally "
-            f"depth_stencil_attachment, occlusion_query_set; got {sorted(targets)}"
-        )
     colors = [encoder._create_render_pass_color_attachment(a)
               for a in targets["color_attachments"]]  # fmt: skip
     depth = targets.get("depth_stencil_attachment")
@@ -181,7 +184,7 @@ def _render_descriptor(encoder, label: str, targets: dict, tw) -> tuple:
         timestampWrites=_timestamp_struct(tw, "Render"),
         occlusionQuerySet=_native.ffi.NULL if query is None else query._internal,
     )
-    views = [a.get(k) for a in targets["color_attachments"] for k in ("view", "resolve_target")]
+    views = [a.get(k) for a in targets["color_attachments"] for k in _VIEWS]
     return struct, views, depth and depth["view"], query, tw
 
 

@@ -80,3 +80,14 @@ def test_frustum_planes_hold_the_inside_and_are_unit():
     assert p[4, :3] @ (eye + 0.05 * f) + p[4, 3] < 0  # in front of the near plane: outside
     assert frustum_planes(vp, near=False).shape == (4, 4)
     assert np.isnan(frustum_planes(vp, far=True)[5]).all()  # infinite far: no plane there
+
+
+@pytest.mark.parametrize(
+    "eye, target, up",
+    [((1, 2, 3), (1, 2, 3), (0, 1, 0)), ((np.nan, 0, 0), (0, 0, -1), (0, 1, 0)),
+     ((0, 0, 0), (0, 0, -1), (0, 0, 0)), ((0, 0, 0), (0, 0, -1), (0, 0, 1))],
+)  # fmt: skip
+def test_look_at_refuses_a_degenerate_camera_in_one_line(eye, target, up):
+    with pytest.raises(ValueError, match="look_at") as e:
+        look_at(eye, target, up)
+    assert "\n" not in str(e.value)

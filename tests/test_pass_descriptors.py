@@ -128,7 +128,7 @@ def test_a_bad_attachment_raises_what_wgpu_raises(device):
     with pytest.raises(ValueError) as cached:
         PassDescriptors().render(device.create_command_encoder(), "Bad", bad)
     assert str(cached.value) == str(public.value) and "colour" in str(cached.value)
-    with pytest.raises(TypeError, match="color_attachments"):
+    with pytest.raises(TypeError, match="colors"):  # wgpu-py's own message
         PassDescriptors().render(device.create_command_encoder(), "Bad", {"colors": []})
 
 
@@ -175,3 +175,54 @@ def test_clear_values_as_a_list_or_an_array_are_keyed_by_value(device):
     rig.colour = {"r": 1.0, "g": 0.0, "b": 1.0, "a": 1.0}  # wgpu-py's dict form
     rig.frame(view)
     assert _rgb(device, out) == (255, 0, 255) and rig.entries("Out") == 3
+
+
+def test_what_the_public_call_takes_or_refuses_the_cached_one_does_too(device):
+    """An iterator of attachments draws (read once); ``max_draw_count`` is taken; an unknown
+    argument and a misspelt timestamp key raise wgpu-py's own errors, even after a good
+    descriptor with the same views is cached."""
+    tex = _target(device, (4, 4))
+    view = tex.create_view()
+    begin = PassDescriptors()
+
+    def att(rgb):
+        return {"view": view, "load_op": "clear", "store_op": "store", "clear_value": (*rgb, 1)}
+
+    for rgb in ((1, 0, 0), (0, 1, 0)):
+        enc = device.create_command_encoder()
+        begin.render(enc, "P", {"color_attachments": (a for a in [att(rgb)])}).end()
+        device.queue.submit([enc.finish()])
+        assert _rgb(device, tex) == tuple(255 * c for c in rgb)
+    enc = device.create_command_encoder()
+    begin.render(enc, "P", {"color_attachments": [att((0, 0, 1))], "max_draw_count": 99}).end()
+    device.queue.submit([enc.finish()])
+    assert _rgb(device, tex) == (0, 0, 255)
+    bad = {"color_attachments": [att((0, 0, 1))], "colour": 1}
+    with pytest.raises(TypeError) as public:
+        device.create_command_encoder().begin_render_pass(**bad)
+    with pytest.raises(TypeError) as cached:
+        begin.render(device.create_command_encoder(), "P", bad)
+    assert str(cached.value) == str(public.value)
+    qs = device.create_query_set(type="timestamp", count=2)
+    begin.compute(device.create_command_encoder(), "C", {"query_set": qs}).end()
+    typo = {"query_set": qs, "end_of_pass_writ_index": 1}
+    with pytest.raises(ValueError, match="end_of_pass_writ_index"):
+        begin.compute(device.create_command_encoder(), "C", typo)
+
+
+def test_a_window_output_as_a_resolve_target_is_never_kept(device):
+    msaa = device.create_texture(
+        size=(4, 4, 1), format=FMT, usage=wgpu.TextureUsage.RENDER_ATTACHMENT, sample_count=4
+    ).create_view()
+    out = _target(device, (4, 4))
+    begin = PassDescriptors()
+    for i in range(3):
+        view = out.create_view()  # new each frame, as a surface's
+        begin.begin_frame(view)
+        enc = device.create_command_encoder()
+        att = {"view": msaa, "resolve_target": view, "load_op": "clear", "store_op": "discard"}
+        colour = (0.0, 1.0, 0.0, 1.0) if i % 2 else (1.0, 0.0, 0.0, 1.0)
+        begin.render(enc, "R", {"color_attachments": [{**att, "clear_value": colour}]}).end()
+        device.queue.submit([enc.finish()])
+        assert _rgb(device, out) == ((0, 255, 0) if i % 2 else (255, 0, 0))
+    assert not begin._cache.get("R")

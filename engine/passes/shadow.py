@@ -152,10 +152,16 @@ def shadow_region(view_proj: np.ndarray, distance: float, extent) -> tuple[np.nd
             (``engine.math3d.perspective_reverse_z`` @ view); NDC depth = near / view depth.
         distance: shadow distance, view depth in world units (> the camera's near plane).
         extent: receivers' world AABB ``(min xyz, max xyz)`` (the scene's).
+
+    Raises:
+        ValueError: a singular or non-finite ``view_proj``, or an infinite ``distance``.
     """
     m = np.asarray(view_proj, np.float64)
     near = float(m[2, 3])  # perspective_reverse_z: row 2 is (0, 0, 0, near)
-    corners = _slice_corners(inverse4(m), near, max(distance, near))
+    try:
+        corners = _slice_corners(inverse4(m), near, max(distance, near))
+    except ZeroDivisionError:  # a corner at infinity: no finite slice to shadow
+        raise ValueError(f"shadow region: no finite view slice to distance {distance}") from None
     slice_c, slice_r = _slice_sphere(corners)
     lo, hi = _floats3(extent[0]), _floats3(extent[1])
     whole_r = _length([b - a for a, b in zip(lo, hi, strict=True)]) / 2.0
