@@ -59,7 +59,7 @@ from engine.culling.gpu_scene import GpuScene
 from engine.culling.stats import CullStats
 from engine.gpu import GpuError
 from engine.graph import RenderGraph, TextureDesc
-from engine.math3d import inverse4
+from engine.math3d import column_major, inverse4
 from engine.passes.bloom import BloomPass
 from engine.passes.cull import CullPass, CullResetPass, CullResources
 from engine.passes.exposure import ExposurePass, LuminancePass
@@ -127,11 +127,6 @@ VIEW_DTYPE = np.dtype(
 )
 _VIEW_PACK = struct.Struct("<" + "f" * (VIEW_DTYPE.itemsize // 4))  # every field is f32
 assert all(VIEW_DTYPE.fields[n][0].base == np.float32 for n in VIEW_DTYPE.names)
-
-
-def _columns(m) -> list[float]:
-    """A 4x4 matrix's 16 numbers in WGSL's column-major order, rounded to float32."""
-    return np.asarray(m, np.float32).ravel(order="F").tolist()
 
 
 class StandardFrame:
@@ -336,9 +331,9 @@ class StandardFrame:
         array); matrices column-major."""
         s = self.settings
         return _VIEW_PACK.pack(
-            *_columns(view_proj),
-            *_columns(self.res.inv_view_proj),
-            *_columns(fit.view_proj),
+            *column_major(view_proj),
+            *column_major(self.res.inv_view_proj),
+            *column_major(fit.view_proj),
             *camera.eye.tolist(),
             s.fog_density,
             *np.asarray(self.scene.sun_direction).tolist(),

@@ -34,9 +34,13 @@ def orthographic(half_w: float, half_h: float, near: float, far: float) -> np.nd
     )
 
 
-def _floats(v) -> list[float]:
-    """Three numbers (an array or a sequence) as Python floats."""
-    return np.asarray(v, np.float64).tolist()
+def floats3(v) -> list[float]:
+    """Three numbers (an array or a sequence) as Python floats (the per-frame math's input).
+
+    Raises:
+        ValueError: ``v`` does not hold exactly three numbers.
+    """
+    return np.asarray(v, np.float64).reshape(3).tolist()
 
 
 def look_at(eye, target, up=(0.0, 1.0, 0.0)) -> np.ndarray:
@@ -47,14 +51,14 @@ def look_at(eye, target, up=(0.0, 1.0, 0.0)) -> np.ndarray:
     Raises:
         ValueError: ``eye`` and ``target`` coincide or are not finite; ``up`` is zero.
     """
-    ex, ey, ez = _floats(eye)
-    tx, ty, tz = _floats(target)
+    ex, ey, ez = floats3(eye)
+    tx, ty, tz = floats3(target)
     fx, fy, fz = tx - ex, ty - ey, tz - ez
     n = math.sqrt(fx * fx + fy * fy + fz * fz)
     if not (n > 0.0 and math.isfinite(n)):
         raise ValueError(f"look_at: eye {eye} and target {target} must be distinct finite points")
     fx, fy, fz = fx / n, fy / n, fz / n
-    ux, uy, uz = _floats(up)
+    ux, uy, uz = floats3(up)
     if abs(fx * ux + fy * uy + fz * uz) > 0.999:  # looking straight up or down: another up
         ux, uy, uz = 0.0, 0.0, 1.0
     sx, sy, sz = fy * uz - fz * uy, fz * ux - fx * uz, fx * uy - fy * ux  # side = f x up
@@ -131,6 +135,12 @@ def translation(x: float, y: float, z: float) -> np.ndarray:
     m = np.identity(4, np.float32)
     m[:3, 3] = (x, y, z)
     return m
+
+
+def column_major(m) -> list[float]:
+    """A 4x4 matrix's 16 numbers in WGSL's column-major order, rounded to float32 (for
+    ``struct.pack`` into a uniform)."""
+    return np.asarray(m, np.float32).ravel(order="F").tolist()
 
 
 def to_gpu(m: np.ndarray) -> bytes:

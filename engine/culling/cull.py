@@ -15,6 +15,8 @@ import struct
 import numpy as np
 import wgpu
 
+from engine.math3d import column_major, floats3
+
 WORKGROUP = 64
 MAX_INSTANCES = 4_000_000  # ceil(N / 64) must fit one dispatch dimension (65535)
 
@@ -68,12 +70,12 @@ def cull_uniform(
     # times cheaper, every frame, than assigning the fields of a structured array
     k, n = len(planes), len(light_planes)
     return _CULL_PACK.pack(
-        *np.asarray(view, np.float32).ravel(order="F").tolist(),
+        *column_major(view),
         *np.asarray(planes, np.float32).ravel().tolist(),
         *_ZEROS[: 4 * (6 - k)],
         *np.asarray(light_planes, np.float32).ravel().tolist(),
         *_ZEROS[: 4 * (6 - n)],
-        *np.asarray(eye, np.float64).reshape(3).tolist(),
+        *floats3(eye),
         lod_base_px,
         p00,
         p11,

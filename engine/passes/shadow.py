@@ -22,7 +22,7 @@ import numpy as np
 import wgpu
 
 from engine.graph import RenderPass
-from engine.math3d import inverse4, look_at
+from engine.math3d import floats3, inverse4, look_at
 from engine.passes.bundles import BundleCache
 from engine.passes.resources import DRAW_INPUTS, SHADOW_FORMAT, SHADOW_MAP
 
@@ -90,9 +90,9 @@ def fit_sun(
         the projection whose box holds the sphere and, toward the sun, every part of
         ``extent`` that can shadow it (:func:`caster_reach`).
     """
-    sun = _floats3(sun_dir)
+    sun = floats3(sun_dir)
     rot = _sun_rotation(tuple(sun))  # rotation only: eye at origin, last row (0, 0, 0, 1)
-    c = _floats3(focus)
+    c = floats3(focus)
     texel = 2.0 * radius / map_size
     f = [r[0] * c[0] + r[1] * c[1] + r[2] * c[2] for r in rot[:3]]  # the focus in light view
     fx, fy = math.floor(f[0] / texel) * texel, math.floor(f[1] / texel) * texel
@@ -116,11 +116,6 @@ def _f32(x: float) -> float:
     return float(np.float32(x))
 
 
-def _floats3(v) -> list[float]:
-    """Three numbers (an array or a sequence) as Python floats."""
-    return np.asarray(v, np.float64).reshape(3).tolist()
-
-
 def caster_reach(sun_dir, focus, radius: float, extent) -> float:
     """How far toward the sun (world units, >= 0) casters of the sphere (``focus``,
     ``radius``) can be: where the ray from ``focus`` along ``sun_dir`` leaves ``extent`` grown
@@ -128,9 +123,9 @@ def caster_reach(sun_dir, focus, radius: float, extent) -> float:
     ``q + t * sun`` with ``|q - focus| <= radius``, inside ``extent``, so ``t`` is at most this.
     A scene that reaches far sideways (one box at x = 1e5) adds nothing unless the column
     toward the sun runs through it."""
-    sun, c = _floats3(sun_dir), _floats3(focus)  # three floats: plain Python is faster
-    lo = [v - radius for v in _floats3(extent[0])]
-    hi = [v + radius for v in _floats3(extent[1])]
+    sun, c = floats3(sun_dir), floats3(focus)  # three floats: plain Python is faster
+    lo = [v - radius for v in floats3(extent[0])]
+    hi = [v + radius for v in floats3(extent[1])]
     exits = [
         ((hi[a] if sun[a] > 0 else lo[a]) - c[a]) / sun[a] for a in range(3) if abs(sun[a]) > 1e-12
     ]
@@ -163,7 +158,7 @@ def shadow_region(view_proj: np.ndarray, distance: float, extent) -> tuple[np.nd
     except ZeroDivisionError:  # a corner at infinity: no finite slice to shadow
         raise ValueError(f"shadow region: no finite view slice to distance {distance}") from None
     slice_c, slice_r = _slice_sphere(corners)
-    lo, hi = _floats3(extent[0]), _floats3(extent[1])
+    lo, hi = floats3(extent[0]), floats3(extent[1])
     whole_r = _length([b - a for a, b in zip(lo, hi, strict=True)]) / 2.0
     if whole_r <= slice_r:
         center, radius = [(a + b) / 2.0 for a, b in zip(lo, hi, strict=True)], whole_r
