@@ -22,7 +22,7 @@ import numpy as np
 import wgpu
 
 from engine.graph import RenderPass
-from engine.math3d import floats3, inverse4, look_at
+from engine.math3d import floats3, inverse4, look_at, orthographic
 from engine.passes.bundles import BundleCache
 from engine.passes.resources import DRAW_INPUTS, SHADOW_FORMAT, SHADOW_MAP
 
@@ -98,9 +98,10 @@ def fit_sun(
     fx, fy = math.floor(f[0] / texel) * texel, math.floor(f[1] / texel) * texel
     near = -f[2] - radius - caster_reach(sun, c, radius, extent) - 1.0  # depth along the view
     far = max(-f[2] + radius, near + 1.0)
-    # orthographic(radius, radius, near, far) (its float32 entries) shifted by the texel snap,
-    # times the rotation: each row of the product is a scaled rotation row plus a w term
-    sx, sz, tz = _f32(1.0 / radius), _f32(1.0 / (far - near)), _f32(far / (far - near))
+    # the orthographic projection shifted by the texel snap, times the rotation: each row of
+    # the product is a scaled rotation row plus a w term
+    o = orthographic(radius, radius, near, far).tolist()
+    sx, sz, tz = o[0][0], o[2][2], o[2][3]
     rows = [
         [sx * v for v in rot[0][:3]] + [-(sx * fx)],
         [sx * v for v in rot[1][:3]] + [-(sx * fy)],
@@ -109,11 +110,6 @@ def fit_sun(
     ]
     vp = np.array(rows, np.float32)
     return SunFit(vp, frustum_planes(vp, near=False, far=True), texel)
-
-
-def _f32(x: float) -> float:
-    """``x`` rounded to float32 (what a float32 projection matrix holds)."""
-    return float(np.float32(x))
 
 
 def caster_reach(sun_dir, focus, radius: float, extent) -> float:
