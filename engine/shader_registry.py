@@ -34,7 +34,7 @@ from typing import Any, Generic, TypeVar
 
 import wgpu
 
-from .shaders import _INCLUDE, MODULE_HASHES, SHADER_DIR, wgsl_hash
+from engine.shaders import _INCLUDE, MODULE_HASHES, SHADER_DIR, wgsl_hash
 
 T = TypeVar("T")
 _POSITION = re.compile(r"wgsl:(\d+):(\d+)")

@@ -9,7 +9,7 @@ import re
 
 import wgpu
 
-from .resources import resource_dir
+from engine.resources import resource_dir
 
 SHADER_DIR = resource_dir("shaders")
 _INCLUDE = re.compile(r'^\s*//\s*#include\s+"([^"]+)"\s*$', re.M)

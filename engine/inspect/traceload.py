@@ -42,7 +42,7 @@ import msgspec
 import numpy as np
 import orjson
 
-from .jsonstream import (
+from engine.inspect.jsonstream import (
     BLOCK,
     GZIP_ERRORS,
     BEvent,

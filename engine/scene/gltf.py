@@ -34,9 +34,9 @@ from urllib.parse import unquote
 
 import numpy as np
 
-from .camera import CameraPath, OrbitPath
-from .meshes import MeshData, flat_normals
-from .scene import Mesh, Scene
+from engine.scene.camera import CameraPath, OrbitPath
+from engine.scene.meshes import MeshData, flat_normals
+from engine.scene.scene import Mesh, Scene
 
 log = logging.getLogger("lantern")
 
