@@ -16,32 +16,34 @@ from typing import ClassVar, TypeVar
 
 import wgpu
 
-from engine.cli import build_parser, check_output_path, fail
+from engine.cli import build_parser, fail
 from engine.commands import CommandRegistry
-from engine.debug.console import ConsoleTool
-from engine.debug.hud import Hud
-from engine.debug.logtail import LogTailTool
-from engine.export.jsonl import TelemetryWriter
-from engine.export.report import ShutdownReport
-from engine.export.trace import TraceWriter
-from engine.gpu import DRAW_PROFILE_FEATURES, GpuError, create_gpu
+from engine.gpu import GpuError, create_gpu
 from engine.graph import FrameContext, GraphError, RenderGraph
+from engine.hud.service import Hud
 from engine.interrupt import Interrupt, for_run
+from engine.logtail import install_log_tail
 from engine.loop import FrameLoop
-from engine.portal import PortalError, PortalTool, portal_port
+from engine.options import OptionError, check_output
 from engine.progress import Progress
-from engine.reload import HotReload
-from engine.reload_cost import BaselineCompare, CostTracker
 from engine.safe_write import UnsafeWrite, png_target
 from engine.surfaces import OffscreenTarget, SurfaceError, WindowSurface
 from engine.telemetry import Session, Telemetry
-from engine.tool import OptionError, Tool, ToolContext
+from engine.tool import Key, ToolContext, ToolSpec
 from engine.tools.capture import CaptureTool
+from engine.tools.console import ConsoleTool
+from engine.tools.cull import CullTool
 from engine.tools.dump import DumpTool
+from engine.tools.export import ExportTool
+from engine.tools.flame import FlameTool
 from engine.tools.inspector import InspectorTool
 from engine.tools.lines import LinesTool
+from engine.tools.log import LogTool
 from engine.tools.memory import MemoryTool
-from engine.tools.profiling import ProfilingTool
+from engine.tools.perf import PerfTool
+from engine.tools.portal import PortalError, PortalTool
+from engine.tools.reload import ReloadTool
+from engine.tools.timeline import TimelineTool
 from engine.tools.views import ViewTool
 
 log = logging.getLogger("lantern")
@@ -63,11 +65,13 @@ class Sample:
             alike, e.g. ``description = __doc__.splitlines()[0]``.
         example_args: command-line arguments of a quick demonstration run (small scene,
             inputs); ``{tmp}`` stands for a scratch folder.
+        keys: ``engine.tool.Key`` bindings to the sample's own commands (s13's F2).
     """
 
     name: ClassVar[str] = "sample"
     description: ClassVar[str] = ""
     example_args: ClassVar[tuple[str, ...]] = ()  # a quick demonstration run (tests use it)
+    keys: ClassVar[tuple[Key, ...]] = ()  # window keys, bound after build, listed by --help
 
     @classmethod
     def add_arguments(cls, parser) -> None:
@@ -101,29 +105,29 @@ class Sample:
         """Release resources at shutdown."""
 
 
-DEFAULT_TOOLS: tuple[Callable[[], Tool], ...] = (
-    LogTailTool,  # first: start-up lines are in the tail
-    ProfilingTool,  # --gpu-profile / --profile, ``profile``, ``stats``
-    ViewTool,  # debug views (``view``, F3, --view): its pass before the HUD's, under it
-    LinesTool,  # debug lines from any subsystem, over the picture, under the HUD
-    Hud,  # the panels (the live flame chart among them) and their DebugOverlay pass
-    ConsoleTool,  # draws through the HUD
-    CaptureTool,  # ``capture PATH``
-    DumpTool,  # --dump NAME[@PASS] PATH, after the last frame
+#: The tools a sample run installs, in order: their HUD panels' modes follow this order (F1),
+#: and their passes come after the sample's, before the HUD's. A new tool is one line here.
+DEFAULT_TOOLS: tuple[type, ...] = (
+    PerfTool,  # --gpu-profile / --profile, ``profile``, ``stats``; the perf table
+    CullTool,  # the cull counters panel
+    TimelineTool,  # the GPU timeline panel
+    LogTool,  # the log panel
+    FlameTool,  # the live flame chart (a HUD underlay)
+    ViewTool,  # debug views (``view``, F3, --view): its passes before the HUD's, under it
     InspectorTool,  # ``inspect NAME``: texture statistics reduced on the GPU
     MemoryTool,  # ``memory``: the texture table against --gpu-budget
-    HotReload,  # WGSL watched, pipelines rebuilt between frames (F5, ``reload``)
-    CostTracker,  # a reloaded pass's time before and after, in the perf table
-    BaselineCompare,  # --baseline A.jsonl beside each pass
+    LinesTool,  # debug lines from any subsystem, over the picture, under the HUD
+    ConsoleTool,  # the in-game console, drawn by the HUD
+    CaptureTool,  # ``capture PATH``
+    DumpTool,  # --dump NAME[@PASS] PATH, after the last frame
+    ReloadTool,  # WGSL watched and rebuilt (F5, ``reload``); cost before/after; --baseline
     PortalTool,  # --portal
-    TelemetryWriter,  # --telemetry
-    TraceWriter,  # --trace, at shutdown
-    ShutdownReport,  # the timelines, last: closed first, so it prints first
+    ExportTool,  # --telemetry, --trace, and the shutdown timelines (closed first)
 )
 
 
 class App:
-    """What a running sample can reach: the hubs, never a tool's attributes.
+    """What a running sample can reach: the hubs and the services, never a tool's attributes.
 
     Attributes:
         gpu, args, graph: the device, the parsed command line, the render graph.
@@ -131,14 +135,15 @@ class App:
         loop: the ``engine.loop.FrameLoop`` that records, submits and collects frames.
         commands: the ``engine.commands.CommandRegistry`` shared by the console, the portal
             and the window's keys (``commands.bind``).
+        hud: the HUD service (``engine.hud.service.Hud``: ``keep_clear``, ``set_mode``...).
         window: the ``WindowSurface`` or None. ctx: the ``engine.tool.ToolContext``.
         interrupt: Ctrl-C as a flag (the frame loop ends after the current frame).
 
-    ``tool(cls)`` finds an installed tool (e.g. ``app.tool(Hud).keep_clear(box)``).
+    ``tool(cls)`` finds an installed tool for a sample or a test (tools never do).
     """
 
     def __init__(self, gpu, args, graph: RenderGraph, interrupt: Interrupt | None = None, *,
-                 window=None, sample: str = ""):  # fmt: skip
+                 window=None, sample: str = "", tools=DEFAULT_TOOLS):  # fmt: skip
         telemetry = Telemetry(
             Session(
                 adapter=gpu.summary,
@@ -154,21 +159,38 @@ class App:
         loop.between_frames.append(commands.run_pending)  # console and portal lines
         headless = args.capture or getattr(args, "dump", None)  # --dump: like --capture
         final = None if not headless else (args.frames or CAPTURE_FRAMES) - 1
-        self.ctx = ToolContext(
-            gpu, graph, telemetry, commands, loop, args, window=window, final_frame=final
-        )
+        self.tool_classes = tuple(tools)
+        panels = [c for t in self.tool_classes for c in ToolSpec.of(t).panels]
+        self.hud = Hud(panels, mode=getattr(args, "overlay", None),
+                       hud_scale=getattr(args, "hud_scale", None))  # fmt: skip
+        self.log_tail = install_log_tail()  # before any tool: start-up lines are in it
+        self.ctx = ToolContext(gpu, graph, telemetry, commands, loop, args, window=window,
+                               final_frame=final, hud=self.hud, log_tail=self.log_tail)  # fmt: skip
         self.gpu, self.args, self.graph, self.window = gpu, args, graph, window
         self.telemetry, self.loop, self.commands = telemetry, loop, commands
         self.interrupt = interrupt or Interrupt()  # Ctrl-C: the frame loop ends after this frame
 
-    def install_tools(self, tools=DEFAULT_TOOLS) -> None:
-        """Install each tool (a factory, e.g. a class) in order."""
-        for make in tools:
-            self.ctx.install(make())
+    def install_tools(self, sample: Sample | None = None) -> None:
+        """Install each tool in order, start the HUD over them (their panels, then its own
+        pass, last) and bind the sample's keys."""
+        tools = [self.ctx.install(cls()) for cls in self.tool_classes]
+        self.hud.start(self.ctx, tools)
+        for key in getattr(sample, "keys", ()):
+            self.commands.bind(key.name, key.code, key.command)
+
+    def close(self) -> None:
+        """Close the tools (reverse order), then the HUD and the log tail."""
+        self.ctx.close_all()
+        self.hud.close()
+        logging.getLogger("lantern").removeHandler(self.log_tail)
 
     def tool(self, cls: type[T]) -> T:
-        """The installed tool of class ``cls``; ``LookupError`` when none is installed."""
-        return self.ctx.tool(cls)
+        """The installed tool of class ``cls`` (for a sample or a test; tools never look
+        each other up); ``LookupError`` when none is installed."""
+        for t in self.ctx.tools:
+            if isinstance(t, cls):
+                return t
+        raise LookupError(f"tool {cls.__name__} is not installed")
 
     def update(self, sample: Sample) -> Callable[[FrameContext], None]:
         """The frame's update: the sample's, then each tool's hook."""
@@ -211,64 +233,68 @@ def main(sample_cls: type[Sample], argv: list[str] | None = None) -> None:
     sys.exit(status)
 
 
-def run(sample_cls: type[Sample], argv: list[str] | None = None, prog: str | None = None) -> int:
+def run(
+    sample_cls: type[Sample],
+    argv: list[str] | None = None,
+    prog: str | None = None,
+    tools: tuple[type, ...] = DEFAULT_TOOLS,
+) -> int:
     """Parse the command line, run the sample, print the shutdown reports; return a status.
-    ``prog``: the name its usage and errors give (default ``python -m samples.<name>``)."""
+    ``prog``: the name its usage and errors give (default ``python -m samples.<name>``);
+    ``tools``: the tool classes to install (their flags, keys and panels join the run's)."""
     prog = prog or f"python -m samples.{sample_cls.name}"
-    parser = build_parser(prog, sample_cls.description)
+    parser = build_parser(prog, sample_cls.description, tools, sample_cls.keys)
     sample_cls.add_arguments(parser)
     args = parser.parse_args(argv)
-    for option, path, suffix in (
-        ("--capture", args.capture, ".png"),
-        ("--trace", args.trace, ".json"),
-        ("--telemetry", args.telemetry, ".jsonl"),
-        ("--graph", args.graph if args.graph not in (None, "-") else None, ".dot"),
-    ):
-        if path is not None:
-            check_output_path(parser, option, path, suffix)
-    from engine.tools.views import check_view_option
-
-    why = check_view_option(args)
-    if why is not None:
-        parser.error(f"argument --view: {why}")
-    if args.dump is not None:
-        path = args.dump[1]
-        kinds = (".npy", ".png", ".exr", ".csv")
-        suffix = next((x for x in kinds if path.lower().endswith(x)), None)
-        if suffix is None:
-            parser.error(f"argument --dump: {path!r} must end in .npy, .png, .exr or .csv")
-        check_output_path(parser, "--dump", path, suffix)
-        if args.graph is not None:
-            parser.error("argument --graph: it prints the frame's passes and exits; drop --dump")
-    _check_distinct_files(parser, args)
-    if args.capture is not None:
-        try:  # a link or a file that is not a PNG is never replaced (engine.safe_write)
-            png_target(args.capture)
-        except UnsafeWrite as e:
-            parser.error(f"argument --capture: {e}")
-    if args.graph is not None and args.capture:
-        parser.error("argument --graph: it prints the frame's passes and exits; drop --capture")
-    if args.baseline:
-        from engine.compare import CompareError, load_run
-
-        try:
-            load_run(args.baseline)  # a bad file is one line before any GPU work
-        except CompareError as e:
-            parser.error(f"argument --baseline: {e}")
+    specs = [ToolSpec.of(t) for t in tools]
     try:
-        portal_port(args)  # a bad LANTERN_PORTAL is one line before any GPU work
-    except PortalError as e:
+        _check_options(args, specs)
+    except OptionError as e:  # every check runs before any GPU work
+        parser.error(str(e))
+    except PortalError as e:  # a bad LANTERN_PORTAL
         return fail(prog, str(e), 2)
-    if args.trace:
-        args.profile = True
     if args.overlay is None:
-        args.overlay = "perf" if (args.gpu_profile or args.profile) else "off"
+        profiling = getattr(args, "gpu_profile", None) or getattr(args, "profile", False)
+        args.overlay = "perf" if profiling else "off"
+    features = tuple(f for s in specs for f in (s.before_gpu(args) or ()))
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     interrupt = for_run()
     with interrupt.catching_sigint():
         if interrupt.requested:  # Ctrl-C while Python was still importing
             return _interrupted_early(args)
-        return _start_and_run(sample_cls, args, prog, interrupt)
+        return _start_and_run(sample_cls, args, prog, interrupt, tools, features)
+
+
+def _check_options(args, specs) -> None:
+    """The run's own flags, then each tool's ``check_options``, then that no two options
+    name one file (one would be lost, or ``--telemetry`` over the ``--baseline`` it reads).
+
+    Raises:
+        OptionError: one line naming the option.
+    """
+    check_output("--capture", args.capture, ".png")
+    check_output("--graph", args.graph if args.graph != "-" else None, ".dot")
+    if args.capture is not None:
+        try:  # a link or a file that is not a PNG is never replaced (engine.safe_write)
+            png_target(args.capture)
+        except UnsafeWrite as e:
+            raise OptionError(f"argument --capture: {e}") from None
+    if args.graph is not None and args.capture:
+        raise OptionError(
+            "argument --graph: it prints the frame's passes and exits; drop --capture"
+        )
+    for s in specs:
+        s.check_options(args)
+    seen: dict[str, str] = {}
+    named = [("--capture", args.capture), *(f for s in specs for f in s.files(args))]
+    for option, path in named:
+        if not path:
+            continue
+        key = os.path.realpath(path)
+        if key in seen:
+            raise OptionError(f"argument {option}: {path!r} is also given to {seen[key]}; "
+                              "give each its own file")  # fmt: skip
+        seen[key] = option
 
 
 def _interrupted_early(args) -> int:
@@ -277,27 +303,9 @@ def _interrupted_early(args) -> int:
     return 130
 
 
-def _check_distinct_files(parser, args) -> None:
-    """Two outputs of one run naming the same file (one would be lost), or ``--telemetry``
-    over the ``--baseline`` it is read from: one line, exit 2."""
-    named = [("--capture", args.capture), ("--trace", args.trace),
-             ("--telemetry", args.telemetry), ("--dump", args.dump[1] if args.dump else None),
-             ("--baseline", args.baseline)]  # fmt: skip
-    seen: dict[str, str] = {}
-    for option, path in named:
-        if not path:
-            continue
-        key = os.path.realpath(path)
-        if key in seen:
-            parser.error(f"argument {option}: {path!r} is also given to {seen[key]}; "
-                         "give each its own file")  # fmt: skip
-        seen[key] = option
-
-
-def _start_and_run(sample_cls, args, prog: str, interrupt: Interrupt) -> int:
+def _start_and_run(sample_cls, args, prog: str, interrupt: Interrupt, tools, features) -> int:
     try:
-        extra = DRAW_PROFILE_FEATURES if args.gpu_profile == "draws" else ()
-        gpu = create_gpu(args.adapter, extra_features=extra)
+        gpu = create_gpu(args.adapter, extra_features=features)  # the tools' (before_gpu)
     except GpuError as e:
         return fail(prog, str(e), 2 if args.adapter else 1)
     print(gpu.describe(), flush=True)
@@ -306,7 +314,7 @@ def _start_and_run(sample_cls, args, prog: str, interrupt: Interrupt) -> int:
 
     target = window = None
     try:
-        if args.capture or args.dump or args.graph is not None:
+        if args.capture or getattr(args, "dump", None) or args.graph is not None:
             target = OffscreenTarget(gpu.device, args.size)
             fmt, size = target.format, args.size
         else:
@@ -318,12 +326,12 @@ def _start_and_run(sample_cls, args, prog: str, interrupt: Interrupt) -> int:
         return fail(prog, str(e), 1)
 
     graph = RenderGraph(gpu.device, output_format=fmt, size=size)
-    app = App(gpu, args, graph, interrupt, window=window, sample=sample_cls.name)
+    app = App(gpu, args, graph, interrupt, window=window, sample=sample_cls.name, tools=tools)
     sample = sample_cls(app)
     app.ctx.reports.append(sample.report)
     try:
         sample.build(graph)
-        app.install_tools()
+        app.install_tools(sample)
         if args.graph is not None:
             return _print_graph(app)
         if interrupt.requested:  # Ctrl-C while the sample was building
@@ -342,7 +350,7 @@ def _start_and_run(sample_cls, args, prog: str, interrupt: Interrupt) -> int:
         if window is not None:
             window.close()
         app.loop.drain()  # what is in flight, published before the views close
-        app.ctx.close_all()  # reports, trace, telemetry file, portal ... in reverse order
+        app.close()  # reports, trace, telemetry file, portal ... in reverse order
         sample.close()
     return 130 if interrupt.requested else app.ctx.status
 

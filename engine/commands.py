@@ -18,6 +18,7 @@ when nothing is queued).
 from __future__ import annotations
 
 import logging
+import math
 import os
 import shlex
 import threading
@@ -53,6 +54,20 @@ class Arg:
 
     def usage(self) -> str:
         return f"[{self.metavar}]" if self.optional else self.metavar
+
+    def argparse_type(self) -> Callable[[str], object]:
+        """This type as an ``argparse`` ``type=``: the same check and message, raised as
+        ``argparse.ArgumentTypeError``, so the console and the command line say the same."""
+        import argparse
+
+        def parse(text: str):
+            try:
+                return self.parse(text)
+            except CommandError as e:
+                raise argparse.ArgumentTypeError(str(e)) from None
+
+        parse.__name__ = type(self).__name__.lower()  # argparse names the type in some messages
+        return parse
 
 
 class Text(Arg):
@@ -125,20 +140,6 @@ class Int(Arg):
             return f">= {self.minimum:,}"
         return f"from {self.minimum:,} to {self.maximum:,}"
 
-    def argparse_type(self) -> Callable[[str], int]:
-        """This type as an ``argparse`` ``type=``: the same check and message, raised as
-        ``argparse.ArgumentTypeError``."""
-        import argparse
-
-        def parse(text: str) -> int:
-            try:
-                return self.parse(text)
-            except CommandError as e:
-                raise argparse.ArgumentTypeError(str(e)) from None
-
-        parse.__name__ = "int"  # argparse names the type in some messages
-        return parse
-
     def choices(self) -> Sequence[str]:
         if self.power_of_two and self.maximum is not None:
             return tuple(
@@ -147,6 +148,33 @@ class Int(Arg):
                 if self.minimum <= 1 << i <= self.maximum
             )
         return ()
+
+
+class Float(Arg):
+    """A finite number in ``minimum..maximum`` (inclusive), e.g. a radius in world units."""
+
+    def __init__(self, minimum: float, maximum: float, *, what: str = "a number",
+                 metavar: str = "X", optional: bool = False):  # fmt: skip
+        super().__init__(optional=optional)
+        self.minimum, self.maximum, self.what, self.metavar = minimum, maximum, what, metavar
+
+    def parse(self, text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            v = math.nan
+        if not self.minimum <= v <= self.maximum:  # NaN fails too
+            raise CommandError(
+                f"expected {self.what} from {self.minimum:g} to {self.maximum:g}, got {text!r}"
+            )
+        return v
+
+
+class Switch(Choice):
+    """``on`` or ``off``, parsed to a bool: a knob that turns something on."""
+
+    def __init__(self, *, optional: bool = False):
+        super().__init__("on", "off", optional=optional, boolean=True)
 
 
 class PngPath(Arg):

@@ -46,6 +46,7 @@ from dataclasses import replace
 import numpy as np
 import wgpu
 
+from engine.commands import Choice
 from engine.culling.cull import (
     FLAG_CULL,
     FLAG_OCCLUSION,
@@ -75,6 +76,8 @@ from engine.passes.resources import (
     HDR,
     HDR_FORMAT,
     INSTANCES,
+    PYRAMID,
+    SHADOW_MAP,
     SKY_HORIZON,
     TAA,
     VISIBILITY,
@@ -83,7 +86,7 @@ from engine.passes.resources import (
 from engine.passes.shadow import ShadowMap, ShadowPass, frustum_planes
 from engine.passes.sky import SkyPass
 from engine.passes.taa import JITTER, TaaPass, jittered_projection
-from engine.settings import FrameSettings
+from engine.settings import FRAME_KNOBS, FrameSettings
 
 log = logging.getLogger("lantern")
 
@@ -208,6 +211,8 @@ class StandardFrame:
             frustum_lines=self.frustum_lines,
         )
         self.gs, self.stats, self.pyramid = gs, stats, self.res.pyramid
+        graph.import_texture(PYRAMID, lambda: self.res.pyramid.texture)  # readable by name
+        graph.import_texture(SHADOW_MAP, lambda: self.res.shadow.texture)
         self.res.frozen = self.frozen = FrozenCulling(d, self.pyramid, gs.state)
         self._warming = False
         self.counters = self.res.cull.counters
@@ -249,6 +254,30 @@ class StandardFrame:
         """
         self.configure(replace(self.settings, **changes))
         return self.settings
+
+    def register_commands(self, commands, *, freeze=None) -> None:
+        """Each knob's console and portal command (``FRAME_KNOBS``: ``shadows on|off``,
+        ``shadow-size N``, ``exposure auto|VALUE``, ...) and ``cull freeze [on|off]``.
+        ``freeze(on)``: the sample's own freeze (s13 also starts its fly camera, as F2 does),
+        returning the output line; default ``freeze_culling``."""
+        for knob in FRAME_KNOBS:
+            knob.register(
+                commands,
+                lambda k=knob: getattr(self.settings, k.attr),
+                lambda v, k=knob: self.set_settings(**{k.attr: v}),
+            )
+
+        def cull(_: str, on: bool | None) -> str:
+            if freeze is not None:
+                return freeze(on)
+            return f"culling camera {'frozen' if self.freeze_culling(on) else 'released'}"
+
+        commands.register(
+            "cull",
+            cull,
+            args=[Choice("freeze"), Choice("on", "off", boolean=True, optional=True)],
+            help="freeze the culling camera (no argument toggles)",
+        )
 
     def _on_resize(self, size) -> None:
         self.res.pyramid.resize(size)

@@ -200,6 +200,7 @@ class RenderGraph:
         self._textures: dict[str, wgpu.GPUTexture] = {}
         self._views: dict[str, wgpu.GPUTextureView] = {}
         self._buffers: dict[str, wgpu.GPUBuffer] = {}
+        self._external: dict[str, Callable[[], wgpu.GPUTexture]] = {}  # import_texture
         self._resize_callbacks: list[Callable[[tuple[int, int]], None]] = []
         self.generation = 0  # bumped whenever size-dependent textures are recreated
         self.readbacks: list = []  # engine.loop.ReadbackClient objects the frame loop drives
@@ -263,6 +264,10 @@ class RenderGraph:
 
     def pass_names(self) -> list[str]:
         return [p.name for p in self.passes if p.enabled]
+
+    def writers(self, name: str, *, besides: Pass | None = None) -> list[str]:
+        """Names of the enabled passes (other than ``besides``) that write resource ``name``."""
+        return [p.name for p in self.passes if p.enabled and p is not besides and name in p.writes]
 
     def add_readback(self, client) -> None:
         """Register a readback client (``engine.loop.ReadbackClient``) for the frame loop."""
@@ -500,7 +505,31 @@ class RenderGraph:
         return self.generation, self.parity
 
     def texture(self, name: str) -> wgpu.GPUTexture:
-        return self._textures[name]
+        """The texture called ``name``: graph-owned (history and snapshot copies included)
+        or imported with ``import_texture``.
+
+        Raises:
+            KeyError: no such texture.
+        """
+        tex = self._textures.get(name)
+        if tex is None and name in self._external:
+            return self._external[name]()
+        if tex is None:
+            raise KeyError(name)
+        return tex
+
+    def import_texture(self, name: str, texture: Callable[[], wgpu.GPUTexture]) -> None:
+        """Make a texture owned outside the graph readable by ``name`` (``texture``,
+        ``readable_textures``): the standard frame's shadow map and depth pyramid, which it
+        recreates itself. ``texture()`` returns the current object. Its writers still declare
+        ``name`` in their ``writes``."""
+        self._external[name] = texture
+        self.imports.discard(name)
+
+    def readable_textures(self) -> list[str]:
+        """Texture names a tool may read (``--dump``, ``inspect``, views): the graph's own,
+        without history (``@prev``) and snapshot copies, and the imported ones; sorted."""
+        return sorted([n for n in self._textures if "@" not in n] + list(self._external))
 
     def texture_names(self) -> list[str]:
         """Names of the graph-owned textures, history (``@prev``) and snapshot copies

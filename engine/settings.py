@@ -1,4 +1,5 @@
-"""The standard frame's knobs (``FrameSettings``) and the command-line switches that set them.
+"""The standard frame's knobs: ``FrameSettings`` and ``FRAME_KNOBS``, each knob's field, flag and
+console command declared once (``engine.knobs``).
 
 Kept apart from ``engine.frame`` so a sample, the console or a test can read and parse the
 knobs without building a frame.
@@ -7,10 +8,12 @@ knobs without building a frame.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from engine.commands import Int
+from engine.commands import Arg, CommandError, Int, Switch
 from engine.culling.cull import LOD_BASE_PX, MAX_INSTANCES
+from engine.knobs import Knob, add_knob_arguments, values_from_args
 
 #: Shadow map sizes in texels: a power of two in this range (inclusive).
 SHADOW_SIZES = (256, 8192)
@@ -63,14 +66,6 @@ def parse_exposure(text: str) -> float | str:
         ) from None
 
 
-def exposure_type(text: str) -> float | str:
-    """argparse type for ``--exposure``: ``auto`` or a multiplier."""
-    try:
-        return parse_exposure(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-
-
 @dataclass(frozen=True)
 class FrameSettings:
     """The standard frame's knobs.
@@ -121,17 +116,6 @@ class FrameSettings:
         return self.exposure == "auto"
 
 
-def shadow_size_type(text: str) -> int:
-    """argparse type: a power of two in ``SHADOW_SIZES`` (texels)."""
-    try:
-        return check_shadow_size(int(text))
-    except ValueError:
-        lo, hi = SHADOW_SIZES
-        raise argparse.ArgumentTypeError(
-            f"expected a power of two from {lo:,} to {hi:,}, got {text!r}"
-        ) from None
-
-
 instances_type = Int(1, MAX_INSTANCES, what="an instance count").argparse_type()
 
 
@@ -147,36 +131,91 @@ def scene_type(path: str):
     return scene
 
 
+SHADOW_CONFIRM_MIB = 64  # a shadow map larger than this (8192: 256 MiB) needs "confirm"
+
+
+def shadow_map_mib(n: int) -> float:
+    """MiB of an ``n x n`` depth32float shadow map (4 bytes a texel)."""
+    return n * n * 4 / 2**20
+
+
+def _shadow_cost(n: int) -> str | None:
+    mib = shadow_map_mib(n)
+    if mib <= SHADOW_CONFIRM_MIB:
+        return None
+    return (
+        f"{n}x{n} is a {mib:g} MiB shadow map (depth32float), {(n / 2048) ** 2:g}x the texels "
+        f"of the default 2048 to render every frame; type 'shadow-size {n} confirm' to do it"
+    )
+
+
+class ExposureArg(Arg):
+    """``auto`` or a multiplier in ``EXPOSURE_RANGE``."""
+
+    metavar = "auto|VALUE"
+
+    def parse(self, text: str):
+        try:
+            return parse_exposure(text)
+        except ValueError as e:
+            raise CommandError(str(e)) from None
+
+    def choices(self) -> Sequence[str]:
+        return ("auto",)
+
+
+def _exposure_text(value) -> str:
+    if value == "auto":
+        return "exposure: auto (GPU histogram, adapted over time)"
+    return f"exposure: {value:g}"
+
+
+#: The standard frame's knobs, each declared once: its ``FrameSettings`` field, its flag and
+#: its console/portal command (``engine.knobs``), in ``--help`` order.
+FRAME_KNOBS = (
+    Knob("cull", Switch(), True, "GPU culling (off: every instance is drawn)", command="culling"),
+    Knob(
+        "occlusion",
+        Switch(),
+        True,
+        "two-phase Hi-Z occlusion culling (off: frustum + sub-pixel culling only)",
+    ),  # fmt: skip
+    Knob("shadows", Switch(), True, "sun shadow map"),
+    Knob(
+        "shadow-size",
+        Int(*SHADOW_SIZES, power_of_two=True),
+        FrameSettings.shadow_size,
+        f"shadow map size in texels, a power of two {SHADOW_SIZES[0]}..{SHADOW_SIZES[1]} (over "
+        f"{SHADOW_CONFIRM_MIB} MiB the console asks to confirm)",
+        describe=lambda n: f"shadow map: {n}x{n} ({shadow_map_mib(n):g} MiB)",
+        confirm=_shadow_cost,
+    ),
+    Knob(
+        "post", Switch(), True, "HDR target and post chain (without it Main draws to the output)"
+    ),  # fmt: skip
+    Knob(
+        "exposure",
+        ExposureArg(),
+        FrameSettings.exposure,
+        f"exposure before tone mapping: 'auto' (GPU histogram, adapted over time) or a "
+        f"multiplier {EXPOSURE_RANGE[0]:g}..{EXPOSURE_RANGE[1]:g}",
+        describe=_exposure_text,
+    ),
+    Knob("bloom", Switch(), True, "energy-conserving bloom (Post.Bloom)"),
+    Knob("taa", Switch(), True, "temporal anti-aliasing (Post.TAA)"),
+)
+
+
 def add_frame_arguments(parser: argparse.ArgumentParser, *, default_instances: int) -> None:
-    """Add the standard frame's switches (any sample can reuse them).
+    """Add the standard frame's flags: its knobs (``FRAME_KNOBS``) and what a sample of the
+    standard frame takes besides (scene, instances, cameras).
 
     ``--instances`` is None unless given, so a sample can tell "the procedural default"
     from "repeat the --scene file this many times"."""
     from engine.scene.camera import CAMERA_FORMAT, parse_camera
 
-    g = parser.add_argument_group("standard frame")
-    g.add_argument("--no-cull", action="store_true", help="draw every instance (no GPU culling)")
-    g.add_argument("--no-occlusion", action="store_true", help="frustum + sub-pixel culling only")
-    g.add_argument("--no-shadows", action="store_true", help="no sun shadow map")
-    g.add_argument("--no-post", action="store_true", help="no HDR/post chain: Main to output")
-    g.add_argument("--no-bloom", action="store_true", help="no bloom (Post.Bloom)")
-    g.add_argument("--no-taa", action="store_true", help="no temporal anti-aliasing (Post.TAA)")
-    lo, hi = EXPOSURE_RANGE
-    g.add_argument(
-        "--exposure",
-        type=exposure_type,
-        default=FrameSettings.exposure,
-        metavar="auto|VALUE",
-        help=f"exposure before tone mapping: 'auto' (GPU histogram, adapted over time) or a "
-        f"multiplier {lo:g}..{hi:g} (default {FrameSettings.exposure})",
-    )
-    g.add_argument(
-        "--shadow-size",
-        type=shadow_size_type,
-        default=2048,
-        metavar="N",
-        help="shadow map size in texels, a power of two 256..8192 (default 2048)",
-    )
+    add_knob_arguments(parser, FRAME_KNOBS, "standard frame")
+    g = parser.add_argument_group("scene")
     g.add_argument(
         "--instances",
         type=instances_type,
@@ -200,17 +239,6 @@ def add_frame_arguments(parser: argparse.ArgumentParser, *, default_instances: i
         help="freeze culling at this camera (as F2 does in a window) while rendering from the "
         "other: captures of what it culls (the views and the debug lines show why)",
     )
-    from engine.passes.view import MODES, view_type
-
-    g.add_argument(
-        "--view",
-        type=view_type,
-        default=None,
-        metavar="NAME",
-        help="start with a debug view in place of the tone-mapped picture: "
-        + ", ".join(MODES)
-        + " (hiz:N for Hi-Z level N); F3 / 'view NAME' switch it",
-    )
     g.add_argument(
         "--scene",
         type=scene_type,
@@ -221,13 +249,7 @@ def add_frame_arguments(parser: argparse.ArgumentParser, *, default_instances: i
 
 
 def settings_from_args(args: argparse.Namespace) -> FrameSettings:
-    return FrameSettings(
-        shadows=not args.no_shadows,
-        shadow_size=args.shadow_size,
-        cull=not args.no_cull,
-        occlusion=not (args.no_occlusion or args.no_cull),
-        post=not args.no_post,
-        exposure=args.exposure,
-        bloom=not args.no_bloom,
-        taa=not args.no_taa,
-    )
+    """``FrameSettings`` from the knobs' flags (occlusion needs culling)."""
+    values = values_from_args(args, FRAME_KNOBS)
+    values["occlusion"] = values["occlusion"] and values["cull"]
+    return FrameSettings(**values)

@@ -241,8 +241,9 @@ class ShaderRegistry:
     Args:
         device: the ``GPUDevice`` pipelines are created on.
         root: the folder names are looked up in first (default ``shaders/``, or the
-            ``LANTERN_SHADER_DIR`` environment variable: a working copy of some shaders;
-            what it lacks comes from ``shaders/``).
+            ``LANTERN_SHADER_DIR`` environment variable: a working copy of some shaders,
+            found by file name, a tool package's WGSL included; what it lacks comes from
+            ``shaders/`` or the package).
 
     Attributes:
         handles: in creation order.
@@ -260,15 +261,21 @@ class ShaderRegistry:
         *,
         label: str | None = None,
     ) -> PipelineHandle[T]:
-        """Build ``factory(module)`` from ``name`` (a file in ``root``, or a path: a
-        sample's own WGSL) and keep the handle for rebuilds.
+        """Build ``factory(module)`` from ``name`` (a file in ``root``, or a path: a tool
+        package's or a sample's own WGSL, taken from a ``root`` other than ``shaders/``
+        when that folder has a file of the same name) and keep the handle for rebuilds.
 
         Raises:
             OSError: the file cannot be read. wgpu.GPUValidationError: it does not compile
                 or the factory's pipeline is invalid.
         """
         path = Path(name)
-        path = (path if path.is_absolute() else _find(str(path), self.root)).resolve()
+        if path.is_absolute():
+            copy = self.root / path.name
+            path = copy if self.root != SHADER_DIR.resolve() and copy.is_file() else path
+        else:
+            path = _find(str(path), self.root)
+        path = path.resolve()
         handle = PipelineHandle(self, Path(name).name, path, factory, label or path.name)
         self.handles.append(handle)
         return handle

@@ -1,11 +1,23 @@
 """The tool protocol: everything a developer looks at or pokes is a tool over two hubs.
 
 Data flows through the ``FrameRecord`` stream (``ctx.telemetry``), control through the
-command registry (``ctx.commands``). A tool stands on those, the render graph and the frame
-loop, and nothing else: it never sees the ``App``.
+command registry (``ctx.commands``). A tool stands on those, the render graph, the frame loop
+and two services (the HUD, ``ctx.hud``, and the log tail, ``ctx.log_tail``), and nothing
+else: it never sees the ``App`` and never looks another tool up.
 
     class FpsPrinter:
         name = "fps"
+        keys = (Key("F9", 298, "fps", "print the frame rate"),)   # bound by the App
+        panels = (FpsPanel,)                                     # built by the HUD: FpsPanel(tool)
+
+        @classmethod
+        def add_arguments(cls, parser) -> None:                  # its own command-line flags
+            parser.add_argument_group("fps").add_argument("--fps-every", type=int, default=60)
+
+        @classmethod
+        def check_options(cls, args) -> None:                    # before any GPU work
+            if args.fps_every < 1:
+                raise OptionError("--fps-every: expected a positive number of frames")
 
         def install(self, ctx: ToolContext) -> None:
             self._unsubscribe = ctx.telemetry.subscribe(self.on_record)
@@ -14,22 +26,29 @@ loop, and nothing else: it never sees the ``App``.
         def close(self) -> None:
             self._unsubscribe()
 
-``App`` installs tools from a list, in order, and closes them in reverse order at shutdown.
-A tool that needs another (the console draws through the HUD) finds it with
-``ctx.tool(Hud)``, which raises ``LookupError`` when it is not installed before it.
+Every class-level declaration is optional (``ToolSpec`` reads them with defaults), as
+pytest plugins bring their own hooks. ``App`` builds the command line from the shared flags
+plus each tool's ``add_arguments``, runs each ``check_options`` and ``before_gpu``, installs
+the tools in order, binds their ``keys``, lets the HUD build their ``panels``, and closes the
+tools in reverse order at shutdown. Tools talk to each other only through the hubs: a command
+line (``ctx.commands.execute("view ids")``), a telemetry fact, or the HUD service.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+
+from engine.options import OptionError  # noqa: F401 - a tool's error, re-exported here
 
 if TYPE_CHECKING:  # typing only: the tool layer sits above all of these
     from engine.commands import CommandRegistry
     from engine.graph import FrameContext, RenderGraph
+    from engine.hud.service import Hud
+    from engine.logtail import LogTail
     from engine.loop import FrameLoop
     from engine.telemetry import Telemetry
 
@@ -37,9 +56,16 @@ T = TypeVar("T")
 log = logging.getLogger("lantern")
 
 
-class OptionError(ValueError):
-    """A command-line option a tool cannot apply (``--view``, ``--dump``, ``--baseline``...):
-    the user's mistake, reported in one line with exit status 2 like argparse's errors."""
+@dataclass(frozen=True)
+class Key:
+    """A window key bound to a command line: ``name`` as ``--help`` shows it (``"F3"``),
+    ``code`` the glfw key code, ``command`` the line it runs, ``help`` one line for ``--help``
+    (empty: bound but not listed, e.g. a second key for the same command)."""
+
+    name: str
+    code: int
+    command: str
+    help: str = ""
 
 
 @runtime_checkable
@@ -47,10 +73,23 @@ class Tool(Protocol):
     """A plugin of the running sample.
 
     ``install(ctx)`` adds the tool's passes (``ctx.graph.add``), commands
-    (``ctx.commands.register``, key bindings with ``ctx.commands.bind``), telemetry
-    subscriptions and per-frame hooks (``ctx.on_update``); ``close()`` undoes what install
-    did and releases GPU objects. Neither may raise for a user's mistake: a bad option is a
-    ``ValueError`` with a one-line message, reported by the App without a traceback.
+    (``ctx.commands.register``), telemetry subscriptions and per-frame hooks
+    (``ctx.on_update``); ``close()`` undoes what install did and releases GPU objects.
+    Neither may raise for a user's mistake: a bad option is an ``OptionError`` with a
+    one-line message, reported by the App without a traceback.
+
+    Optional class-level declarations (read by ``ToolSpec``):
+        keys: ``Key`` bindings the App makes after install.
+        panels: HUD panel classes the HUD builds as ``cls(tool)`` once every tool is
+            installed (their modes are ``--overlay``'s and F1's choices).
+        add_arguments(parser): classmethod adding the tool's own flags.
+        check_options(args): classmethod raising ``OptionError`` for flags it cannot apply
+            (before any GPU work); it may fill in derived values.
+        before_gpu(args): classmethod run after the checks and before the GPU instance is
+            created (a capture layer to load, an instance flag to set); it may return
+            optional GPU features to request where the adapter has them.
+        files(args): classmethod giving ``(option, path)`` of each file the run reads or
+            writes through the tool, so two options naming one file are refused.
     """
 
     name: str
@@ -58,6 +97,35 @@ class Tool(Protocol):
     def install(self, ctx: ToolContext) -> None: ...
 
     def close(self) -> None: ...
+
+
+def _nothing(args) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool class's declarations with their defaults (``ToolSpec.of(cls)``)."""
+
+    cls: type
+    keys: tuple[Key, ...] = ()
+    panels: tuple[type, ...] = ()
+    add_arguments: Callable[[argparse.ArgumentParser], None] = _nothing
+    check_options: Callable[[argparse.Namespace], None] = _nothing
+    before_gpu: Callable[[argparse.Namespace], Sequence[str] | None] = _nothing
+    files: Callable[[argparse.Namespace], Sequence[tuple[str, str]]] = lambda args: ()
+
+    @classmethod
+    def of(cls, tool_cls: type) -> ToolSpec:
+        return cls(
+            tool_cls,
+            tuple(getattr(tool_cls, "keys", ())),
+            tuple(getattr(tool_cls, "panels", ())),
+            getattr(tool_cls, "add_arguments", _nothing),
+            getattr(tool_cls, "check_options", _nothing),
+            getattr(tool_cls, "before_gpu", _nothing),
+            getattr(tool_cls, "files", lambda args: ()),
+        )
 
 
 @dataclass
@@ -74,6 +142,9 @@ class ToolContext:
         window: the ``engine.surfaces.WindowSurface`` of a window run, else None (headless).
         final_frame: the index of a capture run's last frame (the one written out), else
             None: views show their newest figures on it.
+        hud: the HUD service (``engine.hud.service.Hud``): panels, mode, notice, per-pass
+            notes, an area kept clear; None where no HUD runs (a test's bare context).
+        log_tail: the ``lantern`` logger's newest lines (``engine.logtail.LogTail``) or None.
         updates: per-frame hooks ``fn(frame_ctx)`` run after the sample's update, in install
             order, before the frame is recorded.
         frame_done: hooks ``fn(texture)`` run after each frame's submit with the output
@@ -91,6 +162,8 @@ class ToolContext:
     options: argparse.Namespace = field(default_factory=argparse.Namespace)
     window: Any = None
     final_frame: int | None = None
+    hud: Hud | None = None
+    log_tail: LogTail | None = None
     updates: list[Callable[[FrameContext], None]] = field(default_factory=list)
     frame_done: list[Callable[[Any], None]] = field(default_factory=list)
     reports: list[Callable[[], str | None]] = field(default_factory=list)
@@ -100,12 +173,14 @@ class ToolContext:
     _added: dict = field(default_factory=dict)  # id(tool) -> what its install added, by hub
 
     def install(self, tool: T) -> T:
-        """Install ``tool`` (``tool.install(self)``) and keep it for ``tool()`` and
+        """Install ``tool`` (``tool.install(self)``), bind its declared keys and keep it for
         ``close_all``; returns it. What the install added to the hubs (passes, commands,
         key bindings, per-frame hooks, telemetry subscriptions) is noted, so that closing the
         tool takes it away again even where the tool's own ``close`` does not."""
         before = self._hooks()
         tool.install(self)
+        for key in ToolSpec.of(type(tool)).keys:
+            self.commands.bind(key.name, key.code, key.command)
         after = self._hooks()
         self._added[id(tool)] = {k: [x for x in v if x not in before[k]] for k, v in after.items()}
         self.tools.append(tool)
@@ -148,7 +223,7 @@ class ToolContext:
 
     def close_all(self) -> None:
         """Close every installed tool once, the last installed first; a tool's failure to
-        close is logged and the others still close. The tools stay findable (``tool``): a
+        close is logged and the others still close. The tools stay listed (``tools``): a
         sample's own ``close`` may read what they kept."""
         for t in reversed(self.tools[self._closed :]):
             try:
@@ -162,22 +237,6 @@ class ToolContext:
         """Run ``fn(frame_ctx)`` every frame before recording; returns the undo."""
         self.updates.append(fn)
         return lambda: self.updates.remove(fn) if fn in self.updates else None
-
-    def tool(self, cls: type[T]) -> T:
-        """The installed tool of class ``cls``; ``LookupError`` when none is installed."""
-        for t in self.tools:
-            if isinstance(t, cls):
-                return t
-        raise LookupError(f"tool {cls.__name__} is not installed (install it before its users)")
-
-    def find(self, cls: type[T]) -> T | None:
-        """The installed tool of class ``cls``, or None (an optional dependency)."""
-        return next((t for t in self.tools if isinstance(t, cls)), None)
-
-    def named(self, name: str) -> Tool | None:
-        """The installed tool called ``name`` (its ``name`` attribute), or None: for a tool
-        in a layer its caller must not import (a view tool asking the HUD for a mode)."""
-        return next((t for t in self.tools if t.name == name), None)
 
     def option(self, name: str, default: Any = None) -> Any:
         """A command-line option by its ``argparse`` dest, or ``default`` when the run's

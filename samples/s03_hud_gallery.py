@@ -7,11 +7,11 @@ import math
 import numpy as np
 
 from engine.app import Sample, main
-from engine.debug.hud import Hud
-from engine.debug.timeline import PALETTE
 from engine.graph import OUTPUT, RenderPass
-from engine.overlay.debug_overlay import DebugOverlayPass, auto_hud_scale, grid_for
-from engine.overlay.grid import DebugOverlay
+from engine.hud.debug_overlay import DebugOverlayPass, auto_hud_scale, grid_for
+from engine.hud.grid import DebugOverlay
+from engine.hud.service import Hud
+from engine.tools.perf.timeline import PALETTE
 
 BG = (0.10, 0.12, 0.16, 1.0)
 PANEL = (30, 34, 46, 255)

@@ -13,11 +13,10 @@ from dataclasses import replace
 import numpy as np
 
 from engine.app import KEY_F2, Sample, main
-from engine.debug.console import register_frame_commands
-from engine.debug.post_commands import register_post_commands
 from engine.frame import StandardFrame
 from engine.scene.camera import FlyCamera, fly_speed
 from engine.settings import add_frame_arguments, settings_from_args
+from engine.tool import Key
 
 log = logging.getLogger("lantern")
 
@@ -26,6 +25,7 @@ DEFAULT_INSTANCES = 100_000
 
 class City(Sample):
     name = "s13"
+    keys = (Key("F2", KEY_F2, "cull freeze", "freeze the culling camera and fly with W/A/S/D/Q/E"),)
     example_args = ("--instances", "2000")
     description = __doc__.splitlines()[0].split(": ", 1)[1]
 
@@ -61,7 +61,7 @@ class City(Sample):
             # shadow distance past the model's far side from the orbit: all of it is shadowed
             settings = replace(settings, fog_density=0.1 / diag, shadow_radius=3.0 * diag)
         self.frame = StandardFrame(self.app.gpu, graph, scene, settings)
-        self.register_commands(self.app.commands)
+        self.frame.register_commands(self.app.commands, freeze=self.freeze)
         if args.cull_camera is not None:  # a capture of what a fixed culling camera culls
             self.frame.freeze_culling(True, camera=args.cull_camera)
         log.info(
@@ -76,13 +76,6 @@ class City(Sample):
             camera = self.fly.step(max(ctx.time - self._last_time, 0.0), held)
         self._last_time = ctx.time
         self.frame.update(ctx, camera)
-
-    def register_commands(self, commands) -> None:
-        """The standard frame's commands, ``cull freeze`` starting the fly camera too; F2
-        runs it."""
-        register_frame_commands(commands, self.frame, freeze=self.freeze)
-        register_post_commands(commands, self.frame)
-        commands.bind("F2", KEY_F2, "cull freeze")
 
     def freeze(self, frozen: bool | None = None) -> str:
         """F2 and the console's ``cull freeze [on|off]``: freeze culling and fly (None

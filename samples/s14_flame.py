@@ -38,16 +38,15 @@ import orjson
 
 from engine.app import Sample, main
 from engine.cli import int_type
-from engine.graph import OUTPUT, RenderPass
-from engine.inspect.chart import FlameChart
-from engine.inspect.extras import ChartExtras
-from engine.inspect.rows import RowIndex
-from engine.inspect.ruler import label_boxes, tick_label
-from engine.inspect.select import NONE
-from engine.inspect.spans import NAME_MATCH, printable
-from engine.inspect.synthetic import synthetic_table
-from engine.inspect.traceload import SpanTable, TraceError, load_trace
-from engine.inspect.view import (
+from engine.devtools.traces.synthetic import synthetic_table
+from engine.devtools.traces.traceload import SpanTable, TraceError, load_trace
+from engine.flamechart.chart import FlameChart
+from engine.flamechart.extras import ChartExtras
+from engine.flamechart.rows import RowIndex
+from engine.flamechart.ruler import label_boxes, tick_label
+from engine.flamechart.select import NONE
+from engine.flamechart.spans import NAME_MATCH, printable
+from engine.flamechart.view import (
     FlameView,
     fmt_ns,
     name_stats,
@@ -56,8 +55,9 @@ from engine.inspect.view import (
     search_matches,
     self_times,
 )
-from engine.overlay.debug_overlay import DebugOverlayPass, auto_hud_scale, grid_for
-from engine.overlay.grid import MAX_COLS, MAX_ROWS, DebugOverlay
+from engine.graph import OUTPUT, RenderPass
+from engine.hud.debug_overlay import DebugOverlayPass, auto_hud_scale, grid_for
+from engine.hud.grid import MAX_COLS, MAX_ROWS, DebugOverlay
 
 log = logging.getLogger("lantern")
 BG = (0.015, 0.016, 0.022, 1.0)

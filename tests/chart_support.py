@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from engine.flamechart.chart import FlameChart
 from engine.graph import OUTPUT, FrameContext, RenderGraph, RenderPass
-from engine.inspect.chart import FlameChart
 from engine.surfaces import OffscreenTarget
 
 BLACK = (0.0, 0.0, 0.0, 1.0)
@@ -19,7 +19,7 @@ def chart_picture(
     ``clear``, ``frames`` times; ``extras``: with the chart's counters and flow arrows;
     ``setup(chart, view)`` runs before the first frame. Returns the (H, W, 3) uint8 picture
     and the chart."""
-    from engine.inspect.extras import ChartExtras
+    from engine.flamechart.extras import ChartExtras
 
     target = OffscreenTarget(device, size)
     graph = RenderGraph(device, output_format=target.format, size=size)

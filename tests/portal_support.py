@@ -10,9 +10,9 @@ import numpy as np
 import orjson
 
 from engine.culling.counters import CullCounts
-from engine.debug.perf import CPU_ONLY_SCOPES
 from engine.frame import PASS_NAMES
 from engine.telemetry import FrameTimings, Scope, Telemetry
+from engine.tools.perf.panel import CPU_ONLY_SCOPES
 
 PASSES = (*PASS_NAMES[:11], "DebugOverlay")  # 12: the size budget
 CPU_ONLY = CPU_ONLY_SCOPES

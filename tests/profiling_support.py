@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import wgpu
 
-from engine.export.report import shutdown_report
 from engine.graph import ComputePass, RenderGraph
 from engine.loop import FrameLoop
 from engine.telemetry import Telemetry
+from engine.tools.export.report import shutdown_report
 from samples.s02_custom_pass import WorkPasses, work_pipelines
 
 _SHADERS: dict[int, object] = {}  # device -> s02's pipelines, compiled once per device

@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.ablation import CUT_NONE, ablate, instrument
-from engine.ablation.flame import build_tree, result_tree, write_flame
-from engine.ablation.instrument import checksum_term, local_types
-from engine.ablation.measure import build
-from engine.ablation.wgsl import layout, load_source, member_offsets, parse, tokenize
+from engine.devtools.ablation import CUT_NONE, ablate, instrument
+from engine.devtools.ablation.flame import build_tree, result_tree, write_flame
+from engine.devtools.ablation.instrument import checksum_term, local_types
+from engine.devtools.ablation.measure import build
+from engine.devtools.ablation.wgsl import layout, load_source, member_offsets, parse, tokenize
 
 ROOT = Path(__file__).resolve().parents[1]
 TRUTH = ROOT / "tools" / "benchmarks" / "ablate_truth.wgsl"
@@ -304,7 +304,7 @@ def test_cli_prints_ranked_table_and_no_traceback_on_bad_set(tmp_path):
 
 # --------------------------------------------------------------------------------------------
 # Memory layout against the device: a generated shader copies every scalar of a struct to an
-# output array; each was written with --set at the offset engine.ablation computes.
+# output array; each was written with --set at the offset engine.devtools.ablation computes.
 
 LAYOUT_TYPES = """
 struct Inner { a: vec3<f32>, b: u32 };
@@ -373,8 +373,8 @@ def _value(k: int, scalar: str) -> tuple[str, int]:
 
 
 def _copy_back(device, space: str, struct: str) -> None:
-    from engine.ablation.bindings import BindingFiller
-    from engine.ablation.wgsl import entry_bindings
+    from engine.devtools.ablation.bindings import BindingFiller
+    from engine.devtools.ablation.wgsl import entry_bindings
 
     decl = f"var<{space}>" if space == "uniform" else f"var<{space}, read>"
     src = LAYOUT_TYPES + f"@group(0) @binding(0) {decl} src: {struct};\n"
@@ -429,8 +429,8 @@ def test_uniform_struct_with_align_and_size_binds_and_reads_back(device):
 
 
 def test_set_error_names_an_index_past_the_end(device):
-    from engine.ablation.bindings import BindingError, BindingFiller
-    from engine.ablation.wgsl import entry_bindings
+    from engine.devtools.ablation.bindings import BindingError, BindingFiller
+    from engine.devtools.ablation.wgsl import entry_bindings
 
     src = LAYOUT_TYPES + (
         "@group(0) @binding(0) var<storage, read_write> s: S;\n"
@@ -464,7 +464,7 @@ fn main() {
 
 
 def test_override_values_reach_the_pipeline_by_name_and_id(device):
-    from engine.ablation.measure import override_constants
+    from engine.devtools.ablation.measure import override_constants
 
     m = parse(OVERRIDES)
     assert m.overrides["SCALE"].key == "7" and m.overrides["K"].default == ""
@@ -493,8 +493,8 @@ def test_override_values_reach_the_pipeline_by_name_and_id(device):
     ],
 )
 def test_override_errors_are_one_line(given, want):
-    from engine.ablation import AblationError
-    from engine.ablation.measure import override_constants
+    from engine.devtools.ablation import AblationError
+    from engine.devtools.ablation.measure import override_constants
 
     with pytest.raises(AblationError, match=re.escape(want)):
         override_constants(parse(OVERRIDES), given)
@@ -608,7 +608,7 @@ def test_model_weighs_trip_counts_and_uniform_bounds():
 
 
 def _fake_result(rows, cut_ns, cut_se, original_ns):
-    from engine.ablation import AblationResult
+    from engine.devtools.ablation import AblationResult
 
     return AblationResult(path="x.wgsl", entry="main", stage="compute", rows=rows,
                           origin=[("x.wgsl", k) for k in range(1, 40)], cut_ns=cut_ns,
@@ -639,7 +639,7 @@ fn main(@builtin(global_invocation_id) id: vec3u) {
 
 
 def test_modeled_tag_is_never_cut_off(tmp_path):
-    from engine.ablation.flame import Node, to_svg
+    from engine.devtools.ablation.flame import Node, to_svg
 
     long = "L7 let a_very_long_statement_name = some_function(with, many, arguments);"
     kids = [Node(long, "arithmetic", v, True) for v in (3000.0, 800.0, 300.0, 120.0, 10.0)]
@@ -657,7 +657,7 @@ def test_modeled_tag_is_never_cut_off(tmp_path):
 def test_figures_are_scaled_to_the_original_and_raw_is_available():
     import dataclasses
 
-    from engine.ablation import format_table
+    from engine.devtools.ablation import format_table
 
     ins = instrument(parse(LOOPS), "main")
     n = ins.cuts

@@ -1,4 +1,4 @@
-"""tools/compare.py / engine.compare: A/B statistics of two --telemetry runs.
+"""tools/compare.py / engine.devtools.compare: A/B statistics of two --telemetry runs.
 
 Runs are written by the real telemetry path (``Telemetry.publish`` -> ``JsonLinesWriter``)
 from synthetic per-pass times, so the files have the format a sample writes and the true
@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine import compare
-from engine.export.jsonl import JsonLinesWriter
+from engine.devtools import compare
 from engine.telemetry import FrameTimings, Scope, Telemetry
+from engine.tools.export.jsonl import JsonLinesWriter
 
 ROOT = Path(__file__).resolve().parents[1]
 PASSES = ("Shadow", "Main", "Post", "HiZ", "DebugOverlay")
@@ -243,7 +243,7 @@ def test_two_real_s02_runs(tmp_path, capsys):
 
 
 def test_help_prints_every_option(capsys):
-    from engine.compare import main
+    from engine.devtools.compare import main
 
     with pytest.raises(SystemExit) as e:
         main(["--help"], prog="lantern compare")

@@ -11,7 +11,10 @@ import numpy as np
 import pytest
 
 from engine.commands import Choice, CommandError, CommandRegistry, Int, Text
-from engine.debug.console import (
+from engine.frame import FrameSettings
+from engine.hud.grid import DebugOverlay, pack_color
+from engine.hud.service import modes
+from engine.tools.console.tool import (
     KEY_BACKSPACE,
     KEY_DOWN,
     KEY_ENTER,
@@ -24,11 +27,8 @@ from engine.debug.console import (
     ConsoleTool,
     register_frame_commands,
 )
-from engine.debug.hud import modes
-from engine.debug.logtail import ERROR, WARNING, LogPanel, LogTail, install_log_tail
-from engine.debug.perf import TEXT
-from engine.frame import FrameSettings
-from engine.overlay.grid import DebugOverlay, pack_color
+from engine.tools.log.tool import ERROR, WARNING, LogPanel, LogTail, install_log_tail
+from engine.tools.perf.panel import TEXT
 
 
 class FakeFrame:
@@ -53,10 +53,10 @@ class FakeFrame:
 def registry(gpu):
     """The standard tools (HUD, profiling switch, capture) installed into a context built
     from parts, plus the frame commands against a fake frame."""
-    from engine.debug.hud import Hud
     from engine.graph import RenderGraph
-    from engine.tools.capture import CaptureTool
-    from engine.tools.profiling import ProfilingTool
+    from engine.hud.service import Hud
+    from engine.tools.capture.tool import CaptureTool
+    from engine.tools.perf.tool import ProfilingTool
     from tests.tool_fakes import make_ctx
 
     graph = RenderGraph(gpu.device, output_format="rgba8unorm-srgb", size=(64, 36))

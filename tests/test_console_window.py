@@ -21,7 +21,7 @@ DRIVER = textwrap.dedent(
     """
     import json, subprocess, sys, time
     from engine.commands import CommandRegistry, Int
-    from engine.debug.console import Console
+    from engine.tools.console.tool import Console
     from engine.gpu import create_gpu
     from engine.surfaces import WindowSurface
 

@@ -14,13 +14,13 @@ import pytest
 import wgpu
 
 from engine.devtools.known_draws import COSTS, known_draws_pass
-from engine.export.report import IMPLAUSIBLE, draws_report
-from engine.export.trace import build_trace, frame_of
 from engine.gpu import DRAW_PROFILE_FEATURES, create_gpu
 from engine.graph import RenderGraph, RenderPass
 from engine.profiling import FrameProfiler
 from engine.profiling.draws import INSIDE_FEATURE, DrawProfiler, TimedPass, draw_label
 from engine.telemetry import NameTable, encode_record
+from engine.tools.export.report import IMPLAUSIBLE, draws_report
+from engine.tools.export.trace import build_trace, frame_of
 from tests.profiling_support import Rig, wait_idle
 from tests.test_trace import _assert_nested
 
@@ -271,9 +271,9 @@ def _fake_draw_frame(index: int):
 
 
 def test_perf_table_expands_a_pass_into_its_draws():
-    from engine.debug.perf import FORM_WIDTHS, PerfOverlay
-    from engine.overlay.grid import DebugOverlay
+    from engine.hud.grid import DebugOverlay
     from engine.telemetry import Telemetry
+    from engine.tools.perf.panel import FORM_WIDTHS, PerfOverlay
 
     prof = {"gpu": True, "cpu": True, "gpu_available": True, "draws": {"inside": True}}
     tel = Telemetry({"profiling": prof})
@@ -394,8 +394,8 @@ def test_a_span_under_two_ticks_reads_below_resolution():
 def test_live_flame_puts_draws_under_their_pass(device):
     """The flame HUD mode: a record's inside-timed draws at depth 2 of the GPU lane, at their
     own times (shifted like the passes); replayed-only draws have no place there."""
-    from engine.inspect.live import ORIGIN_MARGIN_NS, FlamePanel
     from engine.telemetry import Telemetry
+    from engine.tools.flame.tool import ORIGIN_MARGIN_NS, FlamePanel
     from tests.tool_fakes import make_ctx
 
     tel = Telemetry({"gpu_clock_offset_ns": 1_000})
@@ -576,9 +576,9 @@ def test_a_stray_baseline_moves_nothing():
 def test_a_reading_that_cannot_be_true_is_never_a_number():
     """A first frame whose baseline is longer than the replay: a negative split is
     flagged, left out of the sums, and every view says n/a (implausible)."""
-    from engine.export.report import pass_summary
     from engine.profiling.draws import Draw, PassDraws
     from engine.telemetry import FrameTimings, Scope, Telemetry
+    from engine.tools.export.report import pass_summary
 
     dp = DrawProfiler(_gpu(), capacity=8)
     p = _one_draw_frame(dp, 0, 2_000_000, 600_000)
@@ -609,7 +609,7 @@ def test_a_reading_that_cannot_be_true_is_never_a_number():
 def test_opengl_backend_marks_the_figures_unreliable():
     from types import SimpleNamespace
 
-    from engine.export.report import pass_summary
+    from engine.tools.export.report import pass_summary
 
     real = _gpu()
     gl = SimpleNamespace(features=real.features, device=real.device,
@@ -667,7 +667,7 @@ def test_replays_are_spread_over_frames_and_kept_per_draw():
 def test_a_split_within_the_baseline_noise_reads_below_noise():
     """Baselines jittering 95-105 us: a draw reading +0.5 us or -4 us is noise (``<noise``,
     not a number, not implausible); -1.4 ms is beyond any noise: implausible."""
-    from engine.export.report import _draw_time
+    from engine.tools.export.report import _draw_time
 
     jitter = [95_000, 105_000, 100_000, 97_000, 103_000]
     for replay, noise, bad in [(100_500, True, False), (96_000, True, False),

@@ -1,5 +1,5 @@
-"""--dump (engine/tools/dump.py, engine/tools/buffers.py): textures and snapshots as .npy /
-.png / .exr, buffers as typed tables decoded from their WGSL struct, bad input in one line."""
+"""--dump (engine/tools/dump/): textures and snapshots as .npy / .png / .exr, buffers as typed
+tables decoded from their WGSL struct, bad input in one line."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import csv
 import numpy as np
 import pytest
 
-from engine.tools.buffers import DRAW_INDEXED_INDIRECT_WGSL, wgsl_struct_dtype
-from engine.tools.dump import range_map, write_dump
+from engine.tools.dump.buffers import DRAW_INDEXED_INDIRECT_WGSL, wgsl_struct_dtype
+from engine.tools.dump.tool import range_map, write_dump
 from tests.helpers import run_sample
 
 RUN = ("--instances", "300", "--size", "96x64", "--frames", "3")

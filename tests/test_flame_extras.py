@@ -7,9 +7,9 @@ import json
 
 import numpy as np
 
-from engine.inspect.extras import counter_segments, flow_segments
-from engine.inspect.traceload import COUNTER_ROWS, load_trace
-from engine.inspect.view import FlameView
+from engine.devtools.traces.traceload import COUNTER_ROWS, load_trace
+from engine.flamechart.extras import counter_segments, flow_segments
+from engine.flamechart.view import FlameView
 from tests.chart_support import chart_picture
 
 ROW = 16

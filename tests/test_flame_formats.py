@@ -10,8 +10,8 @@ import json
 import numpy as np
 import pytest
 
-from engine.inspect import traceload
-from engine.inspect.traceload import TraceError, _stack_depth, load_trace, nesting_depth
+from engine.devtools.traces.traceload import TraceError, _stack_depth, load_trace, nesting_depth
+from engine.devtools.traces import traceload
 
 
 def events(n: int) -> list[dict]:
@@ -189,7 +189,7 @@ def test_flows_bind_to_the_enclosing_or_next_span(tmp_path):
 
 
 def test_running_out_of_memory_is_said_so_not_invalid_json(tmp_path, monkeypatch):
-    from engine.inspect import jsonstream
+    from engine.devtools.traces import jsonstream
 
     def no_memory(region):
         raise MemoryError("Not enough memory to allocate")

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import wgpu
 
-from engine.graph import FrameContext, RenderGraph
-from engine.inspect.draw import FlameDraw
-from engine.inspect.reference import pick_reference, select_reference
-from engine.inspect.select import (
+from engine.devtools.traces.synthetic import synthetic_table
+from engine.flamechart.draw import FlameDraw
+from engine.flamechart.reference import pick_reference, select_reference
+from engine.flamechart.select import (
     ENTRIES,
     NONE,
     VIEW_BYTES,
@@ -19,9 +19,9 @@ from engine.inspect.select import (
     span_grid,
     view_uniform,
 )
-from engine.inspect.spans import NAME_MATCH, SPAN_BYTES, SpanStore, pack_spans
-from engine.inspect.synthetic import synthetic_table
-from engine.inspect.view import FlameView
+from engine.flamechart.spans import NAME_MATCH, SPAN_BYTES, SpanStore, pack_spans
+from engine.flamechart.view import FlameView
+from engine.graph import FrameContext, RenderGraph
 from engine.surfaces import OffscreenTarget
 from engine.telemetry import FrameTimings, Scope, Telemetry
 from tests.chart_support import chart_picture
@@ -277,7 +277,7 @@ def _record_timings(frame: int, t0: int) -> FrameTimings:
 
 
 def test_live_flame_appends_cpu_and_shifted_gpu_scopes(device):
-    from engine.inspect.live import ORIGIN_MARGIN_NS, FlamePanel
+    from engine.tools.flame.tool import ORIGIN_MARGIN_NS, FlamePanel
     from tests.tool_fakes import make_ctx
 
     tel = Telemetry({"gpu_clock_offset_ns": 2_000_000_000})

@@ -6,9 +6,9 @@ Format's rules for C, s and f events."""
 from __future__ import annotations
 
 from engine.culling.counters import COUNTER_NAMES, CullCounts
-from engine.export.trace import FLOW_NAME, build_trace, frame_of
 from engine.profiling.draws import Draw, PassDraws
 from engine.telemetry import FrameTimings, Scope, Telemetry
+from engine.tools.export.trace import FLOW_NAME, build_trace, frame_of
 
 
 def _draw(label, vertex, fragment):

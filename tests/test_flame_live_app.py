@@ -18,7 +18,7 @@ DRIVER = textwrap.dedent(
     """
     import json, sys
     from engine import app as engine_app
-    from engine.debug.hud import Hud
+    from engine.hud.service import Hud
     from samples.s01_lit_boxes import LitBoxes
 
     out = {}

@@ -1,4 +1,4 @@
-"""Level-of-detail summaries of the flame chart (engine/inspect/lod.py): the merge against a
+"""Level-of-detail summaries of the flame chart (engine/flamechart/lod.py): the merge against a
 plain-Python specification, the GPU selection over a level against its numpy reference span
 by span (one chunk and split), and the zoomed-out picture against the exact selection of
 every span within the one-pixel rule the level promises."""
@@ -8,11 +8,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.inspect.lod import LEVEL_SHRINK, build_levels, merge_reference
-from engine.inspect.reference import lod_select_reference, pick_reference, select_reference
-from engine.inspect.select import INST_COLLAPSED, NONE, FlameSelect, ViewParams, level_for
-from engine.inspect.spans import SPAN_BYTES, SpanStore, pack_spans
-from engine.inspect.synthetic import synthetic_table
+from engine.devtools.traces.synthetic import synthetic_table
+from engine.flamechart.lod import LEVEL_SHRINK, build_levels, merge_reference
+from engine.flamechart.reference import lod_select_reference, pick_reference, select_reference
+from engine.flamechart.select import INST_COLLAPSED, NONE, FlameSelect, ViewParams, level_for
+from engine.flamechart.spans import SPAN_BYTES, SpanStore, pack_spans
 from tests.test_flame_gpu import random_spans, run_select
 
 MIN = 64  # min_entries: levels of a small table

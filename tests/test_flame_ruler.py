@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.inspect.ruler import UNIT_NS, label_boxes, label_unit, tick_label, ticks
-from engine.inspect.traceload import build_table
-from engine.inspect.view import FlameView
+from engine.devtools.traces.traceload import build_table
+from engine.flamechart.ruler import UNIT_NS, label_boxes, label_unit, tick_label, ticks
+from engine.flamechart.view import FlameView
 from tests.chart_support import chart_picture
 
 
@@ -86,8 +86,8 @@ def test_viewer_header_and_ruler_agree_on_the_unit(unit):
     """s14's text rows for a 2 s trace at a coarse and a fine zoom: the ruler row holds the
     labels of ``label_boxes`` at their columns, the header's range is in the same unit and
     reads back the view's edges."""
-    from engine.inspect.select import NONE
-    from engine.overlay.grid import DebugOverlay
+    from engine.flamechart.select import NONE
+    from engine.hud.grid import DebugOverlay
     from samples.s14_flame import FlameViewer
 
     table = build_table([0, 0], [0, 10**9], [10**9, 2 * 10**9], [0, 0], ["a", "b"], ["L"])

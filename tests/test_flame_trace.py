@@ -9,11 +9,17 @@ import numpy as np
 import orjson
 import pytest
 
-from engine.export.jsonl import JsonLinesWriter
-from engine.export.trace import build_trace, write_trace_file
-from engine.inspect.traceload import CPU_LANE, GPU_LANE, TraceError, load_trace, nesting_depth
-from engine.inspect.view import FlameView, fmt_ns, name_stats, range_stats
+from engine.devtools.traces.traceload import (
+    CPU_LANE,
+    GPU_LANE,
+    TraceError,
+    load_trace,
+    nesting_depth,
+)
+from engine.flamechart.view import FlameView, fmt_ns, name_stats, range_stats
 from engine.telemetry import FrameTimings, Scope, Telemetry
+from engine.tools.export.jsonl import JsonLinesWriter
+from engine.tools.export.trace import build_trace, write_trace_file
 
 
 def write(tmp_path, obj, name="t.json") -> str:
@@ -307,7 +313,7 @@ def test_name_and_range_statistics():
 
 
 def test_self_times_and_per_lane_statistics():
-    from engine.inspect.view import self_times
+    from engine.flamechart.view import self_times
 
     # lane 0: A [0,100) holds B [10,40) (holding C [20,25)) and D [50,60); lane 1: A [0,70)
     start = np.array([0, 10, 20, 50, 0])
@@ -324,7 +330,7 @@ def test_self_times_and_per_lane_statistics():
 
 
 def test_non_ascii_names_get_a_visible_fallback():
-    from engine.inspect.spans import label_bytes, printable
+    from engine.flamechart.spans import label_bytes, printable
 
     assert printable("Render résumé") == "Render r<U+00E9>sum<U+00E9>"
     chars, offs = label_bytes(["a\tb", "ok"])
@@ -334,8 +340,8 @@ def test_non_ascii_names_get_a_visible_fallback():
 
 
 def test_lanes_collapse_reorder_and_size_to_what_is_in_view():
-    from engine.inspect.rows import RowIndex
-    from engine.inspect.traceload import build_table
+    from engine.devtools.traces.traceload import build_table
+    from engine.flamechart.rows import RowIndex
 
     # lane 0: a deep stack at 0..100 only; lane 1: one span everywhere
     t = build_table(
@@ -358,7 +364,7 @@ def test_lanes_collapse_reorder_and_size_to_what_is_in_view():
 
 
 def test_next_and_previous_search_match():
-    from engine.inspect.view import NONE, next_match
+    from engine.flamechart.view import NONE, next_match
 
     start = np.array([0, 10, 20, 30, 40, 50])
     m = np.array([1, 3, 4])  # matching spans, in start order
@@ -375,7 +381,7 @@ def test_search_matches_are_in_time_then_lane_order(tmp_path):
     """dns spans at 2, 12, 22 (on two threads), 32, 42 ms, written out of time order among
     other spans: matches (and N from the whole trace, and --next K) go 2, 12, 22 (tid 1),
     22 (tid 2), 32, 42."""
-    from engine.inspect.view import NONE, next_match, search_matches
+    from engine.flamechart.view import NONE, next_match, search_matches
 
     dns = [(32, 1), (2, 2), (42, 1), (22, 2), (12, 1), (22, 1)]  # (ms, tid), file order
     ev = [{"ph": "X", "name": "DNS lookup", "pid": 1, "tid": tid, "ts": ms * 1000, "dur": 500}

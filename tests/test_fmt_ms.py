@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.debug.perf import NUM_W, fmt_ms
+from engine.tools.perf.panel import NUM_W, fmt_ms
 
 VALUES = [0.0, 0.0004, 1.5, 9.9995, 999.9996, 9999.9994, 9999.9996, 10000.0, 99999.5,
           12345678.4, 99999999.4, 99999999.6, 1e12, -2.5, -9999.9996, -1e12, 1e300]  # fmt: skip

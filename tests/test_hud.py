@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 import wgpu
 
-from engine.overlay.debug_overlay import DebugOverlayPass, auto_hud_scale, grid_for
-from engine.overlay.grid import DebugOverlay, font_atlas
+from engine.hud.debug_overlay import DebugOverlayPass, auto_hud_scale, grid_for
+from engine.hud.grid import DebugOverlay, font_atlas
 from tests.helpers import run_sample
 from tests.hud_fakes import FAKE_COUNTS, FAKE_PASSES, FakeStream, fake_frame
 from tests.tool_fakes import make_ctx
@@ -258,7 +258,7 @@ def test_hud_scale_and_grid_from_size():
 
 # -- perf table ----------------------------------------------------------------------------------
 def test_perf_table_means_and_na():
-    from engine.debug.perf import PerfOverlay
+    from engine.tools.perf.panel import PerfOverlay
 
     stream = FakeStream()
     stream.advance(100)
@@ -282,8 +282,8 @@ def test_perf_table_means_and_na():
     assert len(dots) == 1
     # each number coloured on its own: Post's GPU 6.25 ms (> 5) red while its CPU 0.045 ms
     # (< 0.1) is dimmed and its name stays plain; Shadow's 0.112 / 0.834 plain
-    from engine.debug.perf import DIM, HOT, NAME_W, NUM_W, TEXT
-    from engine.overlay.grid import unpack_color
+    from engine.hud.grid import unpack_color
+    from engine.tools.perf.panel import DIM, HOT, NAME_W, NUM_W, TEXT
 
     cpu_col, gpu_col = 1 + NAME_W + NUM_W - 1, 1 + NAME_W + 2 * NUM_W  # last digit of each
 
@@ -306,7 +306,7 @@ def test_perf_table_means_and_na():
 
 
 def test_perf_refreshes_at_readable_rate():
-    from engine.debug.perf import PerfOverlay
+    from engine.tools.perf.panel import PerfOverlay
 
     stream, perf = FakeStream(), PerfOverlay(refresh_hz=4.0)
     refreshes = []
@@ -353,7 +353,7 @@ def _scene_graph(device, fmt, size, clear_value=SCENE_CLEAR):
 def make_hud(gpu, mode, *, size=HUD_SIZE, hud_scale=None, cull=FAKE_COUNTS, **kw):
     """A HUD on a graph of empty passes fed by a ``FakeStream``; ``kw``: ``clear_value``
     (the scene colour), ``window`` (a window run), ``gpu_available``, ``clock``."""
-    from engine.debug.hud import Hud
+    from engine.hud.service import Hud
 
     fmt = "rgba8unorm-srgb"
     graph = _scene_graph(gpu.device, fmt, size, kw.get("clear_value", SCENE_CLEAR))
@@ -498,7 +498,7 @@ def test_text_reads_over_a_white_wall(gpu):
 
 
 def test_off_mode_hint_for_three_seconds(gpu):
-    from engine.debug.hud import HINT
+    from engine.hud.service import HINT
 
     def at(hud, t):
         hud.update(SimpleNamespace(size=HUD_SIZE, time=t))
@@ -527,10 +527,10 @@ def test_off_mode_hint_is_drawn_top_right(gpu):
 
 def test_panel_forms_stay_inside_their_boxes():
     """Each form of each panel draws exactly inside the size it reports (never past it)."""
-    from engine.debug.cull_panel import CullPanel
-    from engine.debug.perf import PerfPanel
-    from engine.debug.timeline import TimelinePanel
-    from engine.overlay.panel import HudData
+    from engine.hud.panel import HudData
+    from engine.tools.cull.panel import CullPanel
+    from engine.tools.perf.panel import PerfPanel
+    from engine.tools.perf.timeline import TimelinePanel
 
     stream = FakeStream()
     stream.advance(70)
@@ -561,8 +561,8 @@ def test_modes_follow_the_registered_panels():
     """The F1 cycle, ``--overlay``'s choices and each mode's panels all come from the one
     panel list: a panel registered with a new mode adds it (before ``all``)."""
     from engine.cli import build_parser
-    from engine.debug.panels import PANELS, mode_names, mode_panels
-    from engine.overlay.panel import Panel
+    from engine.hud.panel import Panel
+    from engine.hud.panels import PANELS, mode_names, mode_panels
 
     assert mode_names() == (
         "off",
@@ -640,8 +640,8 @@ def test_s03_hud_keeps_clear_of_the_gallery(tmp_path):
 def test_console_opens_over_any_mode_and_log_mode_shows_the_tail(gpu):
     import logging
 
-    from engine.debug.console import ConsoleTool
-    from engine.debug.logtail import LogHudPanel, LogTailTool
+    from engine.tools.console.tool import ConsoleTool
+    from engine.tools.log.tool import LogHudPanel, LogTailTool
 
     hud, _ = make_hud(gpu, "off", size=(640, 360))
     tail = hud.ctx.install(LogTailTool()).tail
@@ -676,8 +676,8 @@ def test_console_opens_over_any_mode_and_log_mode_shows_the_tail(gpu):
 def test_perf_note_fits_the_narrowest_table_and_names_the_switch(profiling):
     # profiling switched off from the console left "no timings: run with --gpu-profil", cut
     # at the 35-cell table's edge and pointing at a flag the running process cannot take
-    from engine.debug.perf import FORM_WIDTHS, PerfOverlay
     from engine.telemetry import Telemetry
+    from engine.tools.perf.panel import FORM_WIDTHS, PerfOverlay
 
     tel = Telemetry({} if profiling is None else {"profiling": profiling})
     perf = PerfOverlay()

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from engine.debug.layout import (
+from engine.hud.layout import (
     PanelSpec,
     form_candidates,
     free_regions,

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import wgpu
 
-from engine.overlay.debug_overlay import DebugOverlayPass, srgb_decode_table
-from engine.overlay.grid import DebugOverlay, occupied_rects
+from engine.hud.debug_overlay import DebugOverlayPass, srgb_decode_table
+from engine.hud.grid import DebugOverlay, occupied_rects
 from tests.test_hud import render, run_hud
 
 CLEAR = (0.0, 1.0, 0.0, 1.0)  # pure green: never a HUD colour below

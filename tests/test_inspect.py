@@ -1,4 +1,4 @@
-"""The resource viewer (engine/tools/inspector.py): the GPU reduction against numpy on the
+"""The resource viewer (engine/tools/inspector/tool.py): the GPU reduction against numpy on the
 read-back texture, snapshots after a pass, NaN/Inf counts, bad input, nothing when off."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import wgpu
 
-from engine.passes.inspect import BINS, TextureReduction, TextureStats, reference_stats
 from engine.passes.resources import DEPTH, HDR, PYRAMID
 from engine.settings import FrameSettings
-from engine.tools.dump import read_texture
-from engine.tools.inspector import InspectorTool
+from engine.tools.dump.tool import read_texture
+from engine.tools.inspector.passes import BINS, TextureReduction, TextureStats, reference_stats
+from engine.tools.inspector.tool import InspectorTool
 from tests.frame_harness import Harness
 from tests.test_views import CAMERA, SIZE, Inject, ground_scene
 from tests.tool_fakes import make_ctx
@@ -137,8 +137,8 @@ def test_a_knob_that_starves_the_inspected_texture_turns_the_viewer_off(gpu, cap
 def check_panel(tool, s, texel):
     """The HUD's inspect panel: the probed texel's position, then each of its channels
     (to the digits the row holds, at least 3), all inside the panel's width."""
-    from engine.debug.inspect_panel import InspectPanel, W
-    from engine.overlay.grid import DebugOverlay
+    from engine.hud.grid import DebugOverlay
+    from engine.tools.inspector.panel import InspectPanel, W
 
     ov = DebugOverlay(120, 30)
     assert tool.latest() is s  # the panel draws the newest figures

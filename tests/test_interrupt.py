@@ -87,8 +87,8 @@ def test_sigterm_during_a_capture_prints_the_reports_and_writes_the_trace(tmp_pa
 
 
 def test_a_run_ended_before_any_frame_finished_says_so_for_each_clock():
-    from engine.export.report import shutdown_report
     from engine.telemetry import Telemetry
+    from engine.tools.export.report import shutdown_report
 
     prof = {"gpu": True, "gpu_available": True, "cpu": True, "capacity": 64}
     lines = shutdown_report(Telemetry({"profiling": prof})).splitlines()

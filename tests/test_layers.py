@@ -24,10 +24,10 @@ LAYERS = (
               "shader_registry", "safe_write", "math3d", "interrupt", "progress",
               "pass_descriptors")),
     ("core", ("graph", "loop", "telemetry", "commands", "profiling.sink")),
-    ("producers", ("profiling", "scene", "culling", "passes", "overlay")),
-    ("frame", ("frame", "settings")),
-    ("tools", ("tool", "tools", "debug", "portal", "inspect", "export", "ablation",
-               "reload", "reload_cost", "compare")),
+    ("producers", ("profiling", "scene", "culling", "passes", "flamechart")),
+    ("frame", ("frame", "settings", "knobs")),
+    ("services", ("hud",)),
+    ("tools", ("tool", "tools")),
     ("app", ("app", "cli", "devtools")),
 )  # fmt: skip
 
@@ -105,7 +105,7 @@ def test_the_check_catches_an_upward_import(tmp_path):
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .app import App\n"
     )
     assert violations(tmp_path) == [
-        "engine.graph (core) imports engine.debug.hud (tools)",
+        "engine.graph (core) imports engine.hud.service (tools)",
         "engine.graph (core) imports engine.app (app)",
     ]
 

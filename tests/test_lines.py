@@ -1,4 +1,4 @@
-"""Debug lines (engine/passes/debug_lines.py, engine/tools/lines.py): segments land on the
+"""Debug lines (engine/tools/lines/passes.py, engine/tools/lines/tool.py): segments land on the
 pixels numpy projects them to, the depth test hides what is behind, batches last as long as
 asked, and the frozen camera's culled spheres agree with the GPU culler's counters."""
 
@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.passes.debug_lines import DebugLines, box_corners
 from engine.scene.camera import Camera
 from engine.settings import FrameSettings
-from engine.tools.lines import LinesTool
+from engine.tools.lines.passes import DebugLines, box_corners
+from engine.tools.lines.tool import LinesTool
 from tests.frame_harness import Harness, random_scene
 from tests.test_views import CAMERA, SIZE, ground_scene
 from tests.tool_fakes import make_ctx

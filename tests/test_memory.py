@@ -1,4 +1,4 @@
-"""The texture table (engine/tools/memory.py) against the resources the graph reports and
+"""The texture table (engine/tools/memory/tool.py) against the resources the graph reports and
 bytes computed by hand; a resize and a shadow-size change leave no old target behind."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import wgpu
 
 from engine.passes.resources import DEPTH, HDR
 from engine.settings import FrameSettings
-from engine.tools.memory import MemoryTool, scan, totals
+from engine.tools.memory.tool import MemoryTool, scan, totals
 from tests.frame_harness import Harness
 from tests.test_views import CAMERA, SIZE, ground_scene
 from tests.tool_fakes import make_ctx
@@ -111,8 +111,8 @@ def test_the_session_fact_follows_a_resize(gpu):
 def test_hud_panel_shows_every_count_within_its_width(gpu):
     """The memory panel's object counts (thousands of views and bind groups: longer than
     one panel row) are drawn on two rows inside the panel, each count whole."""
-    from engine.debug.memory_panel import MemoryPanel, W
-    from engine.overlay.grid import DebugOverlay
+    from engine.hud.grid import DebugOverlay
+    from engine.tools.memory.panel import MemoryPanel, W
 
     h = Harness(gpu, ground_scene(), SIZE)
     ctx = make_ctx(gpu, h.graph)
@@ -134,7 +134,7 @@ def test_hud_panel_shows_every_count_within_its_width(gpu):
 
 
 def test_texel_sizes_of_plain_packed_and_unknown_formats(gpu):
-    from engine.tools.memory import describe, texel_bytes
+    from engine.tools.memory.tool import describe, texel_bytes
 
     want = {"rg32uint": 8, "r16sint": 2, "bgra8unorm-srgb": 4, "rgba32float": 16,
             "rg11b10ufloat": 4, "depth32float-stencil8": 5, "bc1-rgba-unorm": None}  # fmt: skip

@@ -15,8 +15,9 @@ import pytest
 
 from engine.cli import build_parser
 from engine.commands import CommandRegistry
-from engine.debug.logtail import LogTail
-from engine.portal import (
+from engine.telemetry import NameTable, ProfilingInfo, Telemetry, encode_record
+from engine.tools.log.tool import LogTail
+from engine.tools.portal import (
     DEFAULT_PORT,
     Portal,
     PortalError,
@@ -25,8 +26,7 @@ from engine.portal import (
     protocol,
     server,
 )
-from engine.portal.protocol import Client
-from engine.telemetry import NameTable, ProfilingInfo, Telemetry, encode_record
+from engine.tools.portal.protocol import Client
 from tests.portal_support import (
     PASSES,
     FramePump,
@@ -590,7 +590,7 @@ def test_host_without_a_portal_is_one_line(monkeypatch):
 
 
 def test_non_loopback_host_is_a_warning(monkeypatch, caplog, capsys):
-    import engine.portal as portal_pkg
+    import engine.tools.portal as portal_pkg
 
     monkeypatch.delenv("LANTERN_PORTAL", raising=False)
     monkeypatch.setattr(portal_pkg, "is_loopback", lambda host: False)  # stays on loopback

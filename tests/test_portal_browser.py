@@ -21,10 +21,10 @@ import orjson
 import pytest
 
 from engine.culling.counters import COUNTER_NAMES
-from engine.debug.logtail import LogTail
-from engine.portal import Portal
 from engine.telemetry import Telemetry
-from engine.tools.profiling import ProfilingTool
+from engine.tools.log.tool import LogTail
+from engine.tools.perf.tool import ProfilingTool
+from engine.tools.portal import Portal
 from tests.helpers import ROOT
 from tests.portal_support import CPU_ONLY, PASSES, FramePump
 from tests.tool_fakes import make_ctx

@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 from PIL import Image
 
-import engine.tools.capture as capture_module
+import engine.tools.capture.tool as capture_module
 from engine.commands import CommandRegistry
-from engine.debug.console import register_frame_commands
-from engine.portal import Portal, server
 from engine.safe_write import PNG_SIGNATURE, UnsafeWrite, png_target, save_png
 from engine.telemetry import Telemetry
-from engine.tools.capture import CaptureTool
+from engine.tools.capture.tool import CaptureTool
+from engine.tools.console.tool import register_frame_commands
+from engine.tools.portal import Portal, server
 from tests.helpers import ROOT
 from tests.portal_support import FramePump, post_command
 from tests.tool_fakes import make_ctx

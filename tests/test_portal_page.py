@@ -13,9 +13,9 @@ import numpy as np
 import orjson
 import pytest
 
-from engine.portal import Portal, protocol
 from engine.telemetry import Telemetry
-from engine.tools.profiling import ProfilingTool
+from engine.tools.perf.tool import ProfilingTool
+from engine.tools.portal import Portal, protocol
 from tests.portal_support import PASSES, FramePump, SseReader
 from tests.test_portal_browser import OUT, browser, wait_for  # noqa: F401 - the fixture
 from tests.tool_fakes import make_ctx
@@ -23,7 +23,7 @@ from tests.tool_fakes import make_ctx
 CAMERA = "0,2,10:0,1,0:60"
 SESSION = {"adapter": "synthetic adapter", "sample": "page-test", "settings": {"camera": CAMERA}}
 MIB = 2**20
-# the memory tool's session fact (engine/tools/memory.py MemoryTool.fact), as a run sends it
+# the memory tool's session fact (engine/tools/memory/tool.py MemoryTool.fact), as a run sends it
 GPU_MEMORY = {
     "budget": 64 * MIB,
     "totals": {"targets": 40 * MIB, "storage": 2 * MIB, "uniform": 4096, "total": 42 * MIB + 4096},

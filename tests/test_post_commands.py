@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from engine.commands import CommandRegistry
-from engine.debug.post_commands import register_post_commands
+from engine.knobs import register_post_commands
 from engine.settings import FrameSettings
 
 

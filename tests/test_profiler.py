@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 import wgpu
 
-from engine.export.report import timeline
 from engine.graph import ComputePass, TransferPass
 from engine.profiling import FrameProfiler, GpuProfiler
 from engine.profiling.gpu import _Recording
 from engine.telemetry import Scope
+from engine.tools.export.report import timeline
 from tests.profiling_support import (
     Rig,
     compute_graph,

@@ -1,4 +1,4 @@
-"""Hot reload (engine/reload.py, engine/shader_registry.py) against a real file watcher.
+"""Hot reload (engine/tools/reload/watch.py, engine/shader_registry.py) against a real file watcher.
 
 s02 runs in-process on a temporary copy of its shader; edits are real file writes that the
 ``watchfiles`` watcher reports; frames are stepped until the tool has handled each one (the
@@ -20,14 +20,16 @@ import numpy as np
 import pytest
 import wgpu
 
+import engine
+
 from engine.commands import CommandRegistry
 from engine.graph import RenderGraph
 from engine.loop import FrameLoop
-from engine.reload import HotReload
 from engine.shader_registry import ShaderRegistry, expand, parse_error, set_shader_registry
 from engine.shaders import SHADER_DIR
 from engine.surfaces import OffscreenTarget
 from engine.tool import ToolContext
+from engine.tools.reload.watch import HotReload
 from samples.s02_custom_pass import CustomPass, _work_pipelines, work_bind_groups
 
 SIZE = (16, 8)
@@ -302,6 +304,8 @@ def test_every_pipeline_of_s13_the_hud_and_the_flame_chart_reloads(tmp_path, mon
     from samples.s13_city import City
 
     shutil.copytree(SHADER_DIR, tmp_path / "shaders")
+    for f in Path(engine.__file__).parent.rglob("*.wgsl"):  # the tool packages' own WGSL
+        shutil.copy(f, tmp_path / "shaders" / f.name)
     monkeypatch.setenv("LANTERN_SHADER_DIR", str(tmp_path / "shaders"))
     uncaught = UncaughtErrors(monkeypatch)
     seen = {}
@@ -338,10 +342,10 @@ def test_bad_edit_shows_in_hud_console_log_within_a_frame_and_clears(tmp_path, m
     the bad edit, the HUD's bottom row, the console and the log tail (which the portal
     streams) hold ``file:line:col: message``; the fix clears the HUD row."""
     from engine import app as app_module
-    from engine.debug.console import ConsoleTool
-    from engine.debug.hud import Hud
-    from engine.debug.logtail import LogTailTool
-    from engine.reload import HotReload
+    from engine.hud.service import Hud
+    from engine.tools.console.tool import ConsoleTool
+    from engine.tools.log.tool import LogTailTool
+    from engine.tools.reload.watch import HotReload
     from samples.s02_custom_pass import CustomPass
 
     shutil.copy(SHADER_DIR / "s02_work.wgsl", tmp_path / "s02_work.wgsl")

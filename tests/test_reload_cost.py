@@ -1,4 +1,4 @@
-"""The cost change of a reload (engine/reload_cost.py CostTracker) and --baseline."""
+"""The cost change of a reload (engine/tools/reload/cost.py CostTracker) and --baseline."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 from test_reload import S02Run, UncaughtErrors
 
-from engine.compare import warmup_frames
-from engine.debug.perf import NOTE_W, PerfOverlay
-from engine.export.jsonl import JsonLinesWriter
-from engine.overlay.grid import DebugOverlay
+from engine.devtools.compare import warmup_frames
+from engine.hud.grid import DebugOverlay
 from engine.profiling import FrameProfiler
-from engine.reload_cost import SETTLE_FRAMES, BaselineCompare, CostTracker
 from engine.shaders import SHADER_DIR
 from engine.telemetry import FrameTimings, Scope, Telemetry
+from engine.tools.export.jsonl import JsonLinesWriter
+from engine.tools.perf.panel import NOTE_W, PerfOverlay
+from engine.tools.reload.cost import SETTLE_FRAMES, BaselineCompare, CostTracker
 
 LOOP = "for (var i = 0u; i < params.iterations; i++) {"
 LOOP_X4 = "for (var i = 0u; i < 4u * params.iterations; i++) {"

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from engine.export.trace import build_trace, write_trace_file
 from engine.telemetry import FrameTimings, Scope, Telemetry
+from engine.tools.export.trace import build_trace, write_trace_file
 from tests.helpers import run_sample
 
 

@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from engine.inspect.synthetic import NAMES
+from engine.devtools.traces.synthetic import NAMES
 from tests.helpers import ROOT
 from tests.test_window import _env, display  # noqa: F401 - the Xvfb fixture
 

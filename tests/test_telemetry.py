@@ -11,10 +11,10 @@ import logging
 import numpy as np
 import pytest
 
-from engine.export.jsonl import JsonLinesWriter
-from engine.export.trace import frame_of as _frame
 from engine.telemetry import WINDOW, FrameTimings, Scope, Session, Telemetry
 from engine.telemetry.stats import HITCH_HOLD_S
+from engine.tools.export.jsonl import JsonLinesWriter
+from engine.tools.export.trace import frame_of as _frame
 from tests.helpers import run_sample
 
 

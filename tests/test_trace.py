@@ -10,10 +10,10 @@ from collections import defaultdict
 import numpy as np
 from PIL import Image
 
-from engine.export.trace import _lanes, build_trace, write_trace_file
-from engine.export.trace import frame_of as _frame
 from engine.profiling import FrameProfiler
 from engine.telemetry import FrameTimings, Scope, Telemetry
+from engine.tools.export.trace import _lanes, build_trace, write_trace_file
+from engine.tools.export.trace import frame_of as _frame
 from tests.helpers import run_sample
 from tests.profiling_support import Rig, compute_graph, work_pass
 

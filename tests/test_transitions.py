@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.export.report import timeline
 from engine.graph import TransferPass
 from engine.profiling import FrameProfiler
 from engine.profiling.gpu import GpuProfiler, _Recording
 from engine.telemetry import FrameTimings, NameTable, Scope, Telemetry, encode_record
+from engine.tools.export.report import timeline
 from tests.profiling_support import Rig, compute_graph, work_pass
 
 
@@ -81,7 +81,7 @@ def test_sparse_frames_time_passes_both_ways_on_the_device(gpu):
 
 
 def test_report_jsonl_and_hud_show_the_transition():
-    from engine.debug.perf import TRANSITION, PerfOverlay
+    from engine.tools.perf.panel import TRANSITION, PerfOverlay
 
     hiz = Scope("HiZ", 1_000_000, 1_066_000)
     post = Scope("Post", 1_070_000, 1_170_000)
@@ -119,7 +119,7 @@ def test_report_jsonl_and_hud_show_the_transition():
 def test_a_transition_that_cannot_be_part_of_its_pass_is_not_a_number():
     """lavapipe, whose compute timestamps stop waiting once a device has rendered, reads a
     2.4 ms transition before a 0.165 ms pass: never printed as a split of that pass."""
-    from engine.debug.perf import TRANSITION, PerfOverlay
+    from engine.tools.perf.panel import TRANSITION, PerfOverlay
 
     cull = Scope("Cull.Early", 0, 165_000)
     for t in (2_408_000.0, -5_000.0):

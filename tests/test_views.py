@@ -1,4 +1,4 @@
-"""Debug views (engine/passes/view.py, engine/tools/views.py) against independent references:
+"""Debug views (engine/tools/views/) against independent references:
 the projection maths and ray-plane intersection in numpy, the pyramid and HDR target read
 back, hand-placed NaN/Inf/negative texels; the view off adds nothing to the frame."""
 
@@ -12,13 +12,13 @@ import wgpu
 
 from engine.graph import RenderPass
 from engine.passes.resources import DEPTH, HDR, HDR_FORMAT
-from engine.passes.view import EV_RANGE, depth_grey, hiz_texel, linear_depth, ramp
 from engine.scene.camera import Camera
 from engine.scene.meshes import box, plane
 from engine.scene.scene import Mesh, Scene
 from engine.settings import FrameSettings
-from engine.tools.dump import read_texture
-from engine.tools.views import ViewTool
+from engine.tools.dump.tool import read_texture
+from engine.tools.views.passes import EV_RANGE, depth_grey, hiz_texel, linear_depth, ramp
+from engine.tools.views.tool import ViewTool
 from tests.frame_harness import Harness, random_scene
 from tests.tool_fakes import make_ctx
 
@@ -280,7 +280,7 @@ def test_view_on_a_sample_without_the_standard_frame(gpu):
 
 
 def test_view_option_parses_names_and_levels():
-    from engine.passes.view import parse_view
+    from engine.tools.views.passes import parse_view
 
     assert parse_view("hiz:3") == ("hiz", 3)
     assert parse_view("nan") == ("nan", None)
@@ -304,8 +304,8 @@ def test_ids_and_lod_views_against_the_reference_lod_selection(gpu):
     colour is the LOD ``engine.culling.reference.select_lod`` picks for that instance."""
     from engine.culling.reference import select_lod
     from engine.passes.resources import VIEW_IDS
-    from engine.passes.view import LOD_COLOURS, id_colour
-    from engine.tools.lines import cull_view
+    from engine.tools.lines.tool import cull_view
+    from engine.tools.views.passes import LOD_COLOURS, id_colour
 
     scene = random_scene(60, seed=4)
     v = Viewed(gpu, scene, FrameSettings(taa=False, bloom=False, lod_base_px=300.0))
@@ -411,7 +411,7 @@ def test_cost_heatmap_sums_each_draws_ns_per_fragment(gpu):
     batch's ns; the weights come from Main.Early/Main.Late's draws (time / fragments)."""
     from engine.passes.resources import VIEW_OVERDRAW
     from engine.profiling.draws import Draw, PassDraws
-    from engine.tools.views import cost_weights
+    from engine.tools.views.tool import cost_weights
 
     scene, placed = squares_scene()
     scene = Scene(
@@ -571,8 +571,8 @@ def test_view_option_errors_exit_2_in_one_line(tmp_path):
 
 def test_the_portal_switches_views_through_the_command(gpu, ground):
     """The page's command line runs the same ``view`` command (between frames)."""
-    from engine.portal import Portal
     from engine.telemetry import Telemetry
+    from engine.tools.portal import Portal
     from tests.portal_support import FramePump, post_command
 
     tel = Telemetry()

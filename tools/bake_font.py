@@ -1,6 +1,6 @@
-"""Bake the HUD font: Press Start 2P at 8 px, monochrome, into engine/overlay/font8x8.py.
+"""Bake the HUD font: Press Start 2P at 8 px, monochrome, into engine/hud/font8x8.py.
 
-    python tools/bake_font.py            # rewrite engine/overlay/font8x8.py
+    python tools/bake_font.py            # rewrite engine/hud/font8x8.py
     python tools/bake_font.py --check    # exit 0 only if the committed atlas equals a fresh bake
 
 The atlas is 128x64 pixels: the 95 printable ASCII characters 32..126, 16 columns x 6 rows of
@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "engine" / "overlay" / "font8x8.py"
+OUT = ROOT / "engine" / "hud" / "font8x8.py"
 ATLAS_W, ATLAS_H, CELL, COLS = 128, 64, 8, 16
 FIRST, LAST = 32, 126
 COMMAND = "python tools/bake_font.py"
@@ -71,7 +71,7 @@ def bake(ttf: Path) -> np.ndarray:
 
 
 def module_text(atlas: np.ndarray, meta: dict) -> str:
-    """The source of ``engine/overlay/font8x8.py`` for ``atlas``."""
+    """The source of ``engine/hud/font8x8.py`` for ``atlas``."""
     packed = np.packbits(atlas, axis=1)  # (64, 16)
     lines = "\n".join(f'    "{row.tobytes().hex()}"' for row in packed)
     return (

@@ -3,7 +3,7 @@ Mann-Whitney p-value, what differs between the sessions, and a CI gate (--fail-a
 
     python tools/compare.py A.jsonl B.jsonl [--fail-above PCT] [--html X.html] [--png X.png]
 
-The statistics live in engine/compare.py (``main(argv) -> int``).
+The statistics live in engine/devtools/compare.py (``main(argv) -> int``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.compare import main  # noqa: E402
+from engine.devtools.compare import main  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:], prog="tools/compare.py"))

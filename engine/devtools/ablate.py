@@ -103,8 +103,8 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
         check_output_path(parser, "--flame", args.flame, suffix)
     if not Path(args.shader).is_file():
         return fail(prog, f"{args.shader}: no such file; give a .wgsl file")
-    from engine.ablation import AblationError, ablate, format_table
-    from engine.ablation.flame import result_tree, write_flame
+    from engine.devtools.ablation import AblationError, ablate, format_table
+    from engine.devtools.ablation.flame import result_tree, write_flame
     from engine.gpu import GpuError, create_gpu
 
     try:

@@ -2,7 +2,7 @@
 
     lantern ablate SHADER.wgsl --entry NAME ...   WGSL statement cost (engine/devtools/ablate.py)
     lantern bench [SECTION] [--quick]             benchmarks that print figures
-    lantern compare ...                           compare two runs (engine/compare.py)
+    lantern compare ...                           compare two runs (engine/devtools/compare.py)
     lantern inspect [FILE] ...                    the frame inspector (python -m samples.s14)
 
 Each subcommand is a row of :data:`COMMANDS`: a module with ``main(argv, prog) -> int``. A
@@ -18,7 +18,7 @@ import sys
 COMMANDS: dict[str, tuple[str, str]] = {
     "ablate": ("engine.devtools.ablate", "WGSL statement cost by ablation"),
     "bench": ("engine.devtools.bench", "benchmarks: print figures, never pass or fail"),
-    "compare": ("engine.compare", "compare two runs' telemetry"),
+    "compare": ("engine.devtools.compare", "compare two runs' telemetry"),
     "inspect": ("engine.devtools.inspect", "the frame inspector: flame chart of a trace"),
 }
 

@@ -170,3 +170,12 @@ def clear_output(ctx) -> dict:
         "store_op": "store",
     }
     return {"color_attachments": [color]}
+
+
+def frame_resources(graph) -> FrameResources | None:
+    """The standard frame's ``FrameResources`` in ``graph`` (through its passes), or None."""
+    for p in graph.passes:
+        res = getattr(p, "res", None)
+        if isinstance(res, FrameResources):
+            return res
+    return None

@@ -1,7 +1,7 @@
 """Ablation truthfulness: known-answer shaders (``ablate_truth.wgsl``) measured by
-``engine.ablation.ablate``; prints the measured ratios next to the true ones (4:1 pair, compute
-and fragment; 1:2:4:8 ladder in one loop body), the instrumentation overhead, and where a
-heavy ``let`` used only by a later store is billed with and without the keep-alive checksum,
+``engine.devtools.ablation.ablate``; prints the measured ratios next to the true ones (4:1 pair,
+compute and fragment; 1:2:4:8 ladder in one loop body), the instrumentation overhead, and where
+a heavy ``let`` used only by a later store is billed with and without the keep-alive checksum,
 and a 1:3:9 ladder's absolute figures: scaled (what the table shows), raw, and the
 uninstrumented shader's time."""
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from engine.ablation import ablate
+from engine.devtools.ablation import ablate
 from engine.resources import shader_path
 
 SHADER = Path(__file__).resolve().parent / "ablate_truth.wgsl"

@@ -7,7 +7,7 @@
    separate run); bytes per span kept.
 2. Load: 1M and 10M synthetic spans as a columnar table (generation and sort) and the
    upload to the GPU: seconds, table bytes per span, peak memory (tracemalloc).
-   Then the level-of-detail levels (engine/inspect/lod.py): build time, peak memory,
+   Then the level-of-detail levels (engine/flamechart/lod.py): build time, peak memory,
    each level's bucket and entries, GPU bytes per span they add.
 3. GPU: the ``Flame.Select`` compute pass and the ``Flame`` draw at 2560x1440 while the view
    pans and zooms from everything to 1/1000 of it and back (timestamp queries on both
@@ -46,12 +46,12 @@ import numpy as np
 import orjson
 import wgpu
 
+from engine.devtools.traces.synthetic import synthetic_table
+from engine.devtools.traces.traceload import SpanTable, load_trace
+from engine.flamechart.chart import FlameChart
+from engine.flamechart.lod import LOD_BYTES, build_levels
+from engine.flamechart.view import FlameView
 from engine.graph import FrameContext, RenderGraph
-from engine.inspect.chart import FlameChart
-from engine.inspect.lod import LOD_BYTES, build_levels
-from engine.inspect.synthetic import synthetic_table
-from engine.inspect.traceload import SpanTable, load_trace
-from engine.inspect.view import FlameView
 from engine.surfaces import OffscreenTarget
 
 FMT = "rgba8unorm-srgb"
@@ -199,7 +199,7 @@ def write_chrome_json_chunked(path: Path, n: int) -> int:
 
 _LOAD_CHILD = """
 import sys, time
-from engine.inspect.traceload import load_trace
+from engine.devtools.traces.traceload import load_trace
 def rss():  # VmHWM: this process's peak (ru_maxrss would start at the parent's at fork)
     for line in open("/proc/self/status"):
         if line.startswith("VmHWM:"):

@@ -20,8 +20,8 @@ import wgpu
 
 from engine.commands import CommandRegistry
 from engine.culling.counters import CullCounts
-from engine.debug.hud import Hud
 from engine.graph import FrameContext, RenderGraph, RenderPass
+from engine.hud.service import Hud
 from engine.telemetry import FrameTimings, Scope, Telemetry
 from engine.tool import ToolContext
 

@@ -26,8 +26,8 @@ import time
 
 import numpy as np
 
-from engine.portal import Portal
 from engine.telemetry import Telemetry
+from engine.tools.portal import Portal
 from tests.portal_support import FramePump, SseReader, publish_frame
 
 

@@ -44,12 +44,12 @@ import time
 import numpy as np
 import wgpu
 
-from engine.export.jsonl import JsonLinesWriter
 from engine.graph import ComputePass, RenderGraph
 from engine.loop import FrameLoop
 from engine.profiling import FrameProfiler
 from engine.readback import ReadbackRing
 from engine.telemetry import FrameTimings, Telemetry
+from engine.tools.export.jsonl import JsonLinesWriter
 from samples.s02_custom_pass import WorkPasses
 
 FORMAT = "rgba8unorm"
@@ -379,7 +379,7 @@ def _draw_truth(records) -> None:
             f"    {name:<14} {draws:3d} draws  sum/pass {a}  (sum+overhead)/pass {c}  "
             f"split/inside {b}"
         )
-    from engine.export.report import pass_summary
+    from engine.tools.export.report import pass_summary
 
     last = timed[-1]
     print(f"  per pass, frame {last.frame_index}:")

@@ -28,11 +28,11 @@ from types import SimpleNamespace
 from engine.commands import CommandRegistry
 from engine.graph import RenderGraph
 from engine.loop import FrameLoop
-from engine.reload import STEP_MS, HotReload
 from engine.shader_registry import ShaderRegistry, set_shader_registry
 from engine.shaders import SHADER_DIR
 from engine.surfaces import OffscreenTarget
 from engine.tool import ToolContext
+from engine.tools.reload.watch import STEP_MS, HotReload
 from samples.s02_custom_pass import CustomPass
 
 SIZE = (320, 180)

@@ -41,9 +41,9 @@ def _medians(loop, skip: int = 3) -> dict[str, float]:
 
 
 def _gpu_costs(gpu, frames: int) -> None:
-    from engine.passes.inspect import InspectPass, StatsReadback, TextureReduction
     from engine.passes.resources import HDR
-    from engine.passes.view import GEOMETRY_VIEWS, ViewGeometryPass, ViewPass
+    from engine.tools.inspector.passes import InspectPass, StatsReadback, TextureReduction
+    from engine.tools.views.passes import GEOMETRY_VIEWS, ViewGeometryPass, ViewPass
 
     frame, graph, target, path, loop = _setup(gpu, 10_000, profile=True, blend=True)
     geom = graph.add(ViewGeometryPass(frame.res))
@@ -79,7 +79,7 @@ def _gpu_costs(gpu, frames: int) -> None:
             line += " (goal <= +0.1 on H200)"
         print(line)
     post.enabled, view.enabled, geom.enabled = True, False, False
-    from engine.passes.view import ViewWirePass, WireArgsPass
+    from engine.tools.views.passes import ViewWirePass, WireArgsPass
 
     wargs = graph.add(WireArgsPass(frame.res))
     wire = graph.add(ViewWirePass(frame.res, wargs.args))
@@ -105,7 +105,7 @@ def _gpu_costs(gpu, frames: int) -> None:
 
 
 def _scan(gpu, n: int) -> None:
-    from engine.tools.memory import scan, totals
+    from engine.tools.memory.tool import scan, totals
 
     frame, graph, target, path, loop = _setup(gpu, n, profile=False)
     _frames(gpu, frame, graph, target, path, loop, 2, sync=True)

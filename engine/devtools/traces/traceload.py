@@ -1,0 +1,1239 @@
+"""Trace files -> a columnar span table (numpy), for the flame chart.
+
+Formats:
+
+* **Chrome Trace Event JSON** (Google, "Trace Event Format",
+  https://docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsKchNAySU): a list of
+  events or ``{"traceEvents": [...]}``, plain or gzip, read as a stream of decoded chunks
+  (``engine.devtools.traces.jsonstream``: memory stays near the spans kept, ~40 B each, plus one
+  block); an array a crashed writer left open is read up to its last whole event. Drawn:
+  complete events ``ph: "X"`` (``ts``/``dur`` in microseconds; a numeric string ``ts`` is
+  coerced, as Perfetto does) and ``B``/``E`` pairs matched per (pid, tid) as a stack; async
+  ``b``/``e`` (and legacy ``S``/``F``) pairs on a track of their own per (pid, cat, id),
+  nested as a stack there; instant events ``i``/``I``/``n``/``T`` as zero-length spans (one
+  pixel markers) on their track. Metadata ``M`` events
+  ``process_name``/``thread_name`` label the tracks, ``process_sort_index``/
+  ``thread_sort_index`` order them. Lantern's own ``--trace`` output is such a file.
+* **Lantern ``--telemetry`` JSON Lines** (``engine.telemetry.JsonLinesWriter``): a session
+  line, ``names`` lines, one ``frame`` line per record with CPU and GPU scopes in ns. GPU
+  scopes are shifted onto the CPU clock by the session's ``gpu_clock_offset_ns`` (an
+  estimate: the lane says so); without it they are left out.
+
+Every track (process/thread, or CPU main thread / GPU queue) is a *lane*; a span's *depth* is
+the number of spans of its lane open around it (nesting). Input that cannot be drawn is
+counted and reported in ``SpanTable.notes`` (one line per kind), never guessed at; a file
+that yields nothing raises ``TraceError`` with one line naming the file.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import math
+import os
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from itertools import chain, repeat
+from operator import attrgetter, itemgetter
+from pathlib import Path
+
+import msgspec
+import numpy as np
+import orjson
+
+from engine.devtools.traces.jsonstream import (
+    BLOCK,
+    GZIP_ERRORS,
+    BEvent,
+    EEvent,
+    Event,
+    EventStream,
+    StreamError,
+    XEvent,
+    gzip_size,
+    open_stream,
+)
+
+log = logging.getLogger("lantern")
+
+CPU_LANE, GPU_LANE = "CPU main thread", "GPU queue (clock offset estimated)"
+MAX_ROWS = 0xFFFF  # lanes and depths are 16-bit fields on the GPU (engine/flamechart/spans.py)
+
+
+class TraceError(ValueError):
+    """The file cannot be read as a trace; the message is one line naming it."""
+
+
+@dataclass
+class SpanTable:
+    """Spans as columns, sorted by ``start_ns`` (ties: lane, depth).
+
+    Attributes:
+        start_ns: ``int64 (n,)`` ns since ``origin_ns``.
+        dur_ns: ``int64 (n,)`` ns, >= 0.
+        lane: ``uint32 (n,)`` index into ``lanes``.
+        depth: ``uint32 (n,)`` nesting depth inside the lane (0 = outermost).
+        name_id: ``uint32 (n,)`` index into ``names``.
+        names: distinct span names. ``lanes``: lane labels, in display order.
+        origin_ns: the source clock value of ``start_ns == 0`` (ns).
+        notes: one line per kind of input that was skipped (with counts).
+        source: the file it came from ('' when generated).
+        event: ``int64 (n,)`` ordinal of the event each span came from in the file (the
+            ``B``/``b`` of a pair; -1: none), for ``event_at``; empty when generated.
+        display_unit: ``"ms"`` or ``"ns"`` (the trace's ``displayTimeUnit``).
+        chunks: ``(first event ordinal, stream offset, bytes)`` of each decoded chunk.
+        counters: ``CounterTrack`` per counter series (``C`` events), each on a lane of its
+            own after the span lanes (``COUNTER_ROWS`` rows tall).
+        flows: the flow arrows (``s``/``t``/``f`` events), or None.
+    """
+
+    start_ns: np.ndarray
+    dur_ns: np.ndarray
+    lane: np.ndarray
+    depth: np.ndarray
+    name_id: np.ndarray
+    names: list[str]
+    lanes: list[str]
+    origin_ns: int = 0
+    notes: list[str] = field(default_factory=list)
+    source: str = ""
+    event: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    display_unit: str = "ms"
+    chunks: list[tuple[int, int, int]] = field(default_factory=list)
+    counters: list[CounterTrack] = field(default_factory=list)
+    flows: Flows | None = None
+
+    def event_at(self, span: int) -> dict | None:
+        """The file's event behind ``span`` (decoded again from its chunk: its ``cat`` and
+        ``args`` are not kept in memory), or None (generated spans, JSONL)."""
+        if not self.source or len(self.event) <= span or self.event[span] < 0 or not self.chunks:
+            return None
+        ev = int(self.event[span])
+        k = max(i for i, c in enumerate(self.chunks) if c[0] <= ev)
+        first, offset, length = self.chunks[k]
+        stream, _ = open_stream(self.source)
+        with stream:
+            stream.seek(offset)
+            data = stream.read(length)
+        try:
+            events = orjson.loads(b"[" + data.lstrip(b", \t\r\n").rstrip(b", \t\r\n") + b"]")
+        except orjson.JSONDecodeError:
+            return None
+        e = events[ev - first] if ev - first < len(events) else None
+        return e if isinstance(e, dict) else None
+
+    def __len__(self) -> int:
+        return len(self.start_ns)
+
+    @property
+    def end_ns(self) -> np.ndarray:
+        return self.start_ns + self.dur_ns
+
+    def lane_depths(self) -> np.ndarray:
+        """``int64 (len(lanes),)``: rows each lane needs (max depth + 1; 0 when empty;
+        ``COUNTER_ROWS`` for a counter lane)."""
+        out = np.zeros(len(self.lanes), np.int64)
+        if len(self):
+            np.maximum.at(out, self.lane.astype(np.int64), self.depth.astype(np.int64) + 1)
+        for c in self.counters:
+            out[c.lane] = COUNTER_ROWS
+        return out
+
+
+COUNTER_ROWS = 3  # rows of a counter lane
+
+
+@dataclass
+class CounterTrack:
+    """One counter series: ``lane`` (index into ``SpanTable.lanes``), ``name`` (``"<event
+    name> <series>"``), ``t_ns`` (``int64 (k,)`` ns since the table's origin, ascending) and
+    ``value`` (``float64 (k,)``; it holds until the next sample: a step chart)."""
+
+    lane: int
+    name: str
+    t_ns: np.ndarray
+    value: np.ndarray
+
+
+@dataclass
+class Flows:
+    """Flow arrows, one row per step (``s`` -> ``t`` -> ... -> ``f`` of one flow id): ``int64
+    (k,)`` columns ``t0, lane0, depth0, t1, lane1, depth1`` (ns since the origin; lane and
+    depth of the span each end binds to: the enclosing one, or for an ``f`` without
+    ``bp: "e"`` the next one to begin on its thread)."""
+
+    t0: np.ndarray
+    lane0: np.ndarray
+    depth0: np.ndarray
+    t1: np.ndarray
+    lane1: np.ndarray
+    depth1: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.t0)
+
+
+def nesting_depth(lane: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Depth of each span in its lane: how many spans of the lane enclose it.
+
+    Spans are visited by (lane, start, longest first) with a stack of open end times; a span
+    that overlaps its predecessor without nesting is put one deeper (as Perfetto does), never
+    moved or clipped. Vectorised: the depth is the number of spans of the lane begun before
+    and not yet ended (the stack size when they nest); a lane where that puts two
+    overlapping spans in one row (improper nesting) is redone with the stack.
+    Returns ``uint32 (n,)``.
+    """
+    return _nest(np.asarray(lane, np.int64), np.asarray(start, np.int64),
+                 np.asarray(end, np.int64))[0]  # fmt: skip
+
+
+def nest_order(lane: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Indices by (lane, start, longest first). A file in time order (the usual case) needs
+    only a radix sort of the lane (its spans are then already in order within each lane,
+    checked); anything else a full ``lexsort``."""
+    return _nest_order(lane, start, end)[0]
+
+
+def _nest_order(lane, start, end) -> tuple[np.ndarray, ...]:
+    """``(nest_order, lane, start, end in that order)``."""
+    if len(lane) and int(lane.max()) < 1 << 16 and int(lane.min()) >= 0:
+        o = np.argsort(lane.astype(np.uint16), kind="stable")
+        ln, st, en = lane[o], start[o], end[o]
+        same = ln[1:] == ln[:-1]
+        back = st[1:] < st[:-1]
+        tie = (st[1:] == st[:-1]) & (en[1:] > en[:-1])  # same start: longer first
+        if not np.any(same & (back | tie)):
+            return o, ln, st, en
+    o = np.lexsort((start - end, start, lane))
+    return o, lane[o], start[o], end[o]
+
+
+def _nest(lane: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(depth uint32 (n,), nest_order)``."""
+    depth, order, _, _, _ = _nest_cols(lane, start, end)
+    out = np.zeros(len(order), np.uint32)
+    out[order] = depth
+    return out, order
+
+
+def _nest_cols(lane, start, end) -> tuple[np.ndarray, ...]:
+    """``(depth, nest_order, lane, start, end)``, all but the order in nest order."""
+    order, ln, st, en = _nest_order(lane, start, end)
+    depth = np.zeros(len(order), np.int64)
+    bounds = np.flatnonzero(np.r_[True, ln[1:] != ln[:-1], True]) if len(ln) else [0]
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        s, e = st[a:b], en[a:b]
+        # ends in start order are runs (siblings rise, nested ones fall): timsort merges them
+        d = np.arange(b - a) - np.searchsorted(np.sort(e, kind="stable"), s, side="right")
+        if not _rows_disjoint(d, s, e):
+            d = _stack_depth(s.tolist(), e.tolist())
+        depth[a:b] = d
+    return depth, order, ln, st, en
+
+
+def _rows_disjoint(d: np.ndarray, s: np.ndarray, e: np.ndarray) -> bool:
+    """No two spans of one depth overlap, and each depth > 0 has a parent open around it."""
+    if len(d) == 0:
+        return True
+    if d.min() < 0:
+        return False
+    # (depth, start) order: ``s`` ascends already, so a stable (radix) sort by depth gives it
+    o = np.argsort(d.astype(np.uint16) if d.max() < 1 << 16 else d, kind="stable")
+    same = d[o][1:] == d[o][:-1]
+    return bool(np.all(~same | (e[o][:-1] <= s[o][1:])))
+
+
+def _stack_depth(st: list, en: list) -> list:
+    stack: list[int] = []
+    out = [0] * len(st)
+    for k, s in enumerate(st):
+        while stack and stack[-1] <= s:
+            stack.pop()
+        out[k] = len(stack)
+        stack.append(en[k])
+    return out
+
+
+def build_table(
+    lane: list[int] | np.ndarray,
+    start: list[int] | np.ndarray,
+    end: list[int] | np.ndarray,
+    name_id: list[int] | np.ndarray,
+    names: list[str],
+    lanes: list[str],
+    notes: list[str] | None = None,
+    depth: np.ndarray | None = None,
+    event: np.ndarray | None = None,
+) -> SpanTable:
+    """Columns (absolute ns) -> a sorted ``SpanTable`` with depths (computed unless given)."""
+    return _build_table([lane, start, end, name_id, event], names, lanes, notes, depth)
+
+
+def _build_table(cols: list, names, lanes, notes, depth) -> SpanTable:
+    """``build_table`` of ``cols`` (lane, start, end, name_id, event or None), which it owns:
+    each column is dropped from the list, and freed, once it is no longer needed (the peak
+    memory of a large load is here)."""
+    lane, start, end = (
+        np.asarray(cols[0]),
+        np.asarray(cols[1], np.int64),
+        np.asarray(cols[2], np.int64),
+    )
+    cols[:3] = None, None, None
+    lane = lane if lane.dtype.kind == "i" else lane.astype(np.int64)
+    if depth is None:
+        # the nesting order (lane, start, longest first) is a few sorted runs by start (one
+        # per lane): a stable sort by start merges them, ties left in (lane, depth) order;
+        # the columns already gathered in nesting order are reused
+        depth, nest, ln, st, en = _nest_cols(lane, start, end)
+        del lane, start, end
+        by_start = np.argsort(st, kind="stable")
+        order = nest[by_start]
+        del nest
+        en -= st
+        dur = en[by_start]
+        del en
+        start, lane, depth = st[by_start], ln[by_start].astype(np.uint32), depth[by_start]
+        del st, ln, by_start
+    else:
+        order = np.lexsort((depth, lane, start))
+        start, dur, lane, depth = start[order], (end - start)[order], lane[order], depth[order]
+        del end
+    origin = int(start[0]) if len(start) else 0
+    start -= origin
+    name_id = np.asarray(cols[3], np.uint32)[order]
+    event = np.asarray(cols[4], np.int64)[order] if cols[4] is not None else np.zeros(0, np.int64)
+    cols[3:] = None, None
+    return SpanTable(
+        start_ns=start,
+        dur_ns=dur,
+        lane=lane.astype(np.uint32),
+        depth=np.asarray(depth, np.uint32),
+        name_id=name_id,
+        names=list(names),
+        lanes=list(lanes),
+        origin_ns=origin,
+        notes=list(notes or []),
+        event=event,
+    )
+
+
+LOAD_BYTES_PER_BYTE = 1.0  # peak memory while loading, per byte of (decompressed) trace
+LOAD_FIXED = 256 << 20  # blocks, decoded chunk, interpreter
+STREAM_BLOCK = BLOCK  # bytes read at a time (tests make it tiny)
+
+
+def load_trace(path: str | Path) -> SpanTable:
+    """Read a Chrome Trace Event JSON (plain or gzip) or Lantern telemetry JSONL file.
+
+    Raises:
+        TraceError: missing, unreadable, empty, not JSON, too large for the memory
+            available, or no span in it; the message is one line naming the file and what
+            to do.
+    """
+    p = str(path)
+    try:
+        stream, compressed = open_stream(p)
+        size = gzip_size(p) if compressed else os.path.getsize(p)
+    except OSError as e:
+        raise TraceError(f"{path}: cannot read ({e.strerror or e})") from None
+    with stream:
+        _check_memory(path, size, compressed)
+        try:
+            head = stream.read(4096)
+            stream.seek(0)
+        except (OSError, EOFError, *GZIP_ERRORS) as e:
+            raise TraceError(f"{path}: cannot read, truncated or corrupt ({e})") from None
+        if not head.strip():
+            raise TraceError(f"{path}: empty file; give a Chrome trace JSON or a --telemetry JSONL")
+        first = head.lstrip()[:200]
+        try:
+            if first.startswith(b"{") and b'"type"' in first.split(b"\n", 1)[0]:
+                table = _load_jsonl(path, stream)
+            else:
+                table = _load_chrome(path, stream)
+        except MemoryError:
+            raise TraceError(
+                f"{path}: ran out of memory loading this {_gb(size)} trace "
+                f"({_gb(_available_bytes())} available); close other programs or split it"
+            ) from None
+        except (OSError, EOFError, *GZIP_ERRORS) as e:
+            raise TraceError(f"{path}: cannot read, truncated or corrupt ({e})") from None
+    if len(table.lanes) > MAX_ROWS or (len(table) and int(table.depth.max()) >= MAX_ROWS):
+        raise TraceError(
+            f"{path}: more than {MAX_ROWS} tracks or nesting levels; the flame chart draws "
+            "at most that many (split the trace)"
+        )
+    for note in table.notes:
+        log.warning("%s: %s", path, note)
+    table.source = str(path)
+    return table
+
+
+def _available_bytes() -> int:
+    """Memory this process may still use: MemAvailable, capped by a cgroup limit."""
+    avail = 1 << 62
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                avail = int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    for f in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            lim = Path(f).read_text().strip()
+            if lim.isdigit():
+                used = Path(f.replace("max", "current").replace("limit_in_bytes", "usage_in_bytes"))
+                avail = min(avail, int(lim) - int(used.read_text().strip()))
+        except (OSError, ValueError):
+            pass
+    return avail
+
+
+def _gb(n: float) -> str:
+    return f"{n / 1e9:.1f} GB" if n >= 1e8 else f"{n / 1e6:.0f} MB"
+
+
+def _check_memory(path, size: int, compressed: bool) -> None:
+    """Refuse up front a trace whose load would not fit in the memory available."""
+    need = size * LOAD_BYTES_PER_BYTE + LOAD_FIXED
+    avail = _available_bytes()
+    if need > avail:
+        fits = max(0, (avail - LOAD_FIXED) / LOAD_BYTES_PER_BYTE)
+        what = "decompressed " if compressed else ""
+        raise TraceError(
+            f"{path}: this {what}{_gb(size)} trace needs about {_gb(need)} of memory to load "
+            f"and {_gb(avail)} is available (a trace up to {_gb(fits)} would fit); free memory "
+            "or split the trace"
+        )
+
+
+# -- Chrome Trace Event JSON ------------------------------------------------------------------
+def display_name(v) -> str:
+    """A span name as text: strings as they are; null as ``(null)``; any other JSON value
+    as compact JSON (never Python's repr)."""
+    if isinstance(v, str):
+        return v
+    if v is None:
+        return "(null)"
+    try:
+        return orjson.dumps(v, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:
+        return str(v)
+
+
+class _Names:
+    def __init__(self):
+        self.ids: dict[str, int] = {}
+
+    def __call__(self, name) -> int:
+        name = display_name(name)
+        i = self.ids.get(name)
+        if i is None:
+            i = self.ids[name] = len(self.ids)
+        return i
+
+
+def _load_chrome(path, stream) -> SpanTable:
+    reader = _ChromeReader()
+    events = EventStream(stream, STREAM_BLOCK)
+    was_on = gc.isenabled()
+    gc.disable()  # decoded chunks are millions of acyclic objects: no collections meanwhile
+    try:
+        for chunk in events:
+            reader.chunks.append((reader.ordinal, chunk.offset, chunk.length))
+            reader.feed_chunk(chunk.events)
+    except StreamError as e:
+        raise TraceError(f"{path}: {e}") from None
+    finally:
+        if was_on:
+            gc.enable()
+    info = events.info
+    unit = info.other.get("displayTimeUnit") if isinstance(info.other, dict) else None
+    table = reader.table(path, info.notes)
+    table.display_unit = unit if unit in ("ms", "ns") else "ms"
+    table.chunks = reader.chunks
+    return table
+
+
+_PLAIN = {int, float}
+_X_FIELDS = tuple(attrgetter(k) for k in ("ts", "dur", "pid", "tid", "name"))
+_KEYS = {int, str}
+ASYNC_BEGIN, ASYNC_END = ("b", "S"), ("e", "F")
+FLOWS = ("s", "t", "f")
+INSTANTS = ("i", "I", "n", "T")
+
+
+class _ChromeReader:
+    """Chrome events -> span columns, a chunk at a time; bad events counted by kind.
+
+    ``X`` events whose fields are plain (numeric ts/dur, int or string pid/tid, string
+    name: nearly all) are converted as numpy columns per chunk, and so are ``B``/``E``
+    events decoded as structs; anything else goes through ``feed`` one event at a time,
+    which validates and counts every odd value (the specification the fast paths are
+    tested against). Begins and ends of every kind are paired at the end (``_pairs``);
+    the spans are then put in file order (``_in_file_order``)."""
+
+    def __init__(self):
+        self.names = _Names()
+        self.tracks: dict[tuple, int] = {}
+        self.track_label: dict[tuple, str] = {}
+        self.cols: tuple[list, list, list, list, list] = ([], [], [], [], [])  # + event
+        self.parts: list[tuple[np.ndarray, ...]] = []  # vectorised chunks, same columns
+        self.proc_name, self.thread_name, self.proc_sort, self.thread_sort = {}, {}, {}, {}
+        # begins and ends (B/E, b/e, S/F): matched per track at the end (``match_pairs``)
+        self.be_cols: tuple[list, list, list, list, list] = ([], [], [], [], [])
+        self.be_parts: list[list[np.ndarray]] = []
+        self.be_names = _Names()  # their names (the span's is chosen when matched)
+        self.bad: Counter = Counter()
+        self.unknown: Counter = Counter()
+        self.ordinal = 0  # of the event being read
+        self.chunks: list[tuple[int, int, int]] = []
+        self.counter_cols: dict[tuple, tuple[list, list]] = {}  # (pid, name, series)
+        self.flow_steps: dict[tuple, list] = defaultdict(list)  # (cat, name, id)
+
+    def track(self, e: dict) -> int:
+        return self._track((_ident(e.get("pid", 0)), _ident(e.get("tid", 0))))
+
+    def _track(self, key: tuple, label: str | None = None) -> int:
+        t = self.tracks.get(key)
+        if t is None:
+            t = self.tracks[key] = len(self.tracks)
+            if label is not None:
+                self.track_label[key] = label
+        return t
+
+    def async_track(self, e: dict) -> int:
+        """Async events: one track per (pid, cat, id) (``id2.local``/``global`` too)."""
+        ident = e.get("id", e.get("id2"))
+        cat = e.get("cat", "")
+        pid = _ident(e.get("pid", 0))
+        key = (pid, ("async", display_name(cat), display_name(ident)))
+        return self._track(key, f"async {display_name(cat)} {display_name(ident)}")
+
+    def add(self, track: int, begin: int, end: int, name, event: int = -1) -> None:
+        lane, start, stop, nid, ev = self.cols
+        lane.append(track)
+        start.append(begin)
+        stop.append(end)
+        nid.append(self.names(name))
+        ev.append(self.ordinal if event < 0 else event)
+
+    def feed_chunk(self, events: list) -> None:
+        """One decoded chunk (orjson's objects or ``jsonstream.Event`` structs): the plain
+        ``X`` events as columns, the rest one by one in file order."""
+        base = self.ordinal
+        if events and isinstance(events[0], Event):
+            self._feed_structs(events, base)
+        else:
+            self._feed_dicts(events, base)
+        self.ordinal = base + len(events)
+        if len(self.cols[0]) >= 1 << 16:  # Python ints: ~40 B each; numpy from here on
+            self.parts.append(self._cols_part())
+        if len(self.be_cols[0]) >= 1 << 16:
+            self.be_parts.append(self._be_part())
+
+    def _feed_dicts(self, events: list, base: int) -> None:
+        try:
+            phs = list(map(dict.get, events, repeat("ph")))
+        except TypeError:  # an event that is not an object: all one by one
+            xs = []
+        else:
+            n_x = phs.count("X")
+            xs = (
+                range(len(events))
+                if n_x == len(phs)
+                else [k for k, p in enumerate(phs) if p == "X"]
+            )
+        done = self._plain_x(events, xs, base) if len(xs) else []
+        if len(done) != len(events):
+            skip = set(done)
+            for k, e in enumerate(events):
+                if k not in skip:
+                    self.ordinal = base + k
+                    self.feed(e)
+
+    def _feed_structs(self, events: list, base: int) -> None:
+        """Typed events: every ``XEvent`` is plain (msgspec checked the types), and so is
+        every ``BEvent``/``EEvent``: both as columns; other phases through ``feed`` as
+        dicts, in file order."""
+        types = list(map(type, events))
+        n_x = types.count(XEvent)
+        if n_x == len(events):
+            self._x_columns(events, range(len(events)), base)
+            return
+        kind = np.fromiter(map(id, types), np.int64, len(types))  # the class of each event
+        if n_x:
+            xs = np.flatnonzero(kind == id(XEvent))
+            self._x_columns(_take(events, xs), xs, base)
+        be = np.flatnonzero((kind == id(BEvent)) | (kind == id(EEvent)))
+        if len(be):
+            self._be_columns(_take(events, be), kind[be] == id(BEvent), be + base)
+        if n_x + len(be) < len(events):
+            for k in np.flatnonzero((kind != id(XEvent)) & (kind != id(BEvent)) &
+                                    (kind != id(EEvent))).tolist():  # fmt: skip
+                self.ordinal = base + k
+                self.feed(events[k].as_dict())
+
+    def _be_columns(self, x: list, is_begin: np.ndarray, ordinal: np.ndarray) -> None:
+        """``BEvent``s and ``EEvent``s (``is_begin`` tells which) as begin/end columns."""
+        t = np.fromiter(map(_X_FIELDS[0], x), np.float64, len(x))
+        far = ~(np.abs(t) < MAX_US)
+        if far.any():
+            self.bad["event(s) with ts or dur beyond 100 days"] += int(far.sum())
+            keep = np.flatnonzero(~far)
+            x, is_begin, ordinal, t = _take(x, keep), is_begin[keep], ordinal[keep], t[keep]
+        pid, tid, name = (list(map(_X_FIELDS[k], x)) for k in range(2, 5))
+        self.be_parts.append([
+            self._track_ids(pid, tid), np.round(t * 1000).astype(np.int64),
+            np.where(is_begin, 1, -1).astype(np.int8), _ids(name, self.be_names.ids,
+            self.be_names), np.asarray(ordinal, np.int64),
+        ])  # fmt: skip
+
+    def _plain_x(self, events: list, xs, base: int):
+        """Vectorised ``X`` events ``xs`` (indices) of a chunk of dicts: returns ``xs`` when
+        they were all plain and handled, else an empty list (they go one by one)."""
+        x = events if isinstance(xs, range) else [events[k] for k in xs]
+        ts, dur, pid, tid, name = (
+            list(map(dict.get, x, repeat(k), repeat(d)))
+            for k, d in (("ts", None), ("dur", None), ("pid", 0), ("tid", 0), ("name", "?"))
+        )
+        if not (
+            set(map(type, ts)) <= _PLAIN
+            and set(map(type, dur)) <= _PLAIN
+            and set(map(type, pid)) <= _KEYS
+            and set(map(type, tid)) <= _KEYS
+            and set(map(type, name)) <= {str}
+        ):
+            return []
+        self._x_part(ts, dur, pid, tid, name, xs, base)
+        return xs
+
+    def _x_columns(self, x: list, xs, base: int) -> None:
+        """``XEvent``s ``x`` (``xs``: their indices in the chunk) as columns."""
+        ts, dur = (np.fromiter(map(_X_FIELDS[k], x), np.float64, len(x)) for k in range(2))
+        self._x_part(ts, dur, *(list(map(_X_FIELDS[k], x)) for k in range(2, 5)), xs, base)
+
+    def _x_part(self, ts, dur, pid, tid, name, xs, base: int) -> None:
+        """Plain ``X`` fields (float/int ts and dur, lists of int/str pid and tid, of str
+        name) -> one part of the columns; far or negative ones counted."""
+        t = np.asarray(ts, np.float64)
+        d = np.asarray(dur, np.float64)
+        far = ~(np.abs(t) < MAX_US) | ~(d < MAX_US)
+        neg = ~far & (d < 0)
+        if far.any():
+            self.bad["event(s) with ts or dur beyond 100 days"] += int(far.sum())
+        if neg.any():
+            self.bad["X event(s) with a negative dur"] += int(neg.sum())
+        ok = np.flatnonzero(~far & ~neg)
+        tr = self._track_ids(pid, tid)
+        nid = _ids(name, self.names.ids, self.names)
+        begin = np.round(t[ok] * 1000).astype(np.int64)
+        end = begin + np.round(d[ok] * 1000).astype(np.int64)
+        ev = base + np.asarray(xs, np.int64)[ok]
+        self.parts.append([tr[ok], begin, end, nid[ok], ev])
+
+    def _track_ids(self, pid: list, tid: list) -> np.ndarray:
+        """``int32`` track of each (pid, tid), new tracks added in order of first
+        appearance. Integer ids on a few tracks (the usual chunk): one vector compare per
+        track instead of a tuple and a dict lookup per event."""
+        p, t = np.array(pid), np.array(tid)
+        if p.dtype.kind == "i" and t.dtype.kind == "i":
+            out = np.full(len(p), -1, np.int32)
+            for _ in range(8):
+                left = np.flatnonzero(out < 0)
+                if not len(left):
+                    return out
+                i = left[0]
+                m = (p[left] == p[i]) & (t[left] == t[i])
+                out[left[m]] = self._track((int(p[i]), int(t[i])))
+        return _ids(list(zip(pid, tid, strict=True)), self.tracks, self._track)
+
+    def _cols_part(self) -> list[np.ndarray]:
+        dtypes = (np.int32, np.int64, np.int64, np.int32, np.int64)
+        part = [np.asarray(c, d) for c, d in zip(self.cols, dtypes, strict=True)]
+        self.cols = ([], [], [], [], [])
+        return part
+
+    def _be_part(self) -> list[np.ndarray]:
+        dtypes = (np.int32, np.int64, np.int8, np.int32, np.int64)
+        part = [np.asarray(c, d) for c, d in zip(self.be_cols, dtypes, strict=True)]
+        self.be_cols = ([], [], [], [], [])
+        return part
+
+    def begin_end(self, track: int, at: int, name, kind: int) -> None:
+        """A begin (``kind`` 1: ``B``/``E``, 2: async) or an end (-1, -2) at ``at`` ns, of
+        the event being read; paired in ``_pairs``."""
+        for col, v in zip(self.be_cols, (track, at, kind, self.be_names(name), self.ordinal),
+                          strict=True):  # fmt: skip
+            col.append(v)
+
+    def feed(self, e) -> None:
+        if not isinstance(e, dict):
+            self.bad["malformed event(s) (not an object)"] += 1
+            return
+        ph = e.get("ph")
+        if ph == "M":
+            _metadata(e, self.proc_name, self.thread_name, self.proc_sort, self.thread_sort)
+            return
+        if ph not in ("X", "B", "E", "C", *FLOWS, *ASYNC_BEGIN, *ASYNC_END, *INSTANTS):
+            self.unknown[str(ph)] += 1
+            return
+        ts = _coerce(e.get("ts"))
+        if not _number(ts):
+            self.bad["event(s) without a numeric ts"] += 1
+        elif not abs(ts) < MAX_US:
+            self.bad["event(s) with ts or dur beyond 100 days"] += 1
+        elif ph == "C":
+            self.counter(e, round(ts * 1000))
+        elif ph in FLOWS:
+            key = (display_name(e.get("cat", "")), display_name(e.get("name", "")),
+                   display_name(e.get("id", e.get("id2"))))  # fmt: skip
+            self.flow_steps[key].append((round(ts * 1000), ph, self.track(e), e.get("bp") == "e"))
+        elif ph == "X":
+            self.complete(e, round(ts * 1000))
+        elif ph == "B":
+            self.begin_end(self.track(e), round(ts * 1000), e.get("name", "?"), 1)
+        elif ph == "E":
+            self.begin_end(self.track(e), round(ts * 1000), e.get("name", "?"), -1)
+        elif ph in ASYNC_BEGIN:
+            self.begin_end(self.async_track(e), round(ts * 1000), e.get("name", "?"), 2)
+        elif ph in ASYNC_END:
+            self.begin_end(self.async_track(e), round(ts * 1000), e.get("name", "?"), -2)
+        else:
+            self.instant(e, round(ts * 1000))
+
+    def counter(self, e: dict, at: int) -> None:
+        """``C``: each numeric ``args`` member is a sample of series ``name member``."""
+        args = e.get("args")
+        if not isinstance(args, dict) or not args:
+            self.bad["C event(s) without args"] += 1
+            return
+        pid, name = _ident(e.get("pid", 0)), display_name(e.get("name", "?"))
+        if e.get("id") is not None:
+            name = f"{name} {display_name(e['id'])}"
+        for k, v in args.items():
+            v = _coerce(v)
+            if not _number(v) or not math.isfinite(v):
+                self.bad["counter value(s) not a finite number"] += 1
+                continue
+            t, vals = self.counter_cols.setdefault((pid, name, str(k)), ([], []))
+            t.append(at)
+            vals.append(float(v))
+
+    def instant(self, e: dict, at: int) -> None:
+        """A zero-length span: thread scope on its thread, ``n``/``T`` on their async
+        track, process and global scope on a track of their own."""
+        ph, scope = e.get("ph"), e.get("s", "t")
+        if ph in ("n", "T"):
+            track = self.async_track(e)
+        elif scope == "g":
+            track = self._track(("", ("instants", "global")), "global instants")
+        elif scope == "p":
+            track = self._track((_ident(e.get("pid", 0)), ("instants", "")), "instants")
+        else:
+            track = self.track(e)
+        self.add(track, at, at, e.get("name", "?"))
+
+    def complete(self, e: dict, begin: int) -> None:
+        dur = e.get("dur")
+        if not _number(dur):
+            self.bad["X event(s) without a numeric dur"] += 1
+        elif not dur < MAX_US:
+            self.bad["event(s) with ts or dur beyond 100 days"] += 1
+        elif dur < 0:
+            self.bad["X event(s) with a negative dur"] += 1
+        else:
+            self.add(self.track(e), begin, begin + round(dur * 1000), e.get("name", "?"))
+
+    def _pairs(self) -> None:
+        """Every begin matched with its end as a stack per track would in time order
+        (``match_pairs``): the spans (named by the begin, or by the end when the begin has
+        no name) and the counts of what did not pair."""
+        parts = [*self.be_parts, self._be_part()]
+        self.be_parts = []
+        track, at, kind, name, ordinal = (_take_column(parts, i) for i in range(5))
+        b, e, lone_end, left_open = match_pairs(track, kind, ordinal, at)
+        lone_async = int((kind[lone_end] == -2).sum())
+        for what, n in (("E event(s) without a B", len(lone_end) - lone_async),
+                        ("async end event(s) without a begin", lone_async),
+                        ("B event(s) without an E", len(left_open))):  # fmt: skip
+            if n:
+                self.bad[what] += n
+        unnamed = self.be_names.ids.get("?", -1)
+        chosen = np.where(name[b] == unnamed, name[e], name[b])
+        used, inverse = np.unique(chosen, return_inverse=True)
+        labels = list(self.be_names.ids)
+        nid = np.array([self.names(labels[i]) for i in used.tolist()], np.int32)[inverse]
+        self.parts.append([track[b], at[b], at[e], nid.reshape(-1), ordinal[b]])
+
+    def notes(self) -> list[str]:
+        notes = [f"skipped {n} {what}" for what, n in self.bad.items()]
+        if self.unknown:
+            kinds = ", ".join(f"{ph!r} x{n}" for ph, n in sorted(self.unknown.items()))
+            notes.append(
+                f"ignored {sum(self.unknown.values())} event(s) of phases not drawn: {kinds}"
+            )
+        return notes
+
+    def table(self, path, stream_notes: list[str] | None = None) -> SpanTable:
+        self._pairs()
+        notes = list(stream_notes or []) + self.notes()
+        parts = [*self.parts, self._cols_part()]
+        self.parts = []
+        cols = _in_file_order([_take_column(parts, i) for i in range(5)])
+        if not len(cols[0]):
+            kinds = "X, B/E, b/e or instant events"
+            raise TraceError(f"{path}: no drawable span ({kinds}){_why(notes)}")
+        remap, labels = self.lane_order(np.unique(cols[0]))
+        cols[0] = remap.astype(np.int32)[cols[0]]
+        table = _build_table(cols, list(self.names.ids), labels, notes, None)
+        self._add_counters(table)
+        self._add_flows(table, remap)
+        return table
+
+    def _add_counters(self, table: SpanTable) -> None:
+        """Counter series as lanes after the span lanes, ordered by (pid, name, series)."""
+        for (pid, name, series), (t, v) in sorted(
+            self.counter_cols.items(), key=lambda kv: (_num(kv[0][0]), kv[0][1], kv[0][2])
+        ):
+            t = np.asarray(t, np.int64) - table.origin_ns
+            order = np.argsort(t, kind="stable")
+            label = f"{name} {series}" if series not in ("value", name) else name
+            proc = self.proc_name.get(pid, f"pid {display_name(pid)}")
+            table.counters.append(
+                CounterTrack(len(table.lanes), label, t[order], np.asarray(v, np.float64)[order])
+            )
+            table.lanes.append(f"{proc} / {label}")
+
+    def _add_flows(self, table: SpanTable, remap: np.ndarray) -> None:
+        """Each flow's steps in time order joined pairwise; ends bound to spans."""
+        rows = []
+        lost = 0
+        for steps in self.flow_steps.values():
+            steps.sort(key=lambda s: (s[0], "stf".index(s[1])))
+            ends = [_bind(table, int(remap[tr]), t, ph, bp) for t, ph, tr, bp in steps]
+            for a, b in zip(ends[:-1], ends[1:], strict=True):
+                if a is None or b is None:
+                    lost += 1
+                else:
+                    rows.append((*a, *b))
+        if lost:
+            table.notes.append(f"skipped {lost} flow step(s) with no span to bind to")
+        if rows:
+            cols = np.asarray(rows, np.int64).T
+            cols[0] -= table.origin_ns
+            cols[3] -= table.origin_ns
+            table.flows = Flows(*cols)
+
+    def lane_order(self, used: np.ndarray) -> tuple[np.ndarray, list[str]]:
+        """Tracks with spans (``used``: their indices) ordered by (process sort index, pid,
+        thread sort index, tid): the index remap and the labels ``"process / thread"``."""
+        ps, ts = self.proc_sort, self.thread_sort
+        keep = set(used.tolist())
+        order = sorted(
+            (k for k, i in self.tracks.items() if i in keep),
+            key=lambda k: (ps.get(k[0], 0), _num(k[0]), ts.get(k, 0), _num(k[1])),
+        )
+        remap = np.full(len(self.tracks), -1, np.int64)  # -1: a track without spans
+        labels = []
+        for i, key in enumerate(order):
+            remap[self.tracks[key]] = i
+            pid, tid = key
+            p = self.proc_name.get(pid, f"pid {display_name(pid)}")
+            default = self.track_label.get(key, f"tid {display_name(tid)}")
+            thread = self.thread_name.get(key, default)
+            labels.append(thread if pid == "" else f"{p} / {thread}")
+        return remap, labels
+
+
+def match_pairs(track: np.ndarray, kind: np.ndarray, ordinal: np.ndarray,
+                at: np.ndarray | None = None):  # fmt: skip
+    """Begins (``kind > 0``) and ends (``kind < 0``) paired as a stack per track would in
+    time order (``at``, ties in file order ``ordinal``; without ``at`` file order alone),
+    as Perfetto and catapult sort events by timestamp before pairing: an end closes the
+    newest open begin of its track; an end with none open is lone; begins never closed are
+    left open. With ``at`` an end is never before its begin.
+
+    Vectorised: per track, the stack depth is the running sum of +1/-1 reflected at zero
+    (an end at depth 0 changes nothing: ``d = c - min(0, running min of c)``); an end pairs
+    with the begin that pushed the depth it pops, which is the previous event of the same
+    (track, level) in that order (between the two the depth stays at or above the level).
+
+    Returns:
+        ``(begin, end, lone_end, left_open)``: ``int64`` indices into the inputs; the
+        pairs in (track, level, time) order.
+    """
+    n = len(kind)
+    if not n:
+        return tuple(np.zeros(0, np.int64) for _ in range(4))
+    o = np.lexsort((ordinal, track) if at is None else (ordinal, at, track))
+    tr = np.asarray(track)[o]
+    step = np.where(np.asarray(kind)[o] > 0, np.int32(1), np.int32(-1))
+    first = np.r_[True, tr[1:] != tr[:-1]]
+    group = np.cumsum(first, dtype=np.int64) - 1
+    c = np.cumsum(step, dtype=np.int64)
+    c -= (c - step)[first][group]  # running sum within the track
+    group *= 2 * n + 2  # offsets keep each track's running minimum its own
+    c -= group
+    low = np.minimum.accumulate(c)
+    c += group
+    low += group
+    del group
+    depth = (c - np.minimum(low, 0, out=low)).astype(np.int32)
+    del c, low
+    before = np.r_[np.int32(0), depth[:-1]]
+    before[first] = 0
+    is_end = step < 0
+    closes = is_end & (before > 0)
+    level = np.where(is_end, before, depth)
+    del first, step, before, depth
+    idx = np.flatnonzero(~is_end | closes)
+    key = (tr[idx].astype(np.int64) << 32) | level[idx]  # (track, level), then that order
+    del level
+    idx = idx[np.argsort(key, kind="stable")]
+    del key
+    ends = np.flatnonzero(is_end[idx])
+    begins = idx[ends - 1]
+    paired = np.zeros(n, bool)
+    paired[begins] = True
+    left = np.flatnonzero(~is_end & ~paired)
+    return o[begins], o[idx[ends]], o[np.flatnonzero(is_end & ~closes)], o[left]
+
+
+def _take(items: list, idx: np.ndarray) -> list:
+    """``[items[i] for i in idx]`` at C speed."""
+    if len(idx) == 1:
+        return [items[int(idx[0])]]
+    return list(itemgetter(*idx.tolist())(items)) if len(idx) else []
+
+
+def _ids(keys: list, table: dict, add) -> np.ndarray:
+    """``int32 (len(keys),)`` ids of ``keys`` in ``table``; new ones added first (``add``),
+    in order of first appearance (deterministic ids)."""
+    try:
+        return np.fromiter(map(table.get, keys), np.int32, len(keys))
+    except TypeError:  # a key not there yet (None)
+        for k in dict.fromkeys(keys):
+            add(k)
+        return np.fromiter(map(table.__getitem__, keys), np.int32, len(keys))
+
+
+def _in_file_order(cols: list[np.ndarray]) -> list[np.ndarray]:
+    """Columns reordered by their last one (the event ordinal, unique per span): the table
+    then depends only on the file, not on how its chunks were cut or decoded (ties in
+    nesting keep file order). Mostly in order already (a sort of runs)."""
+    ev = cols[-1]
+    if len(ev) < 2 or bool(np.all(ev[1:] > ev[:-1])):
+        return cols
+    order = np.argsort(ev, kind="stable")
+    for i, c in enumerate(cols):
+        cols[i] = c[order]
+    return cols
+
+
+def _take_column(parts: list[list[np.ndarray]], i: int) -> np.ndarray:
+    """Column ``i`` of every part, concatenated; the parts' copies are dropped as it goes
+    (the peak holds one column twice, not every column)."""
+    out = np.concatenate([p[i] for p in parts])
+    for p in parts:
+        p[i] = None
+    return out
+
+
+def _bind(table: SpanTable, lane: int, t: int, ph: str, enclosing: bool):
+    """``(t, lane, depth)`` of the span a flow end binds to: the deepest one of its lane
+    enclosing ``t`` (``s``, ``t``, ``f`` with ``bp: "e"``), else for an ``f`` the next one
+    to begin; None when there is none. ``t`` absolute ns."""
+    if lane < 0:
+        return None
+    rel = t - table.origin_ns
+    k = int(np.searchsorted(table.start_ns, rel, side="right"))
+    best = None
+    for i in range(k - 1, max(k - 4096, 0) - 1, -1):  # spans begun at or before t
+        if table.lane[i] == lane and table.start_ns[i] + table.dur_ns[i] > rel:
+            if best is None or table.depth[i] > table.depth[best]:
+                best = i
+    if best is not None:
+        return t, lane, int(table.depth[best])
+    if ph == "f" and not enclosing:
+        nxt = np.flatnonzero(table.lane[k:] == lane)
+        if len(nxt):
+            i = k + int(nxt[0])
+            return int(table.start_ns[i]) + table.origin_ns, lane, int(table.depth[i])
+    return None
+
+
+def _coerce(ts):
+    """A numeric string ``ts`` as a float (Perfetto coerces it); anything else as it is."""
+    if isinstance(ts, str):
+        try:
+            return float(ts)
+        except ValueError:
+            return ts
+    return ts
+
+
+MAX_US = 8.64e12  # 100 days in microseconds: int64 nanoseconds stay far from overflow
+
+
+def _number(v) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _ident(v):
+    """A pid/tid usable as a key (JSON allows anything there)."""
+    return v if isinstance(v, int | float | str) and not isinstance(v, bool) else display_name(v)
+
+
+def _metadata(e, proc_name, thread_name, proc_sort, thread_sort) -> None:
+    args = e.get("args") if isinstance(e.get("args"), dict) else {}
+    pid, tid, what = _ident(e.get("pid", 0)), _ident(e.get("tid", 0)), e.get("name")
+    if what == "process_name" and "name" in args:
+        proc_name[pid] = str(args["name"])
+    elif what == "thread_name" and "name" in args:
+        thread_name[(pid, tid)] = str(args["name"])
+    elif what == "process_sort_index" and _number(args.get("sort_index")):
+        proc_sort[pid] = args["sort_index"]
+    elif what == "thread_sort_index" and _number(args.get("sort_index")):
+        thread_sort[(pid, tid)] = args["sort_index"]
+
+
+def _num(v):
+    return (0, v, "") if isinstance(v, int | float) else (1, 0, display_name(v))
+
+
+def _why(notes: list[str]) -> str:
+    return f" ({'; '.join(notes)})" if notes else ""
+
+
+# -- Lantern telemetry JSON Lines -------------------------------------------------------------
+FRAME_NAMES = ("CPU frame", "GPU frame")  # depth-0 span around each frame's scopes
+
+
+class FrameLine(msgspec.Struct, tag_field="type", tag="frame", gc=False):
+    """A telemetry ``frame`` line whose scopes are all ``[name, begin, end]`` integers
+    (msgspec checks them while decoding); ``get`` as a dict's."""
+
+    cpu: list[tuple[int, int, int]] = []
+    gpu: list[tuple[int, int, int]] = []
+
+    def get(self, key: str, default=None):
+        return getattr(self, key, default)
+
+
+_FRAME_LINES = msgspec.json.Decoder(FrameLine)
+
+
+def _jsonl_blocks(stream, block: int = BLOCK) -> Iterator[list]:
+    """The stream as blocks of whole lines: a list of ``FrameLine`` when every line of the
+    block is a plain frame (one msgspec call), else the lines (bytes) to read one by one."""
+    rest = b""
+    while True:
+        data = stream.read(block)
+        buf = rest + data
+        if not buf:
+            return
+        cut = buf.rfind(b"\n") + 1 if data else len(buf)
+        if cut == 0:
+            rest = buf
+            continue
+        chunk, rest = buf[:cut], buf[cut:]
+        lines = chunk.count(b"\n") + (not chunk.endswith(b"\n"))
+        try:
+            frames = _FRAME_LINES.decode_lines(chunk)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            frames = None
+        yield frames if frames is not None and len(frames) == lines else chunk.split(b"\n")
+
+
+def _load_jsonl(path, stream) -> SpanTable:
+    """Line by line (a block of plain frame lines at once); frames go to numpy columns a
+    batch at a time (memory: ~40 B per span)."""
+    names: list[str] = []
+    session: dict = {}
+    early: list = []  # frames before the session line (its clock offset is needed)
+    batch: list = []  # frames read since the session or names last changed
+    bad: Counter = Counter()
+    parts: list[list[np.ndarray]] = []
+    gpu_frames = 0
+
+    def flush(frames: list) -> list:
+        nonlocal gpu_frames
+        if frames:
+            parts.append(_frames_part(frames, bad, session, len(names)))
+            gpu_frames += sum(1 for m in frames if m.get("gpu"))
+        return []
+
+    for block in _jsonl_blocks(stream, STREAM_BLOCK):
+        typed = bool(block) and type(block[0]) is FrameLine
+        if batch and (type(batch[-1]) is FrameLine) != typed:
+            batch = flush(batch)  # batches all of msgspec's (no checks) or all of orjson's
+        if typed:
+            (batch if session else early).extend(block)
+            if len(batch) >= 4096:
+                batch = flush(batch)
+            continue
+        for line in block:
+            if not line.strip():
+                continue
+            try:
+                msg = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                batch = flush(batch)  # notes in file order
+                bad["malformed or truncated line(s)"] += 1
+                continue
+            kind = msg.get("type") if isinstance(msg, dict) else None
+            if kind == "frame":
+                (batch if session else early).append(msg)
+                if len(batch) >= 4096:
+                    batch = flush(batch)
+                continue
+            batch = flush(batch)
+            if kind == "session":
+                session = msg
+                early = flush(early)
+            elif kind == "names" and isinstance(msg.get("names"), list):
+                names += [str(n) for n in msg["names"]]
+            else:
+                bad["line(s) of an unknown type"] += 1
+    batch = flush(batch)
+    early = flush(early)
+    offset = session.get("gpu_clock_offset_ns")
+    notes = [f"skipped {n} {what}" for what, n in bad.items()]
+    if gpu_frames and not isinstance(offset, int):
+        notes.append(
+            f"left out the GPU scopes of {gpu_frames} frame(s): the session has no "
+            "gpu_clock_offset_ns to put them on the CPU clock"
+        )
+    parts.append(_jsonl_part(([], [], [], [])))
+    cols = [*(_take_column(parts, i) for i in range(4)), None]
+    if not len(cols[0]):
+        raise TraceError(f"{path}: no frame with scopes (record with --profile){_why(notes)}")
+    return _build_table(cols, names + list(FRAME_NAMES), [CPU_LANE, GPU_LANE], notes, None)
+
+
+def _frames_part(frames: list, bad: Counter, session: dict, n_names: int) -> list[np.ndarray]:
+    """Frame lines -> one part of the columns: vectorised when every scope is three
+    integers (the writer's output), else frame by frame (``_frame``, which checks each)."""
+    part = _frames_vector(frames, bad, session, n_names)
+    if part is None:
+        cols: tuple[list, list, list, list] = ([], [], [], [])
+        for m in frames:
+            _frame(cols, bad, m, session, n_names)
+        part = _jsonl_part(cols)
+    return part
+
+
+LIMIT = 2**62  # scope times beyond it: malformed (int64 ns stay far from overflow)
+
+
+def _frames_vector(frames: list, bad: Counter, session: dict, n_names: int):
+    """``_frame`` for a batch, as numpy: the same spans, in the same order, and the same
+    counts (added in order of first occurrence); None when a value is not a plain integer
+    (or too large to add safely): the caller goes frame by frame."""
+    offset = session.get("gpu_clock_offset_ns")
+    seg_lane, seg_shift, scopes = [], [], []
+    for m in frames:
+        for lane_i, key in ((0, "cpu"), (1, "gpu")):
+            sc = m.get(key)
+            if not sc or (lane_i == 1 and not isinstance(offset, int)):
+                continue
+            if type(sc) is not list:
+                return None
+            seg_lane.append(lane_i)
+            seg_shift.append(offset if lane_i == 1 else 0)
+            scopes.append(sc)
+    counts = np.fromiter(map(len, scopes), np.int64, len(scopes))
+    flat = list(chain.from_iterable(scopes))
+    try:
+        shift = np.array(seg_shift, np.int64)
+        if all(type(m) is FrameLine for m in frames):  # integer triples: no check needed
+            a = np.fromiter(chain.from_iterable(flat), np.int64, 3 * len(flat)).reshape(-1, 3)
+        else:
+            a = np.array(flat) if flat else np.zeros((0, 3), np.int64)
+    except (ValueError, OverflowError):
+        return None
+    if a.dtype.kind != "i" or a.shape[1:] != (3,):  # ints only (bools too: int() agrees)
+        return None
+    if len(a) and (a.max() >= LIMIT or a.min() <= -LIMIT or np.abs(shift).max() >= LIMIT):
+        return None
+    seg = np.repeat(np.arange(len(scopes)), counts)
+    nid, b, e = a[:, 0], a[:, 1] + shift[seg], a[:, 2] + shift[seg]
+    ordered = e >= b
+    malformed = np.bincount(seg[ordered & ((b <= -LIMIT) | (e >= LIMIT))], minlength=len(counts))
+    ok = ordered & (nid >= 0) & (nid < n_names) & (malformed[seg] == 0)
+    n_ok = np.bincount(seg[ok], minlength=len(counts))
+    short = np.where(malformed == 0, counts - n_ok, 0)
+    kinds = [
+        (np.flatnonzero(malformed), "frame(s) with malformed scopes", None),
+        (np.flatnonzero(short), "scope(s) ending before they begin or with an unknown name", short),
+    ]
+    for at, what, n in sorted(kinds, key=lambda k: k[0][0] if len(k[0]) else len(counts)):
+        if len(at):
+            bad[what] += len(at) if n is None else int(n.sum())
+    # each segment with a scope left: its frame span, then its scopes, in order
+    size = np.where(n_ok > 0, n_ok + 1, 0)
+    first = np.cumsum(size) - size
+    has = np.flatnonzero(n_ok)
+    so, bo, eo = seg[ok], b[ok], e[ok]
+    lane_out = np.repeat(np.asarray(seg_lane, np.int32), size)
+    start_out = np.empty(len(lane_out), np.int64)
+    end_out = np.empty(len(lane_out), np.int64)
+    nid_out = np.empty(len(lane_out), np.int32)
+    if len(so):
+        begins = np.flatnonzero(np.r_[True, so[1:] != so[:-1]])
+        start_out[first[has]] = np.minimum.reduceat(bo, begins)
+        end_out[first[has]] = np.maximum.reduceat(eo, begins)
+        nid_out[first[has]] = n_names + lane_out[first[has]]
+        at = first[so] + 1 + np.arange(len(so)) - np.repeat(begins, n_ok[has])
+        start_out[at], end_out[at], nid_out[at] = bo, eo, nid[ok]
+    return [lane_out, start_out, end_out, nid_out]
+
+
+def _jsonl_part(cols) -> list[np.ndarray]:
+    dtypes = (np.int32, np.int64, np.int64, np.int32)  # lane, start, end, name
+    return [np.asarray(c, d) for c, d in zip(cols, dtypes, strict=True)]
+
+
+def _frame(cols, bad: Counter, msg: dict, session: dict, n_names: int) -> int:
+    """Add one frame line's CPU and GPU scopes; returns 1 if it had GPU scopes."""
+    offset = session.get("gpu_clock_offset_ns")
+    had_gpu = 0
+    for lane_i, key in ((0, "cpu"), (1, "gpu")):
+        scopes = msg.get(key)
+        if not scopes:
+            continue
+        if lane_i == 1:
+            had_gpu = 1
+            if not isinstance(offset, int):
+                continue
+        _add_frame(cols, bad, scopes, lane_i, offset if lane_i == 1 else 0, n_names)
+    return had_gpu
+
+
+def _add_frame(cols, bad: Counter, scopes, lane_i: int, shift: int, n_names: int) -> None:
+    """Append one frame's scopes of one clock, and a depth-0 frame span around them."""
+    lane, start, end, nid = cols
+    try:
+        rows = [(int(i), int(b) + shift, int(e) + shift) for i, b, e in scopes]
+    except (TypeError, ValueError, OverflowError):
+        bad["frame(s) with malformed scopes"] += 1
+        return
+    if any(not (-(2**62) < r[1] <= r[2] < 2**62) for r in rows if r[2] >= r[1]):
+        bad["frame(s) with malformed scopes"] += 1
+        return
+    ok = [r for r in rows if r[2] >= r[1] and 0 <= r[0] < n_names]
+    if len(ok) < len(rows):
+        bad["scope(s) ending before they begin or with an unknown name"] += len(rows) - len(ok)
+    if not ok:
+        return
+    lane.append(lane_i)
+    start.append(min(r[1] for r in ok))
+    end.append(max(r[2] for r in ok))
+    nid.append(n_names + lane_i)
+    for i, b, e in ok:
+        lane.append(lane_i)
+        start.append(b)
+        end.append(e)
+        nid.append(i)

@@ -1,0 +1,313 @@
+"""DebugOverlayPass: draws a ``DebugOverlay`` with one instanced draw of quads over the occupied
+cell rectangles.
+
+Why not one fullscreen triangle (the first design): its cost scales with the framebuffer, not
+with the HUD. On an NVIDIA H200 at 1920x1080 a bare fullscreen alpha-blended triangle costs
+0.264 ms and a bare clear 0.147 ms, while the HUD covers about a quarter of the screen in its
+fullest mode. So the pass draws ``draw(6, n)``: one quad per rectangle of
+``DebugOverlay.occupied_rects`` (recomputed only when the uploaded cells change), the same
+fragment shader and cell lookup as before, so the picture is identical pixel for pixel; an
+empty grid draws nothing.
+
+GPU resources: the 128x64 font atlas (``r8unorm``), a cell storage buffer sized for the largest
+grid (280x90 cells x 16 bytes = 403 200 bytes, allocated once), a primitive storage buffer and a
+chart-data storage buffer (both grow by doubling), a rectangle vertex buffer (16 bytes per
+instance, grows by doubling), a 1 KiB sRGB-to-linear table and a 32-byte uniform block.
+``upload()`` writes only what changed since the last upload: the rows of cells that differ from
+the last uploaded copy (contiguous row ranges) plus the rectangles, and the primitive / chart
+bytes when they differ.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import wgpu
+
+from engine.graph import OUTPUT, RenderPass
+from engine.hud.grid import CELL_PX, MAX_COLS, MAX_ROWS, DebugOverlay, font_atlas
+from engine.shader_registry import shader_pipeline
+
+HERE = Path(__file__).parent  # this package's WGSL
+
+log = logging.getLogger("lantern")
+
+PASS_NAME = "DebugOverlay"
+REFERENCE_HEIGHT = 540  # auto HUD scale: one step per 540 framebuffer rows (1080p -> 2)
+
+
+def auto_hud_scale(size: tuple[int, int]) -> int:
+    """Integer HUD scale for a framebuffer ``(width, height)`` in pixels: ``max(1, h // 540)``
+    (720p -> 1, 1080p -> 2, 2160p -> 4)."""
+    return max(1, int(size[1]) // REFERENCE_HEIGHT)
+
+
+def grid_for(size: tuple[int, int], scale: int) -> tuple[int, int]:
+    """Cells ``(cols, rows)`` that cover a framebuffer of ``size`` pixels at ``scale``, capped
+    at 280x90 (at least 1x1)."""
+    px = CELL_PX * scale
+    return (
+        max(1, min(MAX_COLS, int(size[0]) // px)),
+        max(1, min(MAX_ROWS, int(size[1]) // px)),
+    )
+
+
+class DebugOverlayPass(RenderPass):
+    """The ``DebugOverlay`` render pass: owns the pipeline and buffers that draw ``overlay``
+    over the finished frame in a target of ``output_format`` (reads and writes ``output``).
+
+    Args:
+        device: the wgpu device.
+        overlay: the cell grid to draw.
+        output_format: colour format of the target; on ``*-srgb`` formats the shader outputs
+            linear colour so the stored bytes equal the requested sRGB bytes.
+        scale: integer HUD scale (framebuffer pixels per HUD pixel), >= 1.
+        name: the pass name (``"DebugOverlay"`` for the engine's HUD).
+
+    Attributes:
+        target_size: framebuffer ``(width, height)`` in pixels used when ``record`` gets no
+            context (``ctx=None``); ``None`` means the grid's own size in pixels.
+        rect_count: quads (instances) the next draw covers.
+
+    Raises:
+        ValueError: ``scale`` is not an integer >= 1.
+    """
+
+    def __init__(
+        self,
+        device: wgpu.GPUDevice,
+        overlay: DebugOverlay,
+        output_format: str,
+        scale: int = 1,
+        *,
+        name: str = PASS_NAME,
+    ):
+        super().__init__(name, reads=(OUTPUT,), writes=(OUTPUT,))
+        self.device = device
+        self.overlay = overlay
+        self.output_format = output_format
+        self.scale = 1
+        self.set_scale(scale)
+        usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST
+        self.uniform = device.create_buffer(
+            label="hud params", size=32, usage=wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST
+        )
+        self.cell_buffer = device.create_buffer(
+            label="hud cells", size=MAX_COLS * MAX_ROWS * 16, usage=usage
+        )
+        self.prim_buffer = device.create_buffer(label="hud prims", size=48 * 64, usage=usage)
+        self.data_buffer = device.create_buffer(label="hud chart data", size=4 * 4096, usage=usage)
+        self.rect_buffer = device.create_buffer(
+            label="hud rects",
+            size=16 * 64,
+            usage=wgpu.BufferUsage.VERTEX | wgpu.BufferUsage.COPY_DST,
+        )
+        self.rect_count = 0
+        self._rects = b""
+        self.target_size: tuple[int, int] | None = None
+        self.srgb_lut = device.create_buffer_with_data(
+            label="hud srgb lut", data=srgb_decode_table().tobytes(), usage=usage
+        )
+        self.atlas = self._make_atlas()
+        self.shader = shader_pipeline(self.device, HERE / "debug_overlay.wgsl", self._make_pipeline)
+        self._bind()
+        self.shader.on_reload(self._bind)  # its "auto" layout is the new pipeline's own
+        self._shadow = np.zeros((0, 0, 4), np.uint32)
+        self._prims = self._data = self._params = None
+        self._version = -1
+
+    # -- setup ----------------------------------------------------------------------------
+    def set_scale(self, scale: int) -> None:
+        if not isinstance(scale, int | np.integer) or scale < 1:
+            raise ValueError(f"HUD scale must be an integer >= 1, got {scale!r}")
+        self.scale = int(scale)
+
+    def _make_atlas(self) -> wgpu.GPUTexture:
+        bits = font_atlas() * np.uint8(255)
+        h, w = bits.shape
+        tex = self.device.create_texture(
+            label="hud font atlas",
+            size=(w, h, 1),
+            format="r8unorm",
+            usage=wgpu.TextureUsage.TEXTURE_BINDING | wgpu.TextureUsage.COPY_DST,
+        )
+        self.device.queue.write_texture(
+            {"texture": tex}, bits.tobytes(), {"bytes_per_row": w, "rows_per_image": h}, (w, h, 1)
+        )
+        return tex
+
+    @property
+    def pipeline(self):  # the current one: hot reload replaces it (engine/shader_registry.py)
+        return self.shader.get()
+
+    def _make_pipeline(self, module) -> wgpu.GPURenderPipeline:
+        blend = {
+            "color": {"src_factor": "src-alpha", "dst_factor": "one-minus-src-alpha"},
+            "alpha": {"src_factor": "one", "dst_factor": "one-minus-src-alpha"},
+        }
+        return self.device.create_render_pipeline(
+            label=PASS_NAME,
+            layout="auto",
+            vertex={
+                "module": module,
+                "entry_point": "vs_main",
+                "buffers": [
+                    {
+                        "array_stride": 16,
+                        "step_mode": "instance",
+                        "attributes": [{"format": "uint32x4", "offset": 0, "shader_location": 0}],
+                    }
+                ],
+            },
+            primitive={"topology": "triangle-list"},
+            fragment={
+                "module": module,
+                "entry_point": "fs_main",
+                "targets": [{"format": self.output_format, "blend": blend}],
+            },
+        )
+
+    def _bind(self) -> None:
+        self.bind_group = self.device.create_bind_group(
+            label="hud",
+            layout=self.pipeline.get_bind_group_layout(0),
+            entries=[
+                {"binding": 0, "resource": {"buffer": self.uniform}},
+                {"binding": 1, "resource": {"buffer": self.cell_buffer}},
+                {"binding": 2, "resource": {"buffer": self.prim_buffer}},
+                {"binding": 3, "resource": {"buffer": self.data_buffer}},
+                {"binding": 4, "resource": self.atlas.create_view()},
+                {"binding": 5, "resource": {"buffer": self.srgb_lut}},
+            ],
+        )
+
+    def _ensure(self, name: str, nbytes: int) -> None:
+        buf = getattr(self, name)
+        if nbytes <= buf.size:
+            return
+        size = buf.size
+        while size < nbytes:
+            size *= 2
+        buf.destroy()
+        setattr(
+            self,
+            name,
+            self.device.create_buffer(
+                label=buf.label,
+                size=size,
+                usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST,
+            ),
+        )
+        self._bind()
+
+    # -- per frame ------------------------------------------------------------------------
+    def upload(self, size: tuple[int, int] | None = None) -> int:
+        """Write what changed since the last upload to the GPU; return the bytes written.
+
+        ``size``: framebuffer ``(width, height)`` in pixels (default ``target_size``, else the
+        grid's size in pixels)."""
+        ov = self.overlay
+        w, h = (
+            size
+            or self.target_size
+            or (ov.cols * CELL_PX * self.scale, ov.rows * CELL_PX * self.scale)
+        )
+        srgb = self.output_format.endswith("-srgb")
+        params = np.array(
+            [ov.cols, ov.rows, self.scale, srgb, ov.prim_count, w, h, 0], np.uint32
+        ).tobytes()
+        written = 0
+        if params != self._params:
+            self.device.queue.write_buffer(self.uniform, 0, params)
+            self._params = params
+            written += len(params)
+        if ov.version == self._version:
+            return written
+        written += self._upload_cells()
+        prims = ov.prim_bytes()
+        if prims != self._prims:
+            self._ensure("prim_buffer", len(prims))
+            if prims:
+                self.device.queue.write_buffer(self.prim_buffer, 0, prims)
+            self._prims = prims
+            written += len(prims)
+        data = ov.data_bytes()
+        if data != self._data:
+            self._ensure("data_buffer", len(data))
+            if data:
+                self.device.queue.write_buffer(self.data_buffer, 0, data)
+            self._data = data
+            written += len(data)
+        self._version = ov.version
+        return written
+
+    def _upload_cells(self) -> int:
+        ov = self.overlay
+        cells = ov.cells
+        if self._shadow.shape != cells.shape:
+            self._shadow = np.full_like(cells, 0xFFFFFFFF)
+        r0, r1 = ov.dirty_rows
+        ov.dirty_rows = (0, 0)
+        if r0 >= r1:
+            return 0
+        changed = (cells[r0:r1] != self._shadow[r0:r1]).any(axis=(1, 2))
+        rows = np.flatnonzero(changed) + r0
+        if len(rows) == 0:
+            return 0
+        # contiguous runs of changed rows -> one write each
+        breaks = np.flatnonzero(np.diff(rows) > 1)
+        starts = np.concatenate([[rows[0]], rows[breaks + 1]])
+        ends = np.concatenate([rows[breaks], [rows[-1]]]) + 1
+        row_bytes = ov.cols * 16
+        for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
+            self.device.queue.write_buffer(self.cell_buffer, a * row_bytes, cells[a:b].tobytes())
+            self._shadow[a:b] = cells[a:b]
+        return int((ends - starts).sum()) * row_bytes + self.write_rects(ov.occupied_rects())
+
+    def write_rects(self, rects: np.ndarray) -> int:
+        """Upload the quads to draw: ``uint32 (n, 4)`` cell rectangles ``(col0, row0, col1,
+        row1)``, half-open, disjoint. Called by ``upload`` whenever the cells change; tools may
+        call it to draw other rectangles (e.g. the whole grid). Returns the bytes written."""
+        data = np.ascontiguousarray(rects, np.uint32).tobytes()
+        if data == self._rects:
+            return 0
+        self._rects = data
+        if len(data) > self.rect_buffer.size:
+            size = self.rect_buffer.size
+            while size < len(data):
+                size *= 2
+            self.rect_buffer.destroy()
+            self.rect_buffer = self.device.create_buffer(
+                label="hud rects",
+                size=size,
+                usage=wgpu.BufferUsage.VERTEX | wgpu.BufferUsage.COPY_DST,
+            )
+        if data:
+            self.device.queue.write_buffer(self.rect_buffer, 0, data)
+        self.rect_count = len(data) // 16
+        return len(data)
+
+    def targets(self, ctx) -> dict:
+        """Render pass descriptor: load the finished frame in ``ctx.output`` and draw over it."""
+        return {"color_attachments": [{"view": ctx.output, "load_op": "load", "store_op": "store"}]}
+
+    def record(self, ctx, rpass: wgpu.GPURenderPassEncoder) -> None:
+        """Upload changes and draw one quad per occupied rectangle (``draw(6, rect_count)``,
+        nothing at all for an empty grid). ``ctx.size`` gives the framebuffer size; with
+        ``ctx=None`` it is ``target_size`` or the grid's size."""
+        self.upload(None if ctx is None else tuple(ctx.size))
+        if self.rect_count == 0:
+            return
+        rpass.set_pipeline(self.pipeline)
+        rpass.set_bind_group(0, self.bind_group)
+        rpass.set_vertex_buffer(0, self.rect_buffer)
+        rpass.draw(6, self.rect_count)
+
+
+def srgb_decode_table() -> np.ndarray:
+    """``float32 (256,)``: the linear value of each 8-bit sRGB code, IEC 61966-2-1 transfer
+    function evaluated in float64 (``c/12.92`` up to 0.04045, else ``((c+0.055)/1.055)^2.4``)."""
+    c = np.arange(256) / 255.0
+    return np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4).astype(np.float32)

@@ -1,0 +1,99 @@
+"""Command-line building blocks every front end and tool shares: a one-line-error
+``ArgumentParser``, typed values (sizes, bounded integers) and the output-path check.
+
+The command line of a sample is built in ``engine.cli`` from the shared flags plus each
+tool's own (``add_arguments``); this module is what both stand on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+
+from engine.commands import Int
+from engine.safe_write import output_problem
+
+
+class OptionError(ValueError):
+    """A command-line option a tool cannot apply (``--view``, ``--dump``, ``--baseline``...):
+    the user's mistake, reported in one line with exit status 2 like argparse's errors."""
+
+
+def split_optional_value(args: list[str], option: str, choices: tuple[str, ...]) -> list[str]:
+    """``option`` takes an optional value only when the next word is one of ``choices``:
+    ``--gpu-profile t.json`` is ``--gpu-profile`` and the positional ``t.json`` (argparse would
+    take ``t.json`` as the value); ``--gpu-profile draws`` and ``--gpu-profile=draws`` keep it."""
+    out = list(args)
+    for i, a in enumerate(out[:-1]):
+        nxt = out[i + 1]
+        if a == option and nxt not in choices and not nxt.startswith("-"):
+            out[i] = f"{option}={choices[0]}"
+    return out
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse with a single-line error (no usage block) and exit status 2; an unknown
+    ``WGPU_BACKEND_TYPE`` is a bad value too, reported like a bad option.
+
+    ``optional_values``: ``{option: choices}`` of options whose value is optional and
+    taken only when it is one of ``choices`` (``split_optional_value``); a tool adds its
+    own (``--gpu-profile [passes|draws]``)."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.optional_values: dict[str, tuple[str, ...]] = {}
+
+    def error(self, message: str):  # noqa: D401 - argparse API
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+    def parse_known_args(self, args=None, namespace=None):
+        args = sys.argv[1:] if args is None else list(args)
+        if any(not a.option_strings for a in self._actions):  # else a typo reads "invalid choice"
+            for option, choices in self.optional_values.items():
+                args = split_optional_value(args, option, choices)
+        result = super().parse_known_args(args, namespace)
+        from engine.gpu import GpuError, check_backend_env  # imports wgpu: only once parsed
+
+        try:
+            check_backend_env()
+        except GpuError as e:
+            self.error(str(e))
+        return result
+
+
+def size_type(text: str) -> tuple[int, int]:
+    """``WxH`` in pixels, each 1..16384."""
+    m = re.fullmatch(r"\s*([0-9]+)\s*[xX]\s*([0-9]+)\s*", text)
+    if not m:
+        raise argparse.ArgumentTypeError(f"expected WxH in pixels (e.g. 1280x720), got {text!r}")
+    w, h = int(m.group(1)), int(m.group(2))
+    if not (1 <= w <= 16384 and 1 <= h <= 16384):
+        raise argparse.ArgumentTypeError(f"width and height must be 1..16384 pixels, got {text!r}")
+    return w, h
+
+
+def int_type(minimum: int, maximum: int | None = None, what: str = "an integer"):
+    """An argparse ``type=``: an integer in ``minimum..maximum`` (inclusive; ``1_000`` is
+    accepted), else a one-line error such as ``expected an integer from 1 to 16, got 'x'``
+    (``engine.commands.Int``, the console's integer type, checks it)."""
+    return Int(minimum, maximum, what=what).argparse_type()
+
+
+positive_int = int_type(1, what="a positive integer")
+non_negative_int = int_type(0)
+
+
+def check_output(option: str, path: str | None, suffix: str) -> None:
+    """Refuse ``path`` for ``option`` unless it can be written, before any rendering
+    (``engine.safe_write.output_problem``: a name ending in ``suffix``, an existing folder,
+    not a link, and an existing file only of the kind written). Nothing when ``path`` is None.
+
+    Raises:
+        OptionError: ``argument OPTION: why``.
+    """
+    if path is None:
+        return
+    problem = output_problem(path, suffix)
+    if problem is not None:
+        raise OptionError(f"argument {option}: {problem}")

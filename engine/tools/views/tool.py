@@ -1,0 +1,416 @@
+"""The debug views tool: ``view NAME [N]`` in the console and the portal, F3 for the next one,
+``--view NAME[:N]`` on the command line (so captures show them).
+
+The views themselves are ``engine.tools.views.passes`` (one fullscreen pass over targets the frame
+already has); this tool owns the ``View`` pass, switches it on in place of ``Post`` and
+checks that the run has what a view reads (a one-line error naming the flag otherwise).
+A sample without the standard frame has no views: the command says so.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import numpy as np
+
+from engine.commands import Arg, CommandError, Int
+from engine.passes.resources import frame_resources
+from engine.tool import Key, OptionError
+from engine.tools.views.panel import ViewPanel
+from engine.tools.views.passes import (
+    GEOMETRY_VIEWS,
+    MODES,
+    ViewCulledPass,
+    ViewGeometryPass,
+    ViewPass,
+    ViewWirePass,
+    WireArgsPass,
+    parse_view,
+    view_requirement,
+    view_type,
+)
+
+log = logging.getLogger("lantern")
+
+KEY_F3 = 292  # glfw
+NAMES = tuple(MODES)
+DEFAULT_LEVEL = 1  # hiz: level 1 (level 0 is the depth buffer at power-of-two size)
+
+
+class ViewName(Arg):
+    """A view name, ``hiz:N``, ``off`` or ``next``."""
+
+    metavar = "NAME|off|next"
+
+    def parse(self, text: str):
+        if text in ("off", "next"):
+            return text, None
+        try:
+            return parse_view(text)
+        except ValueError as e:
+            raise CommandError(f"{e}; or off, next") from None
+
+    def choices(self) -> Sequence[str]:
+        return (*NAMES, "off", "next")
+
+
+def check_view_option(args) -> str | None:
+    """Why ``--view`` cannot be shown with the rest of the command line (one line naming
+    the flag), checked before any GPU work; None when it can (or no ``--view``)."""
+    view = getattr(args, "view", None)
+    if view is None:
+        return None
+    name = view[0]
+    flags = {
+        "hiz": ("no_occlusion", "no_cull"),
+        "shadow": ("no_shadows",),
+        "luminance": ("no_post",),
+        "nan": ("no_post",),
+    }
+    for flag in flags.get(name, ()):
+        if getattr(args, flag, False):
+            return f"view {name} cannot be shown with --{flag.replace('_', '-')}"
+    if name == "cost" and getattr(args, "gpu_profile", None) != "draws":
+        return "view cost needs per-draw GPU timing: add --gpu-profile draws"
+    if name == "culled" and getattr(args, "cull_camera", None) is None and args.capture:
+        return "view culled needs a frozen culling camera: add --cull-camera EX,EY,EZ:TX,TY,TZ"
+    size = getattr(args, "size", None)  # a capture's output size (a window's may differ)
+    headless = getattr(args, "capture", None) or getattr(args, "dump", None)
+    if name == "hiz" and view[1] is not None and size is not None and headless:
+        from engine.culling.pyramid import pyramid_base, pyramid_levels
+
+        n = pyramid_levels(pyramid_base(size[0]), pyramid_base(size[1]))
+        if view[1] >= n:
+            return (
+                f"--view hiz:{view[1]} is out of range: at {size[0]}x{size[1]} the pyramid has "
+                f"levels 0..{n - 1}"
+            )
+    return None
+
+
+class ViewTool:
+    """Owns the ``View`` pass and the ``view`` command.
+
+    Attributes:
+        current: the view shown (a key of ``engine.tools.views.passes.MODES``) or None.
+        view_pass: the ``ViewPass`` (None in a sample without the standard frame).
+    """
+
+    name = "views"
+    keys = (Key("F3", KEY_F3, "view next", "next debug view"),)
+    panels = (ViewPanel,)
+
+    @classmethod
+    def add_arguments(cls, parser) -> None:
+        g = parser.add_argument_group("debug views")
+        g.add_argument(
+            "--view",
+            type=view_type,
+            default=None,
+            metavar="NAME",
+            help="start with a debug view in place of the tone-mapped picture: "
+            + ", ".join(MODES)
+            + " (hiz:N for Hi-Z level N); F3 / 'view NAME' switch it",
+        )
+
+    @classmethod
+    def check_options(cls, args) -> None:
+        why = check_view_option(args)
+        if why is not None:
+            raise OptionError(f"argument --view: {why}")
+
+    def __init__(self):
+        self.current: str | None = None
+        self.view_pass: ViewPass | None = None
+        self.cost_frame: int | None = None  # the record the cost weights came from
+        self.cost_weights = None  # (2, batches) ns per fragment, Main.Early / Main.Late
+        self._undo = []
+
+    def install(self, ctx) -> None:
+        self.ctx = ctx
+        self.res = frame_resources(ctx.graph)
+        start = ctx.option("view")
+        ctx.commands.register(
+            "view",
+            self.command,
+            args=[ViewName(optional=True), Int(0, what="a level", optional=True)],
+            help="debug view of the frame: " + ", ".join(NAMES) + "; off; next (F3)",
+        )
+        if self.res is None:
+            if start is not None:
+                raise OptionError("--view: this sample has no standard frame (s13 has one)")
+            return
+        self.geometry_pass = ctx.graph.add(ViewGeometryPass(self.res))
+        self.view_pass = ctx.graph.add(ViewPass(self.res))
+        self.culled_pass = ctx.graph.add(ViewCulledPass(self.res))
+        self.wire_args = ctx.graph.add(WireArgsPass(self.res))
+        self.wire_pass = ctx.graph.add(ViewWirePass(self.res, self.wire_args.args))
+        self._culled_key = None
+        self.culled_ready = False  # the culler's classes for the frozen camera arrived
+        self.post = ctx.graph.pass_named("Post")
+        self._undo.append(ctx.on_update(self._update))
+        if start is not None:
+            try:
+                self.set_view(*start)
+            except CommandError as e:
+                raise OptionError(f"--view: {e}") from None
+
+    def close(self) -> None:
+        for undo in self._undo:
+            undo()
+        self._undo.clear()
+
+    # -- switching -------------------------------------------------------------------------
+    def available(self) -> list[str]:
+        """The views this run can show now (its knobs: e.g. no ``shadow`` without shadows)."""
+        s = self.res.settings
+        draws = self._cost_requirement() is None
+        frozen = self.res.cull_camera is not None
+        return [
+            n
+            for n in NAMES
+            if view_requirement(n, s) is None
+            and (n != "cost" or draws)
+            and (n != "culled" or frozen)
+        ]
+
+    def _cost_requirement(self) -> str | None:
+        """Why the cost view cannot be shown now (per-draw timing off, or a GPU opened
+        without pipeline statistics, which only start-up can ask for), or None."""
+        gpu, prof = self.ctx.gpu, self.ctx.graph.profiler
+        can = set(gpu.adapter.features)  # what the GPU offers; gpu.features: what was enabled
+        missing = [f for f in ("timestamp-query", "pipeline-statistics-query") if f not in can]
+        if missing:
+            return (
+                f"view cost needs GPU timestamps and fragment counts, and {gpu.summary} has no "
+                f"{' or '.join(missing)}: not available on this GPU"
+            )
+        if prof is None or getattr(prof, "draws", None) is None:
+            return (
+                "view cost needs per-draw GPU timing: 'profile draws on' (or start with "
+                "--gpu-profile draws)"
+            )
+        if "pipeline-statistics-query" not in gpu.features:
+            return (
+                "view cost needs fragment counts (pipeline statistics), which the GPU is asked "
+                "for at start-up: restart with --gpu-profile draws"
+            )
+        return None
+
+    def set_view(self, name: str | None, level: int | None = None) -> str:
+        """Show view ``name`` (None: the normal picture) from the next frame on; ``level``
+        is the Hi-Z level of ``hiz`` (default ``DEFAULT_LEVEL``). Returns the output line.
+
+        Raises:
+            CommandError: no standard frame, a view the run lacks data for (naming the flag),
+                or a level outside the pyramid's ``0 .. levels - 1``.
+        """
+        if self.res is None:
+            raise CommandError("this sample has no standard frame: no debug views")
+        if name is None:
+            self.current = None
+            self._hud_mode(False)
+            return "view: off (the normal picture)"
+        why = view_requirement(name, self.res.settings)
+        if why is None and name == "cost":
+            why = self._cost_requirement()
+        if why is None and name == "culled" and self.res.cull_camera is None:
+            why = (
+                "view culled needs a frozen culling camera: F2 in a window, 'cull freeze', "
+                "or --cull-camera EX,EY,EZ:TX,TY,TZ"
+            )
+        if why is not None:
+            raise CommandError(why)
+        vp = self.view_pass
+        if name == "hiz":
+            n = vp.levels()
+            level = DEFAULT_LEVEL if level is None else level
+            if not 0 <= level < n:
+                raise CommandError(
+                    f"hiz level {level} is out of range: the pyramid has levels 0..{n - 1}"
+                )
+            vp.level = level
+        elif name == "overdraw":
+            if level not in (None, 0, 1):
+                raise CommandError(
+                    f"overdraw level {level}: 0 counts before the depth test, 1 after "
+                    "(view overdraw:before, view overdraw:after)"
+                )
+            vp.level = 0 if level is None else level
+        elif level is not None:
+            raise CommandError(f"view {name} takes no level (only hiz does)")
+        if name in GEOMETRY_VIEWS:
+            self.geometry_pass.ensure_targets()
+            self.geometry_pass.mode = name if name in ("overdraw", "cost") else "ids"
+        vp.name_shown, self.current = name, name
+        self.res.graph.invalidate()  # the pass reads what this view needs
+        self._hud_mode(True)
+        return f"view: {self.describe()}"
+
+    def command(self, choice, level: int | None) -> str:
+        if choice is None:
+            now = self.describe() if self.current else "off"
+            return f"view: {now}; views: {', '.join(NAMES)}"
+        name, lvl = choice
+        if name == "off":
+            return self.set_view(None)
+        if name == "next":
+            return self.next_view()
+        return self.set_view(name, lvl if lvl is not None else level)
+
+    def next_view(self) -> str:
+        """F3: the next view this run can show, after the last one the normal picture."""
+        if self.res is None:
+            raise CommandError("this sample has no standard frame: no debug views")
+        avail = self.available()
+        if self.current is None:
+            return self.set_view(avail[0]) if avail else "view: none available"
+        later = [n for n in avail if NAMES.index(n) > NAMES.index(self.current)]
+        return self.set_view(later[0]) if later else self.set_view(None)
+
+    def describe(self) -> str:
+        """The shown view and how to read it (the legend's first line)."""
+        vp = self.view_pass
+        name = self.current
+        if name == "culled":
+            self._update_culled()
+            if not self.culled_ready:
+                return "culled: waiting for the culler's classes for the frozen camera"
+            f, sm, occ = self.culled_pass.counts
+            return (
+                f"culled by the frozen camera, ghosted over the picture: frustum {f:,} red, "
+                f"sub-pixel {sm:,} amber, occluded {occ:,} purple (Hi-Z of the frozen "
+                "camera's depth)"
+            )
+        if name == "cost":
+            if self.cost_frame is None:
+                return (
+                    "cost: waiting for per-draw timings with fragment counts (--gpu-profile "
+                    "draws; pipeline statistics needed)"
+                )
+            lo, hi = vp.cost_range
+            return (
+                f"cost: measured GPU ns per pixel (each shaded fragment adds its draw's ns per "
+                f"fragment), Turbo on log2 {lo:.3g}..{hi:.3g} ns, a tick per power of two; "
+                f"timings of frame {self.cost_frame}"
+            )
+        if name == "overdraw":
+            when = "after" if vp.level else "before"
+            return (
+                f"overdraw: fragments per pixel {when} the depth test, Turbo on log2 1..32 "
+                f"(ticks at 1 2 4 8 16 32); 'view overdraw:{'before' if vp.level else 'after'}'"
+                " for the other count; drawn again (View.Geometry)"
+            )
+        if name == "hiz":
+            w, h = (max(1, b >> vp.level) for b in self.res.pyramid.base)
+            return f"hiz level {vp.level} ({w}x{h}) of {vp.levels()}, shown like depth"
+        return f"{name}: {LEGENDS[name].format(far=vp.far)}"
+
+    # -- per frame -------------------------------------------------------------------------
+    def _update(self, frame_ctx) -> None:
+        """Before recording: View in place of Post while a view is on; a knob changed since
+        (e.g. ``shadows off``) turns a view it starves off, with one line."""
+        s = self.res.settings
+        if self.current is not None:
+            why = view_requirement(self.current, s)
+            if why is not None:
+                log.warning("view %s off: %s", self.current, why)
+                self.current = None
+                self._hud_mode(False)
+        if self.current == "culled" and self.res.cull_camera is None:
+            log.warning("view culled off: culling is no longer frozen")
+            self.current = None
+            self._hud_mode(False)
+        culled = self.current == "culled"
+        wire = self.current == "wireframe"
+        over = culled or wire  # drawn over Post's picture
+        on = self.current is not None and not over
+        self.view_pass.enabled = on
+        self.geometry_pass.enabled = on and self.current in GEOMETRY_VIEWS
+        self.post.enabled = s.post and not on
+        self.culled_pass.enabled = culled
+        self.wire_args.enabled = self.wire_pass.enabled = wire
+        if culled:
+            self._update_culled()
+        if self.current == "cost":
+            self._update_cost()
+
+    def _update_culled(self) -> None:
+        """Ghost what the culler removed for the frozen camera, by its own classes (read
+        back once per freeze, asynchronously: ``engine.culling.frozen``). Also run by the
+        legend, so a new freeze never shows the last one's counts."""
+        from engine.culling.reference import VISIBLE
+
+        classes = self.res.frozen.classes if self.res.frozen is not None else None
+        key = (self.res.cull_camera, classes)  # the objects, not ids: an id can be reused
+        old = self._culled_key
+        if old is not None and old[0] is key[0] and old[1] is key[1]:
+            return
+        self._culled_key = key
+        if classes is None:  # waiting for the readback
+            self.culled_pass.set_culled(np.zeros(0, np.int64), np.zeros(0, np.uint32))
+            self.culled_ready = False
+            return
+        rows = np.flatnonzero(classes != VISIBLE)
+        self.culled_pass.set_culled(rows, classes[rows])  # 0 frustum, 1 small, 2 occluded
+        self.culled_ready = True
+
+    def _update_cost(self) -> None:
+        """The newest record's per-draw ns per fragment of Main.Early / Main.Late as the
+        cost weights (uploaded when a new record came), and the ramp's range."""
+        rec = self.ctx.telemetry.latest
+        if rec is None or not rec.draw_passes() or rec.frame_index == self.cost_frame:
+            return
+        w = cost_weights(rec.draw_passes(), self.res.gs.batch_labels)
+        if w is None:
+            return
+        self.cost_frame, self.cost_weights = rec.frame_index, w
+        self.geometry_pass.set_weights(w)
+        pos = w[w > 0]
+        if pos.size:  # half the cheapest fragment .. 16 fragments of the dearest draw
+            self.view_pass.cost_range = (float(pos.min()) / 2, float(pos.max()) * 16)
+
+    def _hud_mode(self, on: bool) -> None:
+        """Show the legend panel (HUD mode ``view``) while a view is on, if the HUD was off."""
+        hud = self.ctx.hud
+        if hud is None or "view" not in hud.mode_panels:
+            return
+        if on and hud.mode == "off":
+            hud.set_mode("view", hint=False)
+        elif not on and hud.mode == "view":
+            hud.set_mode("off", hint=False)
+
+
+def cost_weights(draws, labels: list[str]) -> np.ndarray | None:
+    """``(2, batches)`` float32 GPU ns per fragment of each batch's draw in ``Main.Early``
+    (row 0) and ``Main.Late`` (row 1) from a record's ``PassDraws``; 0 where a draw has no
+    reading or drew no fragment; None when neither pass has any reading."""
+    out = np.zeros((2, len(labels)), np.float32)
+    found = False
+    for p in draws:
+        if p.name not in ("Main.Early", "Main.Late"):
+            continue
+        row = 0 if p.name == "Main.Early" else 1
+        for d in p.draws:
+            if d.label in labels and d.ns is not None and d.fragment:
+                out[row, labels.index(d.label)] = d.ns / d.fragment
+                found = True
+    return out if found else None
+
+
+#: One line per view: how to read it ({far}: the distance shown white).
+LEGENDS = {
+    "depth": "view distance, log scale: black at the near plane, white at {far:.4g} units; "
+    "sky dark blue",
+    "hiz": "",
+    "shadow": "sun shadow map, white nearest the sun (reverse-Z orthographic)",
+    "luminance": "log2 luminance -8..+8 as Turbo; bottom strip: the ramp, white tick = middle "
+    "grey at the current exposure",
+    "normals": "world normals from depth, (n + 1) / 2 as RGB: up is light green",
+    "nan": "HDR NaN magenta, +Inf red, -Inf blue, negative cyan; the rest dim grey",
+    "ids": "each instance (scene row) in its own hash colour; drawn again (View.Geometry)",
+    "lod": "LOD drawn: 0 green, 1 yellow, 2 orange, 3 red, 4 magenta, 5+ blue",
+    "wireframe": "the drawn triangles' edges over the picture (vertex pulling, barycentrics "
+    "from the vertex stage); drawn again (View.Wire)",
+}
