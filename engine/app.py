@@ -30,21 +30,8 @@ from engine.safe_write import UnsafeWrite, png_target
 from engine.surfaces import OffscreenTarget, SurfaceError, WindowSurface
 from engine.telemetry import Session, Telemetry
 from engine.tool import Key, ToolContext, ToolSpec
-from engine.tools.capture import CaptureTool
-from engine.tools.console import ConsoleTool
-from engine.tools.cull import CullTool
-from engine.tools.dump import DumpTool
-from engine.tools.export import ExportTool
-from engine.tools.flame import FlameTool
-from engine.tools.inspector import InspectorTool
-from engine.tools.lines import LinesTool
-from engine.tools.log import LogTool
-from engine.tools.memory import MemoryTool
-from engine.tools.perf import PerfTool
-from engine.tools.portal import PortalError, PortalTool
-from engine.tools.reload import ReloadTool
-from engine.tools.timeline import TimelineTool
-from engine.tools.views import ViewTool
+from engine.tools import DEFAULT_TOOLS, HUD_TOOLS  # noqa: F401 - HUD_TOOLS for tests
+from engine.tools.portal import PortalError
 
 log = logging.getLogger("lantern")
 T = TypeVar("T")
@@ -105,27 +92,6 @@ class Sample:
         """Release resources at shutdown."""
 
 
-#: The tools a sample run installs, in order: their HUD panels' modes follow this order (F1),
-#: and their passes come after the sample's, before the HUD's. A new tool is one line here.
-DEFAULT_TOOLS: tuple[type, ...] = (
-    PerfTool,  # --gpu-profile / --profile, ``profile``, ``stats``; the perf table
-    CullTool,  # the cull counters panel
-    TimelineTool,  # the GPU timeline panel
-    LogTool,  # the log panel
-    FlameTool,  # the live flame chart (a HUD underlay)
-    ViewTool,  # debug views (``view``, F3, --view): its passes before the HUD's, under it
-    InspectorTool,  # ``inspect NAME``: texture statistics reduced on the GPU
-    MemoryTool,  # ``memory``: the texture table against --gpu-budget
-    LinesTool,  # debug lines from any subsystem, over the picture, under the HUD
-    ConsoleTool,  # the in-game console, drawn by the HUD
-    CaptureTool,  # ``capture PATH``
-    DumpTool,  # --dump NAME[@PASS] PATH, after the last frame
-    ReloadTool,  # WGSL watched and rebuilt (F5, ``reload``); cost before/after; --baseline
-    PortalTool,  # --portal
-    ExportTool,  # --telemetry, --trace, and the shutdown timelines (closed first)
-)
-
-
 class App:
     """What a running sample can reach: the hubs and the services, never a tool's attributes.
 
@@ -160,9 +126,8 @@ class App:
         headless = args.capture or getattr(args, "dump", None)  # --dump: like --capture
         final = None if not headless else (args.frames or CAPTURE_FRAMES) - 1
         self.tool_classes = tuple(tools)
-        panels = [c for t in self.tool_classes for c in ToolSpec.of(t).panels]
-        self.hud = Hud(panels, mode=getattr(args, "overlay", None),
-                       hud_scale=getattr(args, "hud_scale", None))  # fmt: skip
+        self.hud = Hud.for_tools(tools, mode=getattr(args, "overlay", None),
+                                 hud_scale=getattr(args, "hud_scale", None))  # fmt: skip
         self.log_tail = install_log_tail()  # before any tool: start-up lines are in it
         self.ctx = ToolContext(gpu, graph, telemetry, commands, loop, args, window=window,
                                final_frame=final, hud=self.hud, log_tail=self.log_tail)  # fmt: skip
@@ -173,8 +138,7 @@ class App:
     def install_tools(self, sample: Sample | None = None) -> None:
         """Install each tool in order, start the HUD over them (their panels, then its own
         pass, last) and bind the sample's keys."""
-        tools = [self.ctx.install(cls()) for cls in self.tool_classes]
-        self.hud.start(self.ctx, tools)
+        install_tools(self.ctx, self.tool_classes, self.hud)
         for key in getattr(sample, "keys", ()):
             self.commands.bind(key.name, key.code, key.command)
 
@@ -207,6 +171,20 @@ class App:
         """After a frame's submit: the tools' hooks with the output texture."""
         for fn in self.ctx.frame_done:
             fn(texture)
+
+
+def install_tools(ctx: ToolContext, tools, hud: Hud | None = None) -> Hud:
+    """Install ``tools`` (classes are made with no arguments, instances taken as they are)
+    into ``ctx`` in order, with ``hud`` (default: a HUD over the tools' panels, in the
+    ``--overlay`` mode) as ``ctx.hud`` while they install; then start the HUD over them.
+    Returns the HUD. The App does this; a test or a benchmark with a bare context too."""
+    made = [t() if isinstance(t, type) else t for t in tools]
+    if hud is None:
+        hud = Hud.for_tools(made, mode=ctx.option("overlay"), hud_scale=ctx.option("hud_scale"))
+    ctx.hud = hud
+    installed = [ctx.install(t) for t in made]
+    hud.start(ctx, installed)
+    return hud
 
 
 def _json_args(args) -> dict:

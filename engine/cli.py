@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from engine.hud.service import Hud
 from engine.options import ArgumentParser, non_negative_int, positive_int, size_type
 from engine.tool import Key, ToolSpec
+from engine.tools import DEFAULT_TOOLS
 
 #: Keys of every window run that no tool declares: (key, what it does).
 BASE_KEYS = (
@@ -32,13 +33,16 @@ def keys_epilog(keys: Sequence[Key], modes: Sequence[str]) -> str:
 
 
 def build_parser(
-    prog: str, description: str, tools: Sequence[type] = (), sample_keys: Sequence[Key] = ()
+    prog: str,
+    description: str,
+    tools: Sequence[type] = DEFAULT_TOOLS,
+    sample_keys: Sequence[Key] = (),
 ) -> ArgumentParser:
     """The shared flags, the HUD's (``--overlay``'s choices: the tools' panels' modes), then
     each tool's ``add_arguments`` in order; ``--help`` lists the window keys of the HUD, the
     tools and the sample."""
     specs = [ToolSpec.of(t) for t in tools]
-    modes = Hud(tuple(c for s in specs for c in s.panels)).modes
+    modes = Hud.for_tools(tools).modes
     keys = (BASE_KEYS[0], *(k for s in specs for k in s.keys), *sample_keys, BASE_KEYS[1])
     p = ArgumentParser(
         prog=prog,

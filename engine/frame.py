@@ -46,7 +46,6 @@ from dataclasses import replace
 import numpy as np
 import wgpu
 
-from engine.commands import Choice
 from engine.culling.cull import (
     FLAG_CULL,
     FLAG_OCCLUSION,
@@ -86,7 +85,7 @@ from engine.passes.resources import (
 from engine.passes.shadow import ShadowMap, ShadowPass, frustum_planes
 from engine.passes.sky import SkyPass
 from engine.passes.taa import JITTER, TaaPass, jittered_projection
-from engine.settings import FRAME_KNOBS, FrameSettings
+from engine.settings import FrameSettings, register_frame_commands
 
 log = logging.getLogger("lantern")
 
@@ -256,28 +255,9 @@ class StandardFrame:
         return self.settings
 
     def register_commands(self, commands, *, freeze=None) -> None:
-        """Each knob's console and portal command (``FRAME_KNOBS``: ``shadows on|off``,
-        ``shadow-size N``, ``exposure auto|VALUE``, ...) and ``cull freeze [on|off]``.
-        ``freeze(on)``: the sample's own freeze (s13 also starts its fly camera, as F2 does),
-        returning the output line; default ``freeze_culling``."""
-        for knob in FRAME_KNOBS:
-            knob.register(
-                commands,
-                lambda k=knob: getattr(self.settings, k.attr),
-                lambda v, k=knob: self.set_settings(**{k.attr: v}),
-            )
-
-        def cull(_: str, on: bool | None) -> str:
-            if freeze is not None:
-                return freeze(on)
-            return f"culling camera {'frozen' if self.freeze_culling(on) else 'released'}"
-
-        commands.register(
-            "cull",
-            cull,
-            args=[Choice("freeze"), Choice("on", "off", boolean=True, optional=True)],
-            help="freeze the culling camera (no argument toggles)",
-        )
+        """Each knob's console and portal command and ``cull freeze [on|off]``
+        (``engine.settings.register_frame_commands``)."""
+        register_frame_commands(commands, self, freeze=freeze)
 
     def _on_resize(self, size) -> None:
         self.res.pyramid.resize(size)

@@ -2,7 +2,7 @@
 portal) command all come from one ``Knob``.
 
     BLOOM = Knob("bloom", Switch(), True, "energy-conserving bloom (Post.Bloom)")
-    # -> FrameSettings.bloom, --no-bloom, "bloom on|off" (no argument: prints the value)
+    # -> FrameSettings.bloom, --no-bloom, "bloom on|off" in the console and the portal
 
 A switch that defaults to on gets ``--no-NAME``, one that defaults to off ``--NAME``; any other
 knob ``--NAME VALUE``, parsed by the same ``engine.commands.Arg`` as its command, so both say
@@ -13,7 +13,6 @@ the command line with ``Sample.knobs``.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +36,7 @@ class Knob:
         describe: the command's output for a value (default: ``on``/``off`` or the value).
         confirm: for a value with a cost worth a second thought, the one-line reason to
             refuse it unless the command is given ``confirm`` too (None: no question).
+        confirm_help: what the command's help adds about ``confirm``.
     """
 
     name: str
@@ -47,6 +47,7 @@ class Knob:
     command: str = ""
     describe: Callable[[Any], str] | None = None
     confirm: Callable[[Any], str | None] | None = None
+    confirm_help: str = ""
 
     @property
     def attr(self) -> str:
@@ -76,26 +77,24 @@ class Knob:
             group.add_argument(self.flag, dest=self.attr, action=action, default=self.default,
                                help=("no " if self.default else "") + self.help)  # fmt: skip
             return
+        bounds = getattr(self.arg, "bounds", None)  # an Int's range, said on the flag too
+        detail = f", {self.arg.what} {bounds()}" if bounds is not None else ""
         group.add_argument(
             self.flag,
             dest=self.attr,
             type=self.arg.argparse_type(),
             default=self.default,
             metavar=self.arg.metavar,
-            help=f"{self.help} (default {self.default})",
+            help=f"{self.help}{detail} (default {self.default})",
         )
 
     def register(self, commands: CommandRegistry, get: Callable[[], Any],
                  apply: Callable[[Any], None]) -> None:  # fmt: skip
-        """Register ``NAME [VALUE]``: with a value, ``apply(value)`` and say it; without,
-        say the current value (``get()``)."""
-        arg = copy.copy(self.arg)
-        arg.optional = True
-        args = [arg] + ([Choice("confirm", optional=True)] if self.confirm else [])
+        """Register ``NAME VALUE`` (``NAME VALUE [confirm]`` for a knob that asks): apply the
+        value and say it. ``get()`` reads the current value (the knobs' listing)."""
+        args = [self.arg] + ([Choice("confirm", optional=True)] if self.confirm else [])
 
-        def run(value=None, confirmed=None) -> str:
-            if value is None:
-                return self.text(get())
+        def run(value, confirmed=None) -> str:
             why = None if self.confirm is None or confirmed else self.confirm(value)
             if why is not None:
                 raise CommandError(why)
@@ -105,7 +104,8 @@ class Knob:
                 raise CommandError(str(e)) from None
             return self.text(value)
 
-        commands.register(self.command or self.name, run, args=args, help=self.help)
+        about = f"{self.help} ({self.confirm_help})" if self.confirm_help else self.help
+        commands.register(self.command or self.name, run, args=args, help=about)
 
 
 def add_knob_arguments(parser, knobs: Sequence[Knob], title: str) -> None:

@@ -11,7 +11,7 @@ import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from engine.commands import Arg, CommandError, Int, Switch
+from engine.commands import Arg, Choice, CommandError, Int, Switch
 from engine.culling.cull import LOD_BASE_PX, MAX_INSTANCES
 from engine.knobs import Knob, add_knob_arguments, values_from_args
 
@@ -185,10 +185,10 @@ FRAME_KNOBS = (
         "shadow-size",
         Int(*SHADOW_SIZES, power_of_two=True),
         FrameSettings.shadow_size,
-        f"shadow map size in texels, a power of two {SHADOW_SIZES[0]}..{SHADOW_SIZES[1]} (over "
-        f"{SHADOW_CONFIRM_MIB} MiB the console asks to confirm)",
+        "shadow map size in texels",
         describe=lambda n: f"shadow map: {n}x{n} ({shadow_map_mib(n):g} MiB)",
         confirm=_shadow_cost,
+        confirm_help=f"over {SHADOW_CONFIRM_MIB} MiB: add confirm",
     ),
     Knob(
         "post", Switch(), True, "HDR target and post chain (without it Main draws to the output)"
@@ -197,8 +197,7 @@ FRAME_KNOBS = (
         "exposure",
         ExposureArg(),
         FrameSettings.exposure,
-        f"exposure before tone mapping: 'auto' (GPU histogram, adapted over time) or a "
-        f"multiplier {EXPOSURE_RANGE[0]:g}..{EXPOSURE_RANGE[1]:g}",
+        "exposure: auto or a multiplier",
         describe=_exposure_text,
     ),
     Knob("bloom", Switch(), True, "energy-conserving bloom (Post.Bloom)"),
@@ -253,3 +252,29 @@ def settings_from_args(args: argparse.Namespace) -> FrameSettings:
     values = values_from_args(args, FRAME_KNOBS)
     values["occlusion"] = values["occlusion"] and values["cull"]
     return FrameSettings(**values)
+
+
+def register_frame_commands(commands, frame, *, freeze=None) -> None:
+    """Each knob's console and portal command (``FRAME_KNOBS``: ``shadows on|off``,
+    ``shadow-size N``, ``exposure auto|VALUE``, ...) and ``cull freeze [on|off]``, against a
+    frame with ``settings``, ``set_settings(**changes)`` and ``freeze_culling(on)`` (an
+    ``engine.frame.StandardFrame``). ``freeze(on)``: the sample's own freeze (s13 also
+    starts its fly camera, as F2 does), returning the output line."""
+    for knob in FRAME_KNOBS:
+        knob.register(
+            commands,
+            lambda k=knob: getattr(frame.settings, k.attr),
+            lambda v, k=knob: frame.set_settings(**{k.attr: v}),
+        )
+
+    def cull(_: str, on: bool | None) -> str:
+        if freeze is not None:
+            return freeze(on)
+        return f"culling camera {'frozen' if frame.freeze_culling(on) else 'released'}"
+
+    commands.register(
+        "cull",
+        cull,
+        args=[Choice("freeze"), Choice("on", "off", boolean=True, optional=True)],
+        help="freeze the culling camera (no argument toggles)",
+    )

@@ -173,14 +173,19 @@ class ToolContext:
     _added: dict = field(default_factory=dict)  # id(tool) -> what its install added, by hub
 
     def install(self, tool: T) -> T:
-        """Install ``tool`` (``tool.install(self)``), bind its declared keys and keep it for
-        ``close_all``; returns it. What the install added to the hubs (passes, commands,
+        """Install ``tool`` (``tool.install(self)``), bind its declared keys (and, when the
+        HUD has already started, add its declared panels) and keep it for ``close_all``;
+        returns it. What the install added to the hubs (passes, commands,
         key bindings, per-frame hooks, telemetry subscriptions) is noted, so that closing the
         tool takes it away again even where the tool's own ``close`` does not."""
         before = self._hooks()
         tool.install(self)
-        for key in ToolSpec.of(type(tool)).keys:
+        spec = ToolSpec.of(type(tool))
+        for key in spec.keys:
             self.commands.bind(key.name, key.code, key.command)
+        if self.hud is not None and self.hud.started:  # installed late: its panels now
+            for cls in spec.panels:
+                self.hud.add_panel(cls(tool))
         after = self._hooks()
         self._added[id(tool)] = {k: [x for x in v if x not in before[k]] for k, v in after.items()}
         self.tools.append(tool)

@@ -12,7 +12,7 @@ import numpy as np
 import wgpu
 
 from engine.app import Sample, main
-from engine.cli import int_type
+from engine.options import int_type
 from engine.graph import OUTPUT, ComputePass, RenderPass
 from engine.shader_registry import shader_pipeline
 

@@ -10,7 +10,6 @@ from engine.app import Sample, main
 from engine.graph import OUTPUT, RenderPass
 from engine.hud.debug_overlay import DebugOverlayPass, auto_hud_scale, grid_for
 from engine.hud.grid import DebugOverlay
-from engine.hud.service import Hud
 from engine.tools.perf.timeline import PALETTE
 
 BG = (0.10, 0.12, 0.16, 1.0)
@@ -53,7 +52,7 @@ class HudGallery(Sample):
             self.opass.set_scale(scale)
             self.overlay.resize(*grid_for(ctx.size, scale))
             self.chart = draw_gallery(self.overlay, ctx.time)
-            self.app.tool(Hud).keep_clear(content_box(self.overlay, scale, ctx.size))
+            self.app.hud.keep_clear(content_box(self.overlay, scale, ctx.size))
         else:
             self.overlay.update_chart(self.chart, chart_values(ctx.time))
 

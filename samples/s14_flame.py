@@ -37,7 +37,7 @@ import numpy as np
 import orjson
 
 from engine.app import Sample, main
-from engine.cli import int_type
+from engine.options import int_type
 from engine.devtools.traces.synthetic import synthetic_table
 from engine.devtools.traces.traceload import SpanTable, TraceError, load_trace
 from engine.flamechart.chart import FlameChart

@@ -13,7 +13,7 @@ import pytest
 from engine.commands import Choice, CommandError, CommandRegistry, Int, Text
 from engine.frame import FrameSettings
 from engine.hud.grid import DebugOverlay, pack_color
-from engine.hud.service import modes
+from engine.tools import modes
 from engine.tools.console.tool import (
     KEY_BACKSPACE,
     KEY_DOWN,
@@ -25,10 +25,11 @@ from engine.tools.console.tool import (
     KEY_WORLD_1,
     Console,
     ConsoleTool,
-    register_frame_commands,
 )
-from engine.tools.log.tool import ERROR, WARNING, LogPanel, LogTail, install_log_tail
-from engine.tools.perf.panel import TEXT
+from engine.settings import FRAME_KNOBS, register_frame_commands
+from engine.hud.palette import ERROR, TEXT, WARNING
+from engine.logtail import LogTail, install_log_tail
+from engine.tools.log.tool import LogPanel
 
 
 class FakeFrame:
@@ -53,17 +54,19 @@ class FakeFrame:
 def registry(gpu):
     """The standard tools (HUD, profiling switch, capture) installed into a context built
     from parts, plus the frame commands against a fake frame."""
+    from engine.app import install_tools
     from engine.graph import RenderGraph
     from engine.hud.service import Hud
+    from engine.tools import HUD_TOOLS
     from engine.tools.capture.tool import CaptureTool
-    from engine.tools.perf.tool import ProfilingTool
+    from engine.tools.perf import PerfTool
     from tests.tool_fakes import make_ctx
 
     graph = RenderGraph(gpu.device, output_format="rgba8unorm-srgb", size=(64, 36))
     ctx = make_ctx(gpu, graph, overlay="off")
-    hud = ctx.install(Hud(clock=None))
-    prof = ctx.install(ProfilingTool(batch=1))
-    cap = ctx.install(CaptureTool())
+    prof, cap = PerfTool(batch=1), CaptureTool()
+    tools = [prof, *HUD_TOOLS[1:], cap]  # HUD_TOOLS[0]: the perf tool, made here with batch 1
+    hud = install_tools(ctx, tools, Hud.for_tools(tools, clock=None))
     frame = FakeFrame()
     register_frame_commands(ctx.commands, frame)
     return SimpleNamespace(reg=ctx.commands, frame=frame, hud=hud, prof=prof, cap=cap, ctx=ctx)
@@ -285,12 +288,15 @@ def test_console_tool_draws_through_the_hud_and_takes_the_window_keys(registry):
     ctx = registry.ctx
     assert "DebugOverlay" in [p.name for p in ctx.graph.passes] and ctx.updates and ctx.frame_done
     ctx.close_all()  # undone in reverse order: the window gets its keys back
+    registry.hud.close()  # the HUD service last, as the App closes it
     assert window.text_input is None
-    assert ctx.tool(ConsoleTool) is tool  # closed tools stay findable
+    assert tool in ctx.tools  # closed tools stay listed
     # ... and what the installs added to the hubs is gone again: passes, commands, keys,
     # per-frame hooks (help, the registry's own, stays; the frame commands were not a tool's)
     assert [p.name for p in ctx.graph.passes] == []
-    assert sorted(registry.reg.commands) == ["cull", "help", "shadow-size", "shadows"]
+    assert sorted(registry.reg.commands) == sorted(
+        ["cull", "help", *(k.command or k.name for k in FRAME_KNOBS)]
+    )
     assert registry.reg.keys == {} and ctx.updates == [] and ctx.frame_done == []
 
 

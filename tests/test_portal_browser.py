@@ -23,7 +23,7 @@ import pytest
 from engine.culling.counters import COUNTER_NAMES
 from engine.telemetry import Telemetry
 from engine.tools.log.tool import LogTail
-from engine.tools.perf.tool import ProfilingTool
+from engine.tools.perf import PerfTool
 from engine.tools.portal import Portal
 from tests.helpers import ROOT
 from tests.portal_support import CPU_ONLY, PASSES, FramePump
@@ -94,7 +94,7 @@ def wait_for(driver, condition, timeout=10.0):
 def test_page_shows_the_records_runs_commands_and_reconnects(browser):
     tel = Telemetry({"adapter": "synthetic adapter", "sample": "browser-test"})
     ctx = make_ctx(telemetry=tel)
-    ctx.install(ProfilingTool())  # profile, stats: the real tool's commands
+    ctx.install(PerfTool())  # profile, stats: the real tool's commands
     reg = ctx.commands
     tail = LogTail()
     logger = logging.getLogger("lantern")

@@ -21,7 +21,7 @@ from engine.commands import CommandRegistry
 from engine.safe_write import PNG_SIGNATURE, UnsafeWrite, png_target, save_png
 from engine.telemetry import Telemetry
 from engine.tools.capture.tool import CaptureTool
-from engine.tools.console.tool import register_frame_commands
+from engine.settings import register_frame_commands
 from engine.tools.portal import Portal, server
 from tests.helpers import ROOT
 from tests.portal_support import FramePump, post_command

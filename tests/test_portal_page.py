@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from engine.telemetry import Telemetry
-from engine.tools.perf.tool import ProfilingTool
+from engine.tools.perf import PerfTool
 from engine.tools.portal import Portal, protocol
 from tests.portal_support import PASSES, FramePump, SseReader
 from tests.test_portal_browser import OUT, browser, wait_for  # noqa: F401 - the fixture
@@ -88,7 +88,7 @@ def set_width(driver, width: int, height: int = 1800) -> None:
 def page(browser):  # noqa: F811 - the fixture
     tel = Telemetry(SESSION)
     ctx = make_ctx(telemetry=tel)
-    ctx.install(ProfilingTool())  # profile, stats: the real tool's commands
+    ctx.install(PerfTool())  # profile, stats: the real tool's commands
     reg = ctx.commands
     portal = Portal(tel, reg, port=0)
     set_width(browser, 1280)
@@ -317,7 +317,7 @@ def test_too_many_clients_says_so_and_retries_until_a_slot_frees(page, monkeypat
 def test_a_token_portal_works_from_its_url_and_hides_the_token(browser):  # noqa: F811
     tel = Telemetry(SESSION)
     ctx = make_ctx(telemetry=tel)
-    ctx.install(ProfilingTool())  # profile, stats: the real tool's commands
+    ctx.install(PerfTool())  # profile, stats: the real tool's commands
     reg = ctx.commands
     portal = Portal(tel, reg, port=0, token="random")
     try:

@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from engine.commands import CommandRegistry
-from engine.knobs import register_post_commands
+from engine.settings import register_frame_commands
 from engine.settings import FrameSettings
 
 
@@ -23,7 +23,7 @@ class FakeFrame:
 @pytest.fixture
 def console():
     reg, frame = CommandRegistry(), FakeFrame()
-    register_post_commands(reg, frame)
+    register_frame_commands(reg, frame)
     return reg, frame
 
 

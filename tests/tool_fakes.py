@@ -35,7 +35,7 @@ def make_ctx(gpu=None, graph=None, *, telemetry=None, window=None, final_frame=N
 def register_overlay_stub(registry: CommandRegistry, calls: list | None = None) -> None:
     """An ``overlay MODE`` command with the HUD's real choices, for tests with no GPU (the
     portal's): it records the mode in ``calls``."""
-    from engine.hud.service import modes
+    from engine.tools import modes
 
     def overlay(mode: str) -> str:
         if calls is not None:

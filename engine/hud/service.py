@@ -112,6 +112,13 @@ class Hud:
         self.notes: dict[str, dict[str, Note]] = {}  # source -> pass -> note (set_notes)
         self.notes_version = 0
 
+    @classmethod
+    def for_tools(cls, tools, **kw) -> Hud:
+        """A HUD whose modes are those of the panels ``tools`` (classes or instances)
+        declare; ``kw`` as the constructor's."""
+        classes = [t if isinstance(t, type) else type(t) for t in tools]
+        return cls([p for c in classes for p in getattr(c, "panels", ())], **kw)
+
     # -- options -------------------------------------------------------------------------------
     @staticmethod
     def add_arguments(parser: argparse.ArgumentParser, modes: Sequence[str]) -> None:
@@ -141,9 +148,11 @@ class Hud:
         self.ctx = ctx
         self.graph, self.telemetry = ctx.graph, ctx.telemetry
         self.final_frame = ctx.final_frame
+        before = list(ctx.graph.passes)
         for tool in tools:
             for cls in getattr(type(tool), "panels", ()):
                 self.add_panel(cls(tool))
+        self._panel_passes = [p for p in ctx.graph.passes if p not in before]
         self.overlay = DebugOverlay()
         self.overlay_pass = DebugOverlayPass(
             ctx.graph.device, self.overlay, ctx.graph.output_format
@@ -163,13 +172,35 @@ class Hud:
         ctx.commands.bind("F1", KEY_F1, "overlay next")
 
     def close(self) -> None:
+        """Close the panels and take back what ``start`` added: the passes (its own and its
+        panels'), the command (and its F1 key), the per-frame and resize hooks."""
         for p in self.panels.values():
             p.close()
+        if self.render_pass is None:
+            return
+        ctx = self.ctx
+        for p in (*self._panel_passes, self.render_pass):
+            ctx.graph.remove(p)
+        if self.resize in ctx.graph._resize_callbacks:
+            ctx.graph._resize_callbacks.remove(self.resize)
+        if self.update in ctx.updates:
+            ctx.updates.remove(self.update)
+        if "overlay" in ctx.commands.commands:
+            ctx.commands.unregister("overlay")  # its F1 binding goes with it
+
+    @property
+    def started(self) -> bool:
+        """Whether ``start`` ran (the HUD's pass is in the graph)."""
+        return self.render_pass is not None
 
     def add_panel(self, panel: Panel) -> None:
-        """Add a panel (its ``key`` replaces a panel of the same key); its modes must be
-        among ``modes`` (declare its class in a tool's ``panels`` for a mode of its own)."""
+        """Add a panel (its ``key`` replaces a panel of the same key); a mode of its that the
+        HUD lacks joins the F1 cycle before ``all``."""
         self.panels[panel.key] = panel
+        if type(panel) not in self.panel_classes:
+            self.panel_classes += (type(panel),)
+            self.modes = mode_names(self.panel_classes)
+            self.mode_panels = mode_panels(self.panel_classes)
         self._layout_due = True
         if self.render_pass is not None and panel.key in self.mode_panels.get(self.mode, ()):
             self._shown.append(panel)
