@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from engine.commands import Arg, Choice, CommandError, Int, Switch
 from engine.culling.cull import LOD_BASE_PX, MAX_INSTANCES
 from engine.knobs import Knob, add_knob_arguments, values_from_args
+from engine.scene.camera import CAMERA_FORMAT, parse_camera
 
 #: Shadow map sizes in texels: a power of two in this range (inclusive).
 SHADOW_SIZES = (256, 8192)
@@ -211,7 +212,6 @@ def add_frame_arguments(parser: argparse.ArgumentParser, *, default_instances: i
 
     ``--instances`` is None unless given, so a sample can tell "the procedural default"
     from "repeat the --scene file this many times"."""
-    from engine.scene.camera import CAMERA_FORMAT, parse_camera
 
     add_knob_arguments(parser, FRAME_KNOBS, "standard frame")
     g = parser.add_argument_group("scene")

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import wgpu
 
+from engine.safe_write import save_png
+
 log = logging.getLogger("lantern")
 
 CAPTURE_FORMAT = "rgba8unorm-srgb"
@@ -76,8 +78,6 @@ def save_texture_png(device: wgpu.GPUDevice, texture: wgpu.GPUTexture, path: str
         engine.safe_write.UnsafeWrite: ``path`` is a link, or a file that is not a PNG.
     """
     from PIL import Image
-
-    from engine.safe_write import save_png  # temporary file + rename; never through a link
 
     save_png(path, Image.fromarray(read_rgba(device, texture)[:, :, :3], "RGB"))
 

@@ -12,8 +12,8 @@ import numpy as np
 import wgpu
 
 from engine.app import Sample, main
-from engine.options import int_type
 from engine.graph import OUTPUT, ComputePass, RenderPass
+from engine.options import int_type
 from engine.shader_registry import shader_pipeline
 
 WORKGROUP = 8  # cs_work's @workgroup_size(8, 8)

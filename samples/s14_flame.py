@@ -37,9 +37,8 @@ import numpy as np
 import orjson
 
 from engine.app import Sample, main
-from engine.options import int_type
 from engine.devtools.traces.synthetic import synthetic_table
-from engine.devtools.traces.traceload import SpanTable, TraceError, load_trace
+from engine.devtools.traces.traceload import SpanTable, TraceError, event_at, load_trace
 from engine.flamechart.chart import FlameChart
 from engine.flamechart.extras import ChartExtras
 from engine.flamechart.rows import RowIndex
@@ -58,6 +57,7 @@ from engine.flamechart.view import (
 from engine.graph import OUTPUT, RenderPass
 from engine.hud.debug_overlay import DebugOverlayPass, auto_hud_scale, grid_for
 from engine.hud.grid import MAX_COLS, MAX_ROWS, DebugOverlay
+from engine.options import int_type
 
 log = logging.getLogger("lantern")
 BG = (0.015, 0.016, 0.022, 1.0)
@@ -305,7 +305,7 @@ class FlameViewer(Sample):
             t.dur_ns, t.name_id, v.selected_name, t.names[v.selected_name],
             lane=t.lane, lane_id=int(t.lane[span]), self_ns=self.self_ns,
         )  # fmt: skip
-        self.event = t.event_at(span)
+        self.event = event_at(t, span)
 
     # -- input ----------------------------------------------------------------------------------
     def on_key(self, key: int) -> None:

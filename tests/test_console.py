@@ -13,6 +13,9 @@ import pytest
 from engine.commands import Choice, CommandError, CommandRegistry, Int, Text
 from engine.frame import FrameSettings
 from engine.hud.grid import DebugOverlay, pack_color
+from engine.hud.palette import ERROR, TEXT, WARNING
+from engine.logtail import LogTail, install_log_tail
+from engine.settings import FRAME_KNOBS, register_frame_commands
 from engine.tools import modes
 from engine.tools.console.tool import (
     KEY_BACKSPACE,
@@ -26,9 +29,6 @@ from engine.tools.console.tool import (
     Console,
     ConsoleTool,
 )
-from engine.settings import FRAME_KNOBS, register_frame_commands
-from engine.hud.palette import ERROR, TEXT, WARNING
-from engine.logtail import LogTail, install_log_tail
 from engine.tools.log.tool import LogPanel
 
 

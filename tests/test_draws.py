@@ -7,6 +7,7 @@ from __future__ import annotations
 import statistics
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 import orjson
@@ -400,7 +401,7 @@ def test_live_flame_puts_draws_under_their_pass(device):
 
     tel = Telemetry({"gpu_clock_offset_ns": 1_000})
     graph = RenderGraph(device, output_format="rgba8unorm-srgb", size=(64, 48))
-    panel = FlamePanel(make_ctx(graph=graph, telemetry=tel))
+    panel = FlamePanel(SimpleNamespace(ctx=make_ctx(graph=graph, telemetry=tel)))
     panel.activate(True)  # the HUD's mode is flame
     live = panel.live
     ft, ms = _fake_draw_frame(0)

@@ -10,8 +10,8 @@ import json
 import numpy as np
 import pytest
 
-from engine.devtools.traces.traceload import TraceError, _stack_depth, load_trace, nesting_depth
 from engine.devtools.traces import traceload
+from engine.devtools.traces.traceload import TraceError, _stack_depth, load_trace, nesting_depth
 
 
 def events(n: int) -> list[dict]:
@@ -44,7 +44,7 @@ def test_gzip_and_tiny_blocks_read_the_same_spans(tmp_path, monkeypatch):
     gz = load_trace(tmp_path / "a.json.gz")
     assert columns(small) == columns(whole) == columns(gz)
     assert small.names == whole.names == gz.names and gz.display_unit == "ns"
-    e = gz.event_at(3)  # span 3 is event 3: its args come back from its chunk
+    e = traceload.event_at(gz, 3)  # span 3 is event 3: its args come back from its chunk
     assert e["args"] == ev[3]["args"] and e["cat"] == "c"
 
 

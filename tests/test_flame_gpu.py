@@ -3,6 +3,8 @@ against its numpy reference span by span, picking, a 1M-span picture, the live m
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 import wgpu
@@ -282,7 +284,7 @@ def test_live_flame_appends_cpu_and_shifted_gpu_scopes(device):
 
     tel = Telemetry({"gpu_clock_offset_ns": 2_000_000_000})
     graph = RenderGraph(device, output_format="rgba8unorm-srgb", size=(320, 180))
-    panel = FlamePanel(make_ctx(graph=graph, telemetry=tel))
+    panel = FlamePanel(SimpleNamespace(ctx=make_ctx(graph=graph, telemetry=tel)))
     live = panel.live
     assert [p.name for p in graph.passes] == ["Flame.Select", "Flame", "Flame.Text"]
     assert not any(p.enabled for p in graph.passes) and not tel.has_subscribers  # off: free

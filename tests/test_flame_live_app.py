@@ -18,7 +18,6 @@ DRIVER = textwrap.dedent(
     """
     import json, sys
     from engine import app as engine_app
-    from engine.hud.service import Hud
     from samples.s01_lit_boxes import LitBoxes
 
     out = {}
@@ -26,7 +25,7 @@ DRIVER = textwrap.dedent(
     class Observed(LitBoxes):  # the app's own wiring; the chart's state read at the end
         def close(self):
             app = self.app
-            live = app.tool(Hud).panels["flame"].live  # the HUD's flame-mode panel
+            live = app.hud.panels["flame"].live  # the HUD's flame-mode panel
             c = live.columns
             lanes = c.lane[: c.n].tolist()
             out.update(frames=live.frames, cpu=lanes.count(0), gpu=lanes.count(1),

@@ -18,7 +18,7 @@ from engine.hud.debug_overlay import DebugOverlayPass, auto_hud_scale, grid_for
 from engine.hud.grid import DebugOverlay, font_atlas
 from tests.helpers import run_sample
 from tests.hud_fakes import FAKE_COUNTS, FAKE_PASSES, FakeStream, fake_frame
-from tests.tool_fakes import make_ctx
+from tests.tool_fakes import install_hud, make_ctx
 
 ROOT = Path(__file__).resolve().parents[1]
 FG, BG = (255, 200, 40), (20, 40, 90)
@@ -353,7 +353,6 @@ def _scene_graph(device, fmt, size, clear_value=SCENE_CLEAR):
 def make_hud(gpu, mode, *, size=HUD_SIZE, hud_scale=None, cull=FAKE_COUNTS, **kw):
     """A HUD on a graph of empty passes fed by a ``FakeStream``; ``kw``: ``clear_value``
     (the scene colour), ``window`` (a window run), ``gpu_available``, ``clock``."""
-    from engine.hud.service import Hud
 
     fmt = "rgba8unorm-srgb"
     graph = _scene_graph(gpu.device, fmt, size, kw.get("clear_value", SCENE_CLEAR))
@@ -364,7 +363,7 @@ def make_hud(gpu, mode, *, size=HUD_SIZE, hud_scale=None, cull=FAKE_COUNTS, **kw
     )
     ctx = make_ctx(gpu, graph, telemetry=stream.telemetry, window=kw.get("window"),
                    overlay=mode, hud_scale=hud_scale)  # fmt: skip
-    hud = ctx.install(Hud(clock=kw.get("clock")))  # clock None: simulated time
+    hud = install_hud(ctx, clock=kw.get("clock"))  # clock None: simulated time
     assert graph.passes[-1].name == "DebugOverlay"
     return hud, stream
 
@@ -530,14 +529,15 @@ def test_panel_forms_stay_inside_their_boxes():
     from engine.hud.panel import HudData
     from engine.tools.cull.panel import CullPanel
     from engine.tools.perf.panel import PerfPanel
-    from engine.tools.perf.timeline import TimelinePanel
+    from engine.tools.timeline.panel import TimelinePanel
 
     stream = FakeStream()
     stream.advance(70)
     names = [p[0] for p in FAKE_PASSES] + ["DebugOverlay"]
     ctx = make_ctx(telemetry=stream.telemetry)
     data = HudData(names, FAKE_COUNTS, True, True, True)
-    perf, timeline = PerfPanel(ctx), TimelinePanel(ctx)
+    tool = SimpleNamespace(ctx=ctx)  # a panel is built with its tool: it reads tool.ctx
+    perf, timeline = PerfPanel(tool), TimelinePanel(tool)
     perf.tick(data)
     timeline.tick(data)
     for panel in (perf, CullPanel(), timeline):
@@ -558,11 +558,22 @@ def test_panel_forms_stay_inside_their_boxes():
 
 
 def test_modes_follow_the_registered_panels():
-    """The F1 cycle, ``--overlay``'s choices and each mode's panels all come from the one
-    panel list: a panel registered with a new mode adds it (before ``all``)."""
+    """The F1 cycle, ``--overlay``'s choices and each mode's panels all come from the tools'
+    declared panels: a panel declared with a new mode adds it (before ``all``)."""
     from engine.cli import build_parser
     from engine.hud.panel import Panel
-    from engine.hud.panels import PANELS, mode_names, mode_panels
+    from engine.hud.panel import mode_names as names_of
+    from engine.hud.panel import mode_panels as panels_of
+    from engine.tools import DEFAULT_TOOLS
+
+    PANELS = tuple(c for t in DEFAULT_TOOLS for c in getattr(t, "panels", ()))
+    PANELS = tuple(c for c in PANELS if c.modes)  # the console's panel has no mode of its own
+
+    def mode_names(panels=PANELS):
+        return names_of(panels)
+
+    def mode_panels(panels=PANELS):
+        return panels_of(panels)
 
     assert mode_names() == (
         "off",
@@ -640,12 +651,13 @@ def test_s03_hud_keeps_clear_of_the_gallery(tmp_path):
 def test_console_opens_over_any_mode_and_log_mode_shows_the_tail(gpu):
     import logging
 
+    from engine.logtail import install_log_tail
     from engine.tools.console.tool import ConsoleTool
-    from engine.tools.log.tool import LogHudPanel, LogTailTool
+    from engine.tools.log.tool import LogHudPanel
 
     hud, _ = make_hud(gpu, "off", size=(640, 360))
-    tail = hud.ctx.install(LogTailTool()).tail
-    hud.panels["log"] = LogHudPanel(hud.ctx)  # the log panel reads the tail installed now
+    tail = hud.ctx.log_tail = install_log_tail()
+    hud.panels["log"] = LogHudPanel(SimpleNamespace(ctx=hud.ctx))  # reads the tail set now
     app = SimpleNamespace(console=hud.ctx.install(ConsoleTool()).console)
     try:
         hud.update(SimpleNamespace(size=(640, 360), time=0.0))

@@ -3,8 +3,6 @@ read-back texture, snapshots after a pass, NaN/Inf counts, bad input, nothing wh
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 import pytest
 import wgpu
@@ -142,7 +140,7 @@ def check_panel(tool, s, texel):
 
     ov = DebugOverlay(120, 30)
     assert tool.latest() is s  # the panel draws the newest figures
-    InspectPanel(SimpleNamespace(find=lambda cls: tool)).draw(ov, 0, 0, 0, None)
+    InspectPanel(tool).draw(ov, 0, 0, 0, None)
     rows = ["".join(ov.glyph_at(c, r) or " " for c in range(ov.cols)) for r in range(ov.rows)]
     assert all(not row[W:].strip() for row in rows)
     x, y, _ = s.probe

@@ -120,7 +120,7 @@ def test_hud_panel_shows_every_count_within_its_width(gpu):
     t = tool.history[-1][0]
     big = {"Texture": 12345, "TextureView": 23456, "Buffer": 3456, "BindGroup": 45678}
     tool.history.append((t + 3.0, big, tool.history[-1][2]))
-    panel = MemoryPanel(ctx)
+    panel = MemoryPanel(tool)
     ov = DebugOverlay(120, 40)
     panel.draw(ov, 0, 0, 0, None)
     rows = ["".join(ov.glyph_at(c, r) or " " for c in range(ov.cols)) for r in range(ov.rows)]

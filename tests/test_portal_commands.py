@@ -19,9 +19,9 @@ from PIL import Image
 import engine.tools.capture.tool as capture_module
 from engine.commands import CommandRegistry
 from engine.safe_write import PNG_SIGNATURE, UnsafeWrite, png_target, save_png
+from engine.settings import register_frame_commands
 from engine.telemetry import Telemetry
 from engine.tools.capture.tool import CaptureTool
-from engine.settings import register_frame_commands
 from engine.tools.portal import Portal, server
 from tests.helpers import ROOT
 from tests.portal_support import FramePump, post_command

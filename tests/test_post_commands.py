@@ -7,8 +7,7 @@ from dataclasses import replace
 import pytest
 
 from engine.commands import CommandRegistry
-from engine.settings import register_frame_commands
-from engine.settings import FrameSettings
+from engine.settings import FrameSettings, register_frame_commands
 
 
 class FakeFrame:

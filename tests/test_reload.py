@@ -21,7 +21,6 @@ import pytest
 import wgpu
 
 import engine
-
 from engine.commands import CommandRegistry
 from engine.graph import RenderGraph
 from engine.loop import FrameLoop
@@ -342,10 +341,8 @@ def test_bad_edit_shows_in_hud_console_log_within_a_frame_and_clears(tmp_path, m
     the bad edit, the HUD's bottom row, the console and the log tail (which the portal
     streams) hold ``file:line:col: message``; the fix clears the HUD row."""
     from engine import app as app_module
-    from engine.hud.service import Hud
     from engine.tools.console.tool import ConsoleTool
-    from engine.tools.log.tool import LogTailTool
-    from engine.tools.reload.watch import HotReload
+    from engine.tools.reload import ReloadTool
     from samples.s02_custom_pass import CustomPass
 
     shutil.copy(SHADER_DIR / "s02_work.wgsl", tmp_path / "s02_work.wgsl")
@@ -361,8 +358,8 @@ def test_bad_edit_shows_in_hud_console_log_within_a_frame_and_clears(tmp_path, m
     class Edited(CustomPass):
         def update(self, ctx):
             super().update(ctx)
-            app, tool = self.app, self.app.tool(HotReload)
-            hud = app.tool(Hud)
+            app, tool = self.app, self.app.tool(ReloadTool).watch
+            hud = app.hud
             if ctx.frame_index == 1:
                 assert tool.wait_ready()
                 file.write_text(good.replace("let n = params.grid;", "let n = params.grid"))
@@ -371,7 +368,7 @@ def test_bad_edit_shows_in_hud_console_log_within_a_frame_and_clears(tmp_path, m
             elif "error" in seen and "hud" not in seen:  # one frame later: drawn
                 seen["hud"] = bottom_row(hud)
                 seen["console"] = [t for t, _ in app.tool(ConsoleTool).console.output]
-                seen["log"] = [e.text for e in app.tool(LogTailTool).tail.snapshot()]
+                seen["log"] = [e.text for e in app.ctx.log_tail.snapshot()]
                 file.write_text(good)
             elif "hud" in seen and tool.notice is None and "cleared" not in seen:
                 seen["cleared"] = ctx.frame_index

@@ -34,7 +34,7 @@ def test_reload_cost_before_after_matches_the_records(gpu, tmp_path, monkeypatch
     uncaught = UncaughtErrors(monkeypatch)
     try:
         run.graph.profiler = FrameProfiler(gpu, gpu=True, cpu=False, batch=1)
-        cost = run.ctx.install(CostTracker(window=20))
+        cost = run.ctx.install(CostTracker(run.tool, window=20))
         notes = []
         cost.subscribe(notes.append)
         for _ in range(25):

@@ -15,8 +15,8 @@ import numpy as np
 import orjson
 import pytest
 
-from engine.devtools.traces.traceload import load_trace
 from engine.devtools.traces import jsonstream, traceload
+from engine.devtools.traces.traceload import load_trace
 
 
 def varied_events(n: int, seed: int) -> list:

@@ -43,3 +43,16 @@ def register_overlay_stub(registry: CommandRegistry, calls: list | None = None) 
         return f"overlay: {mode}"
 
     registry.register("overlay", overlay, args=[Choice(*modes(), "next")], help="HUD mode")
+
+
+def install_hud(ctx, *, clock=None, tools=None):
+    """The HUD service over the tools whose panels make its modes (``HUD_TOOLS``), installed
+    into ``ctx`` as the App does; ``clock`` None: simulated time. Returns the HUD."""
+    from engine.app import install_tools
+    from engine.hud.service import Hud
+    from engine.tools import HUD_TOOLS
+
+    tools = HUD_TOOLS if tools is None else tools
+    hud = Hud.for_tools(tools, mode=ctx.option("overlay"), hud_scale=ctx.option("hud_scale"),
+                        clock=clock)  # fmt: skip
+    return install_tools(ctx, tools, hud)

@@ -183,8 +183,8 @@ def create_pipeline(device: wgpu.GPUDevice) -> wgpu.GPURenderPipeline:
 def main(argv: list[str] | None = None) -> int:
     from PIL import Image
 
-    from engine.options import size_type
     from engine.gpu import create_gpu
+    from engine.options import size_type
     from engine.scene.gltf import SceneError, default_camera, load_gltf, repeat_grid
     from engine.scene.procedural import city
 

@@ -21,7 +21,11 @@ import os
 import sys
 from pathlib import Path
 
-from engine.cli import ArgumentParser, check_output_path, fail, int_type, size_type
+from engine.cli import fail
+from engine.devtools.ablation import AblationError, ablate, format_table
+from engine.devtools.ablation.flame import result_tree, write_flame
+from engine.gpu import GpuError, create_gpu
+from engine.options import ArgumentParser, OptionError, check_output, int_type, size_type
 
 PROG = "lantern ablate"  # tools/ablate.py passes "ablate.py"
 
@@ -100,12 +104,12 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
     args = parser.parse_args(argv)
     if args.flame:
         suffix = ".html" if args.flame.lower().endswith((".html", ".htm")) else ".svg"
-        check_output_path(parser, "--flame", args.flame, suffix)
+        try:
+            check_output("--flame", args.flame, suffix)
+        except OptionError as e:
+            parser.error(str(e))
     if not Path(args.shader).is_file():
         return fail(prog, f"{args.shader}: no such file; give a .wgsl file")
-    from engine.devtools.ablation import AblationError, ablate, format_table
-    from engine.devtools.ablation.flame import result_tree, write_flame
-    from engine.gpu import GpuError, create_gpu
 
     try:
         gpu = create_gpu(args.adapter)

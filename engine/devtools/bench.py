@@ -15,6 +15,8 @@ import os
 import sys
 from pathlib import Path
 
+from engine.gpu import create_gpu
+
 SECTIONS = (
     "profiler",
     "cull",
@@ -62,7 +64,6 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
     """Run the benchmark sections of ``argv``; return the exit status."""
     os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
     args = build_parser(prog).parse_args(argv)
-    from engine.gpu import create_gpu
 
     gpu = create_gpu(args.adapter)
     print(gpu.describe(), flush=True)

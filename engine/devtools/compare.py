@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 import orjson
 
+from engine.safe_write import output_problem
 from engine.telemetry.compare import (  # noqa: F401 - the statistics, re-exported for the CLI
     ALPHA,
     GATE_CLOCKS,
@@ -307,7 +308,6 @@ def main(argv: Sequence[str] | None = None, prog: str = "compare") -> int:
     """Run the comparison; returns 0, 1 (``--fail-above`` gate failed) or 2 (bad input)."""
     parser = build_parser(prog)
     args = parser.parse_args(argv)
-    from engine.safe_write import output_problem
 
     for option, path, suffix in (("--png", args.png, ".png"), ("--html", args.html, ".html")):
         problem = None if path is None else output_problem(path, suffix)

@@ -21,10 +21,10 @@ from pathlib import Path
 import numpy as np
 import wgpu
 
-from engine.devtools.traces.traceload import COUNTER_ROWS, SpanTable
 from engine.flamechart.draw import OVER_BLEND
 from engine.flamechart.select import NONE, ViewParams
 from engine.flamechart.spans import name_colors
+from engine.flamechart.table import COUNTER_ROWS, SpanTable
 from engine.shader_registry import shader_pipeline
 
 HERE = Path(__file__).parent  # this package's WGSL

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.devtools.traces.traceload import COUNTER_ROWS, SpanTable
+from engine.flamechart.table import COUNTER_ROWS, SpanTable
 
 
 class RowIndex:

@@ -25,8 +25,8 @@ import zlib
 import numpy as np
 import wgpu
 
-from engine.devtools.traces.traceload import SpanTable
 from engine.flamechart.lod import LOD_BYTES, LOD_WORDS, LodLevel, RangeIndex, build_levels
+from engine.flamechart.table import SpanTable
 from engine.hud import font8x8
 
 SPAN_WORDS = 5

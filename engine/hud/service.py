@@ -24,7 +24,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 
-from engine.commands import Choice
+from engine.commands import Choice, Int
 from engine.hud.debug_overlay import DebugOverlayPass, auto_hud_scale, grid_for
 from engine.hud.grid import DebugOverlay
 from engine.hud.layout import Layout, PanelSpec, plan
@@ -42,7 +42,6 @@ Note = tuple[str, bool, bool]  # (text, significant, slower): one pass's NOTE co
 
 def hud_scale_type(text: str) -> int:
     """argparse type of ``--hud-scale``: an integer 1..16."""
-    from engine.commands import Int
 
     return Int(1, 16, what="an integer HUD scale").argparse_type()(text)
 

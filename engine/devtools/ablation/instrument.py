@@ -48,6 +48,7 @@ from engine.devtools.ablation.wgsl import (
     const_int,
     join_tokens,
     reachable_functions,
+    used_identifiers,
 )
 
 CUT_NONE = 0xFFFFFFFF
@@ -597,6 +598,4 @@ def instrument(m: Module, entry: str, types: dict[int, str] | None = None) -> In
 
 
 def _uses(m: Module, f: Function, name: str) -> bool:
-    from engine.devtools.ablation.wgsl import used_identifiers
-
     return name in used_identifiers(m, f.name)

@@ -37,6 +37,7 @@ from engine.devtools.ablation.wgsl import (
     Module,
     Param,
     WgslSyntaxError,
+    entry_bindings,
     load_source,
     parse,
     scalar_of,
@@ -545,7 +546,6 @@ def build(device, m: Module, ins: Instrumented, origin, *, sets=(), elements=655
           instances=1, constants=None):  # fmt: skip
     """Create the workload, the original and instrumented pipelines and their bindings.
     Returns (workload, original variant, instrumented variants by cut value, restore)."""
-    from engine.devtools.ablation.wgsl import entry_bindings
 
     f = ins.entry
     work = _Workload(device, m, f, size=size, groups=groups, vertices=vertices,

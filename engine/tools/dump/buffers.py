@@ -15,6 +15,11 @@ import re
 
 import numpy as np
 
+from engine.culling.counters import COUNTER_NAMES
+from engine.culling.gpu_scene import REGIONS
+from engine.passes.resources import ARGS, COUNTERS, EXPOSURE, HISTOGRAM, REMAP
+from engine.shaders import load_wgsl
+
 #: WebGPU's indexed indirect draw arguments (GPUDrawIndexedIndirect), 20 bytes.
 DRAW_INDEXED_INDIRECT_WGSL = """
 struct DrawIndexedIndirect {
@@ -97,10 +102,6 @@ def _top_level_split(body: str) -> list[str]:
 def buffer_tables(res, graph) -> dict:
     """Name -> ``(GPUBuffer, decode(bytes) -> structured array)`` of the buffers that dump
     as tables (the standard frame's; ``res`` its ``FrameResources``)."""
-    from engine.culling.counters import COUNTER_NAMES
-    from engine.culling.gpu_scene import REGIONS
-    from engine.passes.resources import ARGS, COUNTERS, EXPOSURE, HISTOGRAM, REMAP
-    from engine.shaders import load_wgsl
 
     gs = res.gs
     labels = gs.batch_labels

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.devtools.traces.traceload import CPU_LANE, GPU_LANE
 from engine.flamechart.chart import FlameChart
+from engine.flamechart.table import CPU_LANE, GPU_LANE
 from engine.flamechart.view import FlameView
 from engine.hud.debug_overlay import DebugOverlayPass, auto_hud_scale, grid_for
 from engine.hud.grid import DebugOverlay

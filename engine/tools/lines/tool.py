@@ -16,7 +16,9 @@ import logging
 import numpy as np
 
 from engine.commands import Choice
+from engine.culling.reference import VISIBLE, CullView
 from engine.passes.resources import DEPTH, frame_resources
+from engine.passes.shadow import frustum_planes
 from engine.tools.lines.passes import DebugLines, LinesPass
 
 log = logging.getLogger("lantern")
@@ -114,8 +116,6 @@ class LinesTool:
 
 def cull_view(res, camera, size):
     """The reference ``CullView`` of ``camera`` at output ``size`` with ``res``'s knobs."""
-    from engine.culling.reference import CullView
-    from engine.passes.shadow import frustum_planes
 
     aspect = size[0] / size[1]
     view, proj = camera.view(), camera.proj(aspect)
@@ -136,8 +136,6 @@ def culled_spheres(res, classes):
     culled instances nearest the frozen camera (colour by reason) and the culled counts by
     reason (``{"frustum": n, "small": n, "occluded": n}``) of the whole scene, from the
     culler's ``(N,)`` uint32 ``classes``; ``(None, None)`` while they are not read back."""
-    from engine.culling.reference import VISIBLE
-    from engine.tools.lines.passes import DebugLines
 
     if classes is None:
         return None, None

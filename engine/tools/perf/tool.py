@@ -13,6 +13,7 @@ import logging
 
 from engine.commands import Choice
 from engine.gpu import DRAW_PROFILE_FEATURES
+from engine.profiling import FrameProfiler
 from engine.tools.perf.panel import PerfPanel
 
 log = logging.getLogger("lantern")
@@ -103,8 +104,6 @@ class PerfTool:
         if prof is not None:
             ctx.loop.drain()  # publish what is in flight before the pools go away
         if want_gpu or want_cpu:
-            from engine.profiling import FrameProfiler
-
             prof = FrameProfiler(
                 ctx.gpu, gpu=want_gpu, cpu=want_cpu, batch=self.batch, draws=want_draws
             )

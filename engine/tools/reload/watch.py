@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.commands import Choice, CommandError
-from engine.shader_registry import PipelineHandle, ShaderRegistry, shader_registry
+from engine.shader_registry import PipelineHandle, ShaderRegistry, _display, expand, shader_registry
 from engine.shaders import shader_hashes, wgsl_hash
 
 log = logging.getLogger("lantern")
@@ -265,7 +265,6 @@ class HotReload:
     def _rebuild_if_changed(self, h: PipelineHandle):
         """True (rebuilt), a ``ShaderError`` (new failure), ``"cleared"`` (back to the
         running code while it had an error), or None (nothing to do)."""
-        from engine.shader_registry import expand
 
         try:
             code = expand(h.path, self.registry.root).code
@@ -310,6 +309,4 @@ class HotReload:
 
 
 def _rel(path: Path) -> str:
-    from engine.shader_registry import _display
-
     return _display(path)
