@@ -126,11 +126,6 @@ def inverse4(m) -> list[list[float]]:
     ]
 
 
-def rotation_y(angle: float) -> np.ndarray:
-    c, s = math.cos(angle), math.sin(angle)
-    return np.array([[c, 0, s, 0], [0, 1, 0, 0], [-s, 0, c, 0], [0, 0, 0, 1]], np.float32)
-
-
 def translation(x: float, y: float, z: float) -> np.ndarray:
     m = np.identity(4, np.float32)
     m[:3, 3] = (x, y, z)

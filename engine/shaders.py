@@ -7,8 +7,6 @@ import functools
 import hashlib
 import re
 
-import wgpu
-
 from engine.resources import resource_dir
 
 SHADER_DIR = resource_dir("shaders")
@@ -35,9 +33,3 @@ def wgsl_hash(code: str) -> str:
 def shader_hashes() -> dict[str, str]:
     """``{module name: wgsl_hash}`` of every shader module created so far, sorted."""
     return dict(sorted(MODULE_HASHES.items()))
-
-
-def shader_module(device: wgpu.GPUDevice, name: str) -> wgpu.GPUShaderModule:
-    code = load_wgsl(name)
-    MODULE_HASHES[name] = wgsl_hash(code)
-    return device.create_shader_module(label=name, code=code)

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from engine.devtools.traces import traceload
-from engine.devtools.traces.traceload import TraceError, _stack_depth, load_trace, nesting_depth
+from engine.devtools.traces.traceload import TraceError, load_trace
+from engine.flamechart.table import _stack_depth, nesting_depth
 
 
 def events(n: int) -> list[dict]:

@@ -9,8 +9,13 @@ import numpy as np
 import pytest
 
 from engine.devtools.traces.synthetic import synthetic_table
-from engine.flamechart.lod import LEVEL_SHRINK, build_levels, merge_reference
-from engine.flamechart.reference import lod_select_reference, pick_reference, select_reference
+from engine.flamechart.lod import LEVEL_SHRINK, build_levels
+from engine.flamechart.reference import (
+    lod_select_reference,
+    merge_reference,
+    pick_reference,
+    select_reference,
+)
 from engine.flamechart.select import INST_COLLAPSED, NONE, FlameSelect, ViewParams, level_for
 from engine.flamechart.spans import SPAN_BYTES, SpanStore, pack_spans
 from tests.test_flame_gpu import random_spans, run_select

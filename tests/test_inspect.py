@@ -10,7 +10,8 @@ import wgpu
 from engine.passes.resources import DEPTH, HDR, PYRAMID
 from engine.settings import FrameSettings
 from engine.tools.dump.tool import read_texture
-from engine.tools.inspector.passes import BINS, TextureReduction, TextureStats, reference_stats
+from engine.tools.inspector.passes import BINS, TextureReduction, TextureStats
+from engine.tools.inspector.reference import reference_stats
 from engine.tools.inspector.tool import InspectorTool
 from tests.frame_harness import Harness
 from tests.test_views import CAMERA, SIZE, Inject, ground_scene

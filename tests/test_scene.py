@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from engine.math3d import look_at, perspective_reverse_z, rotation_y, translation
+from engine.math3d import look_at, perspective_reverse_z, translation
 from engine.scene.camera import (
     CAMERA_FORMAT,
     Camera,
@@ -44,6 +44,11 @@ from engine.scene.procedural import (
 from engine.scene.scene import Mesh, Scene
 
 # -- meshes ---------------------------------------------------------------------------------
+
+
+def rotation_y(angle: float) -> np.ndarray:
+    c, s = math.cos(angle), math.sin(angle)
+    return np.array([[c, 0, s, 0], [0, 1, 0, 0], [-s, 0, c, 0], [0, 0, 0, 1]], np.float32)
 
 
 def _ngon_area(n: int, r: float = 0.5) -> float:

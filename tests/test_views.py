@@ -17,7 +17,8 @@ from engine.scene.meshes import box, plane
 from engine.scene.scene import Mesh, Scene
 from engine.settings import FrameSettings
 from engine.tools.dump.tool import read_texture
-from engine.tools.views.passes import EV_RANGE, depth_grey, hiz_texel, linear_depth, ramp
+from engine.tools.views.passes import EV_RANGE
+from engine.tools.views.reference import depth_grey, hiz_texel, linear_depth, ramp
 from engine.tools.views.tool import ViewTool
 from tests.frame_harness import Harness, random_scene
 from tests.tool_fakes import make_ctx
@@ -305,7 +306,7 @@ def test_ids_and_lod_views_against_the_reference_lod_selection(gpu):
     from engine.culling.reference import select_lod
     from engine.passes.resources import VIEW_IDS
     from engine.tools.lines.tool import cull_view
-    from engine.tools.views.passes import LOD_COLOURS, id_colour
+    from engine.tools.views.reference import LOD_COLOURS, id_colour
 
     scene = random_scene(60, seed=4)
     v = Viewed(gpu, scene, FrameSettings(taa=False, bloom=False, lod_base_px=300.0))

@@ -52,6 +52,7 @@ from engine.telemetry.compare import (  # noqa: F401 - the statistics, re-export
     slower_p,
     warmup_frames,
 )
+from engine.telemetry.record import path_text
 
 IGNORED_SETTINGS = ("capture", "telemetry", "trace", "graph", "portal", "portal_host", "baseline")
 
@@ -60,7 +61,7 @@ IGNORED_SETTINGS = ("capture", "telemetry", "trace", "graph", "portal", "portal_
 @dataclass
 class Row:
     clock: str
-    name: str
+    name: str | tuple[str, ...]  # a pass, or a draw's path (pass, draw)
     diff: Diff
     a: np.ndarray  # the readings compared (warm-up and NaN dropped), ms
     b: np.ndarray
@@ -105,8 +106,8 @@ def compare_runs(
     if not rows:
         clock, name, na, nb = short[0]
         raise CompareError(
-            f"too few frames: {name} has {na} reading(s) in {a.path} and {nb} in {b.path} "
-            f"after dropping the warm-up ({wa} and {wb} frames); {MIN_FRAMES} are needed "
+            f"too few frames: {path_text(name)} has {na} reading(s) in {a.path} and {nb} in "
+            f"{b.path} after dropping the warm-up ({wa} and {wb} frames); {MIN_FRAMES} are needed "
             "(record more --frames)"
         )
     return Comparison(a, b, wa, wb, rows, session_differences(a.session, b.session))
@@ -180,7 +181,8 @@ def format_comparison(c: Comparison) -> str:
     for r in c.rows:
         d = r.diff
         ci = f"[{d.lo_ms:+.3f}, {d.hi_ms:+.3f}]"
-        name = r.name if len(r.name) <= 26 else r.name[:23] + "..."
+        name = path_text(r.name)
+        name = name if len(name) <= 26 else name[:23] + "..."
         lines.append(
             f"{r.clock:<5} {name:<26} {d.median_a:>10.3f} {d.median_b:>10.3f} "
             f"{d.diff_ms:>+10.3f} {d.pct:>+7.1f}%  {ci:<23} {d.p_value:>8.2g}"
@@ -217,7 +219,7 @@ def figure(c: Comparison):
             ax.axvline(np.median(x), color=colour, ls="--", lw=1)
         d = r.diff
         mark = " *" if d.significant else ""
-        ax.set_title(f"{r.clock} {r.name}: {d.pct:+.1f}%{mark}", fontsize=9)
+        ax.set_title(f"{r.clock} {path_text(r.name)}: {d.pct:+.1f}%{mark}", fontsize=9)
         ax.set_xlabel("ms", fontsize=8)
         ax.tick_params(labelsize=7)
         ax.legend(fontsize=7)
@@ -338,7 +340,7 @@ def _gate(c: Comparison, pct: float) -> int:
     m = len(rows)
     for r, bad in zip(rows, failed, strict=True):
         if bad:
-            c.failed.append(f"{r.clock} {r.name}: {r.diff.pct:+.1f}% slower")
+            c.failed.append(f"{r.clock} {path_text(r.name)}: {r.diff.pct:+.1f}% slower")
     if c.failed:
         print(f"gate: FAIL, slower than {pct:g}% (Holm over {m} passes, alpha {ALPHA:g}): "
               + "; ".join(c.failed))  # fmt: skip

@@ -203,24 +203,6 @@ def build_levels(start_ns, dur_ns, lane, depth, *, min_entries: int = MIN_ENTRIE
     return [lv.by_start() for lv in levels]  # built in row order, read in start order
 
 
-def merge_reference(start_ns, dur_ns, lane, depth, bucket_ns: int) -> list[tuple]:
-    """Plain-Python specification of one level built straight from the spans (tests):
-    ``(row, start, end, longest dur, representative index, count)`` per entry, sorted."""
-    out, groups = [], {}
-    for i in range(len(start_ns)):
-        s, d = int(start_ns[i]), int(dur_ns[i])
-        row = int(lane[i]) << 16 | int(depth[i])
-        if d >= bucket_ns:
-            out.append((row, s, s + d, d, i, 1))
-            continue
-        g = groups.setdefault((row, s // bucket_ns), [])
-        g.append((s, s + d, d, i))
-    for (row, _), g in groups.items():
-        rep = min(g, key=lambda e: (-e[2], e[3]))
-        out.append((row, min(e[0] for e in g), max(e[1] for e in g), rep[2], rep[3], len(g)))
-    return sorted(out)
-
-
 RANGE_BLOCK = 1024  # entries per block of a RangeIndex (16 bytes a block on the host)
 
 

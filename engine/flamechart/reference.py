@@ -110,3 +110,21 @@ def lod_select_reference(entries: np.ndarray, name_flags: np.ndarray, p: ViewPar
     ref["span"] = entries[ref["entry"].astype(np.int64), 5].astype(np.uint32)
     order = np.lexsort((ref["span"], ref["collapsed"]))
     return {k: v[order] for k, v in ref.items()}
+
+
+def merge_reference(start_ns, dur_ns, lane, depth, bucket_ns: int) -> list[tuple]:
+    """Plain-Python specification of one level built straight from the spans (tests):
+    ``(row, start, end, longest dur, representative index, count)`` per entry, sorted."""
+    out, groups = [], {}
+    for i in range(len(start_ns)):
+        s, d = int(start_ns[i]), int(dur_ns[i])
+        row = int(lane[i]) << 16 | int(depth[i])
+        if d >= bucket_ns:
+            out.append((row, s, s + d, d, i, 1))
+            continue
+        g = groups.setdefault((row, s // bucket_ns), [])
+        g.append((s, s + d, d, i))
+    for (row, _), g in groups.items():
+        rep = min(g, key=lambda e: (-e[2], e[3]))
+        out.append((row, min(e[0] for e in g), max(e[1] for e in g), rep[2], rep[3], len(g)))
+    return sorted(out)

@@ -117,13 +117,6 @@ def nesting_depth(lane: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.nd
                  np.asarray(end, np.int64))[0]  # fmt: skip
 
 
-def nest_order(lane: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """Indices by (lane, start, longest first). A file in time order (the usual case) needs
-    only a radix sort of the lane (its spans are then already in order within each lane,
-    checked); anything else a full ``lexsort``."""
-    return _nest_order(lane, start, end)[0]
-
-
 def _nest_order(lane, start, end) -> tuple[np.ndarray, ...]:
     """``(nest_order, lane, start, end in that order)``."""
     if len(lane) and int(lane.max()) < 1 << 16 and int(lane.min()) >= 0:

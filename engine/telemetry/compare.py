@@ -46,7 +46,7 @@ class Run:
         frames: frame records in the file.
         series: ``(clock, name) -> float64 (frames,)`` ms per frame record in file order, NaN
             where that record has no reading; clock ``"gpu"``, ``"cpu"`` or ``"draw"`` (name
-            ``"<pass>/<draw>"``).
+            its path ``(pass, draw)``).
     """
 
     path: str
@@ -114,7 +114,7 @@ def _add_frame(obj: dict, names: list[str], i: int, columns: dict) -> None:
             begin, end, split = d[1], d[2], d[3]
             ns = end - begin if begin is not None else split
             if ns is not None:
-                key = ("draw", f"{names[p[0]]}/{names[d[0]]}")
+                key = ("draw", (names[p[0]], names[d[0]]))
                 columns.setdefault(key, []).append((i, _ms(ns)))
 
 

@@ -7,6 +7,7 @@ Units: ``*_ns`` integers are nanoseconds (GPU scopes on the GPU clock, CPU scope
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -17,7 +18,7 @@ if TYPE_CHECKING:  # typing only: producers sit above this layer
     from engine.telemetry.stats import StatsSnapshot
 
 GPU, CPU, WALL = "gpu", "cpu", "wall"
-DRAW = "draw"  # per-draw GPU readings in the stats (name "<pass>/<draw>"), --gpu-profile draws
+DRAW = "draw"  # per-draw GPU readings in the stats (name: the path (pass, draw)), draws profiling
 FRAME_SCOPE = "Frame"  # the wall-clock frame time's name in the stats (clock WALL)
 
 
@@ -49,6 +50,26 @@ class Scope(NamedTuple):
     @property
     def duration_ms(self) -> float:
         return (self.end_ns - self.begin_ns) / 1e6
+
+
+Path = tuple[str, ...]  # a nested scope's names from the top: ("Main.Early", "box LOD0")
+
+
+def walk(scopes, parent: Path = ()) -> Iterator[tuple[Path, Scope]]:
+    """Every scope of ``scopes`` and the scopes nested in it, depth first in recording order,
+    each with its path of names from the top: ``(("Main.Early",), pass)``, then
+    ``(("Main.Early", "box LOD0"), draw)``. Names are never joined into one string, so a
+    pass or draw with ``/`` in its name stays itself."""
+    for s in scopes or ():
+        path = (*parent, s.name)
+        yield path, s
+        if s.children:
+            yield from walk(s.children, path)
+
+
+def path_text(path: str | Path) -> str:
+    """A name or a path as people read it: ``"Main.Early > box LOD0"``."""
+    return path if isinstance(path, str) else " > ".join(path)
 
 
 @dataclass
@@ -152,7 +173,7 @@ class FrameRecord:
         transitions: per pass name, the transition billed before it (ns, part of its GPU
             scope) where encoder timestamps are used (``engine.profiling.gpu``), else None.
         snapshot: the stats window after this frame (``StatsSnapshot``; per-draw readings
-            are rows of clock ``"draw"`` named ``"<pass>/<draw>"``), from which
+            are rows of clock ``"draw"`` named by their path ``(pass, draw)``), from which
             ``stats_keys`` (``(clock, name)`` per row) and ``stats_values`` (``float64
             (rows, len(STAT_FIELDS))``, NaN = none; keys without a reading in the window left
             out) are computed on first use; ``stats`` / ``stat()`` give ``PassStats``.

@@ -20,6 +20,7 @@ from engine.telemetry.record import (
     FrameTimings,
     Session,
     nest_draws,
+    walk,
 )
 from engine.telemetry.stats import StatsWindow
 
@@ -152,10 +153,9 @@ class Telemetry:
 
 
 def _add_draws(keys: tuple, values: list, gpu) -> tuple[tuple, list]:
-    """Append each nested draw's reading (inside, else split; ms) as a ``(DRAW,
-    "<pass>/<draw>")`` row of the stats window, so views get its mean and delta like a
-    pass's."""
-    extra = [(f"{s.name}/{c.name}", c.detail.ns) for s in gpu or () for c in s.children]
+    """Append each nested draw's reading (inside, else split; ms) as a ``(DRAW, (pass,
+    draw))`` row of the stats window, so views get its mean and delta like a pass's."""
+    extra = [(path, s.detail.ns) for path, s in walk(gpu) if len(path) > 1]
     if not extra:
         return keys, values
     keys += tuple((DRAW, name) for name, ns in extra if ns is not None)

@@ -38,7 +38,8 @@ def encode_record(record: FrameRecord, table: NameTable) -> tuple[list[str], dic
 
     Message keys: ``seq``, ``frame``, ``t_ns``, ``wall_ms``, ``gpu``/``cpu`` (lists of
     ``[name_id, begin_ns, end_ns]`` or null), ``dropped``, ``invalid``, ``cull`` (``{"frame",
-    "values"}`` or null) and ``stats``: lists of ``[clock, name_id, *STAT_FIELDS]`` (null = none;
+    "values"}`` or null) and ``stats``: lists of ``[clock, name_id, *STAT_FIELDS]`` (a
+    draw's ``name_id``: the list ``[pass_id, draw_id]`` of its path; null = none;
     ``outlier`` is 0/1), and ``draws`` (null without ``--gpu-profile draws``): per pass
     ``[pass_name_id, kind, baseline_ns, [draw, ...], overhead_ns, unreliable]`` with each draw
     ``[label_id, begin_ns, end_ns, split_ns, repeats, below_resolution (0/1), vertex, clipper,
@@ -50,7 +51,9 @@ def encode_record(record: FrameRecord, table: NameTable) -> tuple[list[str], dic
     scope), rounded to 0.001 ns.
     """
     names = [s.name for s in record.gpu or ()] + [s.name for s in record.cpu or ()]
-    names += [name for _, name in record.stats_keys]
+    names += [
+        n for _, name in record.stats_keys for n in ((name,) if isinstance(name, str) else name)
+    ]
     names += list(record.transitions or ())
     for s in record.gpu or ():
         names += [c.name for c in s.children]
@@ -67,13 +70,18 @@ def encode_record(record: FrameRecord, table: NameTable) -> tuple[list[str], dic
         "invalid": record.invalid,
         "cull": None if cull is None else {"frame": cull.frame_index, "values": list(cull.values)},
         "stats": [
-            [clock, table.ids[name], *(None if v != v else round(v, 6) for v in row)]
+            [clock, _name_id(table, name), *(None if v != v else round(v, 6) for v in row)]
             for (clock, name), row in zip(record.stats_keys, _rows(record), strict=True)
         ],
         "draws": _draws(table, record.draw_passes() or None),
         "transitions": _transitions(table, record.transitions),
     }
     return new, msg
+
+
+def _name_id(table: NameTable, name):
+    """A name's id, or a nested scope's path as the list of its names' ids."""
+    return table.ids[name] if isinstance(name, str) else [table.ids[n] for n in name]
 
 
 def _transitions(table: NameTable, transitions: dict | None) -> list | None:

@@ -43,7 +43,8 @@ def _medians(loop, skip: int = 3) -> dict[str, float]:
 def _gpu_costs(gpu, frames: int) -> None:
     from engine.passes.resources import HDR
     from engine.tools.inspector.passes import InspectPass, StatsReadback, TextureReduction
-    from engine.tools.views.passes import GEOMETRY_VIEWS, ViewGeometryPass, ViewPass
+    from engine.tools.views.passes import ViewGeometryPass, ViewPass
+    from engine.tools.views.views import BY_NAME
 
     frame, graph, target, path, loop = _setup(gpu, 10_000, profile=True, blend=True)
     geom = graph.add(ViewGeometryPass(frame.res))
@@ -62,7 +63,7 @@ def _gpu_costs(gpu, frames: int) -> None:
     post.enabled, view.enabled = False, True
     for name in VIEWS:
         view.name_shown = name
-        geom.enabled = name in GEOMETRY_VIEWS
+        geom.enabled = BY_NAME[name].geometry is not None
         if geom.enabled:
             geom.ensure_targets()
             geom.mode = name if name == "overdraw" else "ids"

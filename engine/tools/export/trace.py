@@ -36,6 +36,7 @@ import orjson
 
 from engine.culling.counters import COUNTER_NAMES
 from engine.telemetry import Scope
+from engine.telemetry.record import walk
 
 log = logging.getLogger("lantern")
 
@@ -76,14 +77,15 @@ def _spans(frames: Iterable[tuple[int, tuple[Scope, ...]]], shift: int):
 
 
 def draw_scopes(record) -> tuple[Scope, ...]:
-    """The GPU passes' nested scopes timed in place (their draws, ``--gpu-profile draws``)
-    as GPU spans named ``"<pass>/<draw>"``: they nest under their pass span on the GPU track
-    (split replays have no place on the frame's timeline and are left out)."""
+    """The GPU passes' nested scopes timed in place (their draws, ``--gpu-profile draws``),
+    found by walking the record's scopes, as GPU spans under their own names: inside their
+    pass's span on the GPU track, they nest under it as Perfetto draws any span inside
+    another on one track (split replays have no place on the frame's timeline and are left
+    out)."""
     return tuple(
-        Scope(f"{s.name}/{c.name}", c.begin_ns, c.end_ns)
-        for s in record.gpu or ()
-        for c in s.children
-        if c.begin_ns is not None
+        Scope(s.name, s.begin_ns, s.end_ns)
+        for path, s in walk(record.gpu)
+        if len(path) > 1 and s.begin_ns is not None
     )
 
 

@@ -192,7 +192,7 @@ class PerfOverlay:
         by window mean, ``+N more`` for the rest, ``ns/frag`` for a render pass."""
         rows = []
         for d in p.draws:
-            st = rec.stat(f"{p.name}/{d.label}", DRAW)
+            st = rec.stat((p.name, d.label), DRAW)
             if st is not None:
                 rows.append(
                     PerfRow("  " + d.label, None, st.mean_ms, st.delta_ms, st.outlier, None, True)

@@ -29,6 +29,7 @@ import numpy as np
 
 from engine.shader_registry import probe
 from engine.telemetry.compare import CompareError, Diff, compare_samples, load_run, warmup_frames
+from engine.telemetry.record import path_text, walk
 from engine.tool import OptionError
 
 log = logging.getLogger("lantern")
@@ -42,9 +43,10 @@ Note = tuple[str, bool, bool]  # (text, significant, slower)
 
 @dataclass(frozen=True)
 class CostChange:
-    """One pass (or ``"<pass>/<draw>"``) across one reload: ``diff`` is after vs before."""
+    """One pass (or a draw, by its path ``(pass, draw)``) across one reload: ``diff`` is
+    after vs before."""
 
-    name: str
+    name: str | tuple[str, ...]
     clock: str
     swap_frame: int
     diff: Diff
@@ -52,7 +54,7 @@ class CostChange:
     def line(self) -> str:
         d = self.diff
         return (
-            f"cost {self.name} ({self.clock}): {d.median_a:.3f} -> {d.median_b:.3f} ms, "
+            f"cost {path_text(self.name)} ({self.clock}): {d.median_a:.3f} -> {d.median_b:.3f} ms, "
             f"{d.diff_ms:+.3f} ms ({d.pct:+.1f}%), 95% CI [{d.lo_ms:+.3f}, {d.hi_ms:+.3f}]"
             + (" *" if d.significant else " (not significant)")
         )
@@ -66,17 +68,14 @@ def _pct(p: float) -> str:
     return f"{p:+.0f}%" if abs(p) < 999.5 else (">+999%" if p > 0 else "<-999%")
 
 
-def readings(records, name: str, clock: str) -> list[tuple[int, float]]:
-    """``(frame_index, ms)`` of ``name`` on ``clock`` (``"gpu"``, ``"cpu"`` or ``"draw"``
-    with ``"<pass>/<draw>"``) in ``records``, oldest first."""
+def readings(records, name, clock: str) -> list[tuple[int, float]]:
+    """``(frame_index, ms)`` of ``name`` on ``clock`` (``"gpu"``, ``"cpu"``, or ``"draw"``
+    with the draw's path ``(pass, draw)``) in ``records``, oldest first."""
     out = []
     for rec in records:
         if clock == "draw":
-            pname, _, label = name.partition("/")
-            for s in rec.gpu or ():
-                if s.name == pname:
-                    out += [(rec.frame_index, c.detail.ns / 1e6) for c in s.children
-                            if c.name == label and c.detail.ns is not None]  # fmt: skip
+            out += [(rec.frame_index, s.detail.ns / 1e6) for path, s in walk(rec.gpu)
+                    if path == name and s.detail.ns is not None]  # fmt: skip
             continue
         for s in (rec.gpu if clock == "gpu" else rec.cpu) or ():
             if s.name == name:
@@ -173,7 +172,7 @@ class CostTracker:
             return []
         for s in record.gpu or ():
             if s.name == name and len(s.children) > 1:
-                keys += [(f"{name}/{c.name}", "draw") for c in s.children]
+                keys += [((name, c.name), "draw") for c in s.children]
         return keys
 
     def _compare(self, name: str, clock: str, swap: int) -> None:
@@ -181,7 +180,9 @@ class CostTracker:
         before = [v for f, v in values if f < swap][-self.window :]
         after = [v for f, v in values if f >= swap + SETTLE_FRAMES][: self.window]
         if min(len(before), len(after)) < MIN_SIDE:
-            log.info("cost %s: too few frames either side of the reload to compare", name)
+            log.info(
+                "cost %s: too few frames either side of the reload to compare", path_text(name)
+            )
             return
         change = CostChange(name, clock, swap, compare_samples(before, after, n_boot=N_BOOT))
         self.results[name] = change

@@ -7,6 +7,7 @@ import textwrap
 from engine.hud.grid import DebugOverlay
 from engine.hud.palette import DIM, HEADER, PANEL_BG, TEXT
 from engine.hud.panel import HudData, Panel
+from engine.tools.views.views import BY_NAME
 
 W = 44  # cells
 
@@ -51,6 +52,6 @@ class ViewPanel(Panel):
         ov.text(col + 1, row, "VIEW [F3 next, 'view off']", HEADER)
         for i, line in enumerate(lines):
             ov.text(col + 1, row + 1 + i, line, TEXT)
-        over = self._tool().current in ("culled", "wireframe")  # drawn over Post's picture
+        over = BY_NAME[self._tool().current].over  # drawn over Post's picture
         how = "drawn over the normal picture" if over else "drawn in place of Post's tone map"
         ov.text(col + 1, row + 1 + len(lines), how, DIM)

@@ -1,7 +1,7 @@
 """``View``: a debug view of the standard frame drawn to the output in place of Post.
 
 Each view reads a target the frame already made (no geometry is drawn again) and writes a
-picture of it with one fullscreen triangle (``shaders/view.wgsl``):
+picture of it with one fullscreen triangle (``view.wgsl``; the records: ``views.py``):
 
 ========== ===================================================================================
 depth      view distance ``z = near / d`` of the reverse-Z depth on a log scale: grey
@@ -52,8 +52,6 @@ from engine.passes.resources import (
     EXPOSURE,
     HDR,
     OUTPUT,
-    PYRAMID,
-    SHADOW_MAP,
     VIEW_DEPTH,
     VIEW_IDS,
     VIEW_OVERDRAW,
@@ -61,58 +59,17 @@ from engine.passes.resources import (
 )
 from engine.scene.meshes import VERTEX_LAYOUT
 from engine.shader_registry import shader_pipeline
+from engine.tools.views.views import BY_NAME, NAMES
 
-#: View name -> shader mode (``shaders/view.wgsl``), in F3 order.
-MODES = {
-    "depth": 0,
-    "hiz": 1,
-    "shadow": 2,
-    "luminance": 3,
-    "normals": 4,
-    "nan": 5,
-    "ids": 6,
-    "lod": 7,
-    "overdraw": 8,
-    "cost": 9,
-    "culled": 10,  # no shader mode: View.Culled draws over Post's picture
-    "wireframe": 11,  # no shader mode: View.Wire draws over Post's picture
-}
-GEOMETRY_VIEWS = ("ids", "lod", "overdraw", "cost")  # drawn again by View.Geometry
 #: overdraw: fragment counts at the ramp's ends (log2 scale: 1 .. OVERDRAW_MAX).
 OVERDRAW_MAX = 32
-#: sRGB colours of LOD 0..5 (5: and beyond) in the lod view (shaders/view.wgsl).
-LOD_COLOURS = np.array(
-    [
-        (0.20, 0.80, 0.20),
-        (0.95, 0.85, 0.20),
-        (0.95, 0.50, 0.10),
-        (0.90, 0.15, 0.15),
-        (0.80, 0.20, 0.80),
-        (0.20, 0.40, 0.95),
-    ]
-)
 
 HERE = Path(__file__).parent  # this package's WGSL
 #: log2 luminance at the two ends of the luminance view's ramp (scene-referred, linear HDR).
 EV_RANGE = (-8.0, 8.0)
-#: What each view reads beyond the view uniform.
-READS = {
-    "depth": (DEPTH,),
-    "hiz": (DEPTH, PYRAMID),
-    "shadow": (DEPTH, SHADOW_MAP),
-    "luminance": (DEPTH, HDR),
-    "normals": (DEPTH,),
-    "nan": (DEPTH, HDR),
-    "ids": (DEPTH, VIEW_IDS),
-    "lod": (DEPTH, VIEW_IDS),
-    "overdraw": (DEPTH, VIEW_OVERDRAW),
-    "cost": (DEPTH, VIEW_OVERDRAW),
-    "culled": (DEPTH,),
-    "wireframe": (DEPTH,),
-}
 PARAMS_DTYPE = np.dtype(
     [
-        ("pad_mode", "<u4"),  # (the mode is the pipeline's MODE override constant)
+        ("pad_view", "<u4"),  # (the view is the pipeline's entry point, fs_<name>)
         ("level", "<u4"),
         ("auto_exposure", "<u4"),
         ("pad0", "<u4"),
@@ -132,60 +89,6 @@ PARAMS_DTYPE = np.dtype(
 _T = wgpu.ShaderStage.FRAGMENT
 
 
-def view_requirement(name: str, settings) -> str | None:
-    """Why ``name`` cannot be shown with ``settings`` (one line naming the knob), or None."""
-    if name == "hiz" and not (settings.cull and settings.occlusion):
-        return (
-            "view hiz needs occlusion culling (the frame builds no Hi-Z pyramid): drop "
-            "--no-occlusion / --no-cull"
-        )
-    if name == "shadow" and not settings.shadows:
-        return "view shadow needs the sun's shadow map: drop --no-shadows (or 'shadows on')"
-    if name in ("luminance", "nan") and not settings.post:
-        return f"view {name} needs the HDR target: drop --no-post"
-    return None
-
-
-#: Turbo (Mikhailov, Google 2019) at 9 evenly spaced points, sRGB-encoded: the false-colour
-#: ramp of the luminance view, linearly interpolated (``shaders/view.wgsl`` has the same).
-TURBO9 = np.array(
-    [
-        (0.190, 0.072, 0.232),
-        (0.276, 0.421, 0.891),
-        (0.158, 0.736, 0.923),
-        (0.197, 0.949, 0.595),
-        (0.644, 0.990, 0.234),
-        (0.933, 0.812, 0.227),
-        (0.984, 0.493, 0.128),
-        (0.816, 0.185, 0.018),
-        (0.480, 0.016, 0.011),
-    ]
-)
-
-
-def ramp(t: np.ndarray) -> np.ndarray:
-    """The luminance view's colour of ``t`` in [0, 1] (clamped): ``(..., 3)`` sRGB-encoded."""
-    x = np.clip(np.asarray(t, np.float64), 0.0, 1.0) * 8.0
-    i = np.minimum(x.astype(int), 7)
-    f = (x - i)[..., None]
-    return TURBO9[i] * (1 - f) + TURBO9[i + 1] * f
-
-
-def depth_grey(depth: np.ndarray, near: float, far: float) -> np.ndarray:
-    """The depth view's sRGB-encoded grey in [0, 1] of reverse-Z depth (NaN where d is 0)."""
-    z = linear_depth(depth, near)
-    g = np.clip(np.log(z / near) / np.log(far / near), 0.0, 1.0)
-    return np.where(np.isfinite(z), g, np.nan)
-
-
-def linear_depth(depth: np.ndarray, near: float) -> np.ndarray:
-    """View distance (world units, float64, same shape) of reverse-Z infinite-perspective
-    depth ``d`` (``engine.math3d.perspective_reverse_z``: ``d = near / z``); inf where d is 0."""
-    d = np.asarray(depth, np.float64)
-    with np.errstate(divide="ignore"):
-        return np.where(d > 0, near / np.where(d > 0, d, 1.0), np.inf)
-
-
 def parse_view(text: str) -> tuple[str, int | None]:
     """``"depth"`` -> ``("depth", None)``; ``"hiz:3"`` -> ``("hiz", 3)``.
 
@@ -193,8 +96,8 @@ def parse_view(text: str) -> tuple[str, int | None]:
         ValueError: an unknown name (the message lists the valid ones) or a bad level.
     """
     name, colon, level = text.strip().partition(":")
-    if name not in MODES:
-        raise ValueError(f"unknown view {name!r}; views: {', '.join(MODES)}")
+    if name not in BY_NAME:
+        raise ValueError(f"unknown view {name!r}; views: {', '.join(NAMES)}")
     if not colon:
         return name, None
     if name == "overdraw" and level in ("before", "after"):
@@ -229,7 +132,7 @@ class ViewPass(RenderPass):
         res: the frame's ``FrameResources``.
 
     Attributes:
-        name_shown: the view drawn (a key of ``MODES``); ``level``: the Hi-Z level of ``hiz``.
+        name_shown: the view drawn (a name in ``VIEWS``); ``level``: the Hi-Z level of ``hiz``.
         far: world distance depth and hiz show white (the scene's diagonal by default).
     """
 
@@ -275,39 +178,38 @@ class ViewPass(RenderPass):
             size=(1, 1, 1), format="rg32uint", usage=wgpu.TextureUsage.TEXTURE_BINDING
         )
 
-    def _make(self, m, fmt: str) -> dict[int, wgpu.GPURenderPipeline]:
-        """One pipeline per shader mode, specialised by the ``MODE`` override constant (each
-        compiles only its own view's code: an uber-shader's switch costs every view the
-        registers and branches of the heaviest); the shown one now, the others on first use."""
+    def _make(self, m, fmt: str) -> dict[str, wgpu.GPURenderPipeline]:
+        """One pipeline per view, from its own entry point ``fs_<name>`` (each compiles only
+        its own view's code: an uber-shader's switch costs every view the registers and
+        branches of the heaviest); the shown one now, the others on first use."""
         d = self.res.device
         layout = d.create_pipeline_layout(bind_group_layouts=[self.layout])
 
-        def make(mode: int) -> wgpu.GPURenderPipeline:
+        def make(name: str) -> wgpu.GPURenderPipeline:
             return d.create_render_pipeline(
-                label=f"view {mode}",
+                label=f"view {name}",
                 layout=layout,
                 vertex={"module": m, "entry_point": "vs_fullscreen"},
                 primitive={"topology": "triangle-list"},
                 fragment={
                     "module": m,
-                    "entry_point": "fs_view",
+                    "entry_point": BY_NAME[name].entry,
                     "targets": [{"format": fmt}],
-                    "constants": {"MODE": mode},
                 },
             )
 
         class Pipelines(dict):
-            def __missing__(self, mode: int) -> wgpu.GPURenderPipeline:
-                self[mode] = p = make(mode)
+            def __missing__(self, name: str) -> wgpu.GPURenderPipeline:
+                self[name] = p = make(name)
                 return p
 
         pipes = Pipelines()
-        pipes[MODES[self.name_shown]] = make(MODES[self.name_shown])
+        pipes[self.name_shown] = make(self.name_shown)
         return pipes
 
     @property
     def reads(self) -> tuple[str, ...]:
-        r = READS[self.name_shown]
+        r = BY_NAME[self.name_shown].reads
         if self.name_shown == "luminance" and self.res.settings.auto_exposure:
             r += (EXPOSURE,)
         return r
@@ -376,7 +278,7 @@ class ViewPass(RenderPass):
         if data != self._written:  # written when the view or a knob changes
             self.res.device.queue.write_buffer(self.params, 0, data)
             self._written = data
-        rpass.set_pipeline(self.shader.get()[MODES[self.name_shown]])
+        rpass.set_pipeline(self.shader.get()[self.name_shown])
         rpass.set_bind_group(0, self._bind_group())
         rpass.draw(3)
 
@@ -384,7 +286,8 @@ class ViewPass(RenderPass):
 class ViewGeometryPass(RenderPass):
     """``View.Geometry``: the frame's drawn instances again into ``view.ids`` (``rg32uint``:
     scene row + 1, LOD + 1; 0 where nothing) with its own depth ``view.depth``; both
-    targets are created on first use. Enabled by the views tool for ``GEOMETRY_VIEWS``."""
+    targets are created on first use. Enabled by the views tool for a view with
+    ``geometry``."""
 
     reads = DRAW_INPUTS
     writes = (VIEW_IDS, VIEW_OVERDRAW)
@@ -750,38 +653,9 @@ class WireArgsPass(ComputePass):
         cpass.dispatch_workgroups(-(-self.count // 64), 1, 1)
 
 
-def pcg(x: np.ndarray) -> np.ndarray:
-    """The ids view's hash of uint32 ``x`` (PCG RXS-M-XS, as ``shaders/view.wgsl``)."""
-    x = np.asarray(x, np.uint32)
-    with np.errstate(over="ignore"):
-        state = x * np.uint32(747796405) + np.uint32(2891336453)
-        word = ((state >> ((state >> np.uint32(28)) + np.uint32(4))) ^ state) * np.uint32(277803737)
-    return (word >> np.uint32(22)) ^ word
-
-
-def id_colour(ids: np.ndarray) -> np.ndarray:
-    """``(..., 3)`` sRGB-encoded colour in [0, 1] of scene rows ``ids`` in the ids view."""
-    h = pcg(ids)
-    return np.stack([h & 255, (h >> 8) & 255, (h >> 16) & 255], -1) / 255.0
-
-
-def hiz_texel(px: np.ndarray, size: tuple[int, int], base: tuple[int, int], level: int):
-    """The level-``level`` texel ``(x, y)`` the hiz view shows at output pixel columns/rows
-    ``px`` (int arrays): ``px * base // size >> level`` clamped to the level's size."""
-    dims = [max(1, b >> level) for b in base]
-    return [
-        np.minimum((p * b // s) >> level, n - 1)
-        for p, b, s, n in zip(px, base, size, dims, strict=True)
-    ]
-
-
 __all__ = [
     "EV_RANGE",
-    "MODES",
     "ViewPass",
-    "hiz_texel",
-    "linear_depth",
     "parse_view",
-    "view_requirement",
     "view_type",
 ]

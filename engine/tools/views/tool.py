@@ -21,22 +21,19 @@ from engine.passes.resources import frame_resources
 from engine.tool import Key, OptionError
 from engine.tools.views.panel import ViewPanel
 from engine.tools.views.passes import (
-    GEOMETRY_VIEWS,
-    MODES,
     ViewCulledPass,
     ViewGeometryPass,
     ViewPass,
     ViewWirePass,
     WireArgsPass,
     parse_view,
-    view_requirement,
     view_type,
 )
+from engine.tools.views.views import BY_NAME, NAMES
 
 log = logging.getLogger("lantern")
 
 KEY_F3 = 292  # glfw
-NAMES = tuple(MODES)
 DEFAULT_LEVEL = 1  # hiz: level 1 (level 0 is the depth buffer at power-of-two size)
 
 
@@ -64,15 +61,9 @@ def check_view_option(args) -> str | None:
     if view is None:
         return None
     name = view[0]
-    flags = {
-        "hiz": ("no_occlusion", "no_cull"),
-        "shadow": ("no_shadows",),
-        "luminance": ("no_post",),
-        "nan": ("no_post",),
-    }
-    for flag in flags.get(name, ()):
-        if getattr(args, flag, False):
-            return f"view {name} cannot be shown with --{flag.replace('_', '-')}"
+    flag = BY_NAME[name].refused_by(args)
+    if flag is not None:
+        return f"view {name} cannot be shown with {flag}"
     if name == "cost" and getattr(args, "gpu_profile", None) != "draws":
         return "view cost needs per-draw GPU timing: add --gpu-profile draws"
     if name == "culled" and getattr(args, "cull_camera", None) is None and args.capture:
@@ -93,7 +84,7 @@ class ViewTool:
     """Owns the ``View`` pass and the ``view`` command.
 
     Attributes:
-        current: the view shown (a key of ``engine.tools.views.passes.MODES``) or None.
+        current: the view shown (a name in ``engine.tools.views.views.VIEWS``) or None.
         view_pass: the ``ViewPass`` (None in a sample without the standard frame).
     """
 
@@ -110,7 +101,7 @@ class ViewTool:
             default=None,
             metavar="NAME",
             help="start with a debug view in place of the tone-mapped picture: "
-            + ", ".join(MODES)
+            + ", ".join(NAMES)
             + " (hiz:N for Hi-Z level N); F3 / 'view NAME' switch it",
         )
 
@@ -170,7 +161,7 @@ class ViewTool:
         return [
             n
             for n in NAMES
-            if view_requirement(n, s) is None
+            if BY_NAME[n].requirement(s) is None
             and (n != "cost" or draws)
             and (n != "culled" or frozen)
         ]
@@ -212,7 +203,7 @@ class ViewTool:
             self.current = None
             self._hud_mode(False)
             return "view: off (the normal picture)"
-        why = view_requirement(name, self.res.settings)
+        why = BY_NAME[name].requirement(self.res.settings)
         if why is None and name == "cost":
             why = self._cost_requirement()
         if why is None and name == "culled" and self.res.cull_camera is None:
@@ -240,9 +231,9 @@ class ViewTool:
             vp.level = 0 if level is None else level
         elif level is not None:
             raise CommandError(f"view {name} takes no level (only hiz does)")
-        if name in GEOMETRY_VIEWS:
+        if BY_NAME[name].geometry is not None:
             self.geometry_pass.ensure_targets()
-            self.geometry_pass.mode = name if name in ("overdraw", "cost") else "ids"
+            self.geometry_pass.mode = BY_NAME[name].geometry
         vp.name_shown, self.current = name, name
         self.res.graph.invalidate()  # the pass reads what this view needs
         self._hud_mode(True)
@@ -305,7 +296,7 @@ class ViewTool:
         if name == "hiz":
             w, h = (max(1, b >> vp.level) for b in self.res.pyramid.base)
             return f"hiz level {vp.level} ({w}x{h}) of {vp.levels()}, shown like depth"
-        return f"{name}: {LEGENDS[name].format(far=vp.far)}"
+        return f"{name}: {BY_NAME[name].legend.format(far=vp.far)}"
 
     # -- per frame -------------------------------------------------------------------------
     def _update(self, frame_ctx) -> None:
@@ -313,7 +304,7 @@ class ViewTool:
         (e.g. ``shadows off``) turns a view it starves off, with one line."""
         s = self.res.settings
         if self.current is not None:
-            why = view_requirement(self.current, s)
+            why = BY_NAME[self.current].requirement(s)
             if why is not None:
                 log.warning("view %s off: %s", self.current, why)
                 self.current = None
@@ -324,10 +315,9 @@ class ViewTool:
             self._hud_mode(False)
         culled = self.current == "culled"
         wire = self.current == "wireframe"
-        over = culled or wire  # drawn over Post's picture
-        on = self.current is not None and not over
+        on = self.current is not None and not BY_NAME[self.current].over
         self.view_pass.enabled = on
-        self.geometry_pass.enabled = on and self.current in GEOMETRY_VIEWS
+        self.geometry_pass.enabled = on and BY_NAME[self.current].geometry is not None
         self.post.enabled = s.post and not on
         self.culled_pass.enabled = culled
         self.wire_args.enabled = self.wire_pass.enabled = wire
@@ -396,20 +386,3 @@ def cost_weights(draws, labels: list[str]) -> np.ndarray | None:
                 out[row, labels.index(d.label)] = d.ns / d.fragment
                 found = True
     return out if found else None
-
-
-#: One line per view: how to read it ({far}: the distance shown white).
-LEGENDS = {
-    "depth": "view distance, log scale: black at the near plane, white at {far:.4g} units; "
-    "sky dark blue",
-    "hiz": "",
-    "shadow": "sun shadow map, white nearest the sun (reverse-Z orthographic)",
-    "luminance": "log2 luminance -8..+8 as Turbo; bottom strip: the ramp, white tick = middle "
-    "grey at the current exposure",
-    "normals": "world normals from depth, (n + 1) / 2 as RGB: up is light green",
-    "nan": "HDR NaN magenta, +Inf red, -Inf blue, negative cyan; the rest dim grey",
-    "ids": "each instance (scene row) in its own hash colour; drawn again (View.Geometry)",
-    "lod": "LOD drawn: 0 green, 1 yellow, 2 orange, 3 red, 4 magenta, 5+ blue",
-    "wireframe": "the drawn triangles' edges over the picture (vertex pulling, barycentrics "
-    "from the vertex stage); drawn again (View.Wire)",
-}

@@ -3,11 +3,8 @@
 // The output is an -srgb target: values written here are linear and encoded by the target.
 // #include "frame_common.wgsl"
 
-// MODES in engine/tools/views/passes.py: one pipeline per view, so each compiles only its own code
-override MODE: u32 = 0u;
-
 struct ViewParams {
-    pad_mode: u32,
+    pad_view: u32,
     level: u32,      // hiz: pyramid level
     auto_exposure: u32,  // 1: exposure from the buffer, 0: the knob (view.sky_horizon.w)
     pad0: u32,
@@ -38,16 +35,6 @@ struct Exposure {
 @group(0) @binding(7) var ids: texture_2d<u32>;  // ids, lod: scene row + 1, LOD + 1
 @group(0) @binding(8) var overdraw: texture_2d<f32>;  // fragments: before, after depth test
 
-const MODE_DEPTH: u32 = 0u;
-const MODE_HIZ: u32 = 1u;
-const MODE_SHADOW: u32 = 2u;
-const MODE_LUMINANCE: u32 = 3u;
-const MODE_NORMALS: u32 = 4u;
-const MODE_NAN: u32 = 5u;
-const MODE_IDS: u32 = 6u;
-const MODE_LOD: u32 = 7u;
-const MODE_OVERDRAW: u32 = 8u;
-const MODE_COST: u32 = 9u;
 const OVERDRAW_MAX: f32 = 32.0;  // engine/tools/views/passes.py
 
 const SKY: vec3f = vec3f(0.05, 0.08, 0.20);  // depth 0: nothing drawn (reverse-Z far)
@@ -263,54 +250,66 @@ fn cost_view(px: vec2i, size: vec2i) -> vec3f {
     return ramp((log2(max(v.x, 1e-12)) - lo) / (hi - lo));
 }
 
+// One entry point per view, fs_<name> (engine/tools/views/views.py): each pipeline compiles only
+// its own view's code.
 @fragment
-fn fs_view(@builtin(position) frag: vec4f) -> @location(0) vec4f {
-    let px = vec2i(frag.xy);
+fn fs_depth(@builtin(position) frag: vec4f) -> @location(0) vec4f {
+    return vec4f(depth_grey(textureLoad(depth, vec2i(frag.xy), 0)), 1.0);
+}
+
+@fragment
+fn fs_hiz(@builtin(position) frag: vec4f) -> @location(0) vec4f {
+    // level N at output size: the texel of level N covering this pixel's footprint in the
+    // power-of-two level 0 (engine/passes/hiz.py)
+    let t = min(scaled_floor(vec2u(frag.xy)) >> vec2u(params.level), params.dims - 1u);
+    return vec4f(depth_grey(textureLoad(pyramid, t, params.level).r), 1.0);
+}
+
+@fragment
+fn fs_shadow(@builtin(position) frag: vec4f) -> @location(0) vec4f {
+    // the square map letterboxed in the output; reverse-Z ortho: white nearest the sun
     let size = vec2i(textureDimensions(depth));
-    var c = vec3f(0.0);
-    switch MODE {
-        case MODE_DEPTH: {
-            c = depth_grey(textureLoad(depth, px, 0));
-        }
-        case MODE_HIZ: {
-            // level N at output size: the texel of level N covering this pixel's footprint
-            // in the power-of-two level 0 (engine/passes/hiz.py)
-            let t = min(scaled_floor(vec2u(px)) >> vec2u(params.level), params.dims - 1u);
-            c = depth_grey(textureLoad(pyramid, t, params.level).r);
-        }
-        case MODE_SHADOW: {
-            // the square map letterboxed in the output; reverse-Z ortho: white nearest the sun
-            let side = min(size.x, size.y);
-            let o = (size - vec2i(side)) / 2;
-            let q = px - o;
-            if (any(q < vec2i(0)) || any(q >= vec2i(side))) {
-                c = vec3f(0.02);
-            } else {
-                let d = textureLoad(shadow_map, scaled_floor(vec2u(q)), 0);
-                c = vec3f(d);
-            }
-        }
-        case MODE_LUMINANCE: {
-            c = luminance_view(px, size);
-        }
-        case MODE_NORMALS: {
-            c = normals_view(px, size);
-        }
-        case MODE_NAN: {
-            c = nan_view(px);
-        }
-        case MODE_OVERDRAW: {
-            c = overdraw_view(px, size);
-        }
-        case MODE_COST: {
-            c = cost_view(px, size);
-        }
-        default: {
-            let v = textureLoad(ids, px, 0).xy;
-            let k = select(v.y, v.x, MODE == MODE_IDS);
-            c = select(select(lod_colour(k - 1u), id_colour(k - 1u), MODE == MODE_IDS),
-                       SKY, k == 0u);
-        }
+    let side = min(size.x, size.y);
+    let q = vec2i(frag.xy) - (size - vec2i(side)) / 2;
+    if (any(q < vec2i(0)) || any(q >= vec2i(side))) {
+        return vec4f(vec3f(0.02), 1.0);
     }
-    return vec4f(c, 1.0);
+    return vec4f(vec3f(textureLoad(shadow_map, scaled_floor(vec2u(q)), 0)), 1.0);
+}
+
+@fragment
+fn fs_luminance(@builtin(position) frag: vec4f) -> @location(0) vec4f {
+    return vec4f(luminance_view(vec2i(frag.xy), vec2i(textureDimensions(depth))), 1.0);
+}
+
+@fragment
+fn fs_normals(@builtin(position) frag: vec4f) -> @location(0) vec4f {
+    return vec4f(normals_view(vec2i(frag.xy), vec2i(textureDimensions(depth))), 1.0);
+}
+
+@fragment
+fn fs_nan(@builtin(position) frag: vec4f) -> @location(0) vec4f {
+    return vec4f(nan_view(vec2i(frag.xy)), 1.0);
+}
+
+@fragment
+fn fs_overdraw(@builtin(position) frag: vec4f) -> @location(0) vec4f {
+    return vec4f(overdraw_view(vec2i(frag.xy), vec2i(textureDimensions(depth))), 1.0);
+}
+
+@fragment
+fn fs_cost(@builtin(position) frag: vec4f) -> @location(0) vec4f {
+    return vec4f(cost_view(vec2i(frag.xy), vec2i(textureDimensions(depth))), 1.0);
+}
+
+@fragment
+fn fs_ids(@builtin(position) frag: vec4f) -> @location(0) vec4f {
+    let k = textureLoad(ids, vec2i(frag.xy), 0).x;  // scene row + 1
+    return vec4f(select(id_colour(k - 1u), SKY, k == 0u), 1.0);
+}
+
+@fragment
+fn fs_lod(@builtin(position) frag: vec4f) -> @location(0) vec4f {
+    let k = textureLoad(ids, vec2i(frag.xy), 0).y;  // LOD + 1
+    return vec4f(select(lod_colour(k - 1u), SKY, k == 0u), 1.0);
 }

@@ -449,19 +449,24 @@ function niceCeil(v) {
   return 10 * p;
 }
 
+// A stats row's name: a name id, or a draw's path as the ids of [pass, draw].
+function nameOf(id) {
+  return Array.isArray(id) ? id.map((i) => state.names[i]).join(" > ") : state.names[id];
+}
+
 function renderStats(rows, timed) {
   $("stats-hint").hidden = timed || rows.some((r) => r[0] !== "wall");
   const body = $("stats").tBodies[0];
-  const key = rows.map((r) => r[0] + r[1]).join("|");
+  const key = rows.map((r) => r[0] + nameOf(r[1])).join("|");
   if (key !== state.statsKey) {
     state.statsKey = key;
     body.textContent = "";
     for (const r of rows) {
       const tr = body.insertRow();
-      tr.dataset.pass = state.names[r[1]];
+      tr.dataset.pass = nameOf(r[1]);
       tr.dataset.clock = r[0];
       for (let i = 0; i < 8; i++) tr.insertCell();
-      tr.cells[0].textContent = state.names[r[1]];
+      tr.cells[0].textContent = nameOf(r[1]);
       tr.cells[1].textContent = r[0];
     }
   }
@@ -692,7 +697,7 @@ function exportShown() {
     frames: frames.map((f) => (f.gap ? { missed: f.gap }
       : { seq: f.seq, frame: f.frame, wall_ms: f.wall, gpu: named(f.gpu), cpu: named(f.cpu) })),
     stats: latest ? (latest.stats || []).map((r) => ({
-      clock: r[0], name: state.names[r[1]], last_ms: r[2], mean_ms: r[3], median_ms: r[4],
+      clock: r[0], name: nameOf(r[1]), last_ms: r[2], mean_ms: r[3], median_ms: r[4],
       max_ms: r[5], delta_ms: r[6], mad_ms: r[7], outlier: r[8] === 1, hitch_ms: r[9],
     })) : [],
     cull: latest ? latest.cull : null,

@@ -1,0 +1,123 @@
+"""The debug views, one record each: a new view is a ``DebugView`` here plus its fragment entry
+point in ``view.wgsl`` (``fs_<name>``, reading the bindings every view gets).
+
+Every table the views tool and its passes read comes from ``VIEWS`` (F3 order): the names
+``--view`` and ``view NAME`` take, what each reads, the knobs it needs (and so the flags and
+commands that starve it, from ``engine.settings.FRAME_KNOBS``), whether the instances are
+drawn again first (``View.Geometry``), and its legend.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.passes.resources import DEPTH, HDR, PYRAMID, SHADOW_MAP, VIEW_IDS, VIEW_OVERDRAW
+from engine.settings import FRAME_KNOBS
+
+
+@dataclass(frozen=True)
+class DebugView:
+    """One debug view.
+
+    Attributes:
+        name: as ``view NAME`` and ``--view NAME`` take it.
+        legend: how to read it, one line for the HUD (``{far}``: the distance shown white).
+        reads: graph resources it reads beyond the ``View`` uniform.
+        needs: ``FrameSettings`` switches that must be on for it to have something to show.
+        needs_what: what those switches make, for the one-line refusal.
+        geometry: what ``View.Geometry`` draws for it first (``"ids"``, ``"overdraw"``,
+            ``"cost"``), or None: it reads only what the frame made.
+        over: drawn over the normal picture by a pass of its own (no ``fs_<name>`` entry).
+    """
+
+    name: str
+    legend: str
+    reads: tuple[str, ...] = (DEPTH,)
+    needs: tuple[str, ...] = ()
+    needs_what: str = ""
+    geometry: str | None = None
+    over: bool = False
+
+    @property
+    def entry(self) -> str:
+        """Its fragment entry point in ``view.wgsl``."""
+        return f"fs_{self.name}"
+
+    def requirement(self, settings) -> str | None:
+        """Why it cannot be shown with ``settings`` (one line naming the flags and commands
+        that turn back on what it needs), or None."""
+        off = [k for k in FRAME_KNOBS if k.attr in self.needs and not getattr(settings, k.attr)]
+        if not off:
+            return None
+        flags = " / ".join(k.flag for k in off)
+        commands = " / ".join(f"{k.command or k.name} on" for k in off)
+        return f"view {self.name} needs {self.needs_what}: drop {flags} (or '{commands}')"
+
+    def refused_by(self, args) -> str | None:
+        """The first flag on the parsed command line that starves it (``--no-shadows``), or
+        None."""
+        off = [k for k in FRAME_KNOBS if k.attr in self.needs and not getattr(args, k.attr, True)]
+        return off[0].flag if off else None
+
+
+HIZ_NEEDS = ("cull", "occlusion")
+VIEWS = (
+    DebugView(
+        "depth",
+        "view distance, log scale: black at the near plane, white at {far:.4g} units; sky "
+        "dark blue",
+    ),
+    DebugView(
+        "hiz",
+        "",  # said by the tool: the level and its size
+        (DEPTH, PYRAMID),
+        HIZ_NEEDS,
+        "occlusion culling (the frame builds no Hi-Z pyramid)",
+    ),
+    DebugView(
+        "shadow",
+        "sun shadow map, white nearest the sun (reverse-Z orthographic)",
+        (DEPTH, SHADOW_MAP),
+        ("shadows",),
+        "the sun's shadow map",
+    ),
+    DebugView(
+        "luminance",
+        "log2 luminance -8..+8 as Turbo; bottom strip: the ramp, white tick = middle grey at "
+        "the current exposure",
+        (DEPTH, HDR),
+        ("post",),
+        "the HDR target",
+    ),
+    DebugView("normals", "world normals from depth, (n + 1) / 2 as RGB: up is light green"),
+    DebugView(
+        "nan",
+        "HDR NaN magenta, +Inf red, -Inf blue, negative cyan; the rest dim grey",
+        (DEPTH, HDR),
+        ("post",),
+        "the HDR target",
+    ),
+    DebugView(
+        "ids",
+        "each instance (scene row) in its own hash colour; drawn again (View.Geometry)",
+        (DEPTH, VIEW_IDS),
+        geometry="ids",
+    ),
+    DebugView(
+        "lod",
+        "LOD drawn: 0 green, 1 yellow, 2 orange, 3 red, 4 magenta, 5+ blue",
+        (DEPTH, VIEW_IDS),
+        geometry="ids",
+    ),
+    DebugView("overdraw", "", (DEPTH, VIEW_OVERDRAW), geometry="overdraw"),  # legend: the tool
+    DebugView("cost", "", (DEPTH, VIEW_OVERDRAW), geometry="cost"),  # legend: the tool
+    DebugView("culled", "", over=True),  # legend: the tool (the culler's counts)
+    DebugView(
+        "wireframe",
+        "the drawn triangles' edges over the picture (vertex pulling, barycentrics from the "
+        "vertex stage); drawn again (View.Wire)",
+        over=True,
+    ),
+)
+BY_NAME = {v.name: v for v in VIEWS}
+NAMES = tuple(BY_NAME)
