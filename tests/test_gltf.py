@@ -29,7 +29,7 @@ def test_two_node_hierarchy_matches_hand_derived_positions():
     assert np.allclose(_world(scene, 0, [0.5, -0.5, 0.5]), [1.5, 1.5, 2.5], atol=1e-6)
     # Child: parent · T(1,0,0) · S(2): (0.5,0.5,0.5) -> (2,1,1) -> (1,1,-2) -> (2,3,1).
     assert np.allclose(_world(scene, 1, [0.5, 0.5, 0.5]), [2.0, 3.0, 1.0], atol=1e-6)
-    assert np.allclose(scene.colors, [[1, 0, 0, 1], [0, 0, 1, 1]])
+    assert np.allclose(scene.base_colors(), [[1, 0, 0, 1], [0, 0, 1, 1]])
     # The child box (scale 2, unit box) has a world sphere of radius 2 * sqrt(0.75).
     assert scene.bounds()[1, 3] == pytest.approx(2 * math.sqrt(0.75), rel=1e-5)
     # Its centre: origin -> (1,0,0) -> R: (0,0,-1) -> + (1,2,3) = (1,2,2).
@@ -53,7 +53,7 @@ def test_gltf_and_glb_load_the_same_scene(tmp_path, layout):
     ref = load_gltf(str(ASSETS / "two_nodes.gltf"))
     scene = load_gltf(str(path))
     assert np.array_equal(scene.transforms, ref.transforms)
-    assert np.array_equal(scene.colors, ref.colors)
+    assert np.array_equal(scene.base_colors(), ref.base_colors())
     for a, b in zip(scene.meshes, ref.meshes, strict=True):
         assert np.array_equal(a.lods[0].vertices, b.lods[0].vertices)
 
@@ -203,7 +203,8 @@ def test_buffer_uris_that_leave_the_file_are_refused(tmp_path, uri, says):
     [(lambda o: o["nodes"][0].update(matrix=[1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0]),
       "node 0 matrix is not affine"),
      (lambda o: o.setdefault("materials", [{}])[0].update(
-         pbrMetallicRoughness={"baseColorFactor": [1e30, -5, 0, 1]}), "is not 4 numbers in 0..1"),
+         pbrMetallicRoughness={"baseColorFactor": [1e30, -5, 0, 1]}),
+      "baseColorFactor [1e+30, -5.0, 0.0, 1.0] is outside 0..1"),
      (lambda o: o["bufferViews"][0].update(byteStride=1), "byteStride 1 is not a multiple of 4")],
     ids=["perspective-matrix", "color-out-of-range", "stride-1"],
 )  # fmt: skip
@@ -345,15 +346,15 @@ def test_required_extension_is_refused_by_name(tmp_path):
 
 def test_used_extensions_are_named_once_in_one_warning(tmp_path, caplog):
     doc, blob = two_nodes()
-    doc.extensionsUsed = ["KHR_texture_transform", "KHR_materials_unlit"]
+    doc.extensionsUsed = ["KHR_texture_transform", "KHR_materials_unlit", "KHR_lights_punctual"]
     save(doc, blob, tmp_path / "ext.gltf")
     with caplog.at_level(logging.WARNING, logger="lantern"):
         scene = load_gltf(str(tmp_path / "ext.gltf"))
     assert scene.count == 2
     lines = [r.getMessage() for r in caplog.records if "extension" in r.getMessage()]
     assert lines == [
-        f"{tmp_path / 'ext.gltf'}: ignoring glTF extension(s) KHR_materials_unlit, "
-        "KHR_texture_transform (not implemented; the scene may look different)"
+        f"{tmp_path / 'ext.gltf'}: ignoring glTF extension(s) KHR_lights_punctual, "
+        "KHR_materials_unlit (not implemented; the scene may look different)"
     ]
 
 
@@ -447,7 +448,7 @@ def test_fields_the_loader_does_not_read_cannot_break_it(tmp_path):
     doc, blob = two_nodes()
     save(doc, blob, tmp_path / "ok.gltf")
     obj = json.loads((tmp_path / "ok.gltf").read_text())
-    obj["cameras"], obj["animations"], obj["samplers"] = "x", [1], 5
+    obj["cameras"], obj["animations"], obj["skins"] = "x", [1], 5
     obj["nodes"][0]["camera"] = "c"
     (tmp_path / "odd.gltf").write_text(json.dumps(obj))
     scene = load_gltf(str(tmp_path / "odd.gltf"))
@@ -477,12 +478,11 @@ def _two_nodes_json(tmp_path: Path) -> dict:
 WRONG_TYPES = {
     "badString.gltf": (lambda o: o["scenes"][0].update(name=1),
                        "scenes[0].name must be a string, not the number 1"),
-    "badUint.gltf": (lambda o: o["materials"][0].update(normalTexture={"index": -1}),
-                     "materials[0].normalTexture.index must be a non-negative integer, "
-                     "not the number -1"),
-    "badNumber.gltf": (lambda o: o["materials"][0].update(normalTexture={"index": 0,
-                                                                         "scale": "1.0"}),
-                       'materials[0].normalTexture.scale must be a number, not the string "1.0"'),
+    "badUint.gltf": (lambda o: o["nodes"][1].update(skin=-1),
+                     "nodes[1].skin must be a non-negative integer, not the number -1"),
+    "badNumber.gltf": (lambda o: o.update(cameras=[{"type": "perspective", "perspective": {
+                           "yfov": "1.0", "znear": 0.1}}]),
+                       'cameras[0].perspective.yfov must be a number, not the string "1.0"'),
 }  # fmt: skip
 
 
@@ -502,7 +502,7 @@ def test_a_wrong_type_in_a_field_not_read_is_one_warning_and_the_scene_loads(
     ]
     ref = load_gltf(str(tmp_path / "ok.gltf"))
     assert np.array_equal(scene.transforms, ref.transforms)
-    assert np.array_equal(scene.colors, ref.colors)
+    assert np.array_equal(scene.base_colors(), ref.base_colors())
 
 
 def test_several_wrong_types_are_still_one_warning_with_a_count(tmp_path, caplog):
@@ -514,9 +514,9 @@ def test_several_wrong_types_are_still_one_warning_with_a_count(tmp_path, caplog
     with caplog.at_level(logging.WARNING, logger="lantern"):
         load_gltf(str(tmp_path / "bad.gltf"))
     (line,) = [r.getMessage() for r in caplog.records]
-    # the first in document order, and a count of the others (badUint's field is replaced by
-    # badNumber's: three remain)
-    assert "ignored: materials[0].normalTexture.scale must be a number" in line
+    # the first in document order ("nodes" comes before "scenes" and "cameras" in the file),
+    # and a count of the others (badNumber's cameras are replaced by "x": three remain)
+    assert "ignored: nodes[1].skin must be a non-negative integer" in line
     assert "(and 2 more); Lantern does not read it" in line
 
 

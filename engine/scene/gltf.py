@@ -4,19 +4,24 @@ The node hierarchy of the default scene is walked parent→child composing each 
 translation·rotation·scale (glTF 2.0 specification, section 5.25 "Node"); every triangle
 primitive (mode 4; triangle strips and fans, modes 5 and 6, are converted to triangle lists)
 of a node's mesh becomes one instance with the node's world matrix, the primitive's mesh data
-and its material's ``pbrMetallicRoughness.baseColorFactor``. Primitives without NORMAL get flat
-normals (as the specification requires); zero-length normals are recomputed from the faces
-around the vertex, with one warning; without indices, indices are generated. Textures, skins,
-morph targets, cameras and lights are ignored.
+and its material. Materials are the complete metallic-roughness model (section 3.9) with
+``KHR_texture_transform`` and ``KHR_materials_emissive_strength``
+(``engine.scene.gltf_materials``); images are decoded through Pillow. Primitives without
+NORMAL get flat normals (as the specification requires); zero-length normals are recomputed
+from the faces around the vertex, with one warning; without indices, indices are generated.
+TEXCOORD_0, TEXCOORD_1 and TANGENT are read; a normal-mapped primitive without TANGENT gets
+per-vertex tangents from its UVs (``engine.scene.meshes.generate_tangents``). Skins, morph
+targets, cameras and lights are ignored.
 
 Types: a field the loader reads with the wrong JSON type is a SceneError. A wrong type in a
-core glTF field it does not read (a scene's ``name``, a texture ``index``, a normal texture's
-``scale``) makes the asset invalid (the Khronos glTF-Validator reports TYPE_MISMATCH as an
-error), but changes nothing Lantern draws: it is named in one warning and the file is loaded.
+core glTF field it does not read (a scene's ``name``, a camera's ``yfov``) makes the asset
+invalid (the Khronos glTF-Validator reports TYPE_MISMATCH as an error), but changes nothing
+Lantern draws: it is named in one warning and the file is loaded.
 
 Every problem with the file is a :class:`SceneError` whose one-line message names the file and
-the problem. Extensions listed in ``extensionsRequired`` are refused (none is implemented);
-those only in ``extensionsUsed`` are named in one warning and ignored.
+the problem. Extensions listed in ``extensionsRequired`` that Lantern does not implement are
+refused by name; those only in ``extensionsUsed`` are named in one warning and ignored (a
+material's base layer is drawn without them).
 """
 
 from __future__ import annotations
@@ -29,13 +34,17 @@ import math
 import re
 import struct
 import warnings
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import unquote
 
 import numpy as np
 
+from engine.materials.model import DEFAULT_MATERIAL, TextureSlot
 from engine.scene.camera import CameraPath, OrbitPath
-from engine.scene.meshes import MeshData, flat_normals
+from engine.scene.gltf_materials import EMISSIVE_STRENGTH, TEXTURE_TRANSFORM, MaterialReader
+from engine.scene.gltf_materials import SCHEMA as MATERIAL_SCHEMA
+from engine.scene.meshes import MeshData, flat_normals, generate_tangents
 from engine.scene.scene import Mesh, Scene
 
 log = logging.getLogger("lantern")
@@ -75,10 +84,10 @@ def load_gltf(path: str) -> Scene:
     p = Path(path)
     if not p.exists():
         raise SceneError(f"{path}: file not found")
-    doc = _parse(p)
+    doc, obj = _parse(p)
     try:
         with np.errstate(invalid="ignore", over="ignore"):  # non-finite results are checked
-            return _Loader(p, doc).scene()  # and named; numpy's warnings would come first
+            return _Loader(p, doc, obj).scene()  # and named; numpy's warnings would come first
     except SceneError:
         raise
     except RecursionError:
@@ -123,6 +132,9 @@ def repeat_grid(scene: Scene, copies: int) -> Scene:
         np.tile(scene.mesh_ids, copies),
         np.tile(scene.colors, (copies, 1)),
         sun_direction=scene.sun_direction,
+        materials=scene.materials,
+        material_ids=np.tile(scene.material_ids, copies),
+        images=scene.images,
     )
 
 
@@ -154,7 +166,7 @@ def default_camera(scene: Scene, aspect: float = 1.0) -> CameraPath:
 SUPPORTED = "Lantern loads glTF 2.0 (.gltf or .glb); convert it, e.g. in Blender (glTF 2.0 export)"
 # Extensions this loader implements; one listed in ``extensionsRequired`` and not here is an
 # error (glTF 2.0 section 3.12: a loader must refuse what it cannot honour).
-IMPLEMENTED_EXTENSIONS: frozenset[str] = frozenset()
+IMPLEMENTED_EXTENSIONS: frozenset[str] = frozenset({TEXTURE_TRANSFORM, EMISSIVE_STRENGTH})
 OTHER_FORMATS = {
     ".obj": "Wavefront OBJ",
     ".mtl": "Wavefront material",
@@ -213,7 +225,7 @@ _SCHEMA = {
     ],
     "bufferViews": [{"buffer": "id", "byteOffset": "id", "byteLength": "id", "byteStride": "id"}],
     "buffers": [{"uri": "string", "byteLength": "id"}],
-    "materials": [{"pbrMetallicRoughness": {"baseColorFactor": ("number", 4)}}],
+    **MATERIAL_SCHEMA,
     "extensionsUsed": ["string"],
     "extensionsRequired": ["string"],
 }
@@ -301,7 +313,7 @@ def _parse(p: Path):
         doc = pygltflib.GLTF2.from_json(json.dumps(_prune(obj, _SCHEMA)))
     if blob is not None:
         doc.set_binary_blob(blob)
-    return doc
+    return doc, obj
 
 
 def _other_format(p: Path) -> str:
@@ -459,8 +471,11 @@ def _type_errors(value, spec, where: str):
 
 
 class _Loader:
-    def __init__(self, path: Path, doc):
+    def __init__(self, path: Path, doc, obj: dict):
         self.path, self.doc = path, doc
+        self.reader = MaterialReader(path, obj, self._view_bytes, self.fail)
+        self.material_index: dict[int | None, int] = {}  # glTF material (None: none) -> ours
+        self.material_ids: list[int] = []
         self.buffers: dict[int, bytes] = {}
         self.meshes: list[Mesh] = []
         self.mesh_index: dict[tuple[int, int, bool], int] = {}  # (mesh, prim, mirrored)
@@ -476,11 +491,17 @@ class _Loader:
             self._visit(root, np.identity(4), set())
         if not self.transforms:
             raise self.fail("no triangle primitives to render")
+        images = self.reader.decode_images()
+        order = sorted(self.material_index, key=self.material_index.get)
+        materials = [DEFAULT_MATERIAL if m is None else self.reader.material(m) for m in order]
         return Scene(
             self.meshes,
             np.array(self.transforms, np.float32),
             np.array(self.mesh_ids, np.uint32),
             np.array(self.colors, np.float32),
+            materials=materials,
+            material_ids=np.array(self.material_ids, np.uint32),
+            images=images,
         )
 
     def _roots(self) -> list[int]:
@@ -549,7 +570,8 @@ class _Loader:
                 self.meshes.append(self._mesh(mesh_index, prim_index, prim, mirrored))
             self.transforms.append(world)
             self.mesh_ids.append(self.mesh_index[key])
-            self.colors.append(self._color(prim.material))
+            self.colors.append((1.0, 1.0, 1.0, 1.0))  # the material's factor is the colour
+            self.material_ids.append(self._material_id(prim.material))
 
     def _mesh(self, mesh_index: int, prim_index: int, prim, mirrored: bool) -> Mesh:
         where = f"mesh {mesh_index} primitive {prim_index}"
@@ -594,23 +616,53 @@ class _Loader:
             data = MeshData(np.hstack([pos, normals]).astype(np.float32), idx.astype(np.uint32))
         else:
             data = flat_normals(pos, idx)
+        uvs = [self._vertex_attr(a, f"{where} TEXCOORD_{i}", 2, len(pos))
+               for i, a in enumerate((attrs.TEXCOORD_0, attrs.TEXCOORD_1))]  # fmt: skip
+        tangents = self._vertex_attr(attrs.TANGENT, f"{where} TANGENT", 4, len(pos))
+        if attrs.NORMAL is None:  # unwelded by flat_normals: each corner its own vertex
+            uvs = [None if u is None else u[idx] for u in uvs]
+            tangents = None if tangents is None else tangents[idx]
+        data.uv0, data.uv1, data.tangents = uvs[0], uvs[1], tangents
+        material = None if prim.material is None else self.reader.material(prim.material)
+        for slot, ref in (material.textures.items() if material else ()):
+            if uvs[ref.texcoord] is None:
+                raise self.fail(f"{where}: its material's {slot.name.lower()} texture reads "
+                                f"TEXCOORD_{ref.texcoord}, which the primitive lacks")  # fmt: skip
+        normal_tex = material.textures.get(TextureSlot.NORMAL) if material else None
+        if normal_tex is not None and tangents is None:
+            data.tangents = generate_tangents(data, uvs[normal_tex.texcoord])
         if mirrored:  # a negative-determinant transform flips winding: undo it in the mesh
-            data = MeshData(data.vertices, data.indices.reshape(-1, 3)[:, ::-1].reshape(-1))
+            data = replace(data, indices=data.indices.reshape(-1, 3)[:, ::-1].reshape(-1))
         name = self.doc.meshes[mesh_index].name or f"mesh{mesh_index}"
         return Mesh.from_lods(f"{name}/{prim_index}{'/mirrored' if mirrored else ''}", [data])
 
-    def _color(self, material_index: int | None) -> tuple[float, ...]:
-        if material_index is None:
-            return (1.0, 1.0, 1.0, 1.0)
-        if not 0 <= material_index < len(self.doc.materials):
-            raise self.fail(f"material {material_index} does not exist")
-        pbr = self.doc.materials[material_index].pbrMetallicRoughness
-        factor = getattr(pbr, "baseColorFactor", None) if pbr is not None else None
-        color = tuple(float(c) for c in (factor or (1.0, 1.0, 1.0, 1.0)))
-        if len(color) != 4 or not all(0.0 <= c <= 1.0 for c in color):  # NaN fails too
-            raise self.fail(f"material {material_index} baseColorFactor {list(color)} is not "
-                            "4 numbers in 0..1 (glTF 2.0)")  # fmt: skip
-        return color
+    def _vertex_attr(self, accessor: int | None, what: str, n: int, count: int):
+        """A per-vertex float attribute ``(count, n)`` float32, or None when absent."""
+        if accessor is None:
+            return None
+        a = self._accessor(accessor, what).astype(np.float32)
+        if a.shape != (count, n) or not np.isfinite(a).all():
+            raise self.fail(f"{what} is not {count} finite VEC{n} (one per vertex)")
+        return a
+
+    def _material_id(self, material_index: int | None) -> int:
+        if material_index not in self.material_index:
+            if material_index is not None:
+                self.reader.material(material_index)  # checked now: errors name it first
+            self.material_index[material_index] = len(self.material_index)
+        return self.material_index[material_index]
+
+    def _view_bytes(self, index: int) -> bytes:
+        """The bytes of bufferView ``index`` (an image stored in a buffer)."""
+        views = self.doc.bufferViews
+        if not 0 <= index < len(views):
+            raise self.fail(f"bufferView {index} does not exist ({len(views)} bufferView(s))")
+        view = views[index]
+        data = self._buffer(view.buffer)
+        start = view.byteOffset or 0
+        if start + view.byteLength > len(data):
+            raise self.fail(f"bufferView {index} reads past the end of buffer {view.buffer}")
+        return data[start : start + view.byteLength]
 
     def _accessor(self, index: int, what: str) -> np.ndarray:
         """Accessor ``index`` as ``(count, components)``, honouring byteOffset, byteStride and

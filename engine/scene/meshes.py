@@ -17,10 +17,47 @@ VERTEX_LAYOUT = {
 }
 
 
+#: wgpu vertex buffer layout of ``MeshData.attributes()`` (buffer slot 1): tangent at
+#: location 2, texture coordinates 0 and 1 at 3 and 4.
+ATTRIBUTE_LAYOUT = {
+    "array_stride": 32,
+    "attributes": [
+        {"format": "float32x4", "offset": 0, "shader_location": 2},
+        {"format": "float32x2", "offset": 16, "shader_location": 3},
+        {"format": "float32x2", "offset": 24, "shader_location": 4},
+    ],
+}
+
+
 @dataclass
 class MeshData:
-    vertices: np.ndarray  # (N, 6) float32: position, normal
-    indices: np.ndarray  # (M,) uint32, M % 3 == 0
+    """One level of detail: triangles and their vertex attributes.
+
+    Attributes:
+        vertices: ``(N, 6)`` float32: position, unit normal.
+        indices: ``(M,)`` uint32, ``M % 3 == 0``, counter-clockwise front faces.
+        uv0, uv1: ``(N, 2)`` float32 texture coordinates (glTF: origin top-left), or None.
+        tangents: ``(N, 4)`` float32 glTF tangents (xyz unit, w = ±1 handedness: bitangent
+            = cross(normal, tangent.xyz) * w), or None.
+    """
+
+    vertices: np.ndarray
+    indices: np.ndarray
+    uv0: np.ndarray | None = None
+    uv1: np.ndarray | None = None
+    tangents: np.ndarray | None = None
+
+    def attributes(self) -> np.ndarray:
+        """``(N, 8)`` float32 of ``ATTRIBUTE_LAYOUT``: tangent (default ``(1, 0, 0, 1)``),
+        uv0, uv1 (default 0)."""
+        n = len(self.vertices)
+        out = np.zeros((n, 8), np.float32)
+        out[:, 0] = out[:, 3] = 1.0
+        for data, cols in ((self.tangents, slice(0, 4)), (self.uv0, slice(4, 6)),
+                           (self.uv1, slice(6, 8))):  # fmt: skip
+            if data is not None:
+                out[:, cols] = data
+        return out
 
     @property
     def radius(self) -> float:
@@ -187,6 +224,44 @@ def face_normals(mesh: MeshData) -> np.ndarray:
     n = np.cross(p[:, 1] - p[:, 0], p[:, 2] - p[:, 0])
     length = np.linalg.norm(n, axis=1, keepdims=True)
     return n / np.where(length > 0, length, 1.0)
+
+
+def generate_tangents(mesh: MeshData, uv: np.ndarray) -> np.ndarray:
+    """Per-vertex tangents ``(N, 4)`` float32 from texture coordinates ``uv`` ``(N, 2)``.
+
+    Each triangle's tangent and bitangent solve ``dP = T du + B dv`` over its edges; they are
+    summed per vertex, the tangent Gram-Schmidt-orthogonalised against the normal, and w is
+    the handedness that makes ``cross(N, T) * w`` point along ``-dP/dv`` (glTF's UV origin is
+    top-left, so image "up", the normal map's +Y, is decreasing v). Lengyel, "Computing
+    Tangent Space Basis Vectors for an Arbitrary Mesh" (2001). MikkTSpace, which glTF
+    recommends, splits vertices at UV seams and weights by angle: for a mesh without
+    mirrored UV islands sharing vertices the two agree to a few degrees. Triangles without
+    UV area add nothing; a vertex with no tangent gets one perpendicular to its normal.
+    """
+    p = mesh.vertices[:, :3].astype(np.float64)
+    n = mesh.vertices[:, 3:6].astype(np.float64)
+    uv = np.asarray(uv, np.float64)
+    tri = mesh.indices.astype(np.int64).reshape(-1, 3)
+    e1, e2 = p[tri[:, 1]] - p[tri[:, 0]], p[tri[:, 2]] - p[tri[:, 0]]
+    d1, d2 = uv[tri[:, 1]] - uv[tri[:, 0]], uv[tri[:, 2]] - uv[tri[:, 0]]
+    det = d1[:, 0] * d2[:, 1] - d2[:, 0] * d1[:, 1]
+    ok = np.abs(det) > 1e-20
+    r = np.where(ok, 1.0 / np.where(ok, det, 1.0), 0.0)[:, None]
+    t = (e1 * d2[:, 1:2] - e2 * d1[:, 1:2]) * r  # dP/du
+    b = (e2 * d1[:, 0:1] - e1 * d2[:, 0:1]) * r  # dP/dv
+    ts, bs = np.zeros_like(p), np.zeros_like(p)
+    for k in range(3):
+        np.add.at(ts, tri[:, k], t)
+        np.add.at(bs, tri[:, k], b)
+    ts -= n * (n * ts).sum(1, keepdims=True)
+    length = np.linalg.norm(ts, axis=1, keepdims=True)
+    # No UV gradient at a vertex: any unit vector perpendicular to the normal.
+    helper = np.where(np.abs(n[:, :1]) < 0.9, [[1.0, 0.0, 0.0]], [[0.0, 1.0, 0.0]])
+    fallback = np.cross(n, helper)
+    fallback /= np.maximum(np.linalg.norm(fallback, axis=1, keepdims=True), 1e-30)
+    ts = np.where(length > 1e-20, ts / np.maximum(length, 1e-30), fallback)
+    w = np.where((np.cross(n, ts) * bs).sum(1) > 0.0, -1.0, 1.0)
+    return np.hstack([ts, w[:, None]]).astype(np.float32)
 
 
 # -- internals --------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.materials.model import DEFAULT_MATERIAL, Image, Material
 from engine.scene.meshes import MeshData
 
 # Largest |coordinate| or radius of a bounding sphere the GPU cull can handle: its squares and
@@ -82,6 +83,10 @@ class Scene:
         mesh_ids: ``(N,)`` uint32.
         colors: ``(N, 4)`` float32 linear RGBA base colour.
         sun_direction: ``(3,)`` float32 unit vector pointing towards the sun.
+        materials: list of ``engine.materials.model.Material``; ``material_ids`` ``(N,)``
+            uint32 index it per instance. An instance's base colour is its material's (factor
+            x texture) times its ``colors`` row (a per-instance tint; white for glTF files).
+        images: decoded ``engine.materials.model.Image`` list the materials' textures index.
         extent: world AABB ``(min xyz, max xyz)`` of all instances (float32 ``(3,)`` each),
             exact for each mesh's transformed local AABB; instances whose bounding sphere is
             not usable (:func:`usable_spheres`: a scale so large it overflows) are left out.
@@ -98,9 +103,14 @@ class Scene:
         colors: np.ndarray,
         *,
         sun_direction: Sequence[float] = DEFAULT_SUN,
+        materials: Sequence[Material] | None = None,
+        material_ids: np.ndarray | None = None,
+        images: Sequence[Image] = (),
     ):
-        """Raises ValueError (naming the argument, and the first bad row where there is one)
-        for wrong shapes, non-finite transforms or colours, or mesh ids out of range."""
+        """Without ``materials`` every instance gets ``DEFAULT_MATERIAL`` (a dielectric
+        tinted by its colour). Raises ValueError (naming the argument, and the first bad row
+        where there is one) for wrong shapes, non-finite transforms or colours, mesh or
+        material ids out of range, or a texture naming an image that is not there."""
         self.meshes = list(meshes)
         self.transforms = _as_transforms(transforms, "transforms")
         n = len(self.transforms)
@@ -122,6 +132,21 @@ class Scene:
         if sun.shape != (3,) or not np.isfinite(sun).all() or np.linalg.norm(sun) == 0:
             raise ValueError(f"sun_direction: expected a non-zero finite 3-vector, got {sun}")
         self.sun_direction = (sun / np.linalg.norm(sun)).astype(np.float32)
+        self.materials = list(materials) if materials else [DEFAULT_MATERIAL]
+        ids = np.zeros(n, np.uint32) if material_ids is None else np.asarray(material_ids)
+        if ids.shape != (n,):
+            raise ValueError(f"material_ids: expected shape ({n},), got {ids.shape}")
+        if n and (ids.min() < 0 or ids.max() >= len(self.materials)):
+            bad = int(np.flatnonzero((ids < 0) | (ids >= len(self.materials)))[0])
+            raise ValueError(f"material_ids: row {bad} is {int(ids[bad])}, outside "
+                             f"0..{len(self.materials) - 1}")  # fmt: skip
+        self.material_ids = ids.astype(np.uint32)
+        self.images = list(images)
+        for m in self.materials:
+            for slot, ref in m.textures.items():
+                if not 0 <= ref.image < len(self.images):
+                    raise ValueError(f"material {m.name!r} {slot.name.lower()} texture: image "
+                                     f"{ref.image} is not one of the {len(self.images)} images")  # fmt: skip
 
         self._mesh_center = np.array([m.center for m in self.meshes], np.float32).reshape(-1, 3)
         self._mesh_radius = np.array([m.radius for m in self.meshes], np.float32)
@@ -138,6 +163,12 @@ class Scene:
     def count(self) -> int:
         """Number of instances ``N``."""
         return len(self.transforms)
+
+    def base_colors(self) -> np.ndarray:
+        """``(N, 4)`` float32 linear RGBA each instance is drawn with before textures: its
+        material's base colour factor times its ``colors`` tint."""
+        factors = np.array([m.base_color for m in self.materials], np.float32)
+        return factors[self.material_ids] * self.colors
 
     def bounds(self) -> np.ndarray:
         """World bounding spheres ``(N, 4)`` float32: centre xyz, radius.
