@@ -20,8 +20,14 @@ NEAREST_MIPMAP_NEAREST, LINEAR_MIPMAP_NEAREST = 9984, 9985
 NEAREST_MIPMAP_LINEAR, LINEAR_MIPMAP_LINEAR = 9986, 9987
 REPEAT, CLAMP_TO_EDGE, MIRRORED_REPEAT = 10497, 33071, 33648
 MAG_FILTERS = (NEAREST, LINEAR)
-MIN_FILTERS = (NEAREST, LINEAR, NEAREST_MIPMAP_NEAREST, LINEAR_MIPMAP_NEAREST,
-               NEAREST_MIPMAP_LINEAR, LINEAR_MIPMAP_LINEAR)  # fmt: skip
+MIN_FILTERS = (
+    NEAREST,
+    LINEAR,
+    NEAREST_MIPMAP_NEAREST,
+    LINEAR_MIPMAP_NEAREST,
+    NEAREST_MIPMAP_LINEAR,
+    LINEAR_MIPMAP_LINEAR,
+)
 WRAPS = (REPEAT, CLAMP_TO_EDGE, MIRRORED_REPEAT)
 
 
@@ -61,8 +67,12 @@ class Sampler:
     wrap_t: int = REPEAT
 
     def __post_init__(self):
-        for name, allowed in (("mag_filter", MAG_FILTERS), ("min_filter", MIN_FILTERS),
-                              ("wrap_s", WRAPS), ("wrap_t", WRAPS)):  # fmt: skip
+        for name, allowed in (
+            ("mag_filter", MAG_FILTERS),
+            ("min_filter", MIN_FILTERS),
+            ("wrap_s", WRAPS),
+            ("wrap_t", WRAPS),
+        ):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} {getattr(self, name)!r} is not one of {list(allowed)}")
 

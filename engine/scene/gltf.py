@@ -624,7 +624,7 @@ class _Loader:
             tangents = None if tangents is None else tangents[idx]
         data.uv0, data.uv1, data.tangents = uvs[0], uvs[1], tangents
         material = None if prim.material is None else self.reader.material(prim.material)
-        for slot, ref in (material.textures.items() if material else ()):
+        for slot, ref in material.textures.items() if material else ():
             if uvs[ref.texcoord] is None:
                 raise self.fail(f"{where}: its material's {slot.name.lower()} texture reads "
                                 f"TEXCOORD_{ref.texcoord}, which the primitive lacks")  # fmt: skip

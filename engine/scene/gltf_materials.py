@@ -36,13 +36,24 @@ log = logging.getLogger("lantern")
 
 TEXTURE_TRANSFORM = "KHR_texture_transform"
 EMISSIVE_STRENGTH = "KHR_materials_emissive_strength"
-ENUM_NAMES = {9728: "NEAREST", 9729: "LINEAR", 9984: "NEAREST_MIPMAP_NEAREST",
-              9985: "LINEAR_MIPMAP_NEAREST", 9986: "NEAREST_MIPMAP_LINEAR",
-              9987: "LINEAR_MIPMAP_LINEAR", 10497: "REPEAT", 33071: "CLAMP_TO_EDGE",
-              33648: "MIRRORED_REPEAT"}  # fmt: skip
+ENUM_NAMES = {
+    9728: "NEAREST",
+    9729: "LINEAR",
+    9984: "NEAREST_MIPMAP_NEAREST",
+    9985: "LINEAR_MIPMAP_NEAREST",
+    9986: "NEAREST_MIPMAP_LINEAR",
+    9987: "LINEAR_MIPMAP_LINEAR",
+    10497: "REPEAT",
+    33071: "CLAMP_TO_EDGE",
+    33648: "MIRRORED_REPEAT",
+}
 
-_TRANSFORM = {"offset": ("number", 2), "rotation": "number", "scale": ("number", 2),
-              "texCoord": "id"}  # fmt: skip
+_TRANSFORM = {
+    "offset": ("number", 2),
+    "rotation": "number",
+    "scale": ("number", 2),
+    "texCoord": "id",
+}
 _TEXTURE_INFO = {"index": "id", "texCoord": "id", "extensions": {TEXTURE_TRANSFORM: _TRANSFORM}}
 #: The material fields the loader reads, with their JSON types (the loader's schema format).
 SCHEMA = {
@@ -116,8 +127,9 @@ class MaterialReader:
         if self._missing_source:
             log.warning(
                 "%s: texture(s) %s have no source image Lantern can read; drawn without them",
-                self.path, ", ".join(map(str, sorted(set(self._missing_source)))),
-            )  # fmt: skip
+                self.path,
+                ", ".join(map(str, sorted(set(self._missing_source)))),
+            )
         order = sorted(self._image_index, key=self._image_index.get)
         sources = [(self._image_name(i), lambda i=i: self._image_bytes(i)) for i in order]
         try:
@@ -134,8 +146,12 @@ class MaterialReader:
         metallic = float(pbr.get("metallicFactor", 1.0))
         roughness = float(pbr.get("roughnessFactor", 1.0))
         emissive = tuple(float(c) for c in m.get("emissiveFactor", (0.0, 0.0, 0.0)))
-        for name, values in (("baseColorFactor", base), ("metallicFactor", (metallic,)),
-                             ("roughnessFactor", (roughness,)), ("emissiveFactor", emissive)):  # fmt: skip
+        for name, values in (
+            ("baseColorFactor", base),
+            ("metallicFactor", (metallic,)),
+            ("roughnessFactor", (roughness,)),
+            ("emissiveFactor", emissive),
+        ):
             if not all(0.0 <= v <= 1.0 for v in values):  # NaN fails too
                 shown = list(values) if len(values) > 1 else values[0]
                 raise self.fail(f"{where} {name} {shown} is outside 0..1 (glTF 2.0)")
@@ -145,18 +161,22 @@ class MaterialReader:
         cutoff = float(m.get("alphaCutoff", 0.5))
         if not cutoff >= 0.0 or math.isinf(cutoff):
             raise self.fail(f"{where} alphaCutoff {cutoff} must be a finite number >= 0")
-        strength = float(m.get("extensions", {}).get(EMISSIVE_STRENGTH, {})
-                         .get("emissiveStrength", 1.0))  # fmt: skip
+        strength = float(
+            m.get("extensions", {}).get(EMISSIVE_STRENGTH, {}).get("emissiveStrength", 1.0)
+        )
         if not strength >= 0.0 or math.isinf(strength):
-            raise self.fail(f"{where} {EMISSIVE_STRENGTH} emissiveStrength {strength} must be "
-                            "a finite number >= 0")  # fmt: skip
+            raise self.fail(
+                f"{where} {EMISSIVE_STRENGTH} emissiveStrength {strength} must be "
+                "a finite number >= 0"
+            )
         normal = m.get("normalTexture", {})
         occlusion = m.get("occlusionTexture", {})
         normal_scale = float(normal.get("scale", 1.0))
         occlusion_strength = float(occlusion.get("strength", 1.0))
         if not 0.0 <= occlusion_strength <= 1.0:
-            raise self.fail(f"{where} occlusionTexture strength {occlusion_strength} is "
-                            "outside 0..1")  # fmt: skip
+            raise self.fail(
+                f"{where} occlusionTexture strength {occlusion_strength} is outside 0..1"
+            )
         if not math.isfinite(normal_scale):
             raise self.fail(f"{where} normalTexture scale {normal_scale} is not finite")
         textures = {}
@@ -201,18 +221,21 @@ class MaterialReader:
                 scale=tuple(float(v) for v in ext.get("scale", (1.0, 1.0))),
             )
             texcoord = ext.get("texCoord", texcoord)
-            if not all(map(math.isfinite, (*transform.offset, transform.rotation,
-                                           *transform.scale))):  # fmt: skip
+            if not all(
+                map(math.isfinite, (*transform.offset, transform.rotation, *transform.scale))
+            ):
                 raise self.fail(f"{where} {TEXTURE_TRANSFORM} has a non-finite value")
         if texcoord not in (0, 1):
-            raise self.fail(f"{where} uses TEXCOORD_{texcoord}; Lantern reads TEXCOORD_0 and "
-                            "TEXCOORD_1 only")  # fmt: skip
+            raise self.fail(
+                f"{where} uses TEXCOORD_{texcoord}; Lantern reads TEXCOORD_0 and TEXCOORD_1 only"
+            )
         sampler = Sampler()
         if "sampler" in tex:
             s = tex["sampler"]
             if not 0 <= s < len(self._samplers):
-                raise self.fail(f"texture {t} sampler {s} does not exist "
-                                f"({len(self._samplers)} sampler(s))")  # fmt: skip
+                raise self.fail(
+                    f"texture {t} sampler {s} does not exist ({len(self._samplers)} sampler(s))"
+                )
             sampler = self._samplers[s]
         if "source" not in tex:
             self._missing_source.append(t)
@@ -221,8 +244,12 @@ class MaterialReader:
         return TextureRef(image, sampler, int(texcoord), transform)
 
     def _sampler(self, index: int, s: dict) -> Sampler:
-        fields = (("magFilter", MAG_FILTERS, "mag_filter"), ("minFilter", MIN_FILTERS,
-                  "min_filter"), ("wrapS", WRAPS, "wrap_s"), ("wrapT", WRAPS, "wrap_t"))  # fmt: skip
+        fields = (
+            ("magFilter", MAG_FILTERS, "mag_filter"),
+            ("minFilter", MIN_FILTERS, "min_filter"),
+            ("wrapS", WRAPS, "wrap_s"),
+            ("wrapT", WRAPS, "wrap_t"),
+        )
         values = {}
         for key, allowed, attr in fields:
             if key in s:
@@ -235,8 +262,7 @@ class MaterialReader:
     def _image(self, index: int, where: str) -> int:
         images = self.obj.get("images", [])
         if not 0 <= index < len(images):
-            raise self.fail(f"{where} source image {index} does not exist "
-                            f"({len(images)} image(s))")  # fmt: skip
+            raise self.fail(f"{where} source image {index} does not exist ({len(images)} image(s))")
         if index not in self._image_index:
             self._image_index[index] = len(self._image_index)
         return self._image_index[index]

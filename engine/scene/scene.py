@@ -138,15 +138,18 @@ class Scene:
             raise ValueError(f"material_ids: expected shape ({n},), got {ids.shape}")
         if n and (ids.min() < 0 or ids.max() >= len(self.materials)):
             bad = int(np.flatnonzero((ids < 0) | (ids >= len(self.materials)))[0])
-            raise ValueError(f"material_ids: row {bad} is {int(ids[bad])}, outside "
-                             f"0..{len(self.materials) - 1}")  # fmt: skip
+            raise ValueError(
+                f"material_ids: row {bad} is {int(ids[bad])}, outside 0..{len(self.materials) - 1}"
+            )
         self.material_ids = ids.astype(np.uint32)
         self.images = list(images)
         for m in self.materials:
             for slot, ref in m.textures.items():
                 if not 0 <= ref.image < len(self.images):
-                    raise ValueError(f"material {m.name!r} {slot.name.lower()} texture: image "
-                                     f"{ref.image} is not one of the {len(self.images)} images")  # fmt: skip
+                    raise ValueError(
+                        f"material {m.name!r} {slot.name.lower()} texture: image {ref.image} "
+                        f"is not one of the {len(self.images)} images"
+                    )
 
         self._mesh_center = np.array([m.center for m in self.meshes], np.float32).reshape(-1, 3)
         self._mesh_radius = np.array([m.radius for m in self.meshes], np.float32)
