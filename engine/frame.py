@@ -58,6 +58,7 @@ from engine.culling.frozen import FrozenCulling
 from engine.culling.gpu_scene import GpuScene
 from engine.culling.stats import CullStats
 from engine.gpu import GpuError
+from engine.materials.gpu import GpuMaterials
 from engine.graph import RenderGraph, TextureDesc
 from engine.math3d import column_major, inverse4
 from engine.passes.bloom import BloomPass
@@ -111,6 +112,10 @@ PASS_NAMES = tuple(name for name, _ in STANDARD_PASSES)
 SKY_ZENITH = (0.16, 0.32, 0.68)
 GROUND = (0.30, 0.27, 0.23)
 SUN_COLOR = (3.0, 2.8, 2.5)
+#: Texture LOD bias with TAA on: log2(render / display resolution) - 1 = -1 at native
+#: resolution, so the jittered frames resolve the next finer mip's detail (AMD FidelityFX
+#: Super Resolution 2 documentation, "Mipmap biasing").
+TAA_MIP_BIAS = -1.0
 
 #: The WGSL ``View`` uniform (shaders/frame_common.wgsl), field by field; matrices
 #: column-major (numpy's row-major matrices are stored transposed).
@@ -209,6 +214,10 @@ class StandardFrame:
             stats=stats,
             frustum_lines=self.frustum_lines,
         )
+        self.materials = self.res.materials = GpuMaterials(
+            d, scene, (SKY_ZENITH, SKY_HORIZON, GROUND)
+        )
+        self.res.material_group = self.materials.group
         self.gs, self.stats, self.pyramid = gs, stats, self.res.pyramid
         graph.import_texture(PYRAMID, lambda: self.res.pyramid.texture)  # readable by name
         graph.import_texture(SHADOW_MAP, lambda: self.res.shadow.texture)
@@ -241,6 +250,10 @@ class StandardFrame:
             self.graph.reset_history(EXPOSURE)
         self.res.settings = settings
         self.res.shadow.resize(settings.shadow_size)
+        self.materials.set_params(
+            mip_bias=TAA_MIP_BIAS if settings.taa and settings.post else 0.0,
+            textured=settings.textures,
+        )
         for p in self.passes:
             p.enabled = p.enabled_by(settings)
         self.res.cull.reset = True

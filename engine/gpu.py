@@ -155,10 +155,17 @@ def create_gpu(
     adapter = _pick_adapter(adapter_name)
     wanted = (*OPTIONAL_FEATURES, *extra_features)
     features = frozenset(f for f in wanted if f in adapter.features and f not in disable)
-    # Large scenes need big storage buffers: ask for what the adapter allows.
+    # Large scenes need big storage buffers, and many textures deep arrays: ask for what the
+    # adapter allows (WebGPU's defaults: 256 layers, 8192 texels; the material arrays split
+    # and downscale to whatever the device has).
     limits = {
         k: adapter.limits[k]
-        for k in ("max-storage-buffer-binding-size", "max-buffer-size")
+        for k in (
+            "max-storage-buffer-binding-size",
+            "max-buffer-size",
+            "max-texture-array-layers",
+            "max-texture-dimension-2d",
+        )
         if k in adapter.limits
     }
     try:

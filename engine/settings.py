@@ -86,6 +86,7 @@ class FrameSettings:
         shadow_radius: shadow distance: receivers the camera sees up to this view depth
             (world units) are shadowed (None: ``engine.passes.shadow.SHADOW_DISTANCE``, 90).
         lod_base_px: projected diameter in pixels below which LOD 1 is used (halving per LOD).
+        textures: sample the materials' textures (off: factors only, the untextured cost).
 
     Raises:
         ValueError: a bad ``shadow_size``, ``exposure`` or a negative number.
@@ -102,6 +103,7 @@ class FrameSettings:
     lod_base_px: float = LOD_BASE_PX
     bloom: bool = True
     taa: bool = True
+    textures: bool = True
 
     def __post_init__(self):
         try:
@@ -203,6 +205,7 @@ FRAME_KNOBS = (
     ),
     Knob("bloom", Switch(), True, "energy-conserving bloom (Post.Bloom)"),
     Knob("taa", Switch(), True, "temporal anti-aliasing (Post.TAA)"),
+    Knob("textures", Switch(), True, "material textures (off: factors only, untextured)"),
 )
 
 

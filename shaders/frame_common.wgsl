@@ -11,10 +11,15 @@ struct View {
     ground: vec4f,             // rgb: ground bounce colour; w: unused
 };
 
-fn sky_color(view: View, dir: vec3f) -> vec3f {
+// The sky without the sun (engine/materials/ambient.py has its numpy twin: the ambient light).
+fn sky_base(view: View, dir: vec3f) -> vec3f {
     let up = clamp(dir.y, -1.0, 1.0);
-    var c = mix(view.sky_horizon.rgb, view.sky_zenith.rgb, pow(max(up, 0.0), 0.45));
-    c = mix(c, view.ground.rgb * 0.6 + view.sky_horizon.rgb * 0.4, smoothstep(0.0, -0.25, up));
+    let c = mix(view.sky_horizon.rgb, view.sky_zenith.rgb, pow(max(up, 0.0), 0.45));
+    return mix(c, view.ground.rgb * 0.6 + view.sky_horizon.rgb * 0.4, smoothstep(0.0, -0.25, up));
+}
+
+fn sky_color(view: View, dir: vec3f) -> vec3f {
+    var c = sky_base(view, dir);
     let s = max(dot(dir, view.sun_dir.xyz), 0.0);
     c += view.sun_color.rgb * (pow(s, 900.0) * 4.0 + pow(s, 12.0) * 0.06);
     return c;

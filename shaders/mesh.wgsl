@@ -1,11 +1,28 @@
 // Instanced meshes drawn by indexed indirect draws: instance_index (+ draw.base) indexes the
-// remap list written by the cull, which holds the scene row of the instance.
+// remap list written by the cull, which holds the scene row of the instance. Each instance
+// has a glTF metallic-roughness material (material.wgsl), lit by the sun through the BRDF of
+// brdf.wgsl with the shadow map, and by the sky's SH; then fog.
+// Entry points: vs_main + fs_main (OPAQUE), fs_mask (MASK: alpha test), fs_blend (BLEND,
+// the Transparent pass), fs_id (scene rows); vs_shadow (opaque casters, depth only) and
+// vs_shadow_mask + fs_shadow_mask (MASK casters, alpha-tested).
 // #include "mesh_view.wgsl"
 
 // #include "mesh_draw.wgsl"
 
-@group(2) @binding(0) var shadow_map: texture_depth_2d;
-@group(2) @binding(1) var shadow_sampler: sampler_comparison;
+// #include "material.wgsl"
+
+// #include "brdf.wgsl"
+
+@group(3) @binding(0) var shadow_map: texture_depth_2d;
+@group(3) @binding(1) var shadow_sampler: sampler_comparison;
+
+struct VsIn {
+    @location(0) pos: vec3f,
+    @location(1) nrm: vec3f,
+    @location(2) tangent: vec4f,  // xyz, w: handedness (glTF)
+    @location(3) uv0: vec2f,
+    @location(4) uv1: vec2f,
+};
 
 struct VsOut {
     @builtin(position) clip: vec4f,
@@ -13,32 +30,34 @@ struct VsOut {
     @location(1) normal: vec3f,
     @location(2) @interpolate(flat) color: vec4f,
     @location(3) @interpolate(flat) id: u32,
+    @location(4) tangent: vec4f,  // world; w: handedness, mirrored transforms included
+    @location(5) uv: vec4f,       // TEXCOORD_0, TEXCOORD_1
 };
 
 @vertex
-fn vs_main(@location(0) pos: vec3f, @location(1) nrm: vec3f,
-           @builtin(instance_index) ii: u32) -> VsOut {
+fn vs_main(v: VsIn, @builtin(instance_index) ii: u32) -> VsOut {
+    return transform_vertex(v, ii);
+}
+
+fn transform_vertex(v: VsIn, ii: u32) -> VsOut {
     let id = remap[draw.base + ii];
     let m = transforms[id];
-    let world = m * vec4f(pos, 1.0);
+    let world = m * vec4f(v.pos, 1.0);
     // Cofactor matrix = inverse transpose times det: right for non-uniform scale.
     let a = m[0].xyz;
     let b = m[1].xyz;
     let c = m[2].xyz;
     let cof = mat3x3f(cross(b, c), cross(c, a), cross(a, b));
+    let det = dot(a, cross(b, c));
     var out: VsOut;
     out.clip = view.view_proj * world;
     out.world = world.xyz;
-    out.normal = cof * nrm;
+    out.normal = cof * v.nrm;
     out.color = colors[id];
     out.id = id;
+    out.tangent = vec4f(mat3x3f(a, b, c) * v.tangent.xyz, v.tangent.w * select(1.0, -1.0, det < 0.0));
+    out.uv = vec4f(v.uv0, v.uv1);
     return out;
-}
-
-@vertex
-fn vs_shadow(@location(0) pos: vec3f, @builtin(instance_index) ii: u32) -> @builtin(position) vec4f {
-    let id = remap[draw.base + ii];
-    return view.light_view_proj * (transforms[id] * vec4f(pos, 1.0));
 }
 
 // 3x3 PCF of 2x2-filtered comparisons (a 4x4-texel tent), reverse-Z: lit where the
@@ -64,31 +83,123 @@ fn sun_visibility(world: vec3f, n: vec3f) -> f32 {
     return lit / 9.0;
 }
 
-fn shade(in: VsOut) -> vec3f {
-    let n = normalize(in.normal);
+struct Surface {
+    base: vec4f,       // linear base colour and alpha
+    n: vec3f,          // shading normal (after the normal map), world, facing the viewer's side
+    ng: vec3f,         // interpolated vertex normal, same side
+    metallic: f32,
+    roughness: f32,    // perceptual
+    occlusion: f32,
+    emissive: vec3f,
+};
+
+fn texcoords(in: VsOut, m: Material, ng: vec3f) -> UvSet {
+    let uv0 = select(in.uv.xy, world_uv(in.world, ng) * m.emissive.w, m.emissive.w > 0.0);
+    return uv_set(uv0, in.uv.zw);
+}
+
+// The material's inputs at this fragment (glTF 2.0 section 3.9).
+fn surface(in: VsOut, front: bool) -> Surface {
+    let m = materials[material_ids[in.id]];
+    var ng = normalize(in.normal);
+    let uvs = texcoords(in, m, ng);  // derivatives first: uniform control flow
+    var tex: array<vec4f, 5>;
+    for (var k = 0u; k < 5u; k++) {
+        tex[k] = fetch(m, k, uvs);
+    }
+    var s: Surface;
+    s.base = m.base_color * tex[TEX_BASE] * in.color;
+    s.roughness = clamp(m.params.y * tex[TEX_MR].g, 0.0, 1.0);
+    s.metallic = clamp(m.params.x * tex[TEX_MR].b, 0.0, 1.0);
+    s.occlusion = 1.0 + m.params.w * (tex[TEX_OCCLUSION].r - 1.0);
+    s.emissive = m.emissive.rgb * tex[TEX_EMISSIVE].rgb;
+    var t = select(in.tangent.xyz, world_tangent(ng), m.emissive.w > 0.0);
+    let w = select(in.tangent.w, 1.0, m.emissive.w > 0.0);
+    t = t - ng * dot(ng, t);
+    t = select(normalize(cross(ng, vec3f(0.0, 0.0, 1.0)) + vec3f(1e-6, 0.0, 0.0)),
+               t, dot(t, t) > 1e-12);
+    t = normalize(t);
+    var b = cross(ng, t) * w;
+    if (!front) {  // double-sided back face: the whole frame turns over (glTF 3.9.5)
+        ng = -ng;
+        t = -t;
+        b = -b;
+    }
+    s.ng = ng;
+    s.n = ng;
+    if ((m.tex[0][TEX_NORMAL] >> 31u) == 1u && shading.params.y > 0.5) {
+        var tn = tex[TEX_NORMAL].xyz * 2.0 - 1.0;
+        tn = vec3f(tn.xy * m.params.z, tn.z);
+        s.n = normalize(mat3x3f(t, b, ng) * tn);
+    }
+    return s;
+}
+
+// Outgoing radiance towards the eye: sun (BRDF, shadow), sky ambient x occlusion, emissive,
+// then distance fog towards the horizon sky (exponential, density eye.w per world unit).
+fn shade(in: VsOut, s: Surface) -> vec3f {
     let l = view.sun_dir.xyz;
     let to_eye = view.eye.xyz - in.world;
     let dist = length(to_eye);
     let v = to_eye / max(dist, 1e-6);
-    let ndl = max(dot(n, l), 0.0);
-    let vis = select(0.0, sun_visibility(in.world, n), ndl > 0.0);
-    let albedo = in.color.rgb;
-    let hemi = mix(view.ground.rgb, view.sky_zenith.rgb, 0.5 + 0.5 * n.y);
-    let h = normalize(l + v);
-    let spec = pow(max(dot(n, h), 0.0), 64.0) * 0.25 * ndl;
-    var color = albedo * (hemi * 0.9 + view.sun_color.rgb * ndl * vis) + view.sun_color.rgb * spec * vis;
-    // Distance fog towards the horizon sky (exponential, density eye.w per world unit).
+    let ndl = dot(s.n, l);
+    let vis = select(0.0, sun_visibility(in.world, s.ng), ndl > 0.0);
+    let sun = brdf(s.base.rgb, s.metallic, s.roughness, s.n, v, l) * (PI * view.sun_color.rgb);
+    var color = sun * max(ndl, 0.0) * vis;
+    color += ambient(s.base.rgb, s.metallic, s.roughness, s.n, v) * s.occlusion + s.emissive;
     let fog = 1.0 - exp(-dist * view.eye.w);
-    color = mix(color, sky_color(view, -v), fog);
-    return color;
+    return mix(color, sky_color(view, -v), fog);
 }
 
 @fragment
-fn fs_main(in: VsOut) -> @location(0) vec4f {
-    return vec4f(shade(in), 1.0);
+fn fs_main(in: VsOut, @builtin(front_facing) front: bool) -> @location(0) vec4f {
+    return vec4f(shade(in, surface(in, front)), 1.0);
+}
+
+@fragment
+fn fs_mask(in: VsOut, @builtin(front_facing) front: bool) -> @location(0) vec4f {
+    let s = surface(in, front);
+    if (s.base.a < materials[material_ids[in.id]].alpha.x) {
+        discard;
+    }
+    return vec4f(shade(in, s), 1.0);
+}
+
+@fragment
+fn fs_blend(in: VsOut, @builtin(front_facing) front: bool) -> @location(0) vec4f {
+    let s = surface(in, front);
+    let two_sided = (material_flags(materials[material_ids[in.id]]) & 4u) != 0u;
+    if (!front && !two_sided) {  // one pipeline draws both: single-sided back faces go here
+        discard;
+    }
+    return vec4f(shade(in, s), clamp(s.base.a, 0.0, 1.0));
 }
 
 @fragment
 fn fs_id(in: VsOut) -> @location(0) u32 {
     return in.id + 1u;
+}
+
+@vertex
+fn vs_shadow(@location(0) pos: vec3f, @builtin(instance_index) ii: u32) -> @builtin(position) vec4f {
+    let id = remap[draw.base + ii];
+    return view.light_view_proj * (transforms[id] * vec4f(pos, 1.0));
+}
+
+@vertex
+fn vs_shadow_mask(v: VsIn, @builtin(instance_index) ii: u32) -> VsOut {
+    var out = transform_vertex(v, ii);
+    out.clip = view.light_view_proj * vec4f(out.world, 1.0);
+    return out;
+}
+
+// MASK casters: the same cutoff on the same base colour alpha as the Main passes.
+@fragment
+fn fs_shadow_mask(in: VsOut) {
+    let m = materials[material_ids[in.id]];
+    let uvs = texcoords(in, m, normalize(in.normal));
+    let alpha = m.base_color.a * fetch(m, TEX_BASE, uvs).a * in.color.a;
+    if (alpha < m.alpha.x) {
+        discard;
+    }
 }

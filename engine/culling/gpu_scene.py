@@ -1,12 +1,19 @@
 """The scene on the GPU: instance arrays in storage buffers, one shared vertex/index buffer,
 and the batch tables that turn cull results into indexed indirect draws.
 
-Buffers (N instances, B batches = one per (mesh, LOD), T remap slots per region):
+Draw groups: instances are grouped by (pipeline class, mesh), the pipeline class being their
+material's (alpha mode, double-sided) pair (``Material.pipeline_class``); the cull sees each
+group as a mesh of its own (``mesh_ids`` holds the group per instance), so its batches are
+(mesh, LOD, pipeline) and each pipeline's batches are one contiguous range
+(``class_ranges``): a pass sets a pipeline and draws its range with one multi-draw.
+
+Buffers (N instances, B batches = one per (group, LOD), T remap slots per region):
 
 * ``transforms`` ``(N, 4, 4)`` float32, column-major per WGSL ``mat4x4f`` (64 B/row)
 * ``bounds`` ``(N, 4)`` float32 world spheres (centre, radius) from ``Scene.bounds()``
-* ``mesh_ids`` ``(N,)`` uint32, ``colors`` ``(N, 4)`` float32 linear RGBA
-* ``meshes``: per mesh ``(first_batch, lod_count, remap_base, capacity)`` uint32
+* ``mesh_ids`` ``(N,)`` uint32 draw group per instance, ``colors`` ``(N, 4)`` float32 linear RGBA
+* ``vertices`` (position, normal: 24 B) and ``attributes`` (tangent, uv0, uv1: 32 B) per vertex
+* ``meshes``: per group ``(first_batch, lod_count, remap_base, capacity)`` uint32
 * ``args``: 3 regions (early, late, shadow) x B indexed indirect draws of 20 bytes
   ``(index_count, instance_count, first_index, base_vertex, first_instance)``; ``args_template``
   is the same with ``instance_count = 0``, copied over ``args`` by ``Cull.Reset``
@@ -24,6 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 import wgpu
 
+from engine.materials.model import CLASS_NAMES, AlphaMode
+
 REGIONS = ("early", "late", "shadow")
 ARGS_STRIDE = 20  # bytes of one indexed indirect draw
 DRAW_UNIFORM_STRIDE = 256  # dynamic-offset alignment of the per-batch Draw uniform
@@ -33,13 +42,14 @@ _STORAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST
 
 @dataclass(frozen=True)
 class Batch:
-    """One (mesh, LOD) indexed draw: counts in indices, offsets in elements."""
+    """One (mesh, LOD, pipeline class) indexed draw: counts in indices, offsets in elements."""
 
     mesh: int
     lod: int
     index_count: int
     first_index: int
     base_vertex: int
+    pipeline_class: int = 0
 
 
 class GpuScene:
@@ -66,48 +76,86 @@ class GpuScene:
         self.count = scene.count
         self.first_instance = first_instance
         self._labels: list[str] | None = None
+        self._groups()
         self._geometry()
         self._tables()
         self._instances()
 
+    # -- draw groups: (pipeline class, mesh) pairs in use, sorted by class -----------------
+    def _groups(self) -> None:
+        s, nm = self.scene, len(self.scene.meshes)
+        cls = np.array([m.pipeline_class for m in s.materials], np.int64)[s.material_ids]
+        keys, inverse = np.unique(cls * nm + s.mesh_ids, return_inverse=True)
+        self.groups = [(int(k // nm), int(k % nm)) for k in keys]  # (class, mesh)
+        self.draw_ids = inverse.reshape(-1).astype(np.uint32)
+        #: scene rows of BLEND instances (the Transparent pass sorts them)
+        self.blend_rows = np.flatnonzero(cls >= 2 * AlphaMode.BLEND).astype(np.uint32)
+
     # -- geometry: every LOD of every mesh in one vertex and one index buffer ---------------
     def _geometry(self) -> None:
-        verts, idx, self.batches = [], [], []
-        self.first_batch = []
+        verts, attrs, idx, placed = [], [], [], {}
         nv = ni = 0
         for m, mesh in enumerate(self.scene.meshes):
-            self.first_batch.append(len(self.batches))
             for lod_i, lod in enumerate(mesh.lods):
-                self.batches.append(Batch(m, lod_i, len(lod.indices), ni, nv))
+                placed[m, lod_i] = (len(lod.indices), ni, nv)
                 verts.append(np.asarray(lod.vertices, np.float32))
+                attrs.append(lod.attributes())
                 idx.append(np.asarray(lod.indices, np.uint32))
                 nv += len(lod.vertices)
                 ni += len(lod.indices)
+        self.batches, self.group_first_batch = [], []
+        self.first_batch = [0] * len(self.scene.meshes)  # per scene mesh: its first group's
+        seen = set()
+        for c, m in self.groups:
+            self.group_first_batch.append(len(self.batches))
+            if m not in seen:
+                self.first_batch[m] = len(self.batches)
+                seen.add(m)
+            for lod_i in range(len(self.scene.meshes[m].lods)):
+                self.batches.append(Batch(m, lod_i, *placed[m, lod_i], c))
+        self.class_ranges = {}
+        for b, bt in enumerate(self.batches):
+            lo, _ = self.class_ranges.get(bt.pipeline_class, (b, b))
+            self.class_ranges[bt.pipeline_class] = (lo, b + 1)
         d = self.device
         self.vertices = d.create_buffer_with_data(
             label="scene vertices", data=np.concatenate(verts).tobytes(), usage="VERTEX"
+        )
+        self.attributes = d.create_buffer_with_data(
+            label="scene vertex attributes", data=np.concatenate(attrs).tobytes(), usage="VERTEX"
         )
         self.indices = d.create_buffer_with_data(
             label="scene indices", data=np.concatenate(idx).tobytes(), usage="INDEX"
         )
 
+    def batch_range(self, classes) -> tuple[int, int] | None:
+        """``(first, stop)`` batches of the pipeline ``classes`` (contiguous: they must be
+        neighbours in class order), or None when no instance has them."""
+        spans = [self.class_ranges[c] for c in classes if c in self.class_ranges]
+        if not spans:
+            return None
+        return min(a for a, _ in spans), max(b for _, b in spans)
+
     # -- batch tables, indirect args template, remap regions --------------------------------
     def _tables(self) -> None:
         meshes = self.scene.meshes
-        lods = np.array([len(m.lods) for m in meshes], np.int64)
-        cap = np.bincount(self.scene.mesh_ids, minlength=len(meshes)).astype(np.int64)
+        lods = np.array([len(meshes[m].lods) for _, m in self.groups], np.int64)
+        cap = np.bincount(self.draw_ids, minlength=len(self.groups)).astype(np.int64)
         base = np.concatenate(([0], np.cumsum(cap * lods)[:-1]))
         self.region_slots = int(max(1, (cap * lods).sum()))  # T
-        info = np.stack([np.array(self.first_batch), lods, base, cap], axis=1).astype(np.uint32)
+        first = np.array(self.group_first_batch)
+        info = np.stack([first, lods, base, cap], axis=1).astype(np.uint32)
         self.mesh_table = self.device.create_buffer_with_data(
             label="cull meshes", data=info.tobytes(), usage="STORAGE"
         )
         nb = len(self.batches)
         bases = np.zeros((len(REGIONS), nb), np.uint32)  # remap index of each batch's slot 0
         template = np.zeros((len(REGIONS), nb, 5), np.uint32)
+        group_of = np.repeat(np.arange(len(self.groups)), lods)  # batch -> group
         for r in range(len(REGIONS)):
             for b, bt in enumerate(self.batches):
-                bases[r, b] = r * self.region_slots + base[bt.mesh] + bt.lod * cap[bt.mesh]
+                g = group_of[b]
+                bases[r, b] = r * self.region_slots + base[g] + bt.lod * cap[g]
                 template[r, b] = (bt.index_count, 0, bt.first_index, bt.base_vertex, 0)
         if self.first_instance:
             template[:, :, 4] = bases
@@ -145,7 +193,7 @@ class GpuScene:
             label="bounds", size=n * 16, usage=_STORAGE | wgpu.BufferUsage.COPY_SRC
         )
         self.mesh_ids = d.create_buffer_with_data(
-            label="mesh ids", data=self.scene.mesh_ids.astype(np.uint32).tobytes(), usage="STORAGE"
+            label="draw group ids", data=self.draw_ids.tobytes(), usage="STORAGE"
         )
         self.colors = d.create_buffer_with_data(
             label="colors",
@@ -181,18 +229,33 @@ class GpuScene:
     def batch_labels(self) -> list[str]:
         """``"<mesh name> LOD<l>"`` per batch: what per-draw timing shows under a pass."""
         meshes = self.scene.meshes
-        return [f"{meshes[b.mesh].name} LOD{b.lod}" for b in self.batches]
+        return [
+            f"{meshes[b.mesh].name} LOD{b.lod}"
+            + (f" {CLASS_NAMES[b.pipeline_class]}" if b.pipeline_class else "")
+            for b in self.batches
+        ]
 
-    def draw(self, rpass, region: int, draw_group: int, bind_group) -> None:
-        """Record the B indexed indirect draws of ``region`` (0 early, 1 late, 2 shadow):
-        one multi-draw with ``indirect-first-instance`` (one draw per batch into a render
-        bundle encoder, which has no multi-draw), else one draw per batch. When the
-        pass encoder times draws (``--gpu-profile draws``: ``rpass.timing_draws``), always
-        one labelled draw per batch, so that each (mesh, LOD) batch gets its own time."""
+    def draw(
+        self,
+        rpass,
+        region: int,
+        draw_group: int,
+        bind_group,
+        batches: tuple[int, int] | None = None,
+    ) -> None:
+        """Record the indexed indirect draws of ``region`` (0 early, 1 late, 2 shadow),
+        batches ``batches`` (``(first, stop)``; default all B): one multi-draw with
+        ``indirect-first-instance`` (one draw per batch into a render bundle encoder, which
+        has no multi-draw), else one draw per batch. When the pass encoder times draws
+        (``--gpu-profile draws``: ``rpass.timing_draws``), always one labelled draw per
+        batch, so that each (mesh, LOD, pipeline) batch gets its own time."""
         nb = self.batch_count
+        first, stop = batches if batches is not None else (0, nb)
+        if stop <= first:
+            return
         timing = getattr(rpass, "timing_draws", False)
         if timing:
-            self._draw_labelled(rpass, region, draw_group, bind_group)
+            self._draw_labelled(rpass, region, draw_group, bind_group, first, stop)
             return
         bundle = isinstance(rpass, wgpu.GPURenderBundleEncoder)  # no multi-draw in bundles
         if self.first_instance and not bundle:
@@ -200,24 +263,24 @@ class GpuScene:
 
             rpass.set_bind_group(draw_group, bind_group, [0])
             multi_draw_indexed_indirect(
-                rpass, self.args, offset=region * nb * ARGS_STRIDE, count=nb
+                rpass, self.args, offset=(region * nb + first) * ARGS_STRIDE, count=stop - first
             )
             return
         if self.first_instance:
             rpass.set_bind_group(draw_group, bind_group, [0])
-        for b in range(nb):
+        for b in range(first, stop):
             k = region * nb + b
             if not self.first_instance:
                 rpass.set_bind_group(draw_group, bind_group, [k * DRAW_UNIFORM_STRIDE])
             rpass.draw_indexed_indirect(self.args, k * ARGS_STRIDE)
 
-    def _draw_labelled(self, rpass, region: int, draw_group: int, bind_group) -> None:
+    def _draw_labelled(self, rpass, region, draw_group, bind_group, first, stop) -> None:
         nb = self.batch_count
         if self._labels is None:
             self._labels = self.batch_labels
         if self.first_instance:
             rpass.set_bind_group(draw_group, bind_group, [0])
-        for b in range(nb):
+        for b in range(first, stop):
             k = region * nb + b
             if not self.first_instance:
                 rpass.set_bind_group(draw_group, bind_group, [k * DRAW_UNIFORM_STRIDE])

@@ -2,8 +2,15 @@
 
 Bind groups: 0 = view uniform + transforms + colours + remap (vertex/fragment), 1 = the
 per-batch ``Draw`` uniform (dynamic offset; the remap base when ``indirect-first-instance`` is
-missing), 2 = shadow map + comparison sampler (main colour pipeline only, so the Shadow pass
-can render into the map without also binding it).
+missing), 2 = the materials (``engine.materials.gpu``: material ids and table, shading
+uniform, texture arrays, samplers), 3 = shadow map + comparison sampler (colour pipelines
+only, so the Shadow pass can render into the map without also binding it).
+
+Pipelines by material class (``Material.pipeline_class``: alpha mode x double-sided): OPAQUE
+and MASK each single- and double-sided (back-face culling on or off), MASK with an alpha
+test (a separate pipeline so OPAQUE keeps early depth testing); BLEND in one pipeline
+without culling (the Transparent pass; single-sided back faces are discarded in the shader);
+the shadow map's opaque casters depth-only, its MASK casters alpha-tested.
 """
 
 from __future__ import annotations
@@ -13,6 +20,8 @@ from typing import TYPE_CHECKING
 import wgpu
 
 from engine.graph import RenderPass
+from engine.materials.gpu import material_layout
+from engine.materials.model import AlphaMode
 from engine.passes.bundles import BundleCache
 from engine.passes.resources import (
     DEPTH,
@@ -22,7 +31,7 @@ from engine.passes.resources import (
     SHADOW_MAP,
     SKY_HORIZON,
 )
-from engine.scene.meshes import VERTEX_LAYOUT
+from engine.scene.meshes import ATTRIBUTE_LAYOUT, VERTEX_LAYOUT
 from engine.shader_registry import shader_pipeline
 
 if TYPE_CHECKING:
@@ -30,10 +39,18 @@ if TYPE_CHECKING:
 
 
 _V, _F = wgpu.ShaderStage.VERTEX, wgpu.ShaderStage.FRAGMENT
+#: Classes the Main passes draw, in batch order (BLEND is the Transparent pass's).
+OPAQUE_CLASSES = (0, 1, 2, 3)
+BLEND_CLASSES = (4, 5)
+_ALPHA_BLEND = {
+    "color": {"src_factor": "src-alpha", "dst_factor": "one-minus-src-alpha", "operation": "add"},
+    "alpha": {"src_factor": "one", "dst_factor": "one-minus-src-alpha", "operation": "add"},
+}
 
 
 class MeshPipelines:
-    """Main (any colour format), shadow (depth only) and ID (``r32uint``) pipelines.
+    """Main (any colour format, per material class), Transparent, shadow (depth only, plus
+    alpha-tested) and ID (``r32uint``) pipelines.
 
     Args:
         device: the ``wgpu.GPUDevice``.
@@ -41,9 +58,7 @@ class MeshPipelines:
 
     def __init__(self, device: wgpu.GPUDevice):
         self.device = device
-        self._main: dict[str, wgpu.GPURenderPipeline] = {}
-        self._id: wgpu.GPURenderPipeline | None = None
-        self._shadow: wgpu.GPURenderPipeline | None = None
+        self._made: dict[tuple, wgpu.GPURenderPipeline] = {}
         ro = {"type": "read-only-storage"}
         self.layout_view = device.create_bind_group_layout(
             label="mesh view",
@@ -68,6 +83,7 @@ class MeshPipelines:
                 }
             ],
         )
+        self.layout_material = material_layout(device)
         self.layout_shadow = device.create_bind_group_layout(
             label="mesh shadow map",
             entries=[
@@ -90,74 +106,88 @@ class MeshPipelines:
     def _rebuild(self, module: wgpu.GPUShaderModule) -> wgpu.GPUShaderModule:
         """Hot reload: every pipeline made so far again from ``module`` (explicit layouts:
         the bind groups stay); nothing is replaced unless all of them build."""
-        made = [(k, self._main[k]) for k in self._main], self._shadow, self._id
         self._building = module
         try:
-            main = {k: self._make_main(k) for k, _ in made[0]}
-            shadow = None if made[1] is None else self._make_shadow()
-            ids = None if made[2] is None else self._make_ids()
+            made = {key: self._make(*key) for key in self._made}
         finally:
             self._building = None
-        self._main, self._shadow, self._id = main, shadow, ids
+        self._made = made
         return module
 
-    def _pipeline(self, label, layouts, vs, fs, fmt, depth_format, cull_mode="back"):
+    def _get(self, *key) -> wgpu.GPURenderPipeline:
+        if key not in self._made:
+            self._made[key] = self._make(*key)
+        return self._made[key]
+
+    def _make(self, kind: str, fmt: str | None, cls: int = 0) -> wgpu.GPURenderPipeline:
+        v, d, m, sh = self.layout_view, self.layout_draw, self.layout_material, self.layout_shadow
+        two_sided = cls % 2 == 1
+        if kind == "main":
+            fs = "fs_mask" if cls // 2 == AlphaMode.MASK else "fs_main"
+            return self._pipeline(f"mesh main {fmt} class {cls}", [v, d, m, sh], "vs_main", fs,
+                                  fmt, DEPTH_FORMAT, "none" if two_sided else "back")  # fmt: skip
+        if kind == "blend":
+            return self._pipeline(f"mesh blend {fmt}", [v, d, m, sh], "vs_main", "fs_blend", fmt,
+                                  DEPTH_FORMAT, "none", blend=True)  # fmt: skip
+        if kind == "shadow":
+            return self._pipeline("mesh shadow", [v, d], "vs_shadow", None, None, SHADOW_FORMAT,
+                                  "none", attributes=False)  # fmt: skip
+        if kind == "shadow_mask":
+            return self._pipeline("mesh shadow mask", [v, d, m], "vs_shadow_mask",
+                                  "fs_shadow_mask", None, SHADOW_FORMAT, "none")  # fmt: skip
+        return self._pipeline("mesh ids", [v, d], "vs_main", "fs_id", "r32uint", DEPTH_FORMAT)
+
+    def _pipeline(self, label, layouts, vs, fs, fmt, depth_format, cull_mode="back", *,
+                  blend=False, attributes=True):  # fmt: skip
         layout = self.device.create_pipeline_layout(bind_group_layouts=layouts)
         module = getattr(self, "_building", None) or self.module
+        buffers = [VERTEX_LAYOUT, ATTRIBUTE_LAYOUT] if attributes else [VERTEX_LAYOUT]
         desc = {
             "label": label,
             "layout": layout,
-            "vertex": {"module": module, "entry_point": vs, "buffers": [VERTEX_LAYOUT]},
+            "vertex": {"module": module, "entry_point": vs, "buffers": buffers},
             "primitive": {"topology": "triangle-list", "cull_mode": cull_mode},
             "depth_stencil": {
                 "format": depth_format,
-                "depth_write_enabled": True,
+                "depth_write_enabled": not blend,  # transparent surfaces are no occluders
                 "depth_compare": "greater",  # reverse-Z
             },
         }
         if fs is not None:
+            target = {"format": fmt} if fmt is not None else None
+            if blend:
+                target["blend"] = _ALPHA_BLEND
             desc["fragment"] = {
                 "module": module,
                 "entry_point": fs,
-                "targets": [{"format": fmt}],
+                "targets": [target] if target else [],
             }
         return self.device.create_render_pipeline(**desc)
 
-    def main(self, color_format: str) -> wgpu.GPURenderPipeline:
-        """Lit colour pipeline writing linear colour to ``color_format``, depth32float."""
-        if color_format not in self._main:
-            self._main[color_format] = self._make_main(color_format)
-        return self._main[color_format]
+    def main(self, color_format: str, cls: int = 0) -> wgpu.GPURenderPipeline:
+        """Lit colour pipeline of material class ``cls`` (0..3: OPAQUE / MASK, single / double
+        sided) writing linear colour to ``color_format``, depth32float."""
+        return self._get("main", color_format, cls)
 
-    def _make_main(self, color_format: str) -> wgpu.GPURenderPipeline:
-        layouts = [self.layout_view, self.layout_draw, self.layout_shadow]
-        return self._pipeline(
-            f"mesh main {color_format}", layouts, "vs_main", "fs_main", color_format, DEPTH_FORMAT
-        )
+    def blend(self, color_format: str) -> wgpu.GPURenderPipeline:
+        """The Transparent pass's pipeline: alpha blending, depth tested but not written."""
+        return self._get("blend", color_format)
 
     def shadow(self) -> wgpu.GPURenderPipeline:
         """Depth-only pipeline for the sun's shadow map (no face culling: thin casters)."""
-        if self._shadow is None:
-            self._shadow = self._make_shadow()
-        return self._shadow
+        return self._get("shadow", None)
 
-    def _make_shadow(self) -> wgpu.GPURenderPipeline:
-        layouts = [self.layout_view, self.layout_draw]
-        return self._pipeline(
-            "mesh shadow", layouts, "vs_shadow", None, None, SHADOW_FORMAT, cull_mode="none"
-        )
+    def shadow_mask(self) -> wgpu.GPURenderPipeline:
+        """The shadow map's MASK casters: alpha-tested at their material's cutoff."""
+        return self._get("shadow_mask", None)
 
     def ids(self) -> wgpu.GPURenderPipeline:
         """Writes the scene row of each instance to an ``r32uint`` target (debug, tests)."""
-        if self._id is None:
-            self._id = self._make_ids()
-        return self._id
+        return self._get("ids", "r32uint")
 
-    def _make_ids(self) -> wgpu.GPURenderPipeline:
-        layouts = [self.layout_view, self.layout_draw]
-        return self._pipeline("mesh ids", layouts, "vs_main", "fs_id", "r32uint", DEPTH_FORMAT)
-
-    def view_group(self, view_uniform, gs) -> wgpu.GPUBindGroup:
+    def view_group(self, view_uniform, gs, remap=None) -> wgpu.GPUBindGroup:
+        """Group 0 over ``gs``'s buffers; ``remap``: another remap list (the Transparent
+        pass's sorted one) instead of the cull's."""
         return self.device.create_bind_group(
             label="mesh view",
             layout=self.layout_view,
@@ -165,7 +195,7 @@ class MeshPipelines:
                 {"binding": 0, "resource": {"buffer": view_uniform}},
                 {"binding": 1, "resource": {"buffer": gs.transforms}},
                 {"binding": 2, "resource": {"buffer": gs.colors}},
-                {"binding": 3, "resource": {"buffer": gs.remap}},
+                {"binding": 3, "resource": {"buffer": remap or gs.remap}},
             ],
         )
 
@@ -246,16 +276,20 @@ class MainPass(RenderPass):
 
     def record(self, ctx, rpass) -> None:
         r = self.res
-        _, fmt = r.color_target(ctx)
-        pipe = r.mesh.main(fmt)  # hot reload replaces it: a new key, a new bundle
+        _, fmt = r.color_target(ctx)  # hot reload replaces the pipelines: a new key, a bundle
+
+        spans = [(c, r.gs.class_ranges.get(c)) for c in OPAQUE_CLASSES]
+        pipes = [(r.mesh.main(fmt, c), span) for c, span in spans if span is not None]
 
         def commands(enc) -> None:
-            enc.set_pipeline(pipe)
             r.bind_geometry(enc)
-            enc.set_bind_group(2, r.shadow.group)
-            r.gs.draw(enc, self.region, 1, r.draw_group)
+            enc.set_bind_group(2, r.material_group)
+            enc.set_bind_group(3, r.shadow.group)
+            for p, span in pipes:  # one pipeline per material class, its batches in one go
+                enc.set_pipeline(p)
+                r.gs.draw(enc, self.region, 1, r.draw_group, span)
 
-        key = (pipe, r.shadow.group, *r.geometry_key())
+        key = (*(p for p, _ in pipes), r.material_group, r.shadow.group, *r.geometry_key())
         self.bundles.record(rpass, key, commands, color_formats=(fmt,), depth_format=DEPTH_FORMAT)
         lines = None if self.early else r.frustum_lines(fmt)
         if lines is not None:  # F2: the frozen culling frustum, over the last main pass

@@ -65,6 +65,8 @@ class FrameResources:
         settings: the current ``FrameSettings`` (replaced by ``StandardFrame.configure``).
         gs: the ``GpuScene`` (scene buffers, indirect args, remap, draws).
         mesh: the ``MeshPipelines``; ``view_group`` / ``draw_group`` its bind groups 0 and 1.
+        materials: the ``GpuMaterials`` (texture arrays, material table); ``material_group``
+            its bind group, group 2 of the mesh pipelines.
         view_uniform: the ``View`` uniform buffer (``engine.frame.VIEW_DTYPE``).
         cull: the cull's uniform, counters, layout and bind group (``CullResources``).
         shadow: the sun's shadow map and fit (``ShadowMap``).
@@ -97,6 +99,8 @@ class FrameResources:
     pyramid: DepthPyramid
     stats: CullStats
     frustum_lines: Callable[[str], FrustumLines | None]
+    materials: Any = None  # engine.materials.gpu.GpuMaterials
+    material_group: Any = None  # its bind group (group 2 of the mesh pipelines)
     jitter: tuple[float, float] = (0.0, 0.0)
     camera: Any = None  # the camera of the frame being recorded
     view_proj: Any = None
@@ -113,17 +117,19 @@ class FrameResources:
         f = self.frozen
         return f.view if f is not None and f.active else self.pyramid.view
 
-    def bind_geometry(self, rpass) -> None:
-        """Bind group 0 and the scene's vertex and index buffers."""
-        rpass.set_bind_group(0, self.view_group)
+    def bind_geometry(self, rpass, view_group=None) -> None:
+        """Bind group 0 (``view_group`` or the frame's) and the scene's vertex (positions and
+        normals; tangents and UVs) and index buffers."""
+        rpass.set_bind_group(0, view_group or self.view_group)
         rpass.set_vertex_buffer(0, self.gs.vertices)
+        rpass.set_vertex_buffer(1, self.gs.attributes)
         rpass.set_index_buffer(self.gs.indices, "uint32")
 
     def geometry_key(self) -> tuple:
         """What ``bind_geometry`` and the scene's indirect draws bind (a render bundle's
         key): groups 0 and 1, the vertex, index and indirect-argument buffers."""
         gs = self.gs
-        return (self.view_group, self.draw_group, gs.vertices, gs.indices, gs.args)
+        return (self.view_group, self.draw_group, gs.vertices, gs.attributes, gs.indices, gs.args)
 
     def color_name(self) -> str:
         """The resource Main draws into: ``HDR``, or ``OUTPUT`` without post."""

@@ -265,7 +265,9 @@ class ShadowMap:
 
 class ShadowPass(RenderPass):
     """``Shadow``: depth-only sun shadow map (reverse-Z, cleared to 0), one indexed indirect
-    draw per batch of the shadow region.
+    draw per batch of the shadow region: opaque casters depth-only, MASK casters
+    alpha-tested at their cutoff; BLEND instances cast no shadow (glass, foliage cards drawn
+    blended are not occluders).
 
     Args:
         res: the frame's ``FrameResources`` (``shadow``, ``mesh``, ``gs``).
@@ -296,12 +298,19 @@ class ShadowPass(RenderPass):
 
     def record(self, ctx, rpass) -> None:
         r = self.res
-        pipe = self.pipeline
+        opaque = r.gs.batch_range((0, 1))  # depth only
+        mask = r.gs.batch_range((2, 3))  # alpha-tested; BLEND casts no shadow
+        pipes = [(self.pipeline, opaque)] if opaque else []
+        if mask:
+            pipes.append((r.mesh.shadow_mask(), mask))
 
         def commands(enc) -> None:
-            enc.set_pipeline(pipe)
             r.bind_geometry(enc)
-            r.gs.draw(enc, 2, 1, r.draw_group)
+            for pipe, span in pipes:
+                enc.set_pipeline(pipe)
+                if span is mask:
+                    enc.set_bind_group(2, r.material_group)
+                r.gs.draw(enc, 2, 1, r.draw_group, span)
 
-        key = (pipe, *r.geometry_key())
+        key = (*(p for p, _ in pipes), r.material_group, *r.geometry_key())
         self.bundles.record(rpass, key, commands, color_formats=(), depth_format=SHADOW_FORMAT)
