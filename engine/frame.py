@@ -58,8 +58,8 @@ from engine.culling.frozen import FrozenCulling
 from engine.culling.gpu_scene import GpuScene
 from engine.culling.stats import CullStats
 from engine.gpu import GpuError
-from engine.materials.gpu import GpuMaterials
 from engine.graph import RenderGraph, TextureDesc
+from engine.materials.gpu import GpuMaterials
 from engine.math3d import column_major, inverse4
 from engine.passes.bloom import BloomPass
 from engine.passes.cull import CullPass, CullResetPass, CullResources

@@ -28,9 +28,9 @@ ENGINE = Path(__file__).resolve().parents[1] / "engine"
 LAYERS = (
     ("base", ("__init__", "gpu", "readback", "surfaces", "resources", "shaders",
               "shader_registry", "safe_write", "math3d", "interrupt", "progress",
-              "pass_descriptors", "logtail")),
+              "pass_descriptors", "logtail", "gpu_sort")),
     ("core", ("graph", "loop", "telemetry", "commands", "profiling.sink", "options")),
-    ("producers", ("profiling", "scene", "culling", "passes")),
+    ("producers", ("profiling", "scene", "culling", "passes", "materials")),
     ("frame", ("frame", "settings", "knobs")),
     ("services", ("hud", "flamechart")),
     ("tools", ("tool", "tools")),
