@@ -57,8 +57,15 @@ class GpuSort:
         size, keys, values, steps (the dispatches ``record`` issues).
     """
 
-    def __init__(self, device: wgpu.GPUDevice, capacity: int, *, descending: bool = False,
-                 keys: wgpu.GPUBuffer | None = None, values: wgpu.GPUBuffer | None = None):  # fmt: skip
+    def __init__(
+        self,
+        device: wgpu.GPUDevice,
+        capacity: int,
+        *,
+        descending: bool = False,
+        keys: wgpu.GPUBuffer | None = None,
+        values: wgpu.GPUBuffer | None = None,
+    ):
         if capacity < 1:
             raise ValueError(f"capacity must be >= 1, got {capacity}")
         self.device = device
