@@ -14,6 +14,8 @@ Passes, in order (each an object in ``engine/passes/`` that owns its pipeline, t
     Cull.Late    compute   everything: frustum, sub-pixel, Hi-Z; newly visible queued
     Main.Late    render    draw the newly visible (colour and depth loaded)
     Sky          render    the sky model where nothing was drawn (depth still 0)
+    Transparent.Sort compute BLEND instances Cull.Late kept, sorted back to front (GPU sort)
+    Transparent  render    draw them alpha-blended, depth tested, not written
     Post.Luminance compute log2-luminance histogram of the HDR colour (auto exposure)
     Post.Exposure  compute exposure adapted from last frame's (history buffer; auto)
     Post.Bloom     compute energy-conserving downsample/upsample bloom chain
@@ -86,6 +88,11 @@ from engine.passes.resources import (
 from engine.passes.shadow import ShadowMap, ShadowPass, frustum_planes
 from engine.passes.sky import SkyPass
 from engine.passes.taa import JITTER, TaaPass, jittered_projection
+from engine.passes.transparent import (
+    TransparentPass,
+    TransparentResources,
+    TransparentSortPass,
+)
 from engine.settings import FrameSettings, register_frame_commands
 
 log = logging.getLogger("lantern")
@@ -102,6 +109,8 @@ STANDARD_PASSES = (
     ("Cull.Late", CullPass),
     ("Main.Late", MainPass),
     ("Sky", SkyPass),
+    ("Transparent.Sort", TransparentSortPass),
+    ("Transparent", TransparentPass),
     ("Post.Luminance", LuminancePass),
     ("Post.Exposure", ExposurePass),
     ("Post.Bloom", BloomPass),
@@ -218,6 +227,7 @@ class StandardFrame:
             d, scene, (SKY_ZENITH, SKY_HORIZON, GROUND)
         )
         self.res.material_group = self.materials.group
+        self.res.transparent = TransparentResources(self.res)
         self.gs, self.stats, self.pyramid = gs, stats, self.res.pyramid
         graph.import_texture(PYRAMID, lambda: self.res.pyramid.texture)  # readable by name
         graph.import_texture(SHADOW_MAP, lambda: self.res.shadow.texture)

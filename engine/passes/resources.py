@@ -40,6 +40,7 @@ HISTOGRAM = "post.histogram"  # luminance histogram (storage buffer of u32 bins)
 EXPOSURE = "post.exposure"  # adapted exposure (history pair: read as EXPOSURE@prev)
 BLOOM = "post.bloom"  # the bloom chain's result (half size, mip 0 of the up chain)
 TAA = "post.taa"  # the resolved anti-aliased HDR colour (history pair: TAA@prev)
+TRANSPARENT_ORDER = "transparent.order"  # BLEND instances' sorted indirect draws and rows
 VIEW_IDS = "view.ids"  # geometry debug views: scene row + 1, LOD + 1 per pixel (rg32uint)
 VIEW_DEPTH = "view.depth"  # ... and their own depth (made on first use)
 VIEW_OVERDRAW = "view.overdraw"  # fragments per pixel before / after the depth test (rg16float)
@@ -101,6 +102,7 @@ class FrameResources:
     frustum_lines: Callable[[str], FrustumLines | None]
     materials: Any = None  # engine.materials.gpu.GpuMaterials
     material_group: Any = None  # its bind group (group 2 of the mesh pipelines)
+    transparent: Any = None  # engine.passes.transparent.TransparentResources
     jitter: tuple[float, float] = (0.0, 0.0)
     camera: Any = None  # the camera of the frame being recorded
     view_proj: Any = None
