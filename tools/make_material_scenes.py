@@ -67,14 +67,26 @@ class Item:
     scale: tuple | None = None
 
 
-def build_gltf(items: list[Item], images: list[bytes], textures: list[dict] | None = None,
-               samplers: list[dict] | None = None, extensions: tuple = ()) -> dict:  # fmt: skip
+def build_gltf(
+    items: list[Item],
+    images: list[bytes],
+    textures: list[dict] | None = None,
+    samplers: list[dict] | None = None,
+    extensions: tuple = (),
+) -> dict:
     """The glTF JSON (dict) of ``items``; ``images`` PNG bytes as data: URIs; ``textures``
     default to one per image with sampler 0 when ``samplers`` is given."""
     blob = bytearray()
-    doc: dict = {"asset": {"version": "2.0", "generator": "lantern make_material_scenes"},
-                 "scene": 0, "scenes": [{"nodes": list(range(len(items)))}], "nodes": [],
-                 "meshes": [], "materials": [], "accessors": [], "bufferViews": []}  # fmt: skip
+    doc: dict = {
+        "asset": {"version": "2.0", "generator": "lantern make_material_scenes"},
+        "scene": 0,
+        "scenes": [{"nodes": list(range(len(items)))}],
+        "nodes": [],
+        "meshes": [],
+        "materials": [],
+        "accessors": [],
+        "bufferViews": [],
+    }
 
     def add(arr: np.ndarray, kind: str, component: int, target: int | None) -> int:
         while len(blob) % 4:
@@ -84,8 +96,12 @@ def build_gltf(items: list[Item], images: list[bytes], textures: list[dict] | No
             view["target"] = target
         blob.extend(arr.tobytes())
         doc["bufferViews"].append(view)
-        acc = {"bufferView": len(doc["bufferViews"]) - 1, "componentType": component,
-               "count": len(arr), "type": kind}  # fmt: skip
+        acc = {
+            "bufferView": len(doc["bufferViews"]) - 1,
+            "componentType": component,
+            "count": len(arr),
+            "type": kind,
+        }
         if kind == "VEC3" and component == 5126:
             acc["min"], acc["max"] = arr.min(0).tolist(), arr.max(0).tolist()
         doc["accessors"].append(acc)
@@ -93,8 +109,10 @@ def build_gltf(items: list[Item], images: list[bytes], textures: list[dict] | No
 
     for i, it in enumerate(items):
         m = it.mesh
-        attrs = {"POSITION": add(np.ascontiguousarray(m.vertices[:, :3]), "VEC3", 5126, 34962),
-                 "NORMAL": add(np.ascontiguousarray(m.vertices[:, 3:6]), "VEC3", 5126, 34962)}  # fmt: skip
+        attrs = {
+            "POSITION": add(np.ascontiguousarray(m.vertices[:, :3]), "VEC3", 5126, 34962),
+            "NORMAL": add(np.ascontiguousarray(m.vertices[:, 3:6]), "VEC3", 5126, 34962),
+        }
         if m.uv0 is not None:
             attrs["TEXCOORD_0"] = add(np.ascontiguousarray(m.uv0, np.float32), "VEC2", 5126, 34962)
         if m.uv1 is not None:
@@ -112,11 +130,16 @@ def build_gltf(items: list[Item], images: list[bytes], textures: list[dict] | No
         if it.scale is not None:
             node["scale"] = list(it.scale)
         doc["nodes"].append(node)
-    doc["buffers"] = [{"byteLength": len(blob), "uri": "data:application/octet-stream;base64,"
-                       + base64.b64encode(bytes(blob)).decode()}]  # fmt: skip
+    doc["buffers"] = [
+        {
+            "byteLength": len(blob),
+            "uri": "data:application/octet-stream;base64," + base64.b64encode(bytes(blob)).decode(),
+        }
+    ]
     if images:
-        doc["images"] = [{"uri": "data:image/png;base64," + base64.b64encode(b).decode()}
-                         for b in images]  # fmt: skip
+        doc["images"] = [
+            {"uri": "data:image/png;base64," + base64.b64encode(b).decode()} for b in images
+        ]
         doc["textures"] = textures or [
             {"source": i, **({"sampler": 0} if samplers else {})} for i in range(len(images))
         ]
@@ -150,9 +173,19 @@ def showcase() -> dict:
     items = []
     for i, metallic in enumerate((0.0, 1.0)):
         for j, rough in enumerate((0.15, 0.4, 0.7, 1.0)):
-            items.append(Item(sphere(3, 0.45), {"pbrMetallicRoughness": {
-                "baseColorFactor": [0.9, 0.45, 0.2, 1.0], "metallicFactor": metallic,
-                "roughnessFactor": rough}}, translation=(j * 1.1 - 1.65, 1.7 - i * 1.1, 0.0)))  # fmt: skip
+            items.append(
+                Item(
+                    sphere(3, 0.45),
+                    {
+                        "pbrMetallicRoughness": {
+                            "baseColorFactor": [0.9, 0.45, 0.2, 1.0],
+                            "metallicFactor": metallic,
+                            "roughnessFactor": rough,
+                        }
+                    },
+                    translation=(j * 1.1 - 1.65, 1.7 - i * 1.1, 0.0),
+                )
+            )
     bumps = np.zeros((64, 64, 4), np.uint8)
     yy, xx = np.mgrid[0:64, 0:64] / 64.0 * 2 * np.pi * 4
     n = np.stack([-0.5 * np.cos(xx), -0.5 * np.cos(yy) * 0, np.ones_like(xx)], -1)
@@ -167,21 +200,51 @@ def showcase() -> dict:
     q = quad(0.9)
     specs = [
         {"pbrMetallicRoughness": {"baseColorTexture": {"index": 0}, "metallicFactor": 0.0}},
-        {"pbrMetallicRoughness": {"baseColorFactor": [0.8, 0.8, 0.8, 1], "metallicFactor": 0.0,
-                                  "roughnessFactor": 0.35}, "normalTexture": {"index": 1}},
-        {"pbrMetallicRoughness": {"baseColorFactor": [0.05, 0.05, 0.05, 1],
-                                  "metallicFactor": 0.0}, "emissiveFactor": [1.0, 0.6, 0.2],
-         "extensions": {"KHR_materials_emissive_strength": {"emissiveStrength": 2.0}}},
-        {"pbrMetallicRoughness": {"baseColorTexture": {"index": 2}, "metallicFactor": 0.0},
-         "alphaMode": "MASK", "alphaCutoff": 0.5, "doubleSided": True},
-        {"pbrMetallicRoughness": {"baseColorTexture": {"index": 3}, "metallicFactor": 0.0,
-                                  "roughnessFactor": 0.05}, "alphaMode": "BLEND"},
-    ]  # fmt: skip
+        {
+            "pbrMetallicRoughness": {
+                "baseColorFactor": [0.8, 0.8, 0.8, 1],
+                "metallicFactor": 0.0,
+                "roughnessFactor": 0.35,
+            },
+            "normalTexture": {"index": 1},
+        },
+        {
+            "pbrMetallicRoughness": {
+                "baseColorFactor": [0.05, 0.05, 0.05, 1],
+                "metallicFactor": 0.0,
+            },
+            "emissiveFactor": [1.0, 0.6, 0.2],
+            "extensions": {"KHR_materials_emissive_strength": {"emissiveStrength": 2.0}},
+        },
+        {
+            "pbrMetallicRoughness": {"baseColorTexture": {"index": 2}, "metallicFactor": 0.0},
+            "alphaMode": "MASK",
+            "alphaCutoff": 0.5,
+            "doubleSided": True,
+        },
+        {
+            "pbrMetallicRoughness": {
+                "baseColorTexture": {"index": 3},
+                "metallicFactor": 0.0,
+                "roughnessFactor": 0.05,
+            },
+            "alphaMode": "BLEND",
+        },
+    ]
     for k, spec in enumerate(specs):
         items.append(Item(q, spec, translation=(k * 1.0 - 2.0, -0.6, 0.3)))
-    items.append(Item(quad(6.0), {"pbrMetallicRoughness": {"baseColorFactor": [0.5, 0.5, 0.5, 1],
-                                  "metallicFactor": 0.0}},
-                      translation=(0.0, 0.0, -0.8)))  # fmt: skip
+    items.append(
+        Item(
+            quad(6.0),
+            {
+                "pbrMetallicRoughness": {
+                    "baseColorFactor": [0.5, 0.5, 0.5, 1],
+                    "metallicFactor": 0.0,
+                }
+            },
+            translation=(0.0, 0.0, -0.8),
+        )
+    )
     return build_gltf(items, images, extensions=("KHR_materials_emissive_strength",))
 
 
