@@ -1,0 +1,397 @@
+"""Materials: each glTF material input on a generated scene against hand-derived or numpy
+pixels (HDR target, TAA and fog off), the BRDF against its numpy twin on a sphere,
+KHR_texture_transform against the extension's examples, mipmaps, bad input, and the real
+files of Debian's assimp-testmodels."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.materials import reference
+from engine.materials.ambient import irradiance, sky_base, sky_sh, sphere_grid
+from engine.materials.gpu import TextureArrays, plan_arrays, size_class
+from engine.materials.model import Image, Material, TextureRef, TextureSlot
+from engine.materials.model import TextureTransform as TT
+from engine.scene.camera import Camera
+from engine.scene.gltf import SceneError, load_gltf
+from engine.scene.scene import Scene
+from engine.settings import FrameSettings
+from tests.frame_harness import Harness
+from tools.make_material_scenes import Item, build_gltf, checker, png, quad, sphere, write
+
+ASSIMP = Path("/usr/share/assimp/models/glTF2")
+SETTINGS = FrameSettings(taa=False, bloom=False, fog_density=0.0, shadows=False, exposure=1.0)
+SIZE = (96, 64)
+
+
+def _srgb_to_linear(c):
+    c = np.asarray(c, np.float64) / 255.0
+    return np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+
+
+def _sky():
+    from engine.frame import GROUND, SKY_ZENITH
+    from engine.passes.resources import SKY_HORIZON
+
+    return SKY_ZENITH, SKY_HORIZON, GROUND
+
+
+def _render(gpu, doc, tmp_path, camera, *, sun=(0.0, -1.0, 0.0), settings=SETTINGS, frames=2):
+    """Load the generated glTF ``doc``, render it and return (harness, HDR (h, w, 4))."""
+    s = load_gltf(str(write(doc, tmp_path / "scene.gltf")))
+    scene = Scene(s.meshes, s.transforms, s.mesh_ids, s.colors, sun_direction=sun,
+                  materials=s.materials, material_ids=s.material_ids, images=s.images)  # fmt: skip
+    h = Harness(gpu, scene, SIZE, settings)
+    h.render(camera, frames=frames)
+    return h, h.texture("frame.hdr")
+
+
+def _rays(camera: Camera, size):
+    """Per pixel centre: the unit ray direction from the eye ``(h, w, 3)``."""
+    w, h = size
+    inv = np.linalg.inv(camera.proj(w / h).astype(np.float64) @ camera.view())
+    x = (np.arange(w) + 0.5) / w * 2 - 1
+    y = 1 - (np.arange(h) + 0.5) / h * 2
+    X, Y = np.meshgrid(x, y)
+    p = np.stack([X, Y, np.full_like(X, 0.5), np.ones_like(X)], -1) @ inv.T
+    d = p[..., :3] / p[..., 3:] - camera.eye
+    return d / np.linalg.norm(d, axis=-1, keepdims=True)
+
+
+CAM = Camera(eye=np.array([0.0, 0.0, 2.0]), target=np.array([0.0, 0.0, 0.0]), fov_y_deg=40.0)
+
+
+def _quad_uv(camera, size):
+    """UV on the z = 0 plane of ``quad(1)`` (u = x + 0.5, v = 0.5 - y) per pixel, and the
+    view vectors there."""
+    d = _rays(camera, size)
+    t = -camera.eye[2] / d[..., 2]
+    p = camera.eye + d * t[..., None]
+    return np.stack([p[..., 0] + 0.5, 0.5 - p[..., 1]], -1), -d
+
+
+# -- CPU: the model -----------------------------------------------------------------------------
+
+
+def test_texture_transform_matches_the_extension_examples():
+    # "only the lower left quadrant of the source image, rotated clockwise 90 degrees"
+    quadrant = TT(offset=(0, 1), rotation=np.pi / 2, scale=(0.5, 0.5))
+    corners = np.array([[0, 0], [1, 0], [0, 1], [1, 1]], float)
+    assert np.allclose(quadrant.apply(corners), [[0, 1], [0, 0.5], [0.5, 1], [0.5, 0.5]])
+    # "inverts the T axis, effectively defining a bottom-left origin"
+    flip = TT(offset=(0, 1), scale=(1, -1))
+    assert np.allclose(flip.apply(corners), [[0, 1], [1, 1], [0, 0], [1, 0]])
+
+
+def test_size_classes_and_array_plan():
+    assert [size_class(w, h, 4096) for w, h in ((211, 211), (64, 64), (2048, 1024), (3, 2))] == [
+        256, 64, 2048, 4]  # fmt: skip
+    assert size_class(8192, 8192, 2048) == 2048
+    sizes = {(i, i % 2 == 0): (64 << (i % 8), 64) for i in range(20)}
+    plan = plan_arrays(sizes, max_layers=2, max_size=4096)
+    placed = [k for a in plan for k in a.layers]
+    assert sorted(placed) == sorted(sizes)  # every texture once
+    assert all(len(a.layers) <= 2 for a in plan)
+    for fmt in (0, 1):
+        assert len([a for a in plan if a.format == fmt]) <= 6  # small classes merged up
+
+
+def test_sky_sh_irradiance_matches_brute_force():
+    sh = sky_sh(*_sky())
+    dirs, w = sphere_grid(96)
+    radiance = sky_base(dirs, *_sky())
+    for n in ([0, 1, 0], [1, 0, 0], [0, -1, 0], [0.6, 0.0, 0.8]):
+        n = np.array(n, float)
+        cos = np.maximum(dirs @ n, 0.0)
+        brute = (radiance * (cos * w)[:, None]).sum(0)
+        assert np.allclose(irradiance(sh, n), brute, rtol=0.05, atol=0.02), n
+
+
+# -- bad input: one line each -------------------------------------------------------------------
+
+
+def _noise_png() -> bytes:
+    return png(np.random.default_rng(0).integers(0, 256, (64, 64, 4), dtype=np.uint8))
+
+
+def _doc_with(material, images=(), textures=None, samplers=None):
+    return build_gltf([Item(quad(), material)], list(images), textures, samplers)
+
+
+BAD = {
+    "texture index out of range": (
+        lambda: _doc_with({"pbrMetallicRoughness": {"baseColorTexture": {"index": 3}}},
+                          [png(checker(8))]), "texture 3 does not exist (1 texture(s))"),
+    "sampler value outside the spec": (
+        lambda: _doc_with({"pbrMetallicRoughness": {"baseColorTexture": {"index": 0}}},
+                          [png(checker(8))], samplers=[{"wrapS": 1234}]),
+        "sampler 0 wrapS 1234 is not one of REPEAT (10497)"),
+    "image Pillow cannot read": (
+        lambda: _doc_with({"emissiveTexture": {"index": 0}}, [b"not an image at all"]),
+        "image 0 (embedded data): not an image format Pillow can read"),
+    "truncated image": (
+        lambda: _doc_with({"emissiveTexture": {"index": 0}}, [_noise_png()[:2000]]),
+        "image 0 (embedded data): cannot decode the image"),
+    "TEXCOORD_2": (
+        lambda: _doc_with({"emissiveTexture": {"index": 0, "texCoord": 2}}, [png(checker(8))]),
+        "uses TEXCOORD_2; Lantern reads TEXCOORD_0 and TEXCOORD_1 only"),
+    "metallic above 1": (
+        lambda: _doc_with({"pbrMetallicRoughness": {"metallicFactor": 1.5}}),
+        "material 0 metallicFactor 1.5 is outside 0..1"),
+    "unknown alpha mode": (
+        lambda: _doc_with({"alphaMode": "CUTOUT"}), "alphaMode 'CUTOUT' is not OPAQUE"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_material_input_is_one_line(tmp_path, case):
+    make, says = BAD[case]
+    with pytest.raises(SceneError) as e:
+        load_gltf(str(write(make(), tmp_path / "bad.gltf")))
+    msg = str(e.value)
+    assert says in msg and "\n" not in msg and msg.startswith(str(tmp_path / "bad.gltf"))
+
+
+def test_missing_image_file_is_one_line(tmp_path):
+    doc = _doc_with({"emissiveTexture": {"index": 0}}, [png(checker(8))])
+    doc["images"][0]["uri"] = "nowhere.png"
+    with pytest.raises(SceneError, match=r"image 0 \(nowhere.png\): file not found"):
+        load_gltf(str(write(doc, tmp_path / "m.gltf")))
+
+
+def test_required_extension_refused_by_name_optional_one_warned(tmp_path, caplog):
+    doc = _doc_with({})
+    doc["extensionsUsed"] = doc["extensionsRequired"] = ["KHR_texture_basisu"]
+    with pytest.raises(SceneError, match="requires glTF extension.s. KHR_texture_basisu"):
+        load_gltf(str(write(doc, tmp_path / "b.gltf")))
+
+
+# -- GPU: mipmaps ---------------------------------------------------------------------------------
+
+
+def test_gpu_mipmaps_are_linear_means_of_srgb_texels(device):
+    rng = np.random.default_rng(3)
+    rgba = rng.integers(0, 256, (8, 8, 4), dtype=np.uint8)
+    mat = Material(textures={TextureSlot.BASE_COLOR: TextureRef(0)})
+    arrays = TextureArrays(device, [Image("noise", rgba)], [mat])
+    tex = arrays.textures[0][0]
+    assert (tex.width, tex.depth_or_array_layers, tex.mip_level_count) == (8, 1, 4)
+    data = device.queue.read_texture(
+        {"texture": tex, "mip_level": 1}, {"bytes_per_row": 256, "rows_per_image": 4}, (4, 4, 1)
+    )
+    got = np.frombuffer(data, np.uint8).reshape(4, 256)[:, :16].reshape(4, 4, 4).astype(int)
+    lin = _srgb_to_linear(rgba[..., :3]).reshape(4, 2, 4, 2, 3).mean(axis=(1, 3))
+    enc = np.where(lin <= 0.0031308, lin * 12.92, 1.055 * lin ** (1 / 2.4) - 0.055) * 255
+    assert np.abs(got[..., :3] - enc).max() <= 1.0
+    alpha = rgba[..., 3].reshape(4, 2, 4, 2).mean(axis=(1, 3))  # alpha stays linear
+    assert np.abs(got[..., 3] - alpha).max() <= 1.0
+    arrays.destroy()
+
+
+# -- GPU: each input against numpy pixels -------------------------------------------------------
+
+
+def test_emissive_texel_at_known_uv_above_the_lit_value(gpu, tmp_path):
+    """A dark dielectric quad whose emissive texture is a 4x4 checker, nearest filtering:
+    at each cell's centre the pixel is that texel's linear value x the factor, on top of the
+    (computed) sky light."""
+    mat = {"pbrMetallicRoughness": {"baseColorFactor": [0, 0, 0, 1], "metallicFactor": 0.0,
+                                    "roughnessFactor": 1.0},
+           "emissiveTexture": {"index": 0}, "emissiveFactor": [1.0, 0.5, 1.0]}  # fmt: skip
+    samplers = [{"magFilter": 9728, "minFilter": 9728}]
+    doc = build_gltf([Item(quad(), mat)], [png(checker(64))], samplers=samplers)
+    h, hdr = _render(gpu, doc, tmp_path, CAM)
+    uv, v = _quad_uv(CAM, SIZE)
+    cell = np.floor(uv * 4).astype(int)
+    centre = np.all(np.abs(uv * 4 - cell - 0.5) < 0.3, -1) & np.all((cell >= 0) & (cell < 4), -1)
+    assert centre.sum() > 50
+    odd = (cell[..., 0] + cell[..., 1]) % 2 == 1
+    texel = np.where(odd[..., None], _srgb_to_linear((40, 40, 200)), _srgb_to_linear((200, 40, 40)))
+    n = np.broadcast_to([0.0, 0.0, 1.0], v.shape)
+    sh = h.frame.materials.sh
+    lit = reference.ambient(sh, np.zeros(3), 0.0, 1.0, n, v)
+    expect = texel * [1.0, 0.5, 1.0] + lit
+    got = hdr[..., :3]
+    assert np.allclose(got[centre], expect[centre], rtol=0.01, atol=2e-3)
+    assert (got[centre].sum(-1) > lit[centre].sum(-1) + 0.2).all()  # emissive above lit
+
+
+def test_normal_map_tilts_the_lit_normal(gpu, tmp_path):
+    """A constant normal texel tilted 40 degrees towards +u (the tangent, +X on this quad);
+    the sun along +Z: the lit value is the BRDF's at the tilted normal."""
+    theta = np.radians(40.0)
+    tn = np.array([np.sin(theta), 0.0, np.cos(theta)])
+    texel = np.round((tn * 0.5 + 0.5) * 255)
+    img = np.zeros((4, 4, 4), np.uint8)
+    img[...] = (*texel, 255)
+    mat = {"pbrMetallicRoughness": {"baseColorFactor": [0.8, 0.8, 0.8, 1],
+                                    "metallicFactor": 0.0, "roughnessFactor": 0.7},
+           "normalTexture": {"index": 0}}  # fmt: skip
+    doc = build_gltf([Item(quad(), mat)], [png(img)])
+    sun = np.array([0.0, 0.0, 1.0])
+    h, hdr = _render(gpu, doc, tmp_path, CAM, sun=sun)
+    uv, v = _quad_uv(CAM, SIZE)
+    inside = np.all((uv > 0.05) & (uv < 0.95), -1)
+    n_tex = (texel / 255.0) * 2 - 1
+    n = np.broadcast_to(n_tex / np.linalg.norm(n_tex), v.shape)  # T=+X, B=+Y, N=+Z
+    from engine.frame import SUN_COLOR
+
+    expect = reference.shade(h.frame.materials.sh, sun, SUN_COLOR, np.full(3, 0.8), 0.0, 0.7,
+                             n, v)  # fmt: skip
+    flat = reference.shade(h.frame.materials.sh, sun, SUN_COLOR, np.full(3, 0.8), 0.0, 0.7,
+                           np.broadcast_to([0.0, 0.0, 1.0], v.shape), v)  # fmt: skip
+    got = hdr[..., :3]
+    assert np.allclose(got[inside], expect[inside], rtol=0.02, atol=5e-3)
+    assert got[inside].mean() < flat[inside].mean() * 0.9  # tilted away from the sun
+
+
+def _pixel(camera, size, p):
+    """``(row, column)`` of world point ``p``."""
+    w, h = size
+    c = camera.proj(w / h).astype(np.float64) @ camera.view() @ np.append(p, 1.0)
+    return int((1 - c[1] / c[3]) / 2 * h), int((c[0] / c[3] + 1) / 2 * w)
+
+
+def test_mask_cuts_colour_shadow_and_depth_at_the_cutoff(gpu, tmp_path):
+    """A MASK quad 0.6 above a ground, cutoff 0.5, alpha 0.3 on its -X half and 0.7 on its
+    +X half, the sun high towards +Z: the cut half shows the ground, keeps the ground's depth
+    (in the frame's depth and the Hi-Z pyramid built from it) and casts no shadow; the other
+    half does all three."""
+    img = np.zeros((4, 4, 4), np.uint8)
+    img[...] = (255, 255, 255, 178)
+    img[:, :2, 3] = 77
+    q = {"pbrMetallicRoughness": {"baseColorTexture": {"index": 0}, "metallicFactor": 0.0},
+         "alphaMode": "MASK", "alphaCutoff": 0.5}  # fmt: skip
+    ground = {"pbrMetallicRoughness": {"baseColorFactor": [0.5, 0.5, 0.5, 1], "metallicFactor": 0}}
+    s2 = float(np.sqrt(0.5))
+    items = [Item(quad(), q, translation=(0.0, 0.6, 0.0), rotation=(-s2, 0.0, 0.0, s2)),
+             Item(quad(4.0), ground, rotation=(-s2, 0.0, 0.0, s2))]  # fmt: skip
+    doc = build_gltf(items, [png(img)], samplers=[{"magFilter": 9728, "minFilter": 9728}])
+    cam = Camera(eye=np.array([0.0, 3.0, 0.3]), target=np.array([0.0, 0.0, -0.2]), fov_y_deg=50)
+    sun = np.array([0.0, 1.0, 1.0]) / np.sqrt(2.0)
+    settings = FrameSettings(taa=False, bloom=False, fog_density=0.0, exposure=1.0)
+    h, hdr = _render(gpu, doc, tmp_path, cam, sun=sun, settings=settings, frames=3)
+    depth = h.depth()
+    cut, kept = _pixel(cam, SIZE, (-0.25, 0.6, 0.1)), _pixel(cam, SIZE, (0.25, 0.6, 0.1))
+    near_over = (cam.eye - [0.25, 0.6, 0.1]).astype(float)
+    assert depth[kept] == pytest.approx(cam.near / np.linalg.norm(near_over), rel=0.05)
+    assert depth[cut] < depth[kept] * 0.85  # the ground, farther
+    # Hi-Z level 0 (64 x 32 here) over the cut half holds the ground's depth, not the quad's
+    pyr = h.pyramid()[0]
+    ty, tx = cut[0] * pyr.shape[0] // SIZE[1], cut[1] * pyr.shape[1] // SIZE[0]
+    assert pyr[ty, tx] < depth[kept] * 0.85
+    # shadow: the strip the sun throws past the quad's -Z edge (seen from z < -0.7)
+    open_ground = hdr[_pixel(cam, SIZE, (1.5, 0.0, 0.0))][:3]
+    behind_cut = hdr[_pixel(cam, SIZE, (-0.25, 0.0, -0.9))][:3]
+    behind_kept = hdr[_pixel(cam, SIZE, (0.25, 0.0, -0.9))][:3]
+    assert behind_cut == pytest.approx(open_ground, rel=0.05)
+    assert hdr[cut][:3] == pytest.approx(open_ground, rel=0.05)  # colour: the lit ground
+    assert behind_kept.sum() < 0.7 * open_ground.sum()
+
+
+def test_blend_over_a_known_background_sorted_back_to_front(gpu, tmp_path):
+    """Two BLEND quads, listed near first, over an emissive backdrop: the pixel is
+    near over far over backdrop (alpha compositing in that order), not the reverse."""
+    black = {"baseColorFactor": [0, 0, 0, 1], "metallicFactor": 0.0, "roughnessFactor": 1.0}
+
+    def glass(rgb, a):
+        return {"pbrMetallicRoughness": {**black, "baseColorFactor": [0, 0, 0, a]},
+                "emissiveFactor": rgb, "alphaMode": "BLEND"}  # fmt: skip
+
+    back = {"pbrMetallicRoughness": black, "emissiveFactor": [0.2, 0.2, 0.2]}
+    items = [Item(quad(), glass([1, 0, 0], 0.5), translation=(0, 0, 0.4)),
+             Item(quad(), glass([0, 0, 1], 0.5), translation=(0, 0, 0.2)),
+             Item(quad(3.0), back, translation=(0, 0, -0.2))]  # fmt: skip
+    doc = build_gltf(items, [])
+    h, hdr = _render(gpu, doc, tmp_path, CAM)
+    w, hh = SIZE
+    c = hdr[hh // 2, w // 2, :3]
+    sh = h.frame.materials.sh
+    v = np.array([0.0, 0.0, 1.0])
+    amb = reference.ambient(sh, np.zeros(3), 0.0, 1.0, v, v)
+    far, near, bg = amb + [0, 0, 1], amb + [1, 0, 0], amb + 0.2
+    expect = near * 0.5 + (far * 0.5 + bg * 0.5) * 0.5
+    wrong = far * 0.5 + (near * 0.5 + bg * 0.5) * 0.5
+    assert np.allclose(c, expect, rtol=0.02, atol=5e-3), (c, expect, wrong)
+    assert h.frame.gs.blend_rows.tolist() == [0, 1]
+
+
+def test_brdf_on_a_sphere_matches_numpy(gpu, tmp_path):
+    """A dielectric-metal mix sphere (metallic 0.5, roughness 0.45) lit by the sun and the
+    sky: every pixel well inside it against the numpy BRDF at the analytic normal."""
+    base = [0.8, 0.35, 0.2]
+    mat = {"pbrMetallicRoughness": {"baseColorFactor": [*base, 1], "metallicFactor": 0.5,
+                                    "roughnessFactor": 0.45}}  # fmt: skip
+    doc = build_gltf([Item(sphere(5, 0.6), mat)], [])
+    sun = np.array([0.5, 0.6, 0.62])
+    sun = sun / np.linalg.norm(sun)
+    h, hdr = _render(gpu, doc, tmp_path, CAM, sun=sun)
+    d = _rays(CAM, SIZE)
+    e = CAM.eye.astype(np.float64)
+    b = (d * e).sum(-1)
+    disc = b * b - (e @ e - 0.36)
+    inside = disc > 0.36 * 0.15  # away from the silhouette
+    t = -b - np.sqrt(np.maximum(disc, 0))
+    n = (e + d * t[..., None]) / 0.6
+    from engine.frame import SUN_COLOR
+
+    expect = reference.shade(h.frame.materials.sh, sun, SUN_COLOR, np.array(base), 0.5, 0.45,
+                             n, -d)  # fmt: skip
+    got = hdr[..., :3]
+    assert inside.sum() > 500
+    err = np.abs(got[inside] - expect[inside]) / np.maximum(expect[inside], 0.05)
+    assert np.median(err) < 0.01 and err.max() < 0.06, (np.median(err), err.max())
+
+
+# -- real files -------------------------------------------------------------------------------
+
+
+needs_assimp = pytest.mark.skipif(not ASSIMP.is_dir(), reason="apt install assimp-testmodels")
+
+
+@needs_assimp
+def test_box_textured_in_its_encodings_loads_the_same():
+    """The same box and image in .gltf + .bin + .png, .glb, and data: URIs (their samplers
+    differ in Debian's copies: not compared)."""
+    paths = ["BoxTextured-glTF/BoxTextured.gltf", "BoxTextured-glTF-Binary/BoxTextured.glb",
+             "BoxTextured-glTF-Embedded/BoxTextured.gltf"]  # fmt: skip
+    scenes = [load_gltf(str(ASSIMP / p)) for p in paths]
+    for s in scenes:
+        (m,) = s.materials
+        ref = m.textures[TextureSlot.BASE_COLOR]
+        assert s.images[ref.image].size == (211, 211)
+        assert np.array_equal(s.images[0].rgba, scenes[0].images[0].rgba)
+        assert np.array_equal(s.meshes[0].lods[0].uv0, scenes[0].meshes[0].lods[0].uv0)
+
+
+@needs_assimp
+def test_texture_transform_test_reads_each_quads_transform():
+    s = load_gltf(str(ASSIMP / "textureTransform/TextureTransformTest.gltf"))
+    transforms = {
+        m.name: m.textures[TextureSlot.BASE_COLOR].transform
+        for m in s.materials
+        if TextureSlot.BASE_COLOR in m.textures
+    }
+    rotated = [t for t in transforms.values() if t.rotation]
+    assert any(t.rotation == pytest.approx(0.392699) for t in rotated)
+    assert any(t.offset == (0.5, 0.5) for t in transforms.values())
+    assert any(t.scale == (1.5, 1.5) for t in transforms.values())
+
+
+@needs_assimp
+def test_clearcoat_is_named_in_the_one_warning_and_its_base_layer_drawn(gpu, caplog):
+    path = ASSIMP / "ClearCoat-glTF/ClearCoatTest.gltf"
+    with caplog.at_level(logging.WARNING, logger="lantern"):
+        s = load_gltf(str(path))
+    (line,) = [r.getMessage() for r in caplog.records if "extension" in r.getMessage()]
+    assert "KHR_materials_clearcoat" in line
+    h = Harness(gpu, s, (64, 48), SETTINGS)
+    lo, hi = s.extent
+    c = (lo + hi) / 2
+    h.render(Camera(eye=c + [0, 0, float(hi[1] - lo[1]) * 1.6], target=c), frames=1)
+    hdr = h.texture("frame.hdr")
+    assert np.isfinite(hdr).all() and hdr[..., :3].std() > 0.01
