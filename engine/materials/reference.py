@@ -14,14 +14,14 @@ def _dot(a, b):
     return (np.asarray(a) * np.asarray(b)).sum(-1)
 
 
-def brdf(base, metallic, roughness, n, v, l):
+def brdf(base, metallic, roughness, n, v, light):
     """glTF 2.0 Appendix B: GGX D, height-correlated Smith V, Schlick Fresnel mix
     (shaders/brdf.wgsl ``brdf``); per steradian, ``(..., 3)``."""
     base = np.asarray(base, np.float64)
     metallic = np.asarray(metallic, np.float64)[..., None]
-    h = np.asarray(l) + np.asarray(v)
+    h = np.asarray(light) + np.asarray(v)
     h = h / np.linalg.norm(h, axis=-1, keepdims=True)
-    ndl = np.clip(_dot(n, l), 0.0, 1.0)
+    ndl = np.clip(_dot(n, light), 0.0, 1.0)
     ndv = np.clip(_dot(n, v), 1e-4, 1.0)
     ndh = np.clip(_dot(n, h), 0.0, 1.0)
     vdh = np.clip(_dot(v, h), 0.0, 1.0)
@@ -73,8 +73,8 @@ def shade(sh, sun_dir, sun_color, base, metallic, roughness, n, v, *, occlusion=
           emissive=0.0, visibility=1.0):  # fmt: skip
     """Outgoing radiance without fog (shaders/mesh.wgsl ``shade``): sun irradiance
     ``pi * sun_color`` through the BRDF, plus ambient x occlusion, plus emissive."""
-    l = np.broadcast_to(np.asarray(sun_dir, np.float64), np.shape(n))
-    ndl = np.maximum(_dot(n, l), 0.0)[..., None]
-    direct = brdf(base, metallic, roughness, n, v, l) * np.pi * np.asarray(sun_color) * ndl
+    light = np.broadcast_to(np.asarray(sun_dir, np.float64), np.shape(n))
+    ndl = np.maximum(_dot(n, light), 0.0)[..., None]
+    direct = brdf(base, metallic, roughness, n, v, light) * np.pi * np.asarray(sun_color) * ndl
     amb = ambient(sh, base, metallic, roughness, n, v)
     return direct * visibility + amb * occlusion + emissive
