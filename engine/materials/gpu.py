@@ -364,14 +364,16 @@ class GpuMaterials:
         device: the ``wgpu.GPUDevice``.
         scene: an ``engine.scene.scene.Scene`` (materials, material ids, images).
         sky: ``(zenith, horizon, ground)`` linear RGB of the sky model (the ambient light).
+        anisotropy: the trilinear sampler's maximum anisotropy (1: off).
 
     Attributes:
         layout: the bind group layout; ``group``: the bind group; ``arrays``: the
             ``TextureArrays``; ``table``, ``ids``, ``shading``: the buffers.
     """
 
-    def __init__(self, device: wgpu.GPUDevice, scene, sky):
+    def __init__(self, device: wgpu.GPUDevice, scene, sky, *, anisotropy: int = 8):
         self.device, self.scene = device, scene
+        self.anisotropy = anisotropy
         self.arrays = TextureArrays(device, scene.images, scene.materials)
         loc = self.arrays.location
         table = b"".join(pack_material(m, loc) for m in scene.materials)
@@ -393,7 +395,7 @@ class GpuMaterials:
 
     def _sampler(self, index: int) -> wgpu.GPUSampler:
         mag, mini, mip = (("nearest", "linear")[(index >> b) & 1] for b in range(3))
-        aniso = 8 if index == SAMPLERS - 1 else 1  # all linear: anisotropic filtering too
+        aniso = 1  # all linear: anisotropic filtering too
         return self.device.create_sampler(
             label=f"material {mag}/{mini}/{mip}",
             address_mode_u="repeat",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from engine.scene import city_materials as cm
 from engine.scene.camera import CameraPath, WaypointPath
 from engine.scene.meshes import box, cone_lods, cylinder_lods, pyramid, sphere_lods
 from engine.scene.scene import Mesh, Scene
@@ -81,7 +82,9 @@ def city(instances: int, *, seed: int = 0) -> tuple[Scene, CameraPath]:
     slots[..., 3, 3] = 1.0
     ids = np.zeros((n_blocks, SLOTS_PER_BLOCK), np.uint32)
     colors = np.ones((n_blocks, SLOTS_PER_BLOCK, 4), np.float32)
+    mats = np.zeros((n_blocks, SLOTS_PER_BLOCK), np.uint32)
     _sidewalks(centers, slots[:, 0], colors[:, 0])
+    mats[:, 0] = cm.PAVING
     b = slice(1, 1 + BUILDINGS)
     r = slice(1 + BUILDINGS, 1 + 2 * BUILDINGS)
     t = slice(1 + 2 * BUILDINGS, 1 + 2 * BUILDINGS + 2 * TREES)
@@ -90,12 +93,21 @@ def city(instances: int, *, seed: int = 0) -> tuple[Scene, CameraPath]:
                colors[:, r])  # fmt: skip
     _trees(centers, rand[:, 41:81], slots[:, t], ids[:, t], colors[:, t])
     _lamps(centers, rand[:, 81:83], slots[:, lamp], ids[:, lamp], colors[:, lamp])
+    heights = slots[:, b, 1, 1]
+    mats[:, b] = np.where(heights < 14.0, cm.BRICK, cm.FACADE)
+    roof_h = slots[:, r, 1, 1]
+    mats[:, r] = np.where(roof_h == 3.5, cm.GLASS, cm.ROOF)  # penthouses: 3.5 m glass boxes
+    mats[:, t] = np.tile([cm.BARK, cm.FOLIAGE], TREES)
+    mats[:, lamp] = np.tile([cm.METAL, cm.LAMP], LAMPS)
 
     count = instances - 1
     transforms = np.concatenate([_ground(centers)[None], slots.reshape(-1, 4, 4)[:count]])
     mesh_ids = np.concatenate([[MESH_BOX], ids.reshape(-1)[:count]]).astype(np.uint32)
     cols = np.concatenate([[(*_linear(ASPHALT), 1.0)], colors.reshape(-1, 4)[:count]])
-    scene = Scene(city_meshes(), transforms, mesh_ids, cols, sun_direction=SUN)
+    material_ids = np.concatenate([[cm.ASPHALT], mats.reshape(-1)[:count]]).astype(np.uint32)
+    materials, images = cm.city_materials()
+    scene = Scene(city_meshes(), transforms, mesh_ids, cols, sun_direction=SUN,
+                  materials=materials, material_ids=material_ids, images=images)  # fmt: skip
     return scene, street_loop(n_blocks)
 
 
