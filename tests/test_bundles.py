@@ -100,7 +100,7 @@ def test_per_draw_timing_records_into_the_pass_not_a_bundle(gpu):
 
 
 TONE_MAP = "return vec4f(aces_fitted(color * e), 1.0);"
-SHADE = "return vec4f(shade(in), 1.0);"
+SHADE = "return vec4f(shade(in, surface(in, front)), 1.0);"
 
 
 @pytest.mark.parametrize(

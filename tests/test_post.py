@@ -58,7 +58,8 @@ def test_exposure_snaps_then_adapts_to_the_numpy_target(gpu, scene):
     k = 1.0 - math.exp(-dt * ADAPT_SPEED)
     want = math.log2(e0["exposure"]) + (math.log2(e1["goal"]) - math.log2(e0["exposure"])) * k
     assert abs(math.log2(e1["exposure"]) - want) < 1e-4
-    assert abs(math.log2(e1["goal"]) - math.log2(e0["goal"])) > 1.5, "views must differ"
+    # the views' goals differ by over 1 EV (1.3 since the sky's SH ambient lights the wall)
+    assert abs(math.log2(e1["goal"]) - math.log2(e0["goal"])) > 1.0, "views must differ"
     h.render(DARK_CAM, 40, dt)  # 4 s: the remaining distance shrinks to exp(-6) = 0.25 %
     t = exposure_target(h.texture("frame.hdr")[..., :3])
     assert abs(math.log2(exposure(h)["exposure"]) - math.log2(t)) < 0.15
