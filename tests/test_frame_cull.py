@@ -52,7 +52,6 @@ def test_passes_are_objects_with_their_own_enable_rules(gpu, scene):
     from engine.passes.shadow import ShadowPass
     from engine.passes.sky import SkyPass
     from engine.passes.taa import TaaPass
-
     from engine.passes.transparent import TransparentPass, TransparentSortPass
 
     h = Harness(gpu, scene, settings=FrameSettings(exposure="auto"))

@@ -120,11 +120,10 @@ def _load_256(gpu, texels: int) -> None:
     import sys
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from tools.make_material_scenes import Item, build_gltf, png, quad, write
-
     from engine.scene.camera import Camera
     from engine.scene.gltf import load_gltf
     from engine.settings import FrameSettings
+    from tools.make_material_scenes import Item, build_gltf, png, quad, write
 
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as tmp:
