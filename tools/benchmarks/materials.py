@@ -64,9 +64,16 @@ def _with_materials(scene, count: int):
         for i in range(count)
     ]
     ids = (np.arange(scene.count) % count).astype(np.uint32)
-    return Scene(scene.meshes, scene.transforms, scene.mesh_ids, scene.colors,
-                 sun_direction=scene.sun_direction, materials=mats, material_ids=ids,
-                 images=scene.images)  # fmt: skip
+    return Scene(
+        scene.meshes,
+        scene.transforms,
+        scene.mesh_ids,
+        scene.colors,
+        sun_direction=scene.sun_direction,
+        materials=mats,
+        material_ids=ids,
+        images=scene.images,
+    )
 
 
 def run(gpu, args) -> None:
@@ -89,8 +96,11 @@ def run(gpu, args) -> None:
     base = statistics.median(times["1 material"])
     for k, t in times.items():
         med = statistics.median(t)
-        print(f"record frame, 100k instances, {k:<14}: {med:7.3f} ms CPU (median of {len(t)}), "
-              f"{med / base:4.2f}x of 1 material (goal <= 1.1x)", flush=True)  # fmt: skip
+        print(
+            f"record frame, 100k instances, {k:<14}: {med:7.3f} ms CPU (median of {len(t)}), "
+            f"{med / base:4.2f}x of 1 material (goal <= 1.1x)",
+            flush=True,
+        )
     del rigs
     _gpu_main(gpu, scene, path, (640, 360) if quick else (1920, 1080), 6 if quick else 40)
     _load_256(gpu, 128 if quick else 256)
@@ -110,9 +120,12 @@ def _gpu_main(gpu, scene, path, size, frames: int) -> None:
             return
         main = [sum(s.duration_ms for s in t.gpu if s.name.startswith("Main.")) for t in hist]
         med[textured] = statistics.median(main)
-    print(f"GPU Main.Early + Main.Late at {size[0]}x{size[1]}, city 100k: textured "
-          f"{med[True]:.3f} ms, untextured {med[False]:.3f} ms, "
-          f"{med[True] / max(med[False], 1e-9):.2f}x (goal <= 1.3x on H200)", flush=True)  # fmt: skip
+    print(
+        f"GPU Main.Early + Main.Late at {size[0]}x{size[1]}, city 100k: textured "
+        f"{med[True]:.3f} ms, untextured {med[False]:.3f} ms, "
+        f"{med[True] / max(med[False], 1e-9):.2f}x (goal <= 1.3x on H200)",
+        flush=True,
+    )
 
 
 def _load_256(gpu, texels: int) -> None:
@@ -128,10 +141,13 @@ def _load_256(gpu, texels: int) -> None:
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as tmp:
         items = [
-            Item(quad(), {"pbrMetallicRoughness": {"baseColorTexture": {"index": i}}},
-                 translation=(i % 16 * 1.2, i // 16 * 1.2, 0.0))
+            Item(
+                quad(),
+                {"pbrMetallicRoughness": {"baseColorTexture": {"index": i}}},
+                translation=(i % 16 * 1.2, i // 16 * 1.2, 0.0),
+            )
             for i in range(256)
-        ]  # fmt: skip
+        ]
         doc = build_gltf(items, [])
         doc["images"] = []
         for i in range(256):
@@ -151,6 +167,9 @@ def _load_256(gpu, texels: int) -> None:
         gpu.queue.read_buffer(frame.counters)
         t2 = time.perf_counter()
     mib = frame.materials.texture_bytes / 2**20
-    print(f"load 256 textures of {texels}x{texels} (PNG files): load_gltf {1e3 * (t1 - t0):.0f} ms "
-          f"(decode on a thread pool), arrays + GPU mips + pipelines + first frame "
-          f"{1e3 * (t2 - t1):.0f} ms; {mib:.0f} MiB of texture arrays", flush=True)  # fmt: skip
+    print(
+        f"load 256 textures of {texels}x{texels} (PNG files): load_gltf {1e3 * (t1 - t0):.0f} ms "
+        f"(decode on a thread pool), arrays + GPU mips + pipelines + first frame "
+        f"{1e3 * (t2 - t1):.0f} ms; {mib:.0f} MiB of texture arrays",
+        flush=True,
+    )
