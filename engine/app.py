@@ -244,8 +244,8 @@ def run(
 
 
 def _check_options(args, specs) -> None:
-    """The run's own flags, then each tool's ``check_options``, then that no two options
-    name one file (one would be lost, or ``--telemetry`` over the ``--baseline`` it reads).
+    """The run's own flags, that no two options name one file (one would be lost, or
+    ``--telemetry`` over the ``--baseline`` it reads), then each tool's ``check_options``.
 
     Raises:
         OptionError: one line naming the option.
@@ -261,8 +261,6 @@ def _check_options(args, specs) -> None:
         raise OptionError(
             "argument --graph: it prints the frame's passes and exits; drop --capture"
         )
-    for s in specs:
-        s.check_options(args)
     seen: dict[str, str] = {}
     named = [("--capture", args.capture), *(f for s in specs for f in s.files(args))]
     for option, path in named:
@@ -273,6 +271,8 @@ def _check_options(args, specs) -> None:
             raise OptionError(f"argument {option}: {path!r} is also given to {seen[key]}; "
                               "give each its own file")  # fmt: skip
         seen[key] = option
+    for s in specs:
+        s.check_options(args)
 
 
 def _interrupted_early(args) -> int:

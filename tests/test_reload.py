@@ -28,6 +28,7 @@ from engine.shader_registry import ShaderRegistry, expand, parse_error, set_shad
 from engine.shaders import SHADER_DIR
 from engine.surfaces import OffscreenTarget
 from engine.tool import ToolContext
+from engine.tools.reload import ReloadTool
 from engine.tools.reload.watch import HotReload
 from samples.s02_custom_pass import CustomPass, _work_pipelines, work_bind_groups
 
@@ -68,7 +69,8 @@ class S02Run:
         self.sample.build(self.graph)
         self.loop = FrameLoop(gpu, self.graph)
         self.ctx = ToolContext(gpu, self.graph, self.loop.telemetry, CommandRegistry(), self.loop)
-        self.tool = self.ctx.install(HotReload(self.registry, enabled=True))
+        watch = HotReload(self.registry, enabled=True)
+        self.tool = self.ctx.install(ReloadTool(watch=watch)).watch  # F5 with it
         assert self.tool.wait_ready()
         self.frames = 0
 

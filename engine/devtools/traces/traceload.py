@@ -63,7 +63,6 @@ from engine.flamechart.table import (  # noqa: F401 - the model, re-exported for
     SpanTable,
     _build_table,
     build_table,
-    nest_order,
     nesting_depth,
 )
 
