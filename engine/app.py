@@ -263,6 +263,7 @@ def _check_options(args, specs) -> None:
         )
     seen: dict[str, str] = {}
     named = [("--capture", args.capture), *(f for s in specs for f in s.files(args))]
+    named += [f for s in specs for f in s.inputs(args)]  # an output over an input: the input's
     for option, path in named:
         if not path:
             continue

@@ -36,9 +36,10 @@ DEFAULT_TOOLS: tuple[type, ...] = (
     ConsoleTool,  # the in-game console, drawn by the HUD
     CaptureTool,  # ``capture PATH``
     DumpTool,  # --dump NAME[@PASS] PATH, after the last frame
-    ExportTool,  # --telemetry, --trace, and the shutdown timelines
     ReloadTool,  # WGSL watched and rebuilt (F5, ``reload``); cost before/after; --baseline
     PortalTool,  # --portal
+    ExportTool,  # --telemetry (its session line holds the facts the tools above set), --trace,
+    # the shutdown timelines (closed first, so they print first)
 )
 
 #: The tools whose panels make the HUD's modes (a test's or a benchmark's HUD).
