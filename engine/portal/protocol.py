@@ -11,6 +11,10 @@ Stream of one connection (each event is ``event: NAME`` + ``data: JSON``):
   a gap in ``seq`` is frames this client missed;
 * ``log``: ``{"lines": [LogEntry.as_json(), ...]}``, new or re-counted log lines (by ``id``).
 
+The session event also carries ``page`` (``Broadcaster.session_extra``, set by the server):
+the cull counter names, the cull classes' colours and the pass palette the HUD uses, so the
+page draws with the engine's names and colours rather than copies of its own.
+
 The frame thread publishes: ``Broadcaster.publish(record)`` hands the record to the
 broadcaster's thread (one check with no client), which encodes it once and appends the bytes
 to each client's bounded queue. A client whose
@@ -25,6 +29,7 @@ import os
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 
 import orjson
 
@@ -53,10 +58,18 @@ class Client:
         closed: set when dropped (stalled) or when the server stops; the writer then exits.
     """
 
-    def __init__(self, first: list[bytes], limit: int = QUEUE_FRAMES):
+    def __init__(
+        self,
+        first: list[bytes],
+        limit: int = QUEUE_FRAMES,
+        notify: Callable[[], None] | None = None,
+    ):
         self.queue: deque[bytes] = deque(first, maxlen=max(limit, len(first)))
         self.wake = threading.Event()
         self.wake.set()
+        # called (encoder thread) after each append and on close: wakes a writer that waits
+        # on an event loop rather than on ``wake`` (the server's ``call_soon_threadsafe``)
+        self.notify = notify
         self.lost = 0
         self.sent = 0
         self.closed = False
@@ -74,14 +87,23 @@ class Client:
         else:
             self.full_since = None
         q.append(msg)
-        self.wake.set()
+        self._wake()
         return True
 
+    def _wake(self) -> None:
+        self.wake.set()
+        if self.notify is not None:
+            self.notify()
+
     def take(self, timeout_s: float) -> bytes:
-        """Everything queued, joined (connection thread); b"" after ``timeout_s`` idle."""
+        """Everything queued, joined; b"" after ``timeout_s`` idle (a writer thread)."""
         if not self.wake.wait(timeout_s):
             return b""
         self.wake.clear()
+        return self.drain()
+
+    def drain(self) -> bytes:
+        """Everything queued now, joined, without waiting (b"" if nothing)."""
         out = []
         q = self.queue
         while q:
@@ -93,7 +115,7 @@ class Client:
 
     def close(self) -> None:
         self.closed = True
-        self.wake.set()
+        self._wake()
 
 
 class Broadcaster:
@@ -224,9 +246,9 @@ class Broadcaster:
         self.dropped_clients += 1
         log.warning("portal: dropped a client that stopped reading (%d frames lost)", client.lost)
 
-    def connect(self) -> Client | None:
+    def connect(self, notify: Callable[[], None] | None = None) -> Client | None:
         """A new client with the session, the whole name table and the log tail queued, or
-        None when ``MAX_CLIENTS`` are connected (server thread)."""
+        None when ``MAX_CLIENTS`` are connected (server thread). ``notify``: see ``Client``."""
         with self._lock:
             if len(self.clients) >= MAX_CLIENTS:
                 return None
@@ -238,7 +260,7 @@ class Broadcaster:
             if self.log_tail is not None:  # later ``log`` events may repeat some: ids de-dup
                 lines = [e.as_json() for e in self.log_tail.snapshot()]
                 first.append(sse("log", {"lines": lines, "reset": True}))
-            client = Client(first)
+            client = Client(first, notify=notify)
             self.clients = (*self.clients, client)
             return client
 
