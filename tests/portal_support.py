@@ -198,3 +198,26 @@ class SseReader:
 
     def close(self):
         self.conn.close()
+
+
+def non_loopback_ipv4() -> str | None:
+    """This machine's first non-loopback IPv4 interface address, or None (none, or not
+    Linux). Found with the ``SIOCGIFADDR`` ioctl per interface: independent of ``psutil``,
+    which the server asks."""
+    try:
+        import fcntl
+        import struct
+    except ImportError:
+        return None
+    siocgifaddr = 0x8915
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        for _, name in socket.if_nameindex():
+            try:
+                packed = struct.pack("256s", name[:15].encode())
+                res = fcntl.ioctl(s.fileno(), siocgifaddr, packed)
+            except OSError:  # no IPv4 address on this interface
+                continue
+            ip = socket.inet_ntoa(res[20:24])
+            if not ip.startswith("127."):
+                return ip
+    return None

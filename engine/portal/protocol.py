@@ -11,9 +11,9 @@ Stream of one connection (each event is ``event: NAME`` + ``data: JSON``):
   a gap in ``seq`` is frames this client missed;
 * ``log``: ``{"lines": [LogEntry.as_json(), ...]}``, new or re-counted log lines (by ``id``).
 
-The session event also carries ``page`` (``Broadcaster.session_extra``, set by the server):
-the cull counter names, the cull classes' colours and the pass palette the HUD uses, so the
-page draws with the engine's names and colours rather than copies of its own.
+The session event also carries ``page`` (``page_style()``): the cull counter names, the cull
+classes' colours and the pass palette the HUD uses, so the page draws with the engine's names
+and colours rather than copies of its own.
 
 The frame thread publishes: ``Broadcaster.publish(record)`` hands the record to the
 broadcaster's thread (one check with no client), which encodes it once and appends the bytes
@@ -42,6 +42,27 @@ STALL_S = 3.0  # a client whose queue stays full this long is dropped
 MAX_CLIENTS = 16
 PENDING = 240  # records handed over but not yet encoded (4 s at 60 FPS)
 LOG_POLL_S = 0.25  # with no frames, log lines still go out this often
+
+
+def _hex(rgb: tuple[int, int, int]) -> str:
+    return "#{:02x}{:02x}{:02x}".format(*rgb)
+
+
+def page_style() -> dict:
+    """What the page draws with, from the engine's own tables (the ``session`` event's
+    ``page``): ``counters``, the eight cull counter names in buffer order
+    (``engine.culling.counters.COUNTER_NAMES``); ``cull_classes``, ``[name, "#rrggbb"]`` of the
+    cull pie as the HUD's cull panel colours it; ``palette``, the HUD timeline's per-pass
+    colours (``#rrggbb``, cycled by name id)."""
+    from engine.culling.counters import COUNTER_NAMES
+    from engine.debug.cull_panel import CULL_CLASSES, CULL_COLORS
+    from engine.debug.timeline import PALETTE
+
+    return {
+        "counters": list(COUNTER_NAMES),
+        "cull_classes": [[n, _hex(c)] for n, c in zip(CULL_CLASSES, CULL_COLORS, strict=True)],
+        "palette": [_hex(c) for c in PALETTE],
+    }
 
 
 def sse(event: str, data) -> bytes:
@@ -154,7 +175,7 @@ class Broadcaster:
         self._busy = False
         self._log_version = log_tail.version if log_tail is not None else 0
         self._lock = threading.Lock()  # connect vs encode: a client never misses a name
-        self.session_extra = {"pid": os.getpid(), "started": time.time()}
+        self.session_extra = {"pid": os.getpid(), "started": time.time(), "page": page_style()}
         self._session = telemetry.session_version  # as last sent; a change is sent again
         self._running = True
         self._thread = threading.Thread(

@@ -330,7 +330,6 @@ class Portal:
         token: the secret every request must carry (see the module docstring), or None
             (loopback: any local process may connect anyway). ``"random"``: a new
             ``secrets.token_urlsafe(18)``. ``url`` then carries it as ``?token=``.
-        page: what the page draws with (``session_extra["page"]``: counter names, colours).
 
     Attributes:
         address: the bound socket's address (``getsockname()``).
@@ -352,7 +351,6 @@ class Portal:
         host="127.0.0.1",
         port=3030,
         token: str | None = None,
-        page: dict | None = None,
     ):
         self.commands = commands
         self.token = secrets.token_urlsafe(18) if token == "random" else token
@@ -375,8 +373,6 @@ class Portal:
         except OSError as e:
             raise PortalError(_bind_error(host, port, e)) from None
         self.broadcaster = Broadcaster(telemetry, log_tail)
-        if page is not None:
-            self.broadcaster.session_extra["page"] = page
         self.address = sock.getsockname()
         self.host, self.port = host, self.address[1]
         self.url = f"http://{_bracketed(host)}:{self.port}/"
@@ -656,8 +652,8 @@ class Portal:
                         await asyncio.wait_for(wake.wait(), 1.0)
                     except TimeoutError:
                         pass
-        except (OSError, TimeoutError):  # the client went away or stopped reading
-            pass
+        except (OSError, TimeoutError) as e:  # the client went away or stopped reading
+            log.debug("portal: an event stream ended: %r", e)
         finally:
             self.broadcaster.disconnect(client)
             if request.transport is not None:  # unread data would hold the close: drop it
