@@ -83,10 +83,12 @@ COMMAND_WAIT_S = 2.0
 KEEPALIVE_S = 10.0  # an idle event stream sends a comment this often (finds gone clients)
 MAX_CONNECTIONS = 64  # open connections of any kind (event streams: protocol.MAX_CLIENTS)
 EVICT_SLACK = 16  # evicted connections still closing: beyond MAX + this, refuse at once
-# connections accepted per wake-up of the event loop (and the kernel's queue of them): well
-# under MAX_CONNECTIONS, so one batch of new connections cannot evict a real client accepted
-# just before it, before its request is read; at most EVICT_SLACK are then still closing
+# connections accepted per wake-up of the event loop: well under MAX_CONNECTIONS, so one batch
+# of new connections cannot evict a real client accepted just before it, before its request
+# is read; at most EVICT_SLACK are then still closing
 ACCEPT_BATCH = 16
+LISTEN_BACKLOG = 128  # the kernel's queue of connections not yet accepted (a full one drops
+# new ones, which then wait ~1 s to retry)
 MAX_HEAD_BYTES = 16384  # request line + headers of one request
 LINGER_BYTES = 8 << 20  # read and dropped after a 431, so the client sees the answer
 LINGER_S = 0.5
@@ -373,7 +375,7 @@ class Portal:
         try:  # bound here, in the caller's thread: a bad address is a PortalError at once
             family = socket.AF_INET6 if ":" in host else socket.AF_INET
             (*_, addr), *_ = socket.getaddrinfo(host, port, family, socket.SOCK_STREAM)
-            sock = socket.create_server(addr, family=family, backlog=ACCEPT_BATCH)
+            sock = socket.create_server(addr, family=family, backlog=LISTEN_BACKLOG)
         except OSError as e:
             raise PortalError(_bind_error(host, port, e)) from None
         self.broadcaster = Broadcaster(telemetry, log_tail)
@@ -427,6 +429,7 @@ class Portal:
         self._server = await asyncio.get_running_loop().create_server(
             lambda: _Gate(self, server()), sock=sock, backlog=ACCEPT_BATCH
         )
+        sock.listen(LISTEN_BACKLOG)  # (asyncio's backlog is also its batch: the queue is longer)
 
     async def _stop(self) -> None:
         self._server.close()  # the port is free from here on
