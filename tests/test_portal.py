@@ -945,7 +945,9 @@ def test_repeated_wrong_tokens_are_refused_for_a_while(token_portal, caplog):
         status, headers, body = wrong(p.port)
     assert status == 429 and 1 <= int(headers["retry-after"]) <= server.WRONG_TOKEN_REFILL_S
     assert body.startswith(b"too many wrong tokens from this address: try again in ")
-    assert wrong(p.port, token=TOKEN)[0] == 429  # the right one too: no oracle while locked
+    locked = wrong(p.port, token=TOKEN)
+    assert locked[0] == 429  # the right one too: no oracle while locked
+    assert TOKEN.encode() not in repr(locked).encode() + repr((headers, body)).encode()
     assert wrong(p.port, source="127.0.0.2", token=TOKEN)[0] == 200  # another client: at once
     assert wrong(p.port, source="127.0.0.2")[0] == 401  # (its own allowance)
     assert p.locked_out == 2
