@@ -39,3 +39,7 @@ PALETTE = (
     (120, 140, 255),
     (255, 255, 255),
 )  # 20: a standard frame with views and tools times about 17 passes
+
+# the cull classification's pie (HUD and portal): frustum, small, occluded, visible
+CULL_CLASSES = ("frustum_culled", "small_culled", "occluded", "visible")
+CULL_COLORS = ((230, 90, 80), (240, 190, 60), (150, 110, 230), (90, 200, 110))

@@ -4,12 +4,8 @@ from __future__ import annotations
 
 from engine.culling.counters import COUNTER_NAMES
 from engine.hud.grid import DebugOverlay
-from engine.hud.palette import DIM, HEADER, PANEL_BG, TEXT
+from engine.hud.palette import CULL_CLASSES, CULL_COLORS, DIM, HEADER, PANEL_BG, TEXT
 from engine.hud.panel import HudData, Panel
-
-# cull classification: frustum, small, occluded, visible
-CULL_CLASSES = ("frustum_culled", "small_culled", "occluded", "visible")
-CULL_COLORS = ((230, 90, 80), (240, 190, 60), (150, 110, 230), (90, 200, 110))
 
 
 class CullPanel(Panel):
