@@ -22,7 +22,7 @@ ENGINE = Path(__file__).resolve().parents[1] / "engine"
 LAYERS = (
     ("base", ("__init__", "gpu", "readback", "surfaces", "resources", "shaders",
               "shader_registry", "safe_write", "math3d", "interrupt", "progress",
-              "pass_descriptors")),
+              "pass_descriptors", "textfile")),
     ("core", ("graph", "loop", "telemetry", "commands", "profiling.sink")),
     ("producers", ("profiling", "scene", "culling", "passes", "overlay")),
     ("frame", ("frame", "settings")),
