@@ -58,10 +58,8 @@ def utf8_problem(data: bytes, *, base: int = 0, nul: bool = True) -> tuple[int, 
     Returns:
         ``(offset, what)``: the byte offset in the file and one clause naming it, or None.
     """
-    if base == 0:
-        for bom, encoding in _WIDE_BOMS:
-            if data.startswith(bom):
-                return 0, f"{encoding} text (a byte-order mark at byte 0); save it as UTF-8"
+    if base == 0 and (wide := wide_text(data)) is not None:
+        return 0, wide
     skip = len(UTF8_BOM) if base == 0 and data.startswith(UTF8_BOM) else 0
     try:
         codecs.decode(memoryview(data)[skip:], "utf-8")
@@ -82,6 +80,15 @@ def utf8_problem(data: bytes, *, base: int = 0, nul: bool = True) -> tuple[int, 
             f"a NUL byte at byte {at} (UTF-16 without a byte-order mark, or binary data?); "
             "save it as UTF-8 text"
         )
+    return None
+
+
+def wide_text(data: bytes) -> str | None:
+    """The clause for UTF-16 or UTF-32 text, told by the byte-order mark ``data`` starts
+    with, or None."""
+    for bom, encoding in _WIDE_BOMS:
+        if data.startswith(bom):
+            return f"{encoding} text (a byte-order mark at byte 0); save it as UTF-8"
     return None
 
 

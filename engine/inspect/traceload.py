@@ -42,6 +42,7 @@ import msgspec
 import numpy as np
 import orjson
 
+from ..textfile import UTF8_BOM, replace_invalid, wide_text
 from .jsonstream import (
     BLOCK,
     GZIP_ERRORS,
@@ -116,10 +117,17 @@ class SpanTable:
         with stream:
             stream.seek(offset)
             data = stream.read(length)
+        doc = b"[" + data.lstrip(b", \t\r\n").rstrip(b", \t\r\n") + b"]"
         try:
-            events = orjson.loads(b"[" + data.lstrip(b", \t\r\n").rstrip(b", \t\r\n") + b"]")
+            events = orjson.loads(doc)
         except orjson.JSONDecodeError:
-            return None
+            fixed = replace_invalid(doc)  # read as the loader read it: U+FFFD
+            try:
+                events = orjson.loads(fixed[0]) if fixed else None
+            except orjson.JSONDecodeError:
+                events = None
+            if events is None:
+                return None
         e = events[ev - first] if ev - first < len(events) else None
         return e if isinstance(e, dict) else None
 
@@ -326,10 +334,13 @@ STREAM_BLOCK = BLOCK  # bytes read at a time (tests make it tiny)
 def load_trace(path: str | Path) -> SpanTable:
     """Read a Chrome Trace Event JSON (plain or gzip) or Lantern telemetry JSONL file.
 
+    Text that is not UTF-8 is read as a browser reads it (each bad byte sequence as U+FFFD,
+    counted in a note naming the byte of the first); a UTF-8 byte-order mark is skipped.
+
     Raises:
-        TraceError: missing, unreadable, empty, not JSON, too large for the memory
-            available, or no span in it; the message is one line naming the file and what
-            to do.
+        TraceError: missing, unreadable, empty, not JSON, UTF-16 or UTF-32 text, too large
+            for the memory available, or no span in it; the message is one line naming the
+            file and what to do.
     """
     p = str(path)
     try:
@@ -344,9 +355,11 @@ def load_trace(path: str | Path) -> SpanTable:
             stream.seek(0)
         except (OSError, EOFError, *GZIP_ERRORS) as e:
             raise TraceError(f"{path}: cannot read, truncated or corrupt ({e})") from None
-        if not head.strip():
+        if not head.removeprefix(UTF8_BOM).strip():
             raise TraceError(f"{path}: empty file; give a Chrome trace JSON or a --telemetry JSONL")
-        first = head.lstrip()[:200]
+        if (wide := wide_text(head)) is not None:
+            raise TraceError(f"{path}: {wide}")
+        first = head.removeprefix(UTF8_BOM).lstrip()[:200]  # a UTF-8 byte-order mark: valid
         try:
             if first.startswith(b"{") and b'"type"' in first.split(b"\n", 1)[0]:
                 table = _load_jsonl(path, stream)
@@ -1025,10 +1038,14 @@ class FrameLine(msgspec.Struct, tag_field="type", tag="frame", gc=False):
 _FRAME_LINES = msgspec.json.Decoder(FrameLine)
 
 
-def _jsonl_blocks(stream, block: int = BLOCK) -> Iterator[list]:
-    """The stream as blocks of whole lines: a list of ``FrameLine`` when every line of the
-    block is a plain frame (one msgspec call), else the lines (bytes) to read one by one."""
-    rest = b""
+def _jsonl_blocks(stream, block: int = BLOCK) -> Iterator[tuple[int, list]]:
+    """The stream as blocks of whole lines, each with its file offset: a list of
+    ``FrameLine`` when every line of the block is a plain frame (one msgspec call), else
+    the lines (bytes) to read one by one. A UTF-8 byte-order mark is skipped."""
+    rest = stream.read(len(UTF8_BOM))
+    at = 0  # file offset of rest
+    if rest == UTF8_BOM:
+        rest, at = b"", len(UTF8_BOM)
     while True:
         data = stream.read(block)
         buf = rest + data
@@ -1044,7 +1061,9 @@ def _jsonl_blocks(stream, block: int = BLOCK) -> Iterator[list]:
             frames = _FRAME_LINES.decode_lines(chunk)
         except (msgspec.DecodeError, msgspec.ValidationError):
             frames = None
-        yield frames if frames is not None and len(frames) == lines else chunk.split(b"\n")
+        ok = frames is not None and len(frames) == lines
+        yield at, frames if ok else chunk.split(b"\n")
+        at += len(chunk)
 
 
 def _load_jsonl(path, stream) -> SpanTable:
@@ -1065,7 +1084,8 @@ def _load_jsonl(path, stream) -> SpanTable:
             gpu_frames += sum(1 for m in frames if m.get("gpu"))
         return []
 
-    for block in _jsonl_blocks(stream, STREAM_BLOCK):
+    not_utf8 = [0, -1]  # lines read with U+FFFD for bytes that are not UTF-8; the first's byte
+    for at, block in _jsonl_blocks(stream, STREAM_BLOCK):
         typed = bool(block) and type(block[0]) is FrameLine
         if batch and (type(batch[-1]) is FrameLine) != typed:
             batch = flush(batch)  # batches all of msgspec's (no checks) or all of orjson's
@@ -1075,14 +1095,17 @@ def _load_jsonl(path, stream) -> SpanTable:
                 batch = flush(batch)
             continue
         for line in block:
+            at += len(line) + 1
             if not line.strip():
                 continue
             try:
                 msg = orjson.loads(line)
             except orjson.JSONDecodeError:
-                batch = flush(batch)  # notes in file order
-                bad["malformed or truncated line(s)"] += 1
-                continue
+                msg = _not_utf8_line(line, at - len(line) - 1, not_utf8)
+                if msg is None:
+                    batch = flush(batch)  # notes in file order
+                    bad["malformed or truncated line(s)"] += 1
+                    continue
             kind = msg.get("type") if isinstance(msg, dict) else None
             if kind == "frame":
                 (batch if session else early).append(msg)
@@ -1101,6 +1124,11 @@ def _load_jsonl(path, stream) -> SpanTable:
     early = flush(early)
     offset = session.get("gpu_clock_offset_ns")
     notes = [f"skipped {n} {what}" for what, n in bad.items()]
+    if not_utf8[0]:
+        notes.append(
+            f"read {not_utf8[0]} line(s) with bytes that are not UTF-8 as U+FFFD (the first "
+            f"at byte {not_utf8[1]})"
+        )
     if gpu_frames and not isinstance(offset, int):
         notes.append(
             f"left out the GPU scopes of {gpu_frames} frame(s): the session has no "
@@ -1111,6 +1139,22 @@ def _load_jsonl(path, stream) -> SpanTable:
     if not len(cols[0]):
         raise TraceError(f"{path}: no frame with scopes (record with --profile){_why(notes)}")
     return _build_table(cols, names + list(FRAME_NAMES), [CPU_LANE, GPU_LANE], notes, None)
+
+
+def _not_utf8_line(line: bytes, at: int, seen: list):
+    """``line`` (at file offset ``at``) decoded with U+FFFD for its bytes that are not UTF-8,
+    counted in ``seen`` ([lines, offset of the first]); None when that does not make it JSON
+    (or it was UTF-8 already: malformed)."""
+    fixed = replace_invalid(line, at)
+    if fixed is None:
+        return None
+    try:
+        msg = orjson.loads(fixed[0])
+    except orjson.JSONDecodeError:
+        return None
+    seen[0] += 1
+    seen[1] = fixed[1] if seen[1] < 0 else seen[1]
+    return msg
 
 
 def _frames_part(frames: list, bad: Counter, session: dict, n_names: int) -> list[np.ndarray]:

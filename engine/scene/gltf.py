@@ -34,7 +34,7 @@ from urllib.parse import unquote
 
 import numpy as np
 
-from ..textfile import UTF8_BOM, utf8_problem
+from ..textfile import UTF8_BOM, utf8_problem, wide_text
 from .camera import CameraPath, OrbitPath
 from .meshes import MeshData, flat_normals
 from .scene import Mesh, Scene
@@ -321,10 +321,9 @@ def _not_glb(p: Path, data: bytes) -> str:
     problem = utf8_problem(data)  # a UTF-8 byte-order mark is fine: stripped
     if problem is None:
         return data.decode("utf-8-sig")
-    if problem[0] > 0 and data.removeprefix(UTF8_BOM).lstrip()[:1] == b"{":
-        raise SceneError(f"{p}: {problem[1]}")  # JSON text in another encoding
-    if problem[0] == 0 and "byte-order mark" in problem[1]:
-        raise SceneError(f"{p}: {problem[1]}")  # UTF-16 or UTF-32
+    json_like = data.removeprefix(UTF8_BOM).lstrip()[:1] == b"{"
+    if json_like or wide_text(data) is not None:  # JSON text in another encoding
+        raise SceneError(f"{p}: {problem[1]}")
     raise SceneError(f"{p}: binary data that is neither glTF JSON nor .glb; {SUPPORTED}")
 
 
