@@ -139,6 +139,7 @@ _OTHER = tuple(
     )
     for ph in OTHER_PHASES
 )
+PHASE_CLASS = dict(zip(OTHER_PHASES, _OTHER, strict=True))  # phase -> its Event class
 _DECODER = msgspec.json.Decoder(list[Union[XEvent, BEvent, EEvent, *_OTHER]])  # noqa: UP007
 USE_MSGSPEC = True  # False: every chunk through orjson (the reference the tests compare)
 
