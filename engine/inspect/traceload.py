@@ -621,7 +621,7 @@ class _ChromeReader:
                                               (pid, tid, cat, name, ident, bp))  # fmt: skip
         pid, tid = ([0 if v is UNSET else v for v in c] for c in (pid, tid))
         cat, name = (["" if v is UNSET else v for v in c] for c in (cat, name))
-        ident = [v if type(v) is str else display_name(v) for v in ident]
+        ident = [v if type(v) is str else str(v) for v in ident]  # = display_name of an int
         flow = _ids(list(zip(cat, name, ident, strict=True)), self.flow_ids,
                     lambda k: self.flow_ids.setdefault(k, len(self.flow_ids)))  # fmt: skip
         phase = np.fromiter((_FLOW_PHASE[type(e)] for e in x), np.int64, len(x))[keep]
