@@ -144,6 +144,24 @@ def test_members_are_kept_when_small_and_skipped_unread_when_large(tmp_path, mon
     assert stream.info.other == small and stream.info.notes == []
 
 
+def test_every_block_boundary_reads_the_same(tmp_path):
+    """Blocks of 1 to 80 bytes: every byte of a small file (members on both sides, escapes,
+    brackets in strings) lands on a block boundary once; the events and members agree."""
+    ev = [{"ph": "X", "name": f'n{i} "}},{{" \\', "ts": i, "dur": 1} for i in range(4)]
+    before = {"systemTraceEvents": 'a [001] "x" \\ ]}', "n": [1, {"k": "]"}]}
+    after = {"metadata": {"a": "},{", "b": [[]]}, "displayTimeUnit": "ns"}
+    data = object_text(ev, before, after).encode()
+    for block in range(1, 81):
+        with open_bytes(tmp_path, data) as f:
+            stream = jsonstream.EventStream(f, block)
+            got = [e.as_dict() if isinstance(e, jsonstream.Event) else e
+                   for c in stream for e in c.events]  # fmt: skip
+        got = [(e["name"], float(e["ts"]), float(e["dur"])) for e in got]
+        assert got == [(e["name"], e["ts"], e["dur"]) for e in ev], block
+        assert stream.info.notes == [], block
+        assert stream.info.other == {**before, **after}, block
+
+
 def open_bytes(tmp_path, data: bytes):
     (tmp_path / "x.json").write_bytes(data)
     return open(tmp_path / "x.json", "rb")  # noqa: SIM115 (the stream's)

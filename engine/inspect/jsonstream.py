@@ -581,9 +581,11 @@ class EventStream:
                 )
             return
         members = _Members(self, head=False)
-        while rest:
-            members.feed(rest, base)
+        while True:
+            if rest:
+                members.feed(rest, base)
             if eof:
                 break
             base, rest = base + len(rest), self._read()
+            eof = not rest
         members.finish()
