@@ -145,12 +145,13 @@ def test_members_are_kept_when_small_and_skipped_unread_when_large(tmp_path, mon
 
 
 def test_every_block_boundary_reads_the_same(tmp_path):
-    """Blocks of 1 to 80 bytes: every byte of a small file (members on both sides, escapes,
-    brackets in strings) lands on a block boundary once; the events and members agree."""
+    """Blocks of 1 to 80 bytes: every byte of a small file (a byte-order mark, members on
+    both sides, escapes, brackets in strings) lands on a block boundary; the events and
+    members agree."""
     ev = [{"ph": "X", "name": f'n{i} "}},{{" \\', "ts": i, "dur": 1} for i in range(4)]
     before = {"systemTraceEvents": 'a [001] "x" \\ ]}', "n": [1, {"k": "]"}]}
     after = {"metadata": {"a": "},{", "b": [[]]}, "displayTimeUnit": "ns"}
-    data = object_text(ev, before, after).encode()
+    data = b"\xef\xbb\xbf" + object_text(ev, before, after).encode()  # with a byte-order mark
     for block in range(1, 81):
         with open_bytes(tmp_path, data) as f:
             stream = jsonstream.EventStream(f, block)

@@ -381,6 +381,8 @@ class EventStream:
     def _start(self) -> bytes:
         """Skip to just after the event array's ``[``; returns the bytes after it."""
         buf = self._read()
+        while 0 < len(buf) < 4 and (more := self._read()):  # room for a byte-order mark
+            buf += more
         if (wide := wide_text(buf)) is not None:
             raise StreamError(wide)
         if (k := buf.find(b"\x00", 0, 4096)) >= 0:  # never in JSON: UTF-16 without a mark?
