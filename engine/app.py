@@ -16,33 +16,33 @@ from typing import ClassVar, TypeVar
 
 import wgpu
 
-from .cli import build_parser, check_output_path, fail
-from .commands import CommandRegistry
-from .debug.console import ConsoleTool
-from .debug.hud import Hud
-from .debug.logtail import LogTailTool
-from .export.jsonl import TelemetryWriter
-from .export.report import ShutdownReport
-from .export.trace import TraceWriter
-from .gpu import DRAW_PROFILE_FEATURES, GpuError, create_gpu
-from .graph import FrameContext, GraphError, RenderGraph
-from .interrupt import Interrupt, for_run
-from .loop import FrameLoop
-from .portal import PortalError, PortalTool, portal_port
-from .progress import Progress
-from .reload import HotReload
-from .reload_cost import BaselineCompare, CostTracker
-from .safe_write import UnsafeWrite, png_target
-from .surfaces import OffscreenTarget, SurfaceError, WindowSurface
-from .telemetry import Session, Telemetry
-from .tool import OptionError, Tool, ToolContext
-from .tools.capture import CaptureTool
-from .tools.dump import DumpTool
-from .tools.inspector import InspectorTool
-from .tools.lines import LinesTool
-from .tools.memory import MemoryTool
-from .tools.profiling import ProfilingTool
-from .tools.views import ViewTool
+from engine.cli import build_parser, check_output_path, fail
+from engine.commands import CommandRegistry
+from engine.debug.console import ConsoleTool
+from engine.debug.hud import Hud
+from engine.debug.logtail import LogTailTool
+from engine.export.jsonl import TelemetryWriter
+from engine.export.report import ShutdownReport
+from engine.export.trace import TraceWriter
+from engine.gpu import DRAW_PROFILE_FEATURES, GpuError, create_gpu
+from engine.graph import FrameContext, GraphError, RenderGraph
+from engine.interrupt import Interrupt, for_run
+from engine.loop import FrameLoop
+from engine.portal import PortalError, PortalTool, portal_port
+from engine.progress import Progress
+from engine.reload import HotReload
+from engine.reload_cost import BaselineCompare, CostTracker
+from engine.safe_write import UnsafeWrite, png_target
+from engine.surfaces import OffscreenTarget, SurfaceError, WindowSurface
+from engine.telemetry import Session, Telemetry
+from engine.tool import OptionError, Tool, ToolContext
+from engine.tools.capture import CaptureTool
+from engine.tools.dump import DumpTool
+from engine.tools.inspector import InspectorTool
+from engine.tools.lines import LinesTool
+from engine.tools.memory import MemoryTool
+from engine.tools.profiling import ProfilingTool
+from engine.tools.views import ViewTool
 
 log = logging.getLogger("lantern")
 T = TypeVar("T")
@@ -226,7 +226,7 @@ def run(sample_cls: type[Sample], argv: list[str] | None = None, prog: str | Non
     ):
         if path is not None:
             check_output_path(parser, option, path, suffix)
-    from .tools.views import check_view_option
+    from engine.tools.views import check_view_option
 
     why = check_view_option(args)
     if why is not None:
@@ -249,7 +249,7 @@ def run(sample_cls: type[Sample], argv: list[str] | None = None, prog: str | Non
     if args.graph is not None and args.capture:
         parser.error("argument --graph: it prints the frame's passes and exits; drop --capture")
     if args.baseline:
-        from .compare import CompareError, load_run
+        from engine.compare import CompareError, load_run
 
         try:
             load_run(args.baseline)  # a bad file is one line before any GPU work

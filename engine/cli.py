@@ -6,8 +6,8 @@ import argparse
 import re
 import sys
 
-from .commands import Int
-from .safe_write import output_problem
+from engine.commands import Int
+from engine.safe_write import output_problem
 
 GPU_PROFILE_MODES = ("passes", "draws")  # --gpu-profile [passes|draws]; plain: "passes"
 #: The window's keys, listed by --help: (key, what it does).
@@ -23,7 +23,7 @@ WINDOW_KEYS = (
 
 def keys_epilog() -> str:
     """The ``--help`` epilog: one line per window key."""
-    from .debug.hud import modes
+    from engine.debug.hud import modes
 
     rows = (f"  {k:<4} {what.format(modes=', '.join(modes()))}" for k, what in WINDOW_KEYS)
     return "keys (window; 'help' in the console lists the commands they run):\n" + "\n".join(rows)
@@ -53,7 +53,7 @@ class ArgumentParser(argparse.ArgumentParser):
         if any(not a.option_strings for a in self._actions):  # else a typo reads "invalid choice"
             args = split_optional_value(args, "--gpu-profile", GPU_PROFILE_MODES)
         result = super().parse_known_args(args, namespace)
-        from .gpu import GpuError, check_backend_env  # imports wgpu: only once parsed
+        from engine.gpu import GpuError, check_backend_env  # imports wgpu: only once parsed
 
         try:
             check_backend_env()
@@ -88,7 +88,7 @@ port_type = int_type(0, 65535, "a TCP port (0 = any free port)")
 
 
 def build_parser(prog: str, description: str) -> ArgumentParser:
-    from .debug.hud import modes  # the registered HUD panels' modes: no second list
+    from engine.debug.hud import modes  # the registered HUD panels' modes: no second list
 
     overlay_modes = modes()
     p = ArgumentParser(

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-from .textfile import UTF8_BOM, utf8_problem
+from engine.textfile import UTF8_BOM, utf8_problem
 
 WARMUP_FRACTION = 0.10  # of each run's frame records, dropped from the start
 WARMUP_MIN = 5
@@ -514,7 +514,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "compare") -> int:
     """Run the comparison; returns 0, 1 (``--fail-above`` gate failed) or 2 (bad input)."""
     parser = build_parser(prog)
     args = parser.parse_args(argv)
-    from .safe_write import output_problem
+    from engine.safe_write import output_problem
 
     for option, path, suffix in (("--png", args.png, ".png"), ("--html", args.html, ".html")):
         problem = None if path is None else output_problem(path, suffix)

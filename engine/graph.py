@@ -48,8 +48,8 @@ from typing import Any, ClassVar
 
 import wgpu
 
-from .pass_descriptors import PassDescriptors
-from .profiling.sink import NULL_PROFILER, ProfilerSink
+from engine.pass_descriptors import PassDescriptors
+from engine.profiling.sink import NULL_PROFILER, ProfilerSink
 
 RENDER, COMPUTE, TRANSFER = "render", "compute", "transfer"
 OUTPUT = "output"  # the imported output texture: written by whichever pass draws to it

@@ -17,8 +17,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from .graph import FrameContext, RenderGraph
-from .telemetry import Telemetry
+from engine.graph import FrameContext, RenderGraph
+from engine.telemetry import Telemetry
 
 PENDING_FRAMES = 256  # frame start times kept for records still in flight
 

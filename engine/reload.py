@@ -30,10 +30,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .commands import Choice, CommandError
-from .shader_registry import PipelineHandle, ShaderRegistry, shader_registry
-from .shaders import shader_hashes, wgsl_hash
-from .textfile import NotUtf8
+from engine.commands import Choice, CommandError
+from engine.shader_registry import PipelineHandle, ShaderRegistry, shader_registry
+from engine.shaders import shader_hashes, wgsl_hash
+from engine.textfile import NotUtf8
 
 log = logging.getLogger("lantern")
 logging.getLogger("watchfiles").setLevel(logging.WARNING)  # not "3 changes detected" per save
@@ -121,9 +121,9 @@ class HotReload:
     def _show_in_views(self, ctx) -> None:
         """The error notice on the HUD's bottom row and in the console, when installed (the
         log line reaches the HUD's log panel and the portal by itself)."""
-        from .debug.console import ConsoleTool
-        from .debug.hud import Hud
-        from .debug.logtail import ERROR
+        from engine.debug.console import ConsoleTool
+        from engine.debug.hud import Hud
+        from engine.debug.logtail import ERROR
 
         hud, console = ctx.find(Hud), ctx.find(ConsoleTool)
         if hud is not None:
@@ -276,7 +276,7 @@ class HotReload:
     def _rebuild_if_changed(self, h: PipelineHandle):
         """True (rebuilt), a ``ShaderError`` (new failure), ``"cleared"`` (back to the
         running code while it had an error), or None (nothing to do)."""
-        from .shader_registry import expand, undecodable
+        from engine.shader_registry import expand, undecodable
 
         try:
             code = expand(h.path, self.registry.root).code
@@ -325,6 +325,6 @@ class HotReload:
 
 
 def _rel(path: Path) -> str:
-    from .shader_registry import _display
+    from engine.shader_registry import _display
 
     return _display(path)

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .compare import CompareError, Diff, compare_samples, load_run, warmup_frames
-from .shader_registry import probe
-from .tool import OptionError
+from engine.compare import CompareError, Diff, compare_samples, load_run, warmup_frames
+from engine.shader_registry import probe
+from engine.tool import OptionError
 
 log = logging.getLogger("lantern")
 
@@ -108,7 +108,7 @@ class CostTracker:
         self.loop = None
 
     def install(self, ctx) -> None:
-        from .reload import HotReload
+        from engine.reload import HotReload
 
         self.graph, self.telemetry, self.loop = ctx.graph, ctx.telemetry, ctx.loop
         ctx.tool(HotReload).on_swap.append(self.on_swap)
@@ -274,7 +274,7 @@ class BaselineCompare:
 def show_notes(ctx, source: str, notes: dict[str, Note]) -> None:
     """Per-pass notes (``source`` "reload" or "baseline") into the HUD's perf table (when
     the HUD is installed) and the session (``reload_costs`` / ``baseline`` facts)."""
-    from .debug.hud import Hud
+    from engine.debug.hud import Hud
 
     hud = ctx.find(Hud)
     perf = None if hud is None else hud.panels.get("perf")

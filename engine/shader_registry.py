@@ -34,8 +34,8 @@ from typing import Any, Generic, TypeVar
 
 import wgpu
 
-from .shaders import _INCLUDE, MODULE_HASHES, SHADER_DIR, wgsl_hash
-from .textfile import NotUtf8, read_utf8
+from engine.shaders import _INCLUDE, MODULE_HASHES, SHADER_DIR, wgsl_hash
+from engine.textfile import NotUtf8, read_utf8
 
 T = TypeVar("T")
 _POSITION = re.compile(r"wgsl:(\d+):(\d+)")

@@ -9,8 +9,8 @@ import re
 
 import wgpu
 
-from .resources import resource_dir
-from .textfile import read_utf8
+from engine.resources import resource_dir
+from engine.textfile import read_utf8
 
 SHADER_DIR = resource_dir("shaders")
 _INCLUDE = re.compile(r'^\s*//\s*#include\s+"([^"]+)"\s*$', re.M)

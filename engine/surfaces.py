@@ -77,7 +77,7 @@ def save_texture_png(device: wgpu.GPUDevice, texture: wgpu.GPUTexture, path: str
     """
     from PIL import Image
 
-    from .safe_write import save_png  # temporary file + rename; never through a link
+    from engine.safe_write import save_png  # temporary file + rename; never through a link
 
     save_png(path, Image.fromarray(read_rgba(device, texture)[:, :, :3], "RGB"))
 

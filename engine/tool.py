@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 if TYPE_CHECKING:  # typing only: the tool layer sits above all of these
-    from .commands import CommandRegistry
-    from .graph import FrameContext, RenderGraph
-    from .loop import FrameLoop
-    from .telemetry import Telemetry
+    from engine.commands import CommandRegistry
+    from engine.graph import FrameContext, RenderGraph
+    from engine.loop import FrameLoop
+    from engine.telemetry import Telemetry
 
 T = TypeVar("T")
 log = logging.getLogger("lantern")

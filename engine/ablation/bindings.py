@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import wgpu
 
-from .wgsl import (
+from engine.ablation.wgsl import (
     GlobalVar,
     Module,
     array_stride,

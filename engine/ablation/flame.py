@@ -19,7 +19,7 @@ import html
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .instrument import Row
+from engine.ablation.instrument import Row
 
 COLORS = {
     "arithmetic": "#5b8def",

@@ -37,7 +37,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .wgsl import (
+from engine.ablation.wgsl import (
     ASSIGN_OPS,
     Block,
     Function,
@@ -597,6 +597,6 @@ def instrument(m: Module, entry: str, types: dict[int, str] | None = None) -> In
 
 
 def _uses(m: Module, f: Function, name: str) -> bool:
-    from .wgsl import used_identifiers
+    from engine.ablation.wgsl import used_identifiers
 
     return name in used_identifiers(m, f.name)

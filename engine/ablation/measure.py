@@ -23,9 +23,24 @@ from pathlib import Path
 
 import wgpu
 
-from .bindings import BindingError, BindingFiller
-from .instrument import CUT_NONE, Instrumented, InstrumentError, Row, instrument, local_types
-from .wgsl import Function, Module, Param, WgslSyntaxError, load_source, parse, scalar_of
+from engine.ablation.bindings import BindingError, BindingFiller
+from engine.ablation.instrument import (
+    CUT_NONE,
+    Instrumented,
+    InstrumentError,
+    Row,
+    instrument,
+    local_types,
+)
+from engine.ablation.wgsl import (
+    Function,
+    Module,
+    Param,
+    WgslSyntaxError,
+    load_source,
+    parse,
+    scalar_of,
+)
 
 log = logging.getLogger("lantern")
 
@@ -530,7 +545,7 @@ def build(device, m: Module, ins: Instrumented, origin, *, sets=(), elements=655
           instances=1, constants=None):  # fmt: skip
     """Create the workload, the original and instrumented pipelines and their bindings.
     Returns (workload, original variant, instrumented variants by cut value, restore)."""
-    from .wgsl import entry_bindings
+    from engine.ablation.wgsl import entry_bindings
 
     f = ins.entry
     work = _Workload(device, m, f, size=size, groups=groups, vertices=vertices,

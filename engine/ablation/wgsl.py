@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..textfile import NotUtf8, read_utf8
+from engine.textfile import NotUtf8, read_utf8
 
 _INCLUDE = re.compile(r'^\s*//\s*#include\s+"([^"]+)"\s*$')
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 import wgpu
 
-from ..readback import map_finished, map_read
+from engine.readback import map_finished, map_read
 
 WARMUP_FRAMES = 2
 

@@ -7,9 +7,8 @@ import collections
 import numpy as np
 import wgpu
 
+from engine.culling.counters import NUM_COUNTERS, CullCounts
 from engine.readback import ReadbackRing
-
-from .counters import NUM_COUNTERS, CullCounts
 
 COUNTERS_SIZE = NUM_COUNTERS * 4
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 import logging
 from collections import deque
 
-from ..commands import Choice, CommandError, CommandRegistry, Int
-from ..overlay.grid import DebugOverlay
-from ..overlay.panel import HudData, Panel
-from ..settings import SHADOW_SIZES
-from .logtail import ERROR
-from .perf import DIM, HEADER, PANEL_BG, TEXT
+from engine.commands import Choice, CommandError, CommandRegistry, Int
+from engine.debug.logtail import ERROR
+from engine.debug.perf import DIM, HEADER, PANEL_BG, TEXT
+from engine.overlay.grid import DebugOverlay
+from engine.overlay.panel import HudData, Panel
+from engine.settings import SHADOW_SIZES
 
 log = logging.getLogger("lantern")
 
@@ -243,7 +243,7 @@ class ConsoleTool:
         self._window = None
 
     def install(self, ctx) -> None:
-        from .hud import Hud
+        from engine.debug.hud import Hud
 
         self.console = Console(ctx.commands)
         ctx.tool(Hud).add_panel(ConsolePanel(self.console))

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ..culling.counters import COUNTER_NAMES
-from ..overlay.grid import DebugOverlay
-from ..overlay.panel import HudData, Panel
-from .perf import DIM, HEADER, PANEL_BG, TEXT
+from engine.culling.counters import COUNTER_NAMES
+from engine.debug.perf import DIM, HEADER, PANEL_BG, TEXT
+from engine.overlay.grid import DebugOverlay
+from engine.overlay.panel import HudData, Panel
 
 # cull classification: frustum, small, occluded, visible
 CULL_CLASSES = ("frustum_culled", "small_culled", "occluded", "visible")

@@ -18,14 +18,14 @@ import math
 import time
 from collections.abc import Callable
 
-from ..commands import Choice
-from ..overlay.debug_overlay import DebugOverlayPass, auto_hud_scale, grid_for
-from ..overlay.grid import DebugOverlay
-from ..overlay.panel import HudData, Panel
-from .layout import Layout, PanelSpec, plan
-from .logtail import ERROR
-from .panels import PANELS, mode_names, mode_panels
-from .perf import HEADER, PANEL_BG, TEXT
+from engine.commands import Choice
+from engine.debug.layout import Layout, PanelSpec, plan
+from engine.debug.logtail import ERROR
+from engine.debug.panels import PANELS, mode_names, mode_panels
+from engine.debug.perf import HEADER, PANEL_BG, TEXT
+from engine.overlay.debug_overlay import DebugOverlayPass, auto_hud_scale, grid_for
+from engine.overlay.grid import DebugOverlay
+from engine.overlay.panel import HudData, Panel
 
 log = logging.getLogger("lantern")
 

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from ..overlay.grid import DebugOverlay
-from ..overlay.panel import HudData, Panel
-from .perf import BAR_BG, DIM, HEADER, PANEL_BG, TEXT
+from engine.debug.perf import BAR_BG, DIM, HEADER, PANEL_BG, TEXT
+from engine.overlay.grid import DebugOverlay
+from engine.overlay.panel import HudData, Panel
 
 W, HIST_ROWS = 44, 5
 BAR = (120, 200, 255, 255)
@@ -23,7 +23,7 @@ class InspectPanel(Panel):
         self._frame: int | None = -1
 
     def _tool(self):
-        from ..tools.inspector import InspectorTool
+        from engine.tools.inspector import InspectorTool
 
         return None if self.ctx is None else self.ctx.find(InspectorTool)
 
@@ -45,7 +45,7 @@ class InspectPanel(Panel):
         return ((W, self.H),)
 
     def draw(self, ov: DebugOverlay, col: int, row: int, form: int, data: HudData) -> None:
-        from ..tools.inspector import format_stats
+        from engine.tools.inspector import format_stats
 
         tool = self._tool()
         ov.fill(col, row, W, self.H, PANEL_BG)

@@ -24,7 +24,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..overlay.grid import CELL_PX, MAX_COLS, MAX_ROWS
+from engine.overlay.grid import CELL_PX, MAX_COLS, MAX_ROWS
 
 Size = tuple[int, int]  # (cols, rows) in cells
 Rect = tuple[int, int, int, int]  # half-open (col0, row0, col1, row1) in cells

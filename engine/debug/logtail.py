@@ -13,9 +13,9 @@ import threading
 from collections import deque
 from dataclasses import dataclass
 
-from ..overlay.grid import DebugOverlay
-from ..overlay.panel import HudData, Panel
-from .perf import DIM, PANEL_BG, TEXT
+from engine.debug.perf import DIM, PANEL_BG, TEXT
+from engine.overlay.grid import DebugOverlay
+from engine.overlay.panel import HudData, Panel
 
 LINES = 200
 ERROR = (255, 95, 85, 255)

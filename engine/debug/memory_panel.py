@@ -3,9 +3,9 @@ objects and wgpu's object counts (``engine.tools.memory``)."""
 
 from __future__ import annotations
 
-from ..overlay.grid import DebugOverlay
-from ..overlay.panel import HudData, Panel
-from .perf import BAR_BG, DIM, HEADER, HOT, PANEL_BG, TEXT
+from engine.debug.perf import BAR_BG, DIM, HEADER, HOT, PANEL_BG, TEXT
+from engine.overlay.grid import DebugOverlay
+from engine.overlay.panel import HudData, Panel
 
 W, TOP, CHART = 46, 5, 3  # cells; rows of the largest objects; rows of the counts chart
 LINE = (255, 200, 60, 255)
@@ -24,7 +24,7 @@ class MemoryPanel(Panel):
         self._total: int | None = None
 
     def _tool(self):
-        from ..tools.memory import MemoryTool
+        from engine.tools.memory import MemoryTool
 
         return None if self.ctx is None else self.ctx.find(MemoryTool)
 
@@ -32,7 +32,7 @@ class MemoryPanel(Panel):
         tool = self._tool()
         if tool is None:
             return False
-        from ..tools.memory import totals
+        from engine.tools.memory import totals
 
         total = totals(tool.refresh())["total"]
         changed, self._total = total != self._total, total
@@ -45,7 +45,7 @@ class MemoryPanel(Panel):
         return "MEMORY: the memory tool is not installed"
 
     def _height(self, tool) -> int:
-        from ..tools.memory import totals
+        from engine.tools.memory import totals
 
         cats = [c for c, v in totals(tool.rows).items() if v and c != "total"]
         return 3 + len(cats) + min(TOP, len(tool.rows)) + len(_count_lines(tool)) + CHART
@@ -54,7 +54,7 @@ class MemoryPanel(Panel):
         return ((W, self._height(self._tool())),)
 
     def draw(self, ov: DebugOverlay, col: int, row: int, form: int, data: HudData) -> None:
-        from ..tools.memory import CATEGORIES, mib, totals
+        from engine.tools.memory import CATEGORIES, mib, totals
 
         tool = self._tool()
         t = totals(tool.rows)

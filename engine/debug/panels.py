@@ -4,14 +4,14 @@ choices and ``--overlay``'s choices all follow from this list."""
 
 from __future__ import annotations
 
-from ..inspect.live import FlamePanel
-from .cull_panel import CullPanel
-from .inspect_panel import InspectPanel
-from .logtail import LogHudPanel
-from .memory_panel import MemoryPanel
-from .perf import PerfPanel
-from .timeline import TimelinePanel
-from .view_panel import ViewPanel
+from engine.debug.cull_panel import CullPanel
+from engine.debug.inspect_panel import InspectPanel
+from engine.debug.logtail import LogHudPanel
+from engine.debug.memory_panel import MemoryPanel
+from engine.debug.perf import PerfPanel
+from engine.debug.timeline import TimelinePanel
+from engine.debug.view_panel import ViewPanel
+from engine.inspect.live import FlamePanel
 
 PANELS = (
     PerfPanel,

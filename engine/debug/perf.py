@@ -11,10 +11,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..overlay.grid import DebugOverlay
-from ..overlay.panel import HudData, Panel
-from ..profiling.gpu import plausible_transition
-from ..telemetry import CPU, DRAW, FRAME_SCOPE, GPU, WALL, WINDOW
+from engine.overlay.grid import DebugOverlay
+from engine.overlay.panel import HudData, Panel
+from engine.profiling.gpu import plausible_transition
+from engine.telemetry import CPU, DRAW, FRAME_SCOPE, GPU, WALL, WINDOW
 
 CPU_ONLY_SCOPES = ("Update", "Submit", "Present")
 NS_FRAG = "  ns/frag"  # the row under a render pass: GPU ns per fragment (not ms)

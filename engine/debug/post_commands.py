@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..commands import Arg, Choice, CommandError, CommandRegistry
-from ..settings import parse_exposure
+from engine.commands import Arg, Choice, CommandError, CommandRegistry
+from engine.settings import parse_exposure
 
 
 class ExposureArg(Arg):

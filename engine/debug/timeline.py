@@ -6,9 +6,9 @@ import math
 
 import numpy as np
 
-from ..overlay.grid import DebugOverlay
-from ..overlay.panel import HudData, Panel
-from .perf import DIM, HEADER, PANEL_BG, TEXT
+from engine.debug.perf import DIM, HEADER, PANEL_BG, TEXT
+from engine.overlay.grid import DebugOverlay
+from engine.overlay.panel import HudData, Panel
 
 TIMELINE_FRAMES = 120
 # one colour per pass in the timeline (cycled), readable on dark backgrounds

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import textwrap
 
-from ..overlay.grid import DebugOverlay
-from ..overlay.panel import HudData, Panel
-from .perf import DIM, HEADER, PANEL_BG, TEXT
+from engine.debug.perf import DIM, HEADER, PANEL_BG, TEXT
+from engine.overlay.grid import DebugOverlay
+from engine.overlay.panel import HudData, Panel
 
 W = 44  # cells
 
@@ -22,7 +22,7 @@ class ViewPanel(Panel):
         self._shown: str | None = None
 
     def _tool(self):
-        from ..tools.views import ViewTool
+        from engine.tools.views import ViewTool
 
         return None if self.ctx is None else self.ctx.find(ViewTool)
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import wgpu
 
-from ..graph import RenderPass
-from ..profiling.draws import draw_label
+from engine.graph import RenderPass
+from engine.profiling.draws import draw_label
 
 #: Relative fragment cost of the three draws, in recording order.
 COSTS = (2, 4, 1)

@@ -8,7 +8,7 @@ import logging
 
 import orjson
 
-from ..telemetry import FrameRecord, NameTable, Session, encode_record
+from engine.telemetry import FrameRecord, NameTable, Session, encode_record
 
 log = logging.getLogger("lantern")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..profiling.gpu import plausible_transition
-from ..telemetry import Scope
+from engine.profiling.gpu import plausible_transition
+from engine.telemetry import Scope
 
 NOT_IN_ORDER = (
     "NOT in declaration order (readings out of sequence: pool read while the GPU wrote it?)"

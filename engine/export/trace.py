@@ -34,7 +34,7 @@ from collections.abc import Iterable
 
 import orjson
 
-from ..telemetry import Scope
+from engine.telemetry import Scope
 
 log = logging.getLogger("lantern")
 
@@ -171,7 +171,7 @@ def counter_events(history, t0: int) -> list[dict]:
     CPU process: ``Cull`` (the eight ``COUNTER_NAMES``, once per reading, at the start of
     the frame it describes) and ``<pass> pipeline statistics`` (the pass's sums of
     ``STAT_FIELDS`` over its draws, ``--gpu-profile draws`` with the feature)."""
-    from ..culling.counters import COUNTER_NAMES
+    from engine.culling.counters import COUNTER_NAMES
 
     start = {r.frame_index: r.t_ns for r in history}
     out, seen = [], set()

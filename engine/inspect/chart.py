@@ -14,12 +14,12 @@ from __future__ import annotations
 import numpy as np
 import wgpu
 
-from ..graph import OUTPUT, ComputePass, FrameContext, RenderPass, TransferPass
-from ..readback import ReadbackRing
-from .draw import FlameDraw
-from .select import NONE, FlameSelect, ViewParams
-from .spans import SpanStore
-from .view import FlameView
+from engine.graph import OUTPUT, ComputePass, FrameContext, RenderPass, TransferPass
+from engine.inspect.draw import FlameDraw
+from engine.inspect.select import NONE, FlameSelect, ViewParams
+from engine.inspect.spans import SpanStore
+from engine.inspect.view import FlameView
+from engine.readback import ReadbackRing
 
 READBACK_BYTES = 48  # state words 0..11: drawn (1), wanted (7), picked (8)
 

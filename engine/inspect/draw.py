@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import wgpu
 
-from ..shader_registry import shader_pipeline
+from engine.shader_registry import shader_pipeline
 
 MAX_BLEND = {
     "color": {"src_factor": "one", "dst_factor": "one", "operation": "max"},

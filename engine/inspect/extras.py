@@ -19,11 +19,11 @@ from __future__ import annotations
 import numpy as np
 import wgpu
 
-from ..shader_registry import shader_pipeline
-from .draw import OVER_BLEND
-from .select import NONE, ViewParams
-from .spans import name_colors
-from .traceload import COUNTER_ROWS, SpanTable
+from engine.inspect.draw import OVER_BLEND
+from engine.inspect.select import NONE, ViewParams
+from engine.inspect.spans import name_colors
+from engine.inspect.traceload import COUNTER_ROWS, SpanTable
+from engine.shader_registry import shader_pipeline
 
 SEG_FLOATS = 8  # x0, y0, x1, y1 (chart px), half width (px), rgba8 (bits), pad, pad
 MAX_SEGMENTS = 1 << 18

@@ -37,7 +37,7 @@ from isal import igzip
 from isal.igzip_lib import IsalError
 from msgspec import UNSET
 
-from ..textfile import UTF8_BOM, replace_invalid, utf8_problem, wide_text
+from engine.textfile import UTF8_BOM, replace_invalid, utf8_problem, wide_text
 
 BLOCK = 2 << 20
 PENDING_MAX = 512 << 20  # a region with no event boundary in it: not a trace

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..overlay.debug_overlay import DebugOverlayPass, auto_hud_scale, grid_for
-from ..overlay.grid import DebugOverlay
-from ..overlay.panel import HudData, Panel
-from .chart import FlameChart
-from .traceload import CPU_LANE, GPU_LANE
-from .view import FlameView
+from engine.inspect.chart import FlameChart
+from engine.inspect.traceload import CPU_LANE, GPU_LANE
+from engine.inspect.view import FlameView
+from engine.overlay.debug_overlay import DebugOverlayPass, auto_hud_scale, grid_for
+from engine.overlay.grid import DebugOverlay
+from engine.overlay.panel import HudData, Panel
 
 WINDOW_S = 2.0
 ORIGIN_MARGIN_NS = 1_000_000_000  # GPU spans shifted by the offset may start before frame 0

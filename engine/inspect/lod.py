@@ -91,7 +91,7 @@ class LodLevel:
         """``uint32 (m, 6)`` GPU rows of entries ``sl``: a packed span (``pack_spans``:
         start, representative's duration, lane and depth, representative's name) then the
         representative's index."""
-        from .spans import pack_spans  # spans.py imports nothing from here
+        from engine.inspect.spans import pack_spans  # spans.py imports nothing from here
 
         span = self.span[sl]
         row = self.row[sl]

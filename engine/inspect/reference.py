@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .select import INST_COLLAPSED, INST_DIM, INST_MATCH, ViewParams
-from .spans import NAME_MATCH
+from engine.inspect.select import INST_COLLAPSED, INST_DIM, INST_MATCH, ViewParams
+from engine.inspect.spans import NAME_MATCH
 
 F = np.float32
 

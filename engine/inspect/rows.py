@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .traceload import COUNTER_ROWS, SpanTable
+from engine.inspect.traceload import COUNTER_ROWS, SpanTable
 
 
 class RowIndex:

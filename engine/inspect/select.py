@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import wgpu
 
-from ..shader_registry import shader_pipeline
+from engine.shader_registry import shader_pipeline
 
 WG = 256
 MAX_WORKGROUPS = 65535

@@ -25,9 +25,9 @@ import zlib
 import numpy as np
 import wgpu
 
-from ..overlay import font8x8
-from .lod import LOD_BYTES, LOD_WORDS, LodLevel, RangeIndex, build_levels
-from .traceload import SpanTable
+from engine.inspect.lod import LOD_BYTES, LOD_WORDS, LodLevel, RangeIndex, build_levels
+from engine.inspect.traceload import SpanTable
+from engine.overlay import font8x8
 
 SPAN_WORDS = 5
 SPAN_BYTES = SPAN_WORDS * 4

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .traceload import SpanTable, build_table
+from engine.inspect.traceload import SpanTable, build_table
 
 FRAME_NS = 16_666_667
 NAMES = (

@@ -43,8 +43,7 @@ import numpy as np
 import orjson
 from msgspec import UNSET, UnsetType
 
-from ..textfile import UTF8_BOM, replace_invalid, wide_text
-from .jsonstream import (
+from engine.inspect.jsonstream import (
     BLOCK,
     GZIP_ERRORS,
     PHASE_CLASS,
@@ -57,6 +56,7 @@ from .jsonstream import (
     gzip_size,
     open_stream,
 )
+from engine.textfile import UTF8_BOM, replace_invalid, wide_text
 
 log = logging.getLogger("lantern")
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .ruler import Ticks, label_unit, ticks
-from .select import NONE, ViewParams
+from engine.inspect.ruler import Ticks, label_unit, ticks
+from engine.inspect.select import NONE, ViewParams
 
 MIN_NS_PER_PX = 1e-3  # 1000 px per ns: the deepest zoom
 MARGIN = 0.02  # fraction of the width left free around a fitted range

@@ -25,9 +25,9 @@ import logging
 import numpy as np
 import wgpu
 
-from ..graph import OUTPUT, RenderPass
-from ..shader_registry import shader_pipeline
-from .grid import CELL_PX, MAX_COLS, MAX_ROWS, DebugOverlay, font_atlas
+from engine.graph import OUTPUT, RenderPass
+from engine.overlay.grid import CELL_PX, MAX_COLS, MAX_ROWS, DebugOverlay, font_atlas
+from engine.shader_registry import shader_pipeline
 
 log = logging.getLogger("lantern")
 

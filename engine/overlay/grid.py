@@ -28,7 +28,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from . import font8x8
+from engine.overlay import font8x8
 
 MAX_COLS, MAX_ROWS = 280, 90
 DEFAULT_COLS, DEFAULT_ROWS = 80, 30

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..culling.counters import CullCounts
-    from .grid import DebugOverlay
+    from engine.culling.counters import CullCounts
+    from engine.overlay.grid import DebugOverlay
 
 
 @dataclass

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import os
 
-from .server import DEFAULT_PORT, Portal, PortalError, is_loopback
+from engine.portal.server import DEFAULT_PORT, Portal, PortalError, is_loopback
 
 __all__ = ["DEFAULT_PORT", "Portal", "PortalError", "PortalTool", "portal_port"]
 
@@ -52,7 +52,7 @@ class PortalTool:
         self.portal: Portal | None = None
 
     def install(self, ctx) -> None:
-        from ..debug.logtail import LogTailTool
+        from engine.debug.logtail import LogTailTool
 
         port = portal_port(ctx.options)
         asked_host = ctx.option("portal_host")

@@ -28,7 +28,7 @@ from collections import deque
 
 import orjson
 
-from ..telemetry import FrameRecord, NameTable, encode_record
+from engine.telemetry import FrameRecord, NameTable, encode_record
 
 log = logging.getLogger("lantern")
 

@@ -44,9 +44,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import orjson
 
-from ..resources import asset_path
-from . import protocol
-from .protocol import Broadcaster
+from engine.portal import protocol
+from engine.portal.protocol import Broadcaster
+from engine.resources import asset_path
 
 log = logging.getLogger("lantern")
 

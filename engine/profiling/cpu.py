@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from collections import deque
 
-from ..telemetry import Scope
+from engine.telemetry import Scope
 
 
 class CpuProfiler:

@@ -93,10 +93,10 @@ import numpy as np
 import wgpu
 from wgpu.backends.wgpu_native import extras  # extras.write_timestamp: looked up per call
 
-from ..readback import ReadbackRing
-from .gpu import write_timestamp as encoder_timestamp
-from .pipeline_stats import FEATURE as STATS_FEATURE
-from .pipeline_stats import STATISTICS
+from engine.profiling.gpu import write_timestamp as encoder_timestamp
+from engine.profiling.pipeline_stats import FEATURE as STATS_FEATURE
+from engine.profiling.pipeline_stats import STATISTICS
+from engine.readback import ReadbackRing
 
 log = logging.getLogger("lantern")
 

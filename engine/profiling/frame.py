@@ -5,9 +5,9 @@ from __future__ import annotations
 import collections
 import logging
 
-from ..telemetry.record import FrameTimings, ProfilingInfo
-from .cpu import CpuProfiler
-from .gpu import GpuFrame, GpuProfiler
+from engine.profiling.cpu import CpuProfiler
+from engine.profiling.gpu import GpuFrame, GpuProfiler
+from engine.telemetry.record import FrameTimings, ProfilingInfo
 
 log = logging.getLogger("lantern")
 
@@ -80,7 +80,7 @@ class FrameProfiler:
         self.cpu = CpuProfiler() if cpu else None
         self.draws = None
         if draws and self.gpu is not None and self.gpu.available:
-            from .draws import DrawProfiler
+            from engine.profiling.draws import DrawProfiler
 
             opts = {"slots": frames_in_flight, "batch": batch, "timestamps": self.gpu.mode}
             opts.update(draw_options or {})

@@ -64,8 +64,8 @@ import numpy as np
 import wgpu
 from wgpu.backends.wgpu_native import extras
 
-from ..readback import ReadbackRing
-from ..telemetry import Scope
+from engine.readback import ReadbackRing
+from engine.telemetry import Scope
 
 log = logging.getLogger("lantern")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from ..telemetry import FrameTimings
+from engine.telemetry import FrameTimings
 
 
 @runtime_checkable

@@ -34,10 +34,10 @@ from urllib.parse import unquote
 
 import numpy as np
 
-from ..textfile import UTF8_BOM, utf8_problem, wide_text
-from .camera import CameraPath, OrbitPath
-from .meshes import MeshData, flat_normals
-from .scene import Mesh, Scene
+from engine.scene.camera import CameraPath, OrbitPath
+from engine.scene.meshes import MeshData, flat_normals
+from engine.scene.scene import Mesh, Scene
+from engine.textfile import UTF8_BOM, utf8_problem, wide_text
 
 log = logging.getLogger("lantern")
 

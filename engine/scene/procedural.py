@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .camera import CameraPath, WaypointPath
-from .meshes import box, cone_lods, cylinder_lods, pyramid, sphere_lods
-from .scene import Mesh, Scene
+from engine.scene.camera import CameraPath, WaypointPath
+from engine.scene.meshes import box, cone_lods, cylinder_lods, pyramid, sphere_lods
+from engine.scene.scene import Mesh, Scene
 
 BLOCK = 40.0  # m, block side including the sidewalk
 STREET = 14.0  # m, street width between blocks

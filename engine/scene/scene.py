@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .meshes import MeshData
+from engine.scene.meshes import MeshData
 
 # Largest |coordinate| or radius of a bounding sphere the GPU cull can handle: its squares and
 # dot products stay finite in float32 (3 * (2e18)^2 < 3.4e38). A light-year is 9.5e15 m.

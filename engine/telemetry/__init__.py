@@ -8,7 +8,7 @@ trace, ``--telemetry`` JSON Lines, the portal, the flame inspector).
 - ``wire``: the compact JSON encoding shared by ``--telemetry`` and the portal.
 """
 
-from .record import (
+from engine.telemetry.record import (
     CPU,
     DRAW,
     FRAME_SCOPE,
@@ -22,9 +22,9 @@ from .record import (
     Scope,
     Session,
 )
-from .stats import WINDOW, StatsSnapshot, StatsWindow
-from .stream import Telemetry
-from .wire import NameTable, encode_record
+from engine.telemetry.stats import WINDOW, StatsSnapshot, StatsWindow
+from engine.telemetry.stream import Telemetry
+from engine.telemetry.wire import NameTable, encode_record
 
 __all__ = [
     "CPU",

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 if TYPE_CHECKING:  # typing only: producers sit above this layer
-    from ..culling.counters import CullCounts
-    from .stats import StatsSnapshot
+    from engine.culling.counters import CullCounts
+    from engine.telemetry.stats import StatsSnapshot
 
 GPU, CPU, WALL = "gpu", "cpu", "wall"
 DRAW = "draw"  # per-draw GPU readings in the stats (name "<pass>/<draw>"), --gpu-profile draws

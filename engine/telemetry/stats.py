@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .record import STAT_FIELDS, _opt  # noqa: F401 - STAT_FIELDS documents the columns
+from engine.telemetry.record import STAT_FIELDS, _opt  # noqa: F401 - STAT_FIELDS documents the columns
 
 WINDOW = 60  # frames behind mean, median, max and the rolling median / MAD of the delta
 OUTLIER_MADS = 3.0  # |delta| beyond this many MADs is highlighted

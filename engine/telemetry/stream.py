@@ -10,7 +10,7 @@ import logging
 from collections import deque
 from collections.abc import Callable
 
-from .record import (
+from engine.telemetry.record import (
     CPU,
     DRAW,
     FRAME_SCOPE,
@@ -21,7 +21,7 @@ from .record import (
     Session,
     nest_draws,
 )
-from .stats import StatsWindow
+from engine.telemetry.stats import StatsWindow
 
 log = logging.getLogger("lantern")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .record import FrameRecord
+from engine.telemetry.record import FrameRecord
 
 
 @dataclass

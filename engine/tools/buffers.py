@@ -97,10 +97,10 @@ def _top_level_split(body: str) -> list[str]:
 def buffer_tables(res, graph) -> dict:
     """Name -> ``(GPUBuffer, decode(bytes) -> structured array)`` of the buffers that dump
     as tables (the standard frame's; ``res`` its ``FrameResources``)."""
-    from ..culling.counters import COUNTER_NAMES
-    from ..culling.gpu_scene import REGIONS
-    from ..passes.resources import ARGS, COUNTERS, EXPOSURE, HISTOGRAM, REMAP
-    from ..shaders import load_wgsl
+    from engine.culling.counters import COUNTER_NAMES
+    from engine.culling.gpu_scene import REGIONS
+    from engine.passes.resources import ARGS, COUNTERS, EXPOSURE, HISTOGRAM, REMAP
+    from engine.shaders import load_wgsl
 
     gs = res.gs
     labels = gs.batch_labels

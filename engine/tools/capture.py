@@ -7,9 +7,9 @@ import os
 
 import wgpu
 
-from ..commands import CommandError, Later, PngPath
-from ..safe_write import UnsafeWrite, png_target
-from ..surfaces import save_texture_png
+from engine.commands import CommandError, Later, PngPath
+from engine.safe_write import UnsafeWrite, png_target
+from engine.surfaces import save_texture_png
 
 log = logging.getLogger("lantern")
 

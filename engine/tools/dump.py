@@ -19,8 +19,8 @@ import os
 import numpy as np
 import wgpu
 
-from ..graph import TransferPass, split_ref
-from ..tool import OptionError
+from engine.graph import TransferPass, split_ref
+from engine.tool import OptionError
 
 log = logging.getLogger("lantern")
 
@@ -206,7 +206,7 @@ class DumpTool:
         tables = _tables(self.ctx.graph)
         try:
             if ref in tables:
-                from .buffers import read_table, write_table
+                from engine.tools.buffers import read_table, write_table
 
                 what = write_table(read_table(self.ctx.gpu.device, *tables[ref]), path)
             else:
@@ -224,8 +224,8 @@ class DumpTool:
 
 def _tables(graph) -> dict:
     """The buffers that dump as typed tables (``engine.tools.buffers``), by name."""
-    from .buffers import buffer_tables
-    from .views import frame_resources
+    from engine.tools.buffers import buffer_tables
+    from engine.tools.views import frame_resources
 
     res = frame_resources(graph)
     return {} if res is None else buffer_tables(res, graph)
@@ -248,10 +248,10 @@ def dumpable(graph) -> list[str]:
     """Texture names ``--dump`` and ``inspect`` take: the graph's own (history ``@prev``
     and snapshot copies left out) and the standard frame's pyramid and shadow map."""
     names = [n for n in graph.texture_names() if "@" not in n]
-    from .views import frame_resources
+    from engine.tools.views import frame_resources
 
     if frame_resources(graph) is not None:
-        from ..passes.resources import PYRAMID, SHADOW_MAP
+        from engine.passes.resources import PYRAMID, SHADOW_MAP
 
         names += [PYRAMID, SHADOW_MAP]
     return sorted(names)
@@ -260,8 +260,8 @@ def dumpable(graph) -> list[str]:
 def texture_of(graph, ref: str):
     """The ``wgpu.GPUTexture`` a dump name refers to (graph textures, snapshots, and the
     standard frame's ``hiz.pyramid`` / ``shadow.map``)."""
-    from ..passes.resources import PYRAMID, SHADOW_MAP
-    from .views import frame_resources
+    from engine.passes.resources import PYRAMID, SHADOW_MAP
+    from engine.tools.views import frame_resources
 
     res = frame_resources(graph)
     if res is not None and ref == PYRAMID:

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import logging
 
-from ..commands import CommandError, Text
-from ..graph import split_ref
-from ..passes.inspect import (
+from engine.commands import CommandError, Text
+from engine.graph import split_ref
+from engine.passes.inspect import (
     CHANNELS,
     FLOAT_FORMATS,
     InspectPass,
@@ -23,8 +23,8 @@ from ..passes.inspect import (
     TextureReduction,
     TextureStats,
 )
-from ..passes.resources import PYRAMID, SHADOW_MAP
-from .dump import dumpable, texture_of, writers_of
+from engine.passes.resources import PYRAMID, SHADOW_MAP
+from engine.tools.dump import dumpable, texture_of, writers_of
 
 _TURNED_OFF = "a knob turned its pass off (e.g. shadows, occlusion, post, bloom, taa, exposure)"
 

@@ -15,10 +15,10 @@ import logging
 
 import numpy as np
 
-from ..commands import Choice
-from ..passes.debug_lines import DebugLines, LinesPass
-from ..passes.resources import DEPTH
-from .views import frame_resources
+from engine.commands import Choice
+from engine.passes.debug_lines import DebugLines, LinesPass
+from engine.passes.resources import DEPTH
+from engine.tools.views import frame_resources
 
 log = logging.getLogger("lantern")
 
@@ -115,8 +115,8 @@ class LinesTool:
 
 def cull_view(res, camera, size):
     """The reference ``CullView`` of ``camera`` at output ``size`` with ``res``'s knobs."""
-    from ..culling.reference import CullView
-    from ..passes.shadow import frustum_planes
+    from engine.culling.reference import CullView
+    from engine.passes.shadow import frustum_planes
 
     aspect = size[0] / size[1]
     view, proj = camera.view(), camera.proj(aspect)
@@ -137,8 +137,8 @@ def culled_spheres(res, classes):
     culled instances nearest the frozen camera (colour by reason) and the culled counts by
     reason (``{"frustum": n, "small": n, "occluded": n}``) of the whole scene, from the
     culler's ``(N,)`` uint32 ``classes``; ``(None, None)`` while they are not read back."""
-    from ..culling.reference import VISIBLE
-    from ..passes.debug_lines import DebugLines
+    from engine.culling.reference import VISIBLE
+    from engine.passes.debug_lines import DebugLines
 
     if classes is None:
         return None, None

@@ -23,9 +23,9 @@ from dataclasses import asdict, dataclass
 
 import wgpu
 
-from ..commands import Choice
-from ..graph import RenderGraph
-from .views import frame_resources
+from engine.commands import Choice
+from engine.graph import RenderGraph
+from engine.tools.views import frame_resources
 
 log = logging.getLogger("lantern")
 

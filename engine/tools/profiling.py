@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 
-from ..commands import Choice
+from engine.commands import Choice
 
 log = logging.getLogger("lantern")
 
@@ -71,7 +71,7 @@ class ProfilingTool:
         if prof is not None:
             ctx.loop.drain()  # publish what is in flight before the pools go away
         if want_gpu or want_cpu:
-            from ..profiling import FrameProfiler
+            from engine.profiling import FrameProfiler
 
             prof = FrameProfiler(
                 ctx.gpu, gpu=want_gpu, cpu=want_cpu, batch=self.batch, draws=want_draws

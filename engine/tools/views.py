@@ -14,9 +14,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..commands import Arg, CommandError, Int
-from ..passes.resources import FrameResources
-from ..passes.view import (
+from engine.commands import Arg, CommandError, Int
+from engine.passes.resources import FrameResources
+from engine.passes.view import (
     GEOMETRY_VIEWS,
     MODES,
     ViewCulledPass,
@@ -27,7 +27,7 @@ from ..passes.view import (
     parse_view,
     view_requirement,
 )
-from ..tool import OptionError
+from engine.tool import OptionError
 
 log = logging.getLogger("lantern")
 
@@ -76,7 +76,7 @@ def check_view_option(args) -> str | None:
     size = getattr(args, "size", None)  # a capture's output size (a window's may differ)
     headless = getattr(args, "capture", None) or getattr(args, "dump", None)
     if name == "hiz" and view[1] is not None and size is not None and headless:
-        from ..culling.pyramid import pyramid_base, pyramid_levels
+        from engine.culling.pyramid import pyramid_base, pyramid_levels
 
         n = pyramid_levels(pyramid_base(size[0]), pyramid_base(size[1]))
         if view[1] >= n:
@@ -327,7 +327,7 @@ class ViewTool:
         """Ghost what the culler removed for the frozen camera, by its own classes (read
         back once per freeze, asynchronously: ``engine.culling.frozen``). Also run by the
         legend, so a new freeze never shows the last one's counts."""
-        from ..culling.reference import VISIBLE
+        from engine.culling.reference import VISIBLE
 
         classes = self.res.frozen.classes if self.res.frozen is not None else None
         key = (self.res.cull_camera, classes)  # the objects, not ids: an id can be reused
