@@ -35,6 +35,7 @@ from typing import Any, Generic, TypeVar
 import wgpu
 
 from engine.shaders import _INCLUDE, MODULE_HASHES, SHADER_DIR, wgsl_hash
+from engine.textfile import NotUtf8, read_utf8
 
 T = TypeVar("T")
 _POSITION = re.compile(r"wgsl:(\d+):(\d+)")
@@ -65,10 +66,12 @@ class ExpandedSource:
 def expand(path: Path, root: Path = SHADER_DIR) -> ExpandedSource:
     """Read ``path`` and expand its includes (resolved beside the including file, then in
     ``root``, then in ``shaders/``), each file at most once per module (an include cycle is
-    cut there).
+    cut there). Each file must be UTF-8 (a byte-order mark is stripped) without NUL bytes
+    (wgpu hands WGSL to C, which would stop reading there).
 
     Raises:
         OSError: a file cannot be read (``FileNotFoundError`` when deleted).
+        NotUtf8: a file is not UTF-8 text; the message names it and the byte.
     """
     files: list[Path] = []
     lines: list[str] = []
@@ -76,7 +79,7 @@ def expand(path: Path, root: Path = SHADER_DIR) -> ExpandedSource:
 
     def walk(p: Path) -> None:
         files.append(p)
-        for i, text in enumerate(p.read_text(encoding="utf-8").split("\n"), 1):
+        for i, text in enumerate(read_utf8(p, name=_display(p), nul=False).split("\n"), 1):
             m = _INCLUDE.fullmatch(text)
             if m is None:
                 lines.append(text)
@@ -113,6 +116,11 @@ class ShaderError:
         if self.line is not None:
             where += f":{self.line}:{self.column}"
         return f"{where}: {self.message}"
+
+
+def undecodable(e: NotUtf8) -> ShaderError:
+    """The ``ShaderError`` of a WGSL file that is not UTF-8 (no line: the byte is named)."""
+    return ShaderError(Path(e.name), None, None, e.what)
 
 
 def _display(path: Path) -> str:
@@ -190,10 +198,10 @@ class PipelineHandle(Generic[T]):
 
     def changed(self) -> bool:
         """Whether the files now expand to other code than the current object's (a file that
-        cannot be read counts as unchanged: the old pipeline stays)."""
+        cannot be read, or is not UTF-8, counts as unchanged: the old pipeline stays)."""
         try:
             return expand(self.path, self.registry.root).code != self.source.code
-        except OSError:
+        except (OSError, NotUtf8):
             return False
 
     def rebuild(self) -> ShaderError | None:
@@ -206,6 +214,9 @@ class PipelineHandle(Generic[T]):
         except OSError as e:
             self.error = ShaderError(Path(e.filename or self.path), None, None, "cannot read: "
                                      + (e.strerror or str(e)))  # fmt: skip
+            return self.error
+        except NotUtf8 as e:
+            self.error = undecodable(e)
             return self.error
         try:
             new = self.factory(self._module(source))
@@ -266,7 +277,8 @@ class ShaderRegistry:
         when that folder has a file of the same name) and keep the handle for rebuilds.
 
         Raises:
-            OSError: the file cannot be read. wgpu.GPUValidationError: it does not compile
+            OSError: the file cannot be read. NotUtf8: it is not UTF-8 text (one line
+                naming the file and the byte). wgpu.GPUValidationError: it does not compile
                 or the factory's pipeline is invalid.
         """
         path = Path(name)

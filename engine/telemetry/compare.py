@@ -24,6 +24,8 @@ from pathlib import Path
 import numpy as np
 import orjson
 
+from engine.textfile import UTF8_BOM, utf8_problem
+
 WARMUP_FRACTION = 0.10  # of each run's frame records, dropped from the start
 WARMUP_MIN = 5
 MIN_FRAMES = 20  # readings per row and run after the warm-up
@@ -63,9 +65,10 @@ def load_run(path: str | Path) -> Run:
     """
     path = str(path)
     try:
-        lines = Path(path).read_bytes().splitlines()
+        data = Path(path).read_bytes()
     except OSError as e:
         raise CompareError(f"{path}: cannot read ({e.strerror or e})") from None
+    lines = _utf8_text(path, data).splitlines()
     try:
         head = orjson.loads(lines[0]) if lines else None
     except orjson.JSONDecodeError:
@@ -103,6 +106,21 @@ def load_run(path: str | Path) -> Run:
         series[key] = s
     head.pop("type")
     return Run(path, head, frames, series)
+
+
+def _utf8_text(path: str, data: bytes) -> bytes:
+    """``data`` without a UTF-8 byte-order mark; a half-written last line that is not UTF-8
+    (a run killed mid-character) is left to the caller, which drops it.
+
+    Raises:
+        CompareError: not UTF-8 text: ``path:line: not UTF-8 at byte N (...)``.
+    """
+    problem = utf8_problem(data)
+    if problem is not None and not (problem[0] > data.rfind(b"\n") and data[-1:] != b"\n"):
+        at, what = problem
+        line = data.count(b"\n", 0, at) + 1
+        raise CompareError(f"{path}:{line}: {what}")
+    return data.removeprefix(UTF8_BOM)
 
 
 def _add_frame(obj: dict, names: list[str], i: int, columns: dict) -> None:
