@@ -29,6 +29,7 @@ from engine.progress import Progress
 from engine.safe_write import UnsafeWrite, png_target
 from engine.surfaces import OffscreenTarget, SurfaceError, WindowSurface
 from engine.telemetry import Session, Telemetry
+from engine.textfile import NotUtf8
 from engine.tool import Key, ToolContext, ToolSpec
 from engine.tools import DEFAULT_TOOLS, HUD_TOOLS  # noqa: F401 - HUD_TOOLS for tests
 from engine.tools.portal import PortalError
@@ -320,6 +321,8 @@ def _start_and_run(sample_cls, args, prog: str, interrupt: Interrupt, tools, fea
         else:
             _run_window(app, sample, window)
     except GpuError as e:  # a GPU capability the sample needs is missing
+        return fail(prog, str(e), 1)
+    except NotUtf8 as e:  # a WGSL file the sample builds from, saved in another encoding
         return fail(prog, str(e), 1)
     except (PortalError, OptionError) as e:  # port in use, bad host; a tool's option
         return fail(prog, str(e), 2)
