@@ -97,6 +97,7 @@ from ..readback import ReadbackRing
 from .gpu import write_timestamp as encoder_timestamp
 from .pipeline_stats import FEATURE as STATS_FEATURE
 from .pipeline_stats import STATISTICS
+from .sink import DRAW_METHODS  # each is one timed draw
 
 log = logging.getLogger("lantern")
 
@@ -123,20 +124,6 @@ STATE_METHODS = (
     "set_blend_constant",
     "set_stencil_reference",
     "set_immediates",
-)
-#: Calls that do GPU work; each is one timed draw.
-DRAW_METHODS = (
-    "draw",
-    "draw_indexed",
-    "draw_indirect",
-    "draw_indexed_indirect",
-    "dispatch_workgroups",
-    "dispatch_workgroups_indirect",
-    "execute_bundles",
-    "_multi_draw_indirect",
-    "_multi_draw_indexed_indirect",
-    "_multi_draw_indirect_count",
-    "_multi_draw_indexed_indirect_count",
 )
 
 
