@@ -42,6 +42,7 @@ from .tools.inspector import InspectorTool
 from .tools.lines import LinesTool
 from .tools.memory import MemoryTool
 from .tools.profiling import ProfilingTool
+from .tools.renderdoc import RenderDocTool  # issue 27 wiring: redo in issue 25's layout
 from .tools.views import ViewTool
 
 log = logging.getLogger("lantern")
@@ -116,6 +117,7 @@ DEFAULT_TOOLS: tuple[Callable[[], Tool], ...] = (
     CostTracker,  # a reloaded pass's time before and after, in the perf table
     BaselineCompare,  # --baseline A.jsonl beside each pass
     PortalTool,  # --portal
+    RenderDocTool,  # --renderdoc, ``renderdoc``, F12 (before the writer: its session fact)
     TelemetryWriter,  # --telemetry
     TraceWriter,  # --trace, at shutdown
     ShutdownReport,  # the timelines, last: closed first, so it prints first
@@ -217,7 +219,12 @@ def run(sample_cls: type[Sample], argv: list[str] | None = None, prog: str | Non
     prog = prog or f"python -m samples.{sample_cls.name}"
     parser = build_parser(prog, sample_cls.description)
     sample_cls.add_arguments(parser)
+    RenderDocTool.add_arguments(parser)  # issue 27 wiring: tools bring their options (issue 25)
     args = parser.parse_args(argv)
+    try:  # issue 27 wiring
+        RenderDocTool.check_options(args)
+    except OptionError as e:
+        parser.error(str(e))
     for option, path, suffix in (
         ("--capture", args.capture, ".png"),
         ("--trace", args.trace, ".json"),
@@ -297,6 +304,7 @@ def _check_distinct_files(parser, args) -> None:
 def _start_and_run(sample_cls, args, prog: str, interrupt: Interrupt) -> int:
     try:
         extra = DRAW_PROFILE_FEATURES if args.gpu_profile == "draws" else ()
+        RenderDocTool.before_gpu(args)  # issue 27 wiring: loads RenderDoc when asked for
         gpu = create_gpu(args.adapter, extra_features=extra)
     except GpuError as e:
         return fail(prog, str(e), 2 if args.adapter else 1)

@@ -17,8 +17,9 @@ WINDOW_KEYS = (
     ("F3", "next debug view"),
     ("F5", "reload the shaders"),
     ("`", "open / close the console (the key left of 1)"),
+    ("F12", "capture the next frame in RenderDoc (with --renderdoc, or under RenderDoc)"),
     ("Esc", "quit (the shutdown reports are printed)"),
-)
+)  # F12: issue 27 wiring (RenderDocTool.keys; issue 25 lists the tools' keys)
 
 
 def keys_epilog() -> str:
