@@ -426,3 +426,52 @@ def test_console_without_renderdoc_says_restart(rig):
     bad = ctx.commands.execute("renderdoc -1")
     assert bad.text == "error: renderdoc: N: expected a frame count from 1 to 100, got '-1'"
     ctx.close_all()
+
+
+def test_f12_in_a_window(tmp_path):
+    """A window run with --renderdoc 0 captures frame 0, then F12 (a real X key event) the
+    next frame drawn; Esc ends the run."""
+    _need_renderdoc()
+    xdotool, xvfb_run = shutil.which("xdotool"), shutil.which("xvfb-run")
+    if xdotool is None or xvfb_run is None:
+        if os.environ.get("CI") or os.environ.get("LANTERN_EXPECT_ADAPTER"):
+            pytest.fail("xdotool and xvfb-run are required in CI")
+        pytest.skip("needs xdotool and xvfb-run")
+    script = tmp_path / "drive.sh"
+    script.write_text(WINDOW_DRIVER.format(python=sys.executable, root=ROOT, out=tmp_path))
+    r = subprocess.run([xvfb_run, "-a", "bash", str(script)], cwd=tmp_path, env=_env(),
+                       capture_output=True, text=True, timeout=300)  # fmt: skip
+    log = (tmp_path / "run.txt").read_text()
+    assert r.returncode == 0 and "STATUS 0" in r.stdout, r.stdout + r.stderr + log
+    written = re.findall(r"renderdoc: wrote (\S+) \(frame (\d+);", log)
+    assert [int(f) for _, f in written][:1] == [0] and len(written) == 2, log
+    f12 = int(written[1][1])
+    assert f12 >= 1
+    summary = rdc.summarize(written[1][0], durations=False)
+    assert summary["lantern"]["frame"] == f12
+    regions = [x["name"] for x in summary["regions"]]
+    assert regions.index("Main.Early") < regions.index("Post") < regions.index("DebugOverlay")
+
+
+#: Starts s13 in a window under Xvfb, waits for each event it needs in the run's log (the
+#: first capture written, the window mapped, the F12 capture written), presses F12, then Esc.
+WINDOW_DRIVER = """
+set -u
+cd {out}
+export PYTHONPATH={root}
+{python} -m samples.s13 --instances 200 --size 320x180 --overlay perf --renderdoc 0 \\
+    > run.txt 2>&1 &
+pid=$!
+wait_for() {{ for i in $(seq 1 600); do grep -q "$1" run.txt && return 0; sleep 0.1; done;
+             return 1; }}
+wait_for "s13_frame0.rdc (frame 0" || {{ kill $pid; exit 1; }}
+wid=""
+for i in $(seq 1 600); do wid=$(xdotool search --name "Lantern s13" | head -1);
+    [ -n "$wid" ] && break; sleep 0.1; done
+xdotool windowfocus --sync "$wid"
+xdotool key --window "$wid" F12
+wait_for "wrote .*_frame[1-9][0-9]*.rdc" || {{ kill $pid; exit 1; }}
+xdotool key --window "$wid" Escape
+wait $pid
+echo "STATUS $?"
+"""

@@ -32,7 +32,7 @@ SIZE = (320, 180)  # the GPU keeps up; what is measured is the CPU side of a fra
 
 def run(gpu, args) -> None:
     quick = getattr(args, "quick", False)
-    n, frames, rounds = (1_000, 40, 2) if quick else (10_000, 150, 4)
+    n, frames, rounds = (1_000, 40, 2) if quick else (10_000, 100, 8)
     results: dict[bool, list[dict]] = {False: [], True: []}
     for _ in range(rounds):
         for debug in (False, True):
@@ -42,14 +42,18 @@ def run(gpu, args) -> None:
     rows = {}
     for debug in (False, True):
         runs = results[debug]
-        start = statistics.median(r["start_ms"] for r in runs)
+        starts = [r["start_ms"] for r in runs]
+        start = statistics.median(starts)
         plain = [t for r in runs for t in r["plain"]]
         prof = [t for r in runs for t in r["profiled"]]
         rows[debug] = (start, statistics.median(plain), statistics.median(prof))
         label = "Debug on " if debug else "Debug off"
-        print(f"  {label}: start-up {start:7.1f} ms; frame CPU {rows[debug][1]:6.3f} ms "
-              f"{_quartiles(plain)} unprofiled, {rows[debug][2]:6.3f} ms {_quartiles(prof)} "
-              "with --gpu-profile")  # fmt: skip
+        print(f"  {label}: start-up {start:7.1f} ms [{min(starts):.0f}..{max(starts):.0f}]; "
+              f"frame CPU {rows[debug][1]:6.3f} ms {_quartiles(plain)} unprofiled, "
+              f"{rows[debug][2]:6.3f} ms {_quartiles(prof)} with --gpu-profile")  # fmt: skip
+        per = " ".join(f"{statistics.median(r['plain']):.3f}/{statistics.median(r['profiled']):.3f}"
+                       for r in runs)  # fmt: skip
+        print(f"    per process (unprofiled/profiled median ms): {per}")
     off, on = rows[False], rows[True]
     print(f"  Debug on - off: start-up {on[0] - off[0]:+7.1f} ms; frame CPU "
           f"{on[1] - off[1]:+6.3f} ms ({_pct(on[1], off[1])}) unprofiled, "

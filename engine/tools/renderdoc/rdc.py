@@ -113,10 +113,12 @@ def format_summary(s: dict, lantern: dict[str, float] | None, *, draws: bool = F
     info = s.get("lantern") or {}
     what = f" of Lantern {info['sample']} frame {info['frame']}" if "frame" in info else ""
     out = [f"{s['file']}: {s['driver']} capture{what}, replayed by RenderDoc {s['renderdoc']}"]
-    for name, label in (info.get("labels") or {}).items():
-        out.append(f"  in this frame {name} is the resource labelled {label!r} (a history pair)")
+    swapped = sorted({n.split("@")[0] for n in info.get("labels") or {}})
+    if swapped:  # a pair's two resources keep their labels while their roles alternate
+        out.append(f"  history pairs swapped in this frame (NAME is labelled NAME@prev and the "
+                   f"other way round): {', '.join(swapped)}")  # fmt: skip
     gpu = "replay GPU ms" if s["durations"] else "replay GPU"
-    head = f"  {'pass (debug region)':<34} {'draws':>6} {'dispatch':>8} {'copies':>6} {'clears':>6}"
+    head = f"  {'pass (debug region)':<38} {'draws':>6} {'dispatch':>8} {'copies':>6} {'clears':>6}"
     head += f" {gpu:>14}" + (f" {'Lantern GPU ms':>14}" if lantern is not None else "")
     out.append(head)
     for r in s["regions"]:
@@ -141,8 +143,8 @@ def format_summary(s: dict, lantern: dict[str, float] | None, *, draws: bool = F
 
 def _rows(r: dict, lantern, depth: int, draws: bool) -> list[str]:
     c = r["counts"]
-    name = ("  " * depth + r["name"])[:34]
-    row = (f"  {name:<34} {c['draws']:>6} {c['dispatches']:>8} {c['copies']:>6} {c['clears']:>6}"
+    name = ("  " * depth + r["name"])[:38]
+    row = (f"  {name:<38} {c['draws']:>6} {c['dispatches']:>8} {c['copies']:>6} {c['clears']:>6}"
            f" {_ms(r['gpu_ms']):>14}")  # fmt: skip
     if lantern is not None:
         row += f" {_ms(lantern.get(r['name'])) if depth == 0 else '':>14}"

@@ -212,8 +212,10 @@ class RenderDocTool:
             spec = parse_span(spec)
         if spec is not None and ctx.final_frame is not None:
             _check_span(spec, ctx.final_frame, f"this run's {ctx.final_frame + 1} frames")
-        if self.api is None:
-            return  # nothing per frame: RenderDoc is not in this process
+        if self.api is None:  # nothing per frame: RenderDoc is not in this process
+            if spec is not None and _Loaded.why is not None:  # asked for, not installed
+                ctx.telemetry.set_fact("renderdoc", {"error": _Loaded.why, "captures": []})
+            return
         self._unhooks.append(ctx.on_update(self._before_record))
         ctx.loop.between_frames.append(self._after_submit)
         if spec is not None:
@@ -221,6 +223,8 @@ class RenderDocTool:
         self._publish()
 
     def close(self) -> None:
+        if self.ctx.graph is not None:
+            self.ctx.graph.label_draws = False
         if self._active is not None and self.api is not None:
             self.api.discard()
             self._fail(self._active[0], self._active[1], "the run ended during the capture")
@@ -229,7 +233,7 @@ class RenderDocTool:
             left = list(self._queue)
             self._queue.clear()
             for f in left:
-                self._fail(f, self._target(f), "the run ended before that frame")
+                self._set(f, "failed", "the run ended before that frame")
             log.warning("renderdoc: %s not captured: the run ended at frame %d",
                         _frames_text(left), self.ctx.loop.index - 1)  # fmt: skip
         self._finish_later()
@@ -281,7 +285,7 @@ class RenderDocTool:
         q = self._queue
         if not q or q[0] > frame_ctx.frame_index:
             return
-        while q and q[0] < frame_ctx.frame_index:  # frames the loop never drew (cannot be)
+        while q and q[0] < frame_ctx.frame_index:  # not drawn (a frame loop that skipped one)
             f = q.popleft()
             self._fail(f, self._target(f), "that frame was not drawn")
         frame = q.popleft()
@@ -289,16 +293,19 @@ class RenderDocTool:
         problem = folder_problem(self.folder) or output_problem(str(target), ".rdc")
         if problem is not None:
             self._fail(frame, target, problem)
+            if not q:
+                self._finish_later()
             return
         api = self.api
         before = len(api.captures())
         api.set_path_template(str(self.folder / f".{target.stem}.lantern-tmp"))
         api.start()
-        if not api.capturing():
+        if not api.capturing():  # one line; the frames after it fail for the same reason
             self._fail(frame, target, self._not_hooked())
             for f in q:
-                self._fail(f, self._target(f), "not captured (see above)")
+                self._set(f, "failed", "RenderDoc hooks no device of this backend")
             q.clear()
+            self._finish_later()
             return
         api.set_title(f"Lantern {self.stem} frame {frame}")
         self._active = (frame, target, before)
@@ -396,9 +403,9 @@ class RenderDocTool:
         done = [c["path"] for c in mine if c["status"] == "written"]
         failed = [c for c in mine if c["status"] != "written"]
         if failed:
-            later.finish(
-                False, f"renderdoc: {failed[-1]['path']} not written: {failed[-1]['error']}"
-            )
+            c = failed[-1]
+            why = c.get("error", c["status"])
+            later.finish(False, f"renderdoc: {c['path']} not written: {why}")
         else:
             later.finish(True, "renderdoc: wrote " + ", ".join(done))
 
