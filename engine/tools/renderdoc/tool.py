@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...commands import CommandError, Int, Later
-from ...gpu import BACKENDS, set_instance_backend
+from ...gpu import BACKENDS, add_instance_flags, set_instance_backend
 from ...safe_write import output_problem
 from ...tool import OptionError
 from .api import LAYER_ENV, RenderDocApi, RenderDocUnavailable
@@ -181,6 +181,7 @@ class RenderDocTool:
                 _Loaded.why = str(e)
                 log.warning("renderdoc: %s; no capture is made, the run goes on", e)
         if _Loaded.api is not None:
+            add_instance_flags("Debug")  # on by default (engine.gpu); kept if a run dropped it
             backend = os.environ.get("WGPU_BACKEND_TYPE", "").strip() or "Vulkan"
             if backend in BACKENDS:  # an unknown one is the GPU setup's one-line error
                 set_instance_backend(backend)
