@@ -37,6 +37,13 @@ Two kinds of read reach outside the present moment of the frame:
 
 Resources are read each frame by name (``view``, ``buffer``); a pass that caches bind
 groups keys them on ``resource_key`` (changes on resize and with the history parity).
+
+Names in a graphics debugger (RenderDoc): each render and compute pass is begun with its
+name as label and each transfer pass is a debug group, so every pass is a named region.
+While ``label_draws`` is set (a capture tool sets it for the frames it captures), each
+render and compute pass records through ``DrawLabels``: every draw named with
+``draw_label`` (the per-draw names the profiler uses, such as batches) is a debug group of
+its name, and no render bundle is used, because wgpu drops debug groups inside bundles.
 """
 
 from __future__ import annotations
@@ -49,13 +56,56 @@ from typing import Any, ClassVar
 import wgpu
 
 from engine.pass_descriptors import PassDescriptors
-from engine.profiling.sink import NULL_PROFILER, ProfilerSink
+from engine.profiling.sink import DRAW_METHODS, NULL_PROFILER, ProfilerSink
 
 RENDER, COMPUTE, TRANSFER = "render", "compute", "transfer"
 OUTPUT = "output"  # the imported output texture: written by whichever pass draws to it
 PREV = "prev"  # NAME@prev: the history of NAME
 SNAPSHOT = "Snapshot"  # the scope name of a snapshot copy
 _NONE: frozenset[str] = frozenset()
+
+
+class DrawLabels:
+    """A pass encoder proxy (``RenderGraph.label_draws``) that records the draw or dispatch
+    after ``draw_label(text)`` inside a debug group named ``text``; everything else is
+    forwarded to the wrapped encoder (the pass, or the per-draw timing proxy, which gets the
+    label too). ``timing_draws`` tells passes to record draws one call each, labelled, and
+    outside render bundles, as they do for per-draw timing."""
+
+    timing_draws = True
+
+    def __init__(self, encoder):
+        self._e = encoder
+        self._label: str | None = None
+
+    def __getattr__(self, name):
+        return getattr(self._e, name)
+
+    def draw_label(self, text: str) -> None:
+        """Name the next draw or dispatch."""
+        self._label = text
+        inner = getattr(self._e, "draw_label", None)
+        if inner is not None:
+            inner(text)
+
+
+def _labelled(name: str):
+    def method(self, *args, **kwargs):
+        label, self._label = self._label, None
+        if label is None:
+            return getattr(self._e, name)(*args, **kwargs)
+        self._e.push_debug_group(label)
+        try:
+            return getattr(self._e, name)(*args, **kwargs)
+        finally:
+            self._e.pop_debug_group()
+
+    method.__name__ = name
+    return method
+
+
+for _n in DRAW_METHODS:
+    setattr(DrawLabels, _n, _labelled(_n))
 
 
 class GraphError(ValueError):
@@ -214,6 +264,7 @@ class RenderGraph:
         self._swaps: list[tuple[dict, str, str]] | None = None  # (table, name, name@prev)
         self._copies: dict[tuple, list] = {}  # (generation, parity, pass) -> copy arguments
         self.descriptors = PassDescriptors()  # each pass's C descriptor, built once
+        self.label_draws = False  # record through DrawLabels (a debugger capturing the frame)
 
     @property
     def profiler(self) -> ProfilerSink:
@@ -583,10 +634,11 @@ class RenderGraph:
         snaps = self._snapshots
         begin = self.descriptors
         begin.begin_frame(ctx.output)
+        labels = self.label_draws
         if not prof.active:
             for p in self.passes:
                 if p.enabled:
-                    _encode(p, encoder, ctx, begin, None)
+                    _encode(p, encoder, ctx, begin, None, None, labels)
                     if p.name in snaps:
                         self._copy_snapshots(encoder, p.name, None)
             self._fresh_now = _NONE
@@ -595,7 +647,7 @@ class RenderGraph:
         for p in self.passes:
             if p.enabled:
                 tw = prof.begin_pass(p.name, p.kind, encoder)
-                _encode(p, encoder, ctx, begin, tw, prof)
+                _encode(p, encoder, ctx, begin, tw, prof, labels)
                 prof.end_pass(p.name, p.kind, encoder)
                 if p.name in snaps:
                     self._copy_snapshots(encoder, p.name, prof)
@@ -657,18 +709,27 @@ class RenderGraph:
 
 
 def _encode(
-    p: Pass, encoder, ctx: FrameContext, begin: PassDescriptors, timestamp_writes, prof=None
+    p: Pass,
+    encoder,
+    ctx: FrameContext,
+    begin: PassDescriptors,
+    timestamp_writes,
+    prof=None,
+    labels: bool = False,
 ) -> None:
     """Begin (``begin``: cached descriptors), record and end one pass. With a profiler,
-    ``record`` gets the encoder ``prof.pass_encoder`` returns (per-draw timing wraps it)."""
+    ``record`` gets the encoder ``prof.pass_encoder`` returns (per-draw timing wraps it);
+    with ``labels``, that wrapped in ``DrawLabels``."""
     if p.kind == RENDER:
         targets = p.targets(ctx)
         rpass = begin.render(encoder, p.name, targets, timestamp_writes)
-        p.record(ctx, rpass if prof is None else prof.pass_encoder(p.name, RENDER, rpass, targets))
+        rec = rpass if prof is None else prof.pass_encoder(p.name, RENDER, rpass, targets)
+        p.record(ctx, DrawLabels(rec) if labels else rec)
         rpass.end()
     elif p.kind == COMPUTE:
         cpass = begin.compute(encoder, p.name, timestamp_writes)
-        p.record(ctx, cpass if prof is None else prof.pass_encoder(p.name, COMPUTE, cpass, None))
+        rec = cpass if prof is None else prof.pass_encoder(p.name, COMPUTE, cpass, None)
+        p.record(ctx, DrawLabels(rec) if labels else rec)
         cpass.end()
     else:
         encoder.push_debug_group(p.name)

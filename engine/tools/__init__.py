@@ -18,6 +18,7 @@ from engine.tools.memory import MemoryTool
 from engine.tools.perf import PerfTool
 from engine.tools.portal import PortalTool
 from engine.tools.reload import ReloadTool
+from engine.tools.renderdoc import RenderDocTool
 from engine.tools.timeline import TimelineTool
 from engine.tools.views import ViewTool
 
@@ -35,6 +36,7 @@ DEFAULT_TOOLS: tuple[type, ...] = (
     LinesTool,  # debug lines from any subsystem, over the picture, under the HUD
     ConsoleTool,  # the in-game console, drawn by the HUD
     CaptureTool,  # ``capture PATH``
+    RenderDocTool,  # --renderdoc START[:COUNT], ``renderdoc [COUNT]``, F12: RenderDoc captures
     DumpTool,  # --dump NAME[@PASS] PATH, after the last frame
     ReloadTool,  # WGSL watched and rebuilt (F5, ``reload``); cost before/after; --baseline
     PortalTool,  # --portal
