@@ -308,6 +308,93 @@ class RenderGraph:
                 return p
         raise KeyError(f"render graph has no pass {name!r}; it has {[p.name for p in self.passes]}")
 
+    def insert(self, p: Pass, *, before: str | None = None, after: str | None = None) -> Pass:
+        """Put ``p`` right before or right after the pass named ``before`` / ``after`` (an
+        anchor a knob has disabled still places it) and check the frame at once.
+
+        Raises:
+            GraphError: no anchor or both, an unknown anchor, a duplicate name, or ``p``
+                reads a resource that no enabled pass before it writes (one line naming the
+                pass and the resource); the graph is left as it was.
+        """
+        if (before is None) == (after is None):
+            raise GraphError(f"render graph: insert {p.name!r} before= or after= a pass (one)")
+        anchor = self._anchor(p, before if before is not None else after)
+        self._check_new_name(p)
+        at = self.passes.index(anchor) + (0 if before is not None else 1)
+        return self._changed(lambda: self.passes.insert(at, p), p)
+
+    def replace(self, name: str, p: Pass) -> Pass:
+        """Put ``p`` in place of the pass called ``name`` (its position; ``p`` keeps its own
+        name, which every table then shows) and check the frame at once.
+
+        Raises:
+            GraphError: no such pass, a duplicate name, ``p`` reads what nothing before it
+                writes, or a later pass reads what only the replaced pass wrote; the graph is
+                left as it was.
+        """
+        old = self._anchor(p, name, verb="replace")
+        if p.name != old.name:
+            self._check_new_name(p)
+        at = self.passes.index(old)
+        return self._changed(lambda: self.passes.__setitem__(at, p), p, gone=old)
+
+    def remove_named(self, name: str) -> Pass:
+        """Take the pass called ``name`` out of the frame and check the frame at once;
+        returns it.
+
+        Raises:
+            GraphError: no such pass, or another enabled pass reads what only it wrote (one
+                line naming both and the resource); the graph is left as it was.
+        """
+        old = self._anchor(None, name, verb="remove")
+        return self._changed(lambda: self.passes.remove(old), old, gone=old)
+
+    def _anchor(self, p: Pass | None, name: str, verb: str = "insert") -> Pass:
+        name = name.strip() if isinstance(name, str) else name
+        for q in self.passes:
+            if q.name == name:
+                return q
+        what = f"{verb} {p.name!r} next to" if p is not None and verb == "insert" else verb
+        raise GraphError(
+            f"render graph: cannot {what} {name!r}: no such pass (passes: "
+            f"{', '.join(q.name for q in self.passes)})"
+        )
+
+    def _check_new_name(self, p: Pass) -> None:
+        if any(q.name == p.name for q in self.passes):
+            raise GraphError(f"render graph already has a pass named {p.name!r}")
+
+    def _changed(self, change, p: Pass, gone: Pass | None = None) -> Pass:
+        """Apply ``change`` to the pass list and validate; undo it on a ``GraphError``."""
+        before = list(self.passes)
+        change()
+        try:
+            self.validate()
+        except GraphError as e:
+            self.passes[:] = before
+            raise self._blame(e, gone) from None
+        self._validated = None
+        return p
+
+    def _blame(self, e: GraphError, gone: Pass | None) -> GraphError:
+        """A read left without its writer by a removal says which pass took it away."""
+        if gone is None:
+            return e
+        lost = [r for r in gone.writes if r not in self.imports]
+        for q in self.passes:
+            if q is gone or not q.enabled:
+                continue
+            for r in q.reads:
+                base = split_ref(r)[0]
+                others = [w for w in self.passes if w is not gone and base in w.writes]
+                if base in lost and not others:
+                    return GraphError(
+                        f"render graph: cannot take {gone.name!r} out: {q.name!r} reads "
+                        f"{base!r}, which only it writes"
+                    )
+        return e
+
     def invalidate(self) -> None:
         """Validate again before the next frame: a pass's ``reads`` or ``writes`` changed
         (e.g. it now reads another snapshot; enabling or disabling a pass needs no call)."""

@@ -82,6 +82,8 @@ class FrameResources:
         frozen: the ``FrozenCulling`` (the frozen camera's pyramid copy and the culler's
             classes for it; ``engine.culling.frozen``), or None.
         sun_view_proj: ``(4, 4)`` world -> sun shadow clip of this frame's fit.
+        output_pass: the pass that draws the picture into the output: ``Post``, or what a
+            sample put in its place (``StandardFrame.replace``); a debug view turns it off.
     """
 
     device: wgpu.GPUDevice
@@ -104,6 +106,7 @@ class FrameResources:
     inv_view_proj: Any = None
     camera_cut: bool = False
     cull_camera: Any = None  # the frozen culling camera (F2), or None
+    output_pass: Any = None  # the pass drawing the picture to the output (Post, or its stand-in)
     sun_view_proj: Any = None  # (4, 4) world -> sun shadow clip of this frame's fit
     frozen: Any = None  # engine.culling.frozen.FrozenCulling
 

@@ -172,6 +172,8 @@ class FrameRecord:
             ``frame_index``); a channel that has produced nothing yet is absent.
         transitions: per pass name, the transition billed before it (ns, part of its GPU
             scope) where encoder timestamps are used (``engine.profiling.gpu``), else None.
+        variant: the sample's variant the frame was recorded with (``Sample.variants``), or
+            None for a sample without variants.
         snapshot: the stats window after this frame (``StatsSnapshot``; per-draw readings
             are rows of clock ``"draw"`` named by their path ``(pass, draw)``), from which
             ``stats_keys`` (``(clock, name)`` per row) and ``stats_values`` (``float64
@@ -190,6 +192,7 @@ class FrameRecord:
     readbacks: dict[str, Any] = field(default_factory=dict)
     snapshot: StatsSnapshot | None = None
     transitions: dict[str, float] | None = None
+    variant: str | None = None
 
     def draw_passes(self) -> tuple:
         """The ``detail`` (``engine.profiling.draws.PassDraws``) of each GPU pass scope that

@@ -48,7 +48,8 @@ def encode_record(record: FrameRecord, table: NameTable) -> tuple[list[str], dic
     ``split_ns`` cannot be a cost, ``unreliable``: why the adapter's per-draw figures cannot
     be trusted, else null), and ``transitions`` (null unless encoder timestamps measure them):
     ``[[pass_name_id, ns], ...]``, the transition billed before each pass (part of its GPU
-    scope), rounded to 0.001 ns.
+    scope), rounded to 0.001 ns; ``variant`` (present only for a sample with variants): the
+    variant the frame was recorded with.
     """
     names = [s.name for s in record.gpu or ()] + [s.name for s in record.cpu or ()]
     names += [
@@ -76,6 +77,8 @@ def encode_record(record: FrameRecord, table: NameTable) -> tuple[list[str], dic
         "draws": _draws(table, record.draw_passes() or None),
         "transitions": _transitions(table, record.transitions),
     }
+    if record.variant is not None:
+        msg["variant"] = record.variant
     return new, msg
 
 
