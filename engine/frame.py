@@ -126,6 +126,12 @@ VIEW_DTYPE = np.dtype(
         ("sky_zenith", "<f4", 4),  # linear; w: shadow map size in texels
         ("sky_horizon", "<f4", 4),  # linear; w: exposure
         ("ground", "<f4", 4),  # ground bounce colour; w: unused
+        ("view", "<f4", (4, 4)),  # world -> view (right-handed, the camera looks down -z)
+        ("proj", "<f4", (4, 4)),  # view -> clip, jittered (reverse-Z infinite perspective)
+        ("inv_proj", "<f4", (4, 4)),  # clip -> view, jittered
+        ("prev_view_proj", "<f4", (4, 4)),  # last frame's world -> clip, unjittered
+        ("jitter", "<f4", 4),  # xy: sub-pixel offset (pixels, x right, y down); zw: last frame
+        ("size", "<f4", 4),  # xy: output size in pixels; zw: 1 / size
     ]
 )
 _VIEW_PACK = struct.Struct("<" + "f" * (VIEW_DTYPE.itemsize // 4))  # every field is f32
@@ -215,6 +221,7 @@ class StandardFrame:
         graph.import_texture(SHADOW_MAP, lambda: self.res.shadow.texture)
         self.res.frozen = self.frozen = FrozenCulling(d, self.pyramid, gs.state)
         self._warming = False
+        self._last_jitter = (0.0, 0.0)
         self.counters = self.res.cull.counters
         self.camera = None
         self.cull_camera = None  # frozen culling camera (F2) or None
@@ -416,6 +423,8 @@ class StandardFrame:
         jproj = jittered_projection(proj, r.jitter, ctx.size)
         jittered = view_proj if jproj is proj else jproj @ view
         r.prev_view_proj, r.view_proj = r.view_proj, view_proj.astype(np.float64)
+        r.prev_jitter, r.size = self._last_jitter, tuple(ctx.size)
+        self._last_jitter = r.jitter
         r.inv_view_proj = np.array(inverse4(jittered))  # float64
         if last is None:
             r.camera_cut = False
@@ -426,14 +435,14 @@ class StandardFrame:
         r.sun_view_proj = fit.view_proj
         self._update_frustum_lines(jittered, aspect)
         q = self.device.queue
-        q.write_buffer(r.view_uniform, 0, self._view_bytes(camera, jittered, fit))
+        q.write_buffer(r.view_uniform, 0, self._view_bytes(camera, jittered, fit, view, jproj))
         q.write_buffer(r.cull.uniform, 0, self._cull_bytes(ctx.size, aspect, fit, view, jproj))
 
-    def _view_bytes(self, camera, view_proj, fit) -> bytes:
+    def _view_bytes(self, camera, view_proj, fit, view, proj) -> bytes:
         """The ``View`` uniform (``VIEW_DTYPE``) in one ``struct.pack`` of plain numbers in
         its field order (cheaper, every frame, than assigning the fields of a structured
         array); matrices column-major."""
-        s = self.settings
+        s, r = self.settings, self.res
         return _VIEW_PACK.pack(
             *column_major(view_proj),
             *column_major(self.res.inv_view_proj),
@@ -450,6 +459,15 @@ class StandardFrame:
             1.0 if s.auto_exposure else s.exposure,
             *GROUND,
             0.0,
+            *column_major(view),
+            *column_major(proj),
+            *column_major(inverse4(proj)),
+            *column_major(r.view_proj if r.prev_view_proj is None else r.prev_view_proj),
+            *r.jitter,
+            *r.prev_jitter,
+            *r.size,
+            1.0 / r.size[0],
+            1.0 / r.size[1],
         )  # eye, sun_dir, sun_color, sky_zenith, sky_horizon, ground: consecutive vec4f
 
     def _update_frustum_lines(self, view_proj, aspect) -> None:

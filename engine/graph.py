@@ -372,26 +372,27 @@ class RenderGraph:
         try:
             self.validate()
         except GraphError as e:
-            self.passes[:] = before
-            raise self._blame(e, gone) from None
+            after, self.passes[:] = list(self.passes), before
+            raise self._blame(e, gone, before, after) from None
         self._validated = None
         return p
 
-    def _blame(self, e: GraphError, gone: Pass | None) -> GraphError:
-        """A read left without its writer by a removal says which pass took it away."""
+    def _blame(self, e: GraphError, gone, before: list, after: list) -> GraphError:
+        """A read that lost its writer when ``gone`` left says which pass took it away."""
         if gone is None:
             return e
-        lost = [r for r in gone.writes if r not in self.imports]
-        for q in self.passes:
-            if q is gone or not q.enabled:
+        for i, q in enumerate(after):
+            if not q.enabled:
                 continue
             for r in q.reads:
                 base = split_ref(r)[0]
-                others = [w for w in self.passes if w is not gone and base in w.writes]
-                if base in lost and not others:
+                if base in self.imports or base not in gone.writes:
+                    continue
+                had = before.index(gone) < before.index(q) if q in before else False
+                if had and not any(base in w.writes for w in after[:i] if w.enabled):
                     return GraphError(
                         f"render graph: cannot take {gone.name!r} out: {q.name!r} reads "
-                        f"{base!r}, which only it writes"
+                        f"{base!r}, which nothing before it writes then"
                     )
         return e
 
@@ -568,8 +569,12 @@ class RenderGraph:
 
         ``history=True`` makes it a pair readable as ``name + "@prev"`` (see the module
         docstring); the graph adds ``RENDER_ATTACHMENT`` to clear it, so the format must be
-        a colour format that can be rendered to.
+        a colour format that can be rendered to. Every graph texture can also be copied and
+        sampled (``COPY_SRC | TEXTURE_BINDING`` are added), so ``--dump``, ``inspect`` and the
+        views read any pass's target without its author asking.
         """
+        tools = wgpu.TextureUsage.COPY_SRC | wgpu.TextureUsage.TEXTURE_BINDING
+        desc = replace(desc, usage=desc.usage | tools)
         if history:
             desc = replace(desc, usage=desc.usage | wgpu.TextureUsage.RENDER_ATTACHMENT)
             self._texture_descs[name + "@" + PREV] = desc
@@ -655,6 +660,17 @@ class RenderGraph:
         if tex is None:
             raise KeyError(name)
         return tex
+
+    def texture_format(self, name: str) -> str:
+        """The format of texture ``name`` (graph-owned or imported; ``OUTPUT``: the output's).
+
+        Raises:
+            KeyError: no such texture.
+        """
+        if name == OUTPUT:
+            return self.output_format
+        desc = self._texture_descs.get(split_ref(name)[0])
+        return desc.format if desc is not None else self.texture(name).format
 
     def import_texture(self, name: str, texture: Callable[[], wgpu.GPUTexture]) -> None:
         """Make a texture owned outside the graph readable by ``name`` (``texture``,

@@ -99,14 +99,14 @@ class FrameLoop:
         now = self.clock()
         wall = None if self._last_start is None else (now - self._last_start) / 1e6
         self._last_start = now
-        self._starts[index] = (now, wall, self.variant)
-        if len(self._starts) > PENDING_FRAMES:
-            del self._starts[min(self._starts)]
         ctx = FrameContext(self.gpu.device, graph, index, time_s, graph.size, output)
         prof.cpu_begin("Update")
         if update is not None:
-            update(ctx)
+            update(ctx)  # (it may switch the variant: the frame is recorded with the new one)
         prof.cpu_end()
+        self._starts[index] = (now, wall, self.variant)
+        if len(self._starts) > PENDING_FRAMES:
+            del self._starts[min(self._starts)]
         encoder = self.gpu.device.create_command_encoder(label=f"frame {index}")
         graph.execute(encoder, ctx)
         prof.cpu_begin("Submit")

@@ -85,7 +85,7 @@ def expand(path: Path, root: Path = SHADER_DIR) -> ExpandedSource:
                 lines.append(text)
                 origin.append((p, i))
                 continue
-            inc = _find(m.group(1), p.parent, root)
+            inc = find_include(m.group(1), p.parent, root)
             if inc.resolve() not in {f.resolve() for f in files}:
                 walk(inc)
 
@@ -93,7 +93,7 @@ def expand(path: Path, root: Path = SHADER_DIR) -> ExpandedSource:
     return ExpandedSource(path, "\n".join(lines), tuple(files), tuple(origin))
 
 
-def _find(name: str, *folders: Path) -> Path:
+def find_include(name: str, *folders: Path) -> Path:
     """The first ``folder / name`` that exists, else in ``shaders/`` (which may not)."""
     for folder in folders:
         if (folder / name).exists():
@@ -286,7 +286,7 @@ class ShaderRegistry:
             copy = self.root / path.name
             path = copy if self.root != SHADER_DIR.resolve() and copy.is_file() else path
         else:
-            path = _find(str(path), self.root)
+            path = find_include(str(path), self.root)
         path = path.resolve()
         handle = PipelineHandle(self, Path(name).name, path, factory, label or path.name)
         self.handles.append(handle)

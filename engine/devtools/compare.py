@@ -334,8 +334,8 @@ def main(argv: Sequence[str] | None = None, prog: str = "compare") -> int:
     if args.settle < 0:
         return _fail(prog, f"--settle: expected frames >= 0, got {args.settle}")
     try:
-        pairs = _pairs(args)
-        comparisons = [compare_runs(a, b, warmup=args.warmup, seed=args.seed) for a, b in pairs]
+        pairs, warmup = _pairs(args)
+        comparisons = [compare_runs(a, b, warmup=warmup, seed=args.seed) for a, b in pairs]
     except CompareError as e:
         return _fail(prog, str(e))
     print("\n\n".join(format_comparison(c) for c in comparisons))
@@ -351,23 +351,24 @@ def main(argv: Sequence[str] | None = None, prog: str = "compare") -> int:
     return max(_gate(c, args.fail_above) for c in comparisons)
 
 
-def _pairs(args) -> list[tuple[Run, Run]]:
+def _pairs(args) -> tuple[list[tuple[Run, Run]], int | None]:
     """Two files: ``[(A, B)]``. One file of interleaved variants: each variant against the
-    first (N-way: the first is the baseline).
+    first (N-way: the first is the baseline), the run's warm-up already left out of them.
+    Also the warm-up ``compare_runs`` then drops.
 
     Raises:
         CompareError: one file with fewer than two variants.
     """
     a = load_run(args.a)
     if args.b is not None:
-        return [(a, load_run(args.b))]
-    parts = variant_runs(a, args.settle)
+        return [(a, load_run(args.b))], args.warmup
+    parts = variant_runs(a, args.settle, args.warmup)
     if not parts:
         raise CompareError(
             f"{args.a} holds one variant (or none): give a second run to compare with, or "
             "record variants in blocks (--variant-cycle N)"
         )
-    return [(parts[0], p) for p in parts[1:]]
+    return [(parts[0], p) for p in parts[1:]], 0
 
 
 def _gate(c: Comparison, pct: float) -> int:

@@ -72,6 +72,7 @@ class FrameResources:
         stats: the ``CullStats`` readback of the counters.
         frustum_lines: ``fmt -> FrustumLines | None``: the frozen culling frustum to draw
             over the last main pass into a target of that format, or None.
+        prev_jitter: last frame's ``jitter``; size: the output size in pixels.
         jitter: this frame's sub-pixel offset of the projection in pixels ``(x right,
             y down)``, (0, 0) without TAA.
         view_proj, prev_view_proj: ``(4, 4)`` float64 world -> clip of the rendering camera,
@@ -100,6 +101,8 @@ class FrameResources:
     stats: CullStats
     frustum_lines: Callable[[str], FrustumLines | None]
     jitter: tuple[float, float] = (0.0, 0.0)
+    prev_jitter: tuple[float, float] = (0.0, 0.0)
+    size: tuple[int, int] = (1, 1)
     camera: Any = None  # the camera of the frame being recorded
     view_proj: Any = None
     prev_view_proj: Any = None

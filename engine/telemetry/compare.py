@@ -119,11 +119,12 @@ def load_run(path: str | Path) -> Run:
     return Run(path, head, frames, series, variants)
 
 
-def variant_runs(run: Run, settle: int = 0) -> list[Run]:
+def variant_runs(run: Run, settle: int = 0, warmup: int | None = None) -> list[Run]:
     """One ``Run`` per variant of an interleaved run (``--variant-cycle``), in the order
-    they first appear, each leaving out the ``settle`` frame records after every switch
-    (the first frames of a block pay for the switch: pipelines, caches, clocks). A run of one
-    variant (or none) gives ``[]``."""
+    they first appear, each leaving out the run's first ``warmup`` records (default
+    ``warmup_frames``: the run's own warm-up, taken once, not per variant) and the ``settle``
+    records after every switch (the first frames of a block pay for the switch: pipelines,
+    caches, clocks). A run of one variant (or none) gives ``[]``."""
     names = list(dict.fromkeys(v for v in run.variants if v is not None))
     if len(names) < 2:
         return []
@@ -133,6 +134,7 @@ def variant_runs(run: Run, settle: int = 0) -> list[Run]:
     for i in range(1, len(v)):
         since[i] = 0 if switched[i] else since[i - 1] + 1
     settled = since >= settle
+    settled[: warmup_frames(len(v)) if warmup is None else warmup] = False
     return [run.part((v == name) & settled, f"{run.path} [{name}]") for name in names]
 
 
