@@ -591,7 +591,15 @@ def test_modes_follow_the_registered_panels():
         "all",
     )
     assert mode_panels()["off"] == () and mode_panels()["flame"] == ("flame",)
-    assert mode_panels()["all"] == ("perf", "cull", "timeline", "log", "view", "inspect")
+    assert mode_panels()["all"] == (
+        "perf",
+        "cull",
+        "counters",
+        "timeline",
+        "log",
+        "view",
+        "inspect",
+    )
     overlay = next(a for a in build_parser("p", "")._actions if a.dest == "overlay")
     assert tuple(overlay.choices) == mode_names()
 

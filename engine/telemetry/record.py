@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 if TYPE_CHECKING:  # typing only: producers sit above this layer
+    from engine.counters import Counts
     from engine.culling.counters import CullCounts
     from engine.telemetry.stats import StatsSnapshot
 
@@ -203,6 +204,13 @@ class FrameRecord:
     def cull(self) -> CullCounts | None:
         """The cull counters (``readbacks["cull"]``), or None."""
         return self.readbacks.get("cull")
+
+    @property
+    def counters(self) -> tuple[Counts, ...]:
+        """Every counter block's newest counts (``engine.counters.Counts``): the culler's
+        first, then the others by name."""
+        blocks = [v for v in self.readbacks.values() if hasattr(v, "names") and hasattr(v, "block")]
+        return tuple(sorted(blocks, key=lambda c: (c.block != "cull", c.block)))
 
     @property
     def stats_keys(self) -> tuple[tuple[str, str], ...]:
