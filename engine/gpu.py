@@ -4,8 +4,9 @@ Adapter choice, in order: ``--adapter SUBSTRING`` (case-insensitive match on the
 summary), then the ``WGPUPY_WGPU_ADAPTER_NAME`` environment variable, then wgpu's
 high-performance default. ``WGPU_BACKEND_TYPE`` (``Vulkan``, ``OpenGL``, ...) restricts the
 backend; wgpu-py reads it itself. Optional features are requested only where the adapter
-has them, and wgpu-native's automatic timestamp normalisation is switched on so that
-resolved timestamp queries are nanoseconds on every adapter.
+has them. The instance flags (``INSTANCE_FLAGS``) switch on wgpu-native's automatic
+timestamp normalisation, so that resolved timestamp queries are nanoseconds on every
+adapter, and its ``Debug`` flag, so that graphics debuggers see Lantern's names.
 """
 
 from __future__ import annotations
@@ -30,7 +31,60 @@ OPTIONAL_FEATURES = (
 #: between draws, pipeline statistics per draw): see ``engine.profiling.draws``.
 DRAW_PROFILE_FEATURES = ("timestamp-query-inside-passes", "pipeline-statistics-query")
 
+#: wgpu-native instance flags of every run. ``AutomaticTimestampNormalization``: resolved
+#: timestamps are nanoseconds. ``Debug``: pass labels, debug groups and object labels reach
+#: the driver, so a graphics debugger (RenderDoc) shows Lantern's pass, draw and resource
+#: names; its cost is below the noise of a frame's CPU time (``bench.py renderdoc``).
+INSTANCE_FLAGS = ("Default", "AutomaticTimestampNormalization", "Debug")
+
 _instance_configured = False
+_flags: list[str] = list(INSTANCE_FLAGS)
+_backends: list[str] = ["All"]  # wgpu-native InstanceBackend names
+
+
+def set_instance_flags(*flags: str) -> None:
+    """Replace this process's wgpu-native instance flags (names of ``InstanceFlag``, e.g.
+    ``"Debug"``). Instance flags are per process and fixed by the first adapter request.
+
+    Raises:
+        KeyError: a name wgpu-native does not know.
+        RuntimeError: the instance exists already (after the first ``create_gpu``) and the
+            flags differ from its own.
+    """
+    from wgpu.backends.wgpu_native._mappings import native_flags
+
+    for f in flags:
+        if f"InstanceFlag.{f}" not in native_flags:
+            raise KeyError(f"unknown wgpu instance flag {f!r}")
+    if _instance_configured and sorted(flags) != sorted(_flags):
+        raise RuntimeError(f"instance flags {list(flags)} come too late: the GPU instance exists")
+    _flags[:] = list(dict.fromkeys(flags))
+
+
+def add_instance_flags(*flags: str) -> None:
+    """Add flags to ``instance_flags()`` (see ``set_instance_flags`` for the errors)."""
+    set_instance_flags(*_flags, *(f for f in flags if f not in _flags))
+
+
+def set_instance_backend(backend: str) -> None:
+    """Create only ``backend``'s adapters in this process (one of ``BACKENDS``; default:
+    every backend). A graphics debugger that hooks several APIs (RenderDoc under
+    ``renderdoccmd`` hooks OpenGL ES too) then has one device to capture, not an OpenGL
+    context wgpu made while listing adapters.
+
+    Raises:
+        KeyError: not one of ``BACKENDS``. RuntimeError: the instance exists already.
+    """
+    native = {"Vulkan": "Vulkan", "Metal": "Metal", "D3D12": "DX12", "OpenGL": "GL",
+              "OpenGLES": "GL"}[backend]  # fmt: skip
+    if _instance_configured and _backends != [native]:
+        raise RuntimeError(f"backend {backend} comes too late: the GPU instance exists")
+    _backends[:] = [native]
+
+
+def instance_flags() -> tuple[str, ...]:
+    """The instance flags of this process (set, or to be set by the first ``create_gpu``)."""
+    return tuple(_flags)
 
 
 class GpuError(RuntimeError):
@@ -38,7 +92,7 @@ class GpuError(RuntimeError):
 
 
 def _configure_instance() -> None:
-    """Enable ``AutomaticTimestampNormalization`` once, before the first adapter request."""
+    """Set ``instance_flags()`` once, before the first adapter request."""
     global _instance_configured
     if _instance_configured:
         return
@@ -47,7 +101,7 @@ def _configure_instance() -> None:
         os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="lantern-xdg-")
     from wgpu.backends.wgpu_native.extras import set_instance_extras
 
-    set_instance_extras(flags=["Default", "AutomaticTimestampNormalization"])
+    set_instance_extras(backends=list(_backends), flags=list(instance_flags()))
     _instance_configured = True
 
 

@@ -37,6 +37,13 @@ Two kinds of read reach outside the present moment of the frame:
 
 Resources are read each frame by name (``view``, ``buffer``); a pass that caches bind
 groups keys them on ``resource_key`` (changes on resize and with the history parity).
+
+Names in a graphics debugger (RenderDoc): each render and compute pass is begun with its
+name as label and each transfer pass is a debug group, so every pass is a named region.
+While ``label_draws`` is set (a capture tool sets it for the frames it captures), each
+render and compute pass records through ``DrawLabels``: every draw named with
+``draw_label`` (the per-draw names the profiler uses, such as batches) is a debug group of
+its name, and no render bundle is used, because wgpu drops debug groups inside bundles.
 """
 
 from __future__ import annotations
@@ -49,13 +56,56 @@ from typing import Any, ClassVar
 import wgpu
 
 from engine.pass_descriptors import PassDescriptors
-from engine.profiling.sink import NULL_PROFILER, ProfilerSink
+from engine.profiling.sink import DRAW_METHODS, NULL_PROFILER, ProfilerSink
 
 RENDER, COMPUTE, TRANSFER = "render", "compute", "transfer"
 OUTPUT = "output"  # the imported output texture: written by whichever pass draws to it
 PREV = "prev"  # NAME@prev: the history of NAME
 SNAPSHOT = "Snapshot"  # the scope name of a snapshot copy
 _NONE: frozenset[str] = frozenset()
+
+
+class DrawLabels:
+    """A pass encoder proxy (``RenderGraph.label_draws``) that records the draw or dispatch
+    after ``draw_label(text)`` inside a debug group named ``text``; everything else is
+    forwarded to the wrapped encoder (the pass, or the per-draw timing proxy, which gets the
+    label too). ``timing_draws`` tells passes to record draws one call each, labelled, and
+    outside render bundles, as they do for per-draw timing."""
+
+    timing_draws = True
+
+    def __init__(self, encoder):
+        self._e = encoder
+        self._label: str | None = None
+
+    def __getattr__(self, name):
+        return getattr(self._e, name)
+
+    def draw_label(self, text: str) -> None:
+        """Name the next draw or dispatch."""
+        self._label = text
+        inner = getattr(self._e, "draw_label", None)
+        if inner is not None:
+            inner(text)
+
+
+def _labelled(name: str):
+    def method(self, *args, **kwargs):
+        label, self._label = self._label, None
+        if label is None:
+            return getattr(self._e, name)(*args, **kwargs)
+        self._e.push_debug_group(label)
+        try:
+            return getattr(self._e, name)(*args, **kwargs)
+        finally:
+            self._e.pop_debug_group()
+
+    method.__name__ = name
+    return method
+
+
+for _n in DRAW_METHODS:
+    setattr(DrawLabels, _n, _labelled(_n))
 
 
 class GraphError(ValueError):
@@ -214,6 +264,7 @@ class RenderGraph:
         self._swaps: list[tuple[dict, str, str]] | None = None  # (table, name, name@prev)
         self._copies: dict[tuple, list] = {}  # (generation, parity, pass) -> copy arguments
         self.descriptors = PassDescriptors()  # each pass's C descriptor, built once
+        self.label_draws = False  # record through DrawLabels (a debugger capturing the frame)
 
     @property
     def profiler(self) -> ProfilerSink:
@@ -256,6 +307,94 @@ class RenderGraph:
             if p.name == name:
                 return p
         raise KeyError(f"render graph has no pass {name!r}; it has {[p.name for p in self.passes]}")
+
+    def insert(self, p: Pass, *, before: str | None = None, after: str | None = None) -> Pass:
+        """Put ``p`` right before or right after the pass named ``before`` / ``after`` (an
+        anchor a knob has disabled still places it) and check the frame at once.
+
+        Raises:
+            GraphError: no anchor or both, an unknown anchor, a duplicate name, or ``p``
+                reads a resource that no enabled pass before it writes (one line naming the
+                pass and the resource); the graph is left as it was.
+        """
+        if (before is None) == (after is None):
+            raise GraphError(f"render graph: insert {p.name!r} before= or after= a pass (one)")
+        anchor = self._anchor(p, before if before is not None else after)
+        self._check_new_name(p)
+        at = self.passes.index(anchor) + (0 if before is not None else 1)
+        return self._changed(lambda: self.passes.insert(at, p), p)
+
+    def replace(self, name: str, p: Pass) -> Pass:
+        """Put ``p`` in place of the pass called ``name`` (its position; ``p`` keeps its own
+        name, which every table then shows) and check the frame at once.
+
+        Raises:
+            GraphError: no such pass, a duplicate name, ``p`` reads what nothing before it
+                writes, or a later pass reads what only the replaced pass wrote; the graph is
+                left as it was.
+        """
+        old = self._anchor(p, name, verb="replace")
+        if p.name != old.name:
+            self._check_new_name(p)
+        at = self.passes.index(old)
+        return self._changed(lambda: self.passes.__setitem__(at, p), p, gone=old)
+
+    def remove_named(self, name: str) -> Pass:
+        """Take the pass called ``name`` out of the frame and check the frame at once;
+        returns it.
+
+        Raises:
+            GraphError: no such pass, or another enabled pass reads what only it wrote (one
+                line naming both and the resource); the graph is left as it was.
+        """
+        old = self._anchor(None, name, verb="remove")
+        return self._changed(lambda: self.passes.remove(old), old, gone=old)
+
+    def _anchor(self, p: Pass | None, name: str, verb: str = "insert") -> Pass:
+        name = name.strip() if isinstance(name, str) else name
+        for q in self.passes:
+            if q.name == name:
+                return q
+        what = f"{verb} {p.name!r} next to" if p is not None and verb == "insert" else verb
+        raise GraphError(
+            f"render graph: cannot {what} {name!r}: no such pass (passes: "
+            f"{', '.join(q.name for q in self.passes)})"
+        )
+
+    def _check_new_name(self, p: Pass) -> None:
+        if any(q.name == p.name for q in self.passes):
+            raise GraphError(f"render graph already has a pass named {p.name!r}")
+
+    def _changed(self, change, p: Pass, gone: Pass | None = None) -> Pass:
+        """Apply ``change`` to the pass list and validate; undo it on a ``GraphError``."""
+        before = list(self.passes)
+        change()
+        try:
+            self.validate()
+        except GraphError as e:
+            after, self.passes[:] = list(self.passes), before
+            raise self._blame(e, gone, before, after) from None
+        self._validated = None
+        return p
+
+    def _blame(self, e: GraphError, gone, before: list, after: list) -> GraphError:
+        """A read that lost its writer when ``gone`` left says which pass took it away."""
+        if gone is None:
+            return e
+        for i, q in enumerate(after):
+            if not q.enabled:
+                continue
+            for r in q.reads:
+                base = split_ref(r)[0]
+                if base in self.imports or base not in gone.writes:
+                    continue
+                had = before.index(gone) < before.index(q) if q in before else False
+                if had and not any(base in w.writes for w in after[:i] if w.enabled):
+                    return GraphError(
+                        f"render graph: cannot take {gone.name!r} out: {q.name!r} reads "
+                        f"{base!r}, which nothing before it writes then"
+                    )
+        return e
 
     def invalidate(self) -> None:
         """Validate again before the next frame: a pass's ``reads`` or ``writes`` changed
@@ -430,8 +569,12 @@ class RenderGraph:
 
         ``history=True`` makes it a pair readable as ``name + "@prev"`` (see the module
         docstring); the graph adds ``RENDER_ATTACHMENT`` to clear it, so the format must be
-        a colour format that can be rendered to.
+        a colour format that can be rendered to. Every graph texture can also be copied and
+        sampled (``COPY_SRC | TEXTURE_BINDING`` are added), so ``--dump``, ``inspect`` and the
+        views read any pass's target without its author asking.
         """
+        tools = wgpu.TextureUsage.COPY_SRC | wgpu.TextureUsage.TEXTURE_BINDING
+        desc = replace(desc, usage=desc.usage | tools)
         if history:
             desc = replace(desc, usage=desc.usage | wgpu.TextureUsage.RENDER_ATTACHMENT)
             self._texture_descs[name + "@" + PREV] = desc
@@ -518,6 +661,17 @@ class RenderGraph:
             raise KeyError(name)
         return tex
 
+    def texture_format(self, name: str) -> str:
+        """The format of texture ``name`` (graph-owned or imported; ``OUTPUT``: the output's).
+
+        Raises:
+            KeyError: no such texture.
+        """
+        if name == OUTPUT:
+            return self.output_format
+        desc = self._texture_descs.get(split_ref(name)[0])
+        return desc.format if desc is not None else self.texture(name).format
+
     def import_texture(self, name: str, texture: Callable[[], wgpu.GPUTexture]) -> None:
         """Make a texture owned outside the graph readable by ``name`` (``texture``,
         ``readable_textures``): the standard frame's shadow map and depth pyramid, which it
@@ -583,10 +737,11 @@ class RenderGraph:
         snaps = self._snapshots
         begin = self.descriptors
         begin.begin_frame(ctx.output)
+        labels = self.label_draws
         if not prof.active:
             for p in self.passes:
                 if p.enabled:
-                    _encode(p, encoder, ctx, begin, None)
+                    _encode(p, encoder, ctx, begin, None, None, labels)
                     if p.name in snaps:
                         self._copy_snapshots(encoder, p.name, None)
             self._fresh_now = _NONE
@@ -595,7 +750,7 @@ class RenderGraph:
         for p in self.passes:
             if p.enabled:
                 tw = prof.begin_pass(p.name, p.kind, encoder)
-                _encode(p, encoder, ctx, begin, tw, prof)
+                _encode(p, encoder, ctx, begin, tw, prof, labels)
                 prof.end_pass(p.name, p.kind, encoder)
                 if p.name in snaps:
                     self._copy_snapshots(encoder, p.name, prof)
@@ -657,18 +812,27 @@ class RenderGraph:
 
 
 def _encode(
-    p: Pass, encoder, ctx: FrameContext, begin: PassDescriptors, timestamp_writes, prof=None
+    p: Pass,
+    encoder,
+    ctx: FrameContext,
+    begin: PassDescriptors,
+    timestamp_writes,
+    prof=None,
+    labels: bool = False,
 ) -> None:
     """Begin (``begin``: cached descriptors), record and end one pass. With a profiler,
-    ``record`` gets the encoder ``prof.pass_encoder`` returns (per-draw timing wraps it)."""
+    ``record`` gets the encoder ``prof.pass_encoder`` returns (per-draw timing wraps it);
+    with ``labels``, that wrapped in ``DrawLabels``."""
     if p.kind == RENDER:
         targets = p.targets(ctx)
         rpass = begin.render(encoder, p.name, targets, timestamp_writes)
-        p.record(ctx, rpass if prof is None else prof.pass_encoder(p.name, RENDER, rpass, targets))
+        rec = rpass if prof is None else prof.pass_encoder(p.name, RENDER, rpass, targets)
+        p.record(ctx, DrawLabels(rec) if labels else rec)
         rpass.end()
     elif p.kind == COMPUTE:
         cpass = begin.compute(encoder, p.name, timestamp_writes)
-        p.record(ctx, cpass if prof is None else prof.pass_encoder(p.name, COMPUTE, cpass, None))
+        rec = cpass if prof is None else prof.pass_encoder(p.name, COMPUTE, cpass, None)
+        p.record(ctx, DrawLabels(rec) if labels else rec)
         cpass.end()
     else:
         encoder.push_debug_group(p.name)

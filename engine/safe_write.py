@@ -109,6 +109,7 @@ OUTPUT_KINDS = {
     ".jsonl": ("a Lantern telemetry file", lambda head: _first_line_is_session(head)),
     ".dot": ("a Graphviz file", lambda head: head.lstrip().startswith((b"digraph", b"strict"))),
     ".html": ("an HTML page", lambda head: head.lstrip()[:9].lower() in (b"<!doctype", b"<html>")),
+    ".rdc": ("a RenderDoc capture", lambda head: head.startswith(b"RDOC")),
 }
 
 

@@ -8,6 +8,7 @@ import hashlib
 import re
 
 from engine.resources import resource_dir
+from engine.textfile import read_utf8
 
 SHADER_DIR = resource_dir("shaders")
 _INCLUDE = re.compile(r'^\s*//\s*#include\s+"([^"]+)"\s*$', re.M)
@@ -15,8 +16,12 @@ _INCLUDE = re.compile(r'^\s*//\s*#include\s+"([^"]+)"\s*$', re.M)
 
 @functools.cache
 def load_wgsl(name: str) -> str:
-    """Source of ``shaders/<name>`` with its ``// #include "x.wgsl"`` lines expanded once."""
-    text = (SHADER_DIR / name).read_text()
+    """Source of ``shaders/<name>`` with its ``// #include "x.wgsl"`` lines expanded once.
+
+    Raises:
+        OSError: a file cannot be read. NotUtf8: one is not UTF-8 text (``engine.textfile``).
+    """
+    text = read_utf8(SHADER_DIR / name, nul=False)
     return _INCLUDE.sub(lambda m: load_wgsl(m.group(1)), text)
 
 

@@ -88,8 +88,9 @@ class Tool(Protocol):
         before_gpu(args): classmethod run after the checks and before the GPU instance is
             created (a capture layer to load, an instance flag to set); it may return
             optional GPU features to request where the adapter has them.
-        files(args): classmethod giving ``(option, path)`` of each file the run reads or
-            writes through the tool, so two options naming one file are refused.
+        files(args): classmethod giving ``(option, path)`` of each file the run writes
+            through the tool; ``inputs(args)`` likewise for each file it reads. Two options
+            naming one file are refused (an output over another, or over an input).
     """
 
     name: str
@@ -114,6 +115,7 @@ class ToolSpec:
     check_options: Callable[[argparse.Namespace], None] = _nothing
     before_gpu: Callable[[argparse.Namespace], Sequence[str] | None] = _nothing
     files: Callable[[argparse.Namespace], Sequence[tuple[str, str]]] = lambda args: ()
+    inputs: Callable[[argparse.Namespace], Sequence[tuple[str, str]]] = lambda args: ()
 
     @classmethod
     def of(cls, tool_cls: type) -> ToolSpec:
@@ -125,6 +127,7 @@ class ToolSpec:
             getattr(tool_cls, "check_options", _nothing),
             getattr(tool_cls, "before_gpu", _nothing),
             getattr(tool_cls, "files", lambda args: ()),
+            getattr(tool_cls, "inputs", lambda args: ()),
         )
 
 

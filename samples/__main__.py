@@ -7,7 +7,7 @@ from samples import sample_files
 
 def _description(path) -> str:
     """The module docstring's first line, read without importing (no GPU needed)."""
-    doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+    doc = ast.get_docstring(ast.parse(path.read_bytes())) or ""
     first = doc.strip().splitlines()[0] if doc.strip() else ""
     return first.split(":", 1)[1].strip() if ":" in first else first
 

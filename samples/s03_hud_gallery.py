@@ -5,12 +5,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from engine.tools.perf.timeline import PALETTE
 
 from engine.app import Sample, main
 from engine.graph import OUTPUT, RenderPass
 from engine.hud.debug_overlay import DebugOverlayPass, auto_hud_scale, grid_for
 from engine.hud.grid import DebugOverlay
+from engine.hud.palette import PALETTE
 
 BG = (0.10, 0.12, 0.16, 1.0)
 PANEL = (30, 34, 46, 255)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from http.client import HTTPConnection, IncompleteRead
 
 import numpy as np
 import orjson
@@ -105,9 +106,13 @@ class FramePump:
             self.stop.wait(1.0 / self.fps)
 
 
-def http(port: int, raw: bytes, *, timeout: float = 5.0) -> tuple[int, dict, bytes]:
-    """Send ``raw`` bytes to 127.0.0.1:port, read to EOF; ``(status, headers, body)``."""
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+def http(
+    port: int, raw: bytes, *, timeout: float = 5.0, addr: str = "127.0.0.1", source: str = ""
+) -> tuple[int, dict, bytes]:
+    """Send ``raw`` bytes to ``addr:port`` (from ``source``, any port, when given), read to
+    EOF; ``(status, headers, body)``."""
+    src = (source, 0) if source else None
+    with socket.create_connection((addr, port), timeout=timeout, source_address=src) as s:
         try:
             s.sendall(raw)
         except BrokenPipeError:  # answered (431) and closed before all was sent: read it
@@ -126,12 +131,24 @@ def parse_response(data: bytes) -> tuple[int, dict, bytes]:
     return status, headers, body
 
 
-def request(port: int, method: str, path: str, body: bytes = b"", headers: dict | None = None):
-    h = {"Host": f"127.0.0.1:{port}", **(headers or {})}
+def request(
+    port: int,
+    method: str,
+    path: str,
+    body: bytes = b"",
+    headers: dict | None = None,
+    *,
+    addr: str = "127.0.0.1",
+    source: str = "",
+):
+    """One request (``headers`` may hold ``None``: that header left out); ``(status, headers,
+    body)``."""
+    h = {"Host": f"{addr}:{port}", **(headers or {})}
     if body or method == "POST":
         h.setdefault("Content-Length", str(len(body)))
-    lines = [f"{method} {path} HTTP/1.1", *(f"{k}: {v}" for k, v in h.items()), "", ""]
-    return http(port, "\r\n".join(lines).encode("latin-1") + body)
+    head = [f"{k}: {v}" for k, v in h.items() if v is not None]
+    lines = [f"{method} {path} HTTP/1.1", *head, "", ""]
+    return http(port, "\r\n".join(lines).encode("latin-1") + body, addr=addr, source=source)
 
 
 def post_command(port: int, line: str, headers: dict | None = None):
@@ -146,19 +163,23 @@ def post_command(port: int, line: str, headers: dict | None = None):
 
 
 class SseReader:
-    """A raw event-stream reader: ``next_event() -> (name, data_dict, t_received_ns)``."""
+    """An event-stream reader (``http.client``: it undoes the chunked transfer coding of an
+    HTTP/1.1 stream): ``next_event() -> (name, data_dict, t_received_ns)``."""
 
-    def __init__(self, port: int, *, timeout: float = 5.0, headers: str = ""):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
-        head = f"GET /events HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{headers}\r\n"
-        self.sock.sendall(head.encode())
+    def __init__(self, port: int, *, timeout: float = 5.0, headers: str = "", addr="127.0.0.1"):
+        self.conn = HTTPConnection(addr, port, timeout=timeout)
+        extra = dict(line.split(": ", 1) for line in headers.split("\r\n") if line)
+        self.conn.request("GET", "/events", headers={"Host": f"{addr}:{port}", **extra})
+        self.resp = self.conn.getresponse()
+        self.status = self.resp.status
         self.buf = b""
-        head = self._until(b"\r\n\r\n")
-        self.status = int(head.split()[1])
 
     def _until(self, sep: bytes) -> bytes:
         while sep not in self.buf:
-            chunk = self.sock.recv(65536)
+            try:
+                chunk = self.resp.read1(65536)
+            except IncompleteRead as e:  # the server went away mid-chunk
+                raise EOFError("stream closed") from e
             if not chunk:
                 raise EOFError("stream closed")
             self.buf += chunk
@@ -176,4 +197,27 @@ class SseReader:
                 return fields["event"], orjson.loads(fields["data"]), t
 
     def close(self):
-        self.sock.close()
+        self.conn.close()
+
+
+def non_loopback_ipv4() -> str | None:
+    """This machine's first non-loopback IPv4 interface address, or None (none, or not
+    Linux). Found with the ``SIOCGIFADDR`` ioctl per interface: independent of ``psutil``,
+    which the server asks."""
+    try:
+        import fcntl
+        import struct
+    except ImportError:
+        return None
+    siocgifaddr = 0x8915
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        for _, name in socket.if_nameindex():
+            try:
+                packed = struct.pack("256s", name[:15].encode())
+                res = fcntl.ioctl(s.fileno(), siocgifaddr, packed)
+            except OSError:  # no IPv4 address on this interface
+                continue
+            ip = socket.inet_ntoa(res[20:24])
+            if not ip.startswith("127."):
+                return ip
+    return None

@@ -559,12 +559,27 @@ def test_no_guard_in_a_branch_on_a_variable_changed_non_uniformly(device, change
 # Files that are not UTF-8
 
 
+NOT_UTF8 = {  # bytes, and the message (its offset found by hand)
+    "latin-1": (b"// caf\xe9\n", "not UTF-8 at byte 6 (0xE9: Latin-1 or another 8-bit "
+                                  "encoding?); save it as UTF-8"),
+    "utf-16": ("// x\n".encode("utf-16"), "UTF-16 text (a byte-order mark at byte 0); save "
+                                          "it as UTF-8"),
+    "nul": (b"// a\x00\n", "a NUL byte at byte 4 (UTF-16 without a byte-order mark, or "
+                          "binary data?); save it as UTF-8 text"),
+    "cut": (b"// \xc3", "not UTF-8 at byte 3 (0xC3 begins a character the data ends inside: "
+                       "a truncated file, or another encoding?)"),
+}  # fmt: skip
+
+
 @pytest.mark.parametrize("where", ["main", "include"])
-def test_non_utf8_file_is_one_line(tmp_path, capsys, where):
+@pytest.mark.parametrize("kind", NOT_UTF8)
+def test_non_utf8_file_is_one_line(tmp_path, capsys, where, kind):
     sys.path.insert(0, str(ROOT / "tools"))
     import ablate as cli
 
-    bad = b"// caf\xe9\n@compute @workgroup_size(1) fn main() { }\n"
+    bad, message = NOT_UTF8[kind]
+    if kind != "cut":
+        bad += b"@compute @workgroup_size(1) fn main() { }\n"
     shader = tmp_path / "s.wgsl"
     if where == "main":
         shader.write_bytes(bad)
@@ -575,7 +590,17 @@ def test_non_utf8_file_is_one_line(tmp_path, capsys, where):
     err = capsys.readouterr().err.strip().splitlines()
     name = "s.wgsl" if where == "main" else "s.wgsl: inc.wgsl"
     assert rc == 2 and len(err) == 1, err
-    assert f"{name}: not UTF-8 text (byte 0xe9 at offset 6); save the shader as UTF-8" in err[0]
+    assert f"{name}: {message}" in err[0]
+
+
+def test_a_utf8_byte_order_mark_is_stripped(tmp_path):
+    from engine.devtools.ablation.wgsl import load_source
+
+    (tmp_path / "inc.wgsl").write_bytes(b"\xef\xbb\xbfconst K = 1u;\n")
+    (tmp_path / "s.wgsl").write_bytes(b'\xef\xbb\xbf// #include "inc.wgsl"\nfn f() {}\n')
+    source, origin = load_source(tmp_path / "s.wgsl")
+    assert source == "const K = 1u;\nfn f() {}\n"
+    assert origin == [("inc.wgsl", 1), ("s.wgsl", 2)]
 
 
 # --------------------------------------------------------------------------------------------

@@ -65,7 +65,7 @@ def test_a_bad_mode_without_positionals_is_still_an_invalid_choice(capsys):
 def test_help_lists_the_keys_and_the_passes_mode():
     text = build_parser("s13", "test", sample_keys=City.keys).format_help()
     epilog = text[text.index("keys (window") :].splitlines()[1:]
-    assert [line.split()[0] for line in epilog] == ["F1", "F2", "F3", "F5", "`", "Esc"]
+    assert [line.split()[0] for line in epilog] == ["F1", "F2", "F3", "F5", "F12", "`", "Esc"]
     assert "'passes', the default" in " ".join(text.split())
 
 

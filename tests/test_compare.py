@@ -250,3 +250,29 @@ def test_help_prints_every_option(capsys):
     out = " ".join(capsys.readouterr().out.split())
     assert e.value.code == 0 and out.startswith("usage: lantern compare")
     assert all(o in out for o in ("--fail-above", "--warmup", "10% of its frames"))
+
+
+def test_a_run_that_is_not_utf8_is_one_line_naming_line_and_byte(tmp_path, capsys):
+    """A pass named in Latin-1 is refused at its byte; a byte-order mark is read; a run
+    killed inside a character's bytes loses only its half-written last line (as a run
+    killed anywhere else does)."""
+    rng = np.random.default_rng(4)
+    ms = synthetic_ms(rng, 40)
+    names = ("Shadow", "Main", "Posté", "HiZ", "DebugOverlay")
+    good = write_run(tmp_path / "a.jsonl", ms, passes=names).read_bytes()
+    latin = good.replace("Posté".encode(), "Posté".encode("latin-1") + b" ")  # same length
+    (tmp_path / "latin.jsonl").write_bytes(latin)
+    at = latin.index(b"Post\xe9")
+    line = latin.count(b"\n", 0, at) + 1
+    assert compare.main([str(tmp_path / "a.jsonl"), str(tmp_path / "latin.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"compare: error: {tmp_path / 'latin.jsonl'}:{line}: not UTF-8 at byte {at + 4} "
+                   "(0xE9: Latin-1 or another 8-bit encoding?); save it as UTF-8\n")  # fmt: skip
+    (tmp_path / "bom.jsonl").write_bytes(b"\xef\xbb\xbf" + good)
+    bom = compare.load_run(tmp_path / "bom.jsonl")
+    assert bom.frames == 40
+    assert bom.series.keys() == compare.load_run(tmp_path / "a.jsonl").series.keys()
+    late = '{"type":"names","names":["Résumé"]}'.encode()  # a new pass's name, half-written
+    cut = good + late[: late.index("é".encode()) + 1]  # the run died inside the é
+    (tmp_path / "cut.jsonl").write_bytes(cut)
+    assert compare.load_run(tmp_path / "cut.jsonl").frames == 40

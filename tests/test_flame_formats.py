@@ -183,10 +183,14 @@ def test_flows_bind_to_the_enclosing_or_next_span(tmp_path):
     f = t.flows
     rows = list(zip(f.t0.tolist(), f.lane0.tolist(), f.depth0.tolist(), f.t1.tolist(),
                     f.lane1.tolist(), f.depth1.tolist(), strict=True))  # fmt: skip
-    # s at 15 us in A1 (depth 1) -> f at 45 us binds to B (begins at 50 us, lane 1);
-    # the t step at 60 us (A, depth 0) sorts after f in time: s -> f -> t
-    assert rows == [(15_000, 0, 1, 50_000, 1, 0), (50_000, 1, 0, 60_000, 0, 0)]
-    assert t.notes == ["skipped 1 flow step(s) with no span to bind to"]  # pid 9 has none
+    # s at 15 us in A1 (depth 1) -> f at 45 us binds to B (begins at 50 us, lane 1); the t
+    # step at 60 us comes after the flow's end in time and no later s of id 1 starts a
+    # flow it could belong to (as Perfetto and catapult read it: in time order)
+    assert rows == [(15_000, 0, 1, 50_000, 1, 0)]
+    assert t.notes == [
+        "skipped 1 flow step(s) (t, f) with no start (s) of their id to follow",
+        "skipped 1 flow step(s) with no span to bind to",  # pid 9 has none
+    ]
 
 
 def test_running_out_of_memory_is_said_so_not_invalid_json(tmp_path, monkeypatch):

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from engine.scene.gltf import SceneError, default_camera, load_gltf, repeat_grid
-from engine.scene.meshes import MeshData, box, face_normals, signed_volume
+from engine.scene.meshes import MeshData, box
+from tests.helpers import face_normals, signed_volume
 from tools.make_gltf_sample import Node, Prim, build, save, two_nodes
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets" / "meshes"
@@ -587,3 +588,42 @@ def test_an_unknown_required_extension_gets_no_draco_hint(tmp_path):
     )
     with pytest.raises(SceneError, match=r"without them \(without Draco compression\)$"):
         load_gltf(str(_draco_gltf(tmp_path / "draco.gltf")))
+
+
+# -- issue 31: a file that is not UTF-8 -------------------------------------------------------
+def _asset_json() -> str:
+    return (ASSETS / "two_nodes.gltf").read_text(encoding="utf-8")
+
+
+def _named(text: str, name: str) -> str:
+    """``text`` with the asset's generator named ``name`` (a string the loader does not read)."""
+    obj = json.loads(text)
+    obj["asset"]["generator"] = name
+    return json.dumps(obj, ensure_ascii=False)
+
+
+@pytest.mark.parametrize("kind", ["latin-1", "utf-16", "cut", "glb-latin-1"])
+def test_a_file_not_utf8_is_one_line_naming_the_byte(tmp_path, kind):
+    text = _named(_asset_json(), "café")
+    if kind == "latin-1":
+        data = text.encode("latin-1")
+        says = f"not UTF-8 at byte {data.index(b'caf') + 3} (0xE9: Latin-1"
+    elif kind == "utf-16":
+        data, says = text.encode("utf-16"), "UTF-16 text (a byte-order mark at byte 0)"
+    elif kind == "cut":
+        data = text.encode()[: text.encode().index("é".encode()) + 1]
+        says = f"not UTF-8 at byte {len(data) - 1} (0xC3 begins a character"
+    else:
+        data = _glb(json_text=text.replace("café", "cafX"))
+        data = data.replace(b"cafX", b"caf\xe9")  # the same length: the header stays right
+        says = f"malformed .glb: its JSON chunk is not UTF-8 at byte {data.index(b'caf') + 3}"
+    path = tmp_path / ("x.glb" if kind.startswith("glb") else "x.gltf")
+    path.write_bytes(data)
+    _raises(path, says)
+
+
+def test_a_utf8_byte_order_mark_is_accepted(tmp_path):
+    path = tmp_path / "bom.gltf"
+    path.write_bytes(b"\xef\xbb\xbf" + _named(_asset_json(), "café").encode())
+    ref = load_gltf(str(ASSETS / "two_nodes.gltf"))
+    assert np.array_equal(load_gltf(str(path)).transforms, ref.transforms)

@@ -45,7 +45,8 @@ def test_usage_lists_every_subcommand(argv, status, capsys):
 def test_an_unknown_subcommand_is_one_line(capsys):
     assert cli.main(["ablat"]) == 2
     assert capsys.readouterr().err.splitlines() == [
-        "lantern: error: unknown subcommand 'ablat'; choose from ablate, bench, compare, inspect"
+        "lantern: error: unknown subcommand 'ablat'; choose from ablate, bench, compare, inspect, "
+        "rdc"
     ]
 
 

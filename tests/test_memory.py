@@ -8,7 +8,8 @@ import wgpu
 
 from engine.passes.resources import DEPTH, HDR
 from engine.settings import FrameSettings
-from engine.tools.memory.tool import MemoryTool, scan, totals
+from engine.tools.memory.table import scan, totals
+from engine.tools.memory.tool import MemoryTool
 from tests.frame_harness import Harness
 from tests.test_views import CAMERA, SIZE, ground_scene
 from tests.tool_fakes import make_ctx
@@ -134,7 +135,7 @@ def test_hud_panel_shows_every_count_within_its_width(gpu):
 
 
 def test_texel_sizes_of_plain_packed_and_unknown_formats(gpu):
-    from engine.tools.memory.tool import describe, texel_bytes
+    from engine.tools.memory.table import describe, texel_bytes
 
     want = {"rg32uint": 8, "r16sint": 2, "bgra8unorm-srgb": 4, "rgba32float": 16,
             "rg11b10ufloat": 4, "depth32float-stencil8": 5, "bc1-rgba-unorm": None}  # fmt: skip

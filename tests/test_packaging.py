@@ -17,7 +17,7 @@ import pytest
 from PIL import Image
 
 ROOT = Path(__file__).resolve().parents[1]
-SUBCOMMANDS = ("ablate", "bench", "compare", "inspect")
+SUBCOMMANDS = ("ablate", "bench", "compare", "inspect", "rdc")
 
 
 def _setuptools_config() -> dict:
@@ -84,6 +84,7 @@ def test_wheel_carries_every_shader_and_asset(installed):
         for p in files:
             assert f"{prefix}/{p.relative_to(ROOT / folder).as_posix()}" in names, p
     assert "engine/devtools/benchmarks/ablate_truth.wgsl" in names
+    assert "engine/tools/renderdoc/replay.py" in names  # run by RenderDoc's Python (lantern rdc)
     assert not any(n.startswith(("shaders/", "assets/", "tests/")) for n in names)
 
 

@@ -370,3 +370,46 @@ def test_the_memory_panel_shows_the_session_fact_and_follows_it(page):
         page.tel.set_fact("gpu_memory", small)
         wait_for(d, lambda p: js(d, read)[1].startswith("100.0 MiB of 64.0 MiB OVER"))
         assert js(d, read)[2] == ["targets100.0 MiB"]
+
+
+def test_the_page_draws_with_the_session_s_names_and_colours(page):
+    """portal.js keeps no copies: the cull rows, the pie's colours and each pass's colour come
+    from the session's ``page`` (changed here, so the page cannot be using its own)."""
+    from engine.culling.counters import COUNTER_NAMES
+
+    d = page.driver
+    style = page.portal.broadcaster.session_extra["page"]
+    assert style["counters"] == list(COUNTER_NAMES)
+    style["palette"] = ["#123456", "#abcdef"]
+    style["cull_classes"] = [[n, "#010203"] for n, _ in style["cull_classes"]]
+    with FramePump(page.tel, page.reg, fps=60, max_s=30):
+        d.get(page.portal.url)
+        wait_for(d, lambda p: p["state"] == "live" and p["seq"] >= 5 and p["counters"]["tested"])
+        js(d, "document.getElementById('pause').click()")
+        rows = js(
+            d,
+            "return [...document.querySelectorAll('#cull tr')].map((r) => [r.dataset.counter,"
+            " (r.querySelector('.swatch') || {style: {}}).style.background || null]);",
+        )
+        legend = js(
+            d,
+            "return [...document.querySelectorAll('#legend span')].map((s) =>"
+            " [s.textContent, s.firstChild.style.background]);",
+        )
+        pie = js(
+            d,
+            "const c = document.getElementById('cull-pie'), g = c.getContext('2d');"
+            "return [...g.getImageData(c.width / 2 + 20, c.height / 2, 1, 1).data];",
+        )
+        keys = js(
+            d, "return [...document.querySelectorAll('#session tr')].map((r) => r.dataset.key)"
+        )
+    classes = {n for n, _ in style["cull_classes"]}
+    assert [n for n, _ in rows] == list(COUNTER_NAMES)
+    assert {n: c for n, c in rows if c} == {n: "rgb(1, 2, 3)" for n in classes}
+    assert pie == [1, 2, 3, 255]  # every slice in the session's colour
+    ids = list(page.portal.broadcaster.table.ids)
+    colours = ["rgb(18, 52, 86)", "rgb(171, 205, 239)"]  # #123456, #abcdef
+    assert len(legend) >= len(PASSES)
+    assert all(c == colours[ids.index(n) % 2] for n, c in legend)
+    assert "page" not in keys and "adapter" in keys  # not a setting to show

@@ -28,6 +28,7 @@ from engine.shader_registry import ShaderRegistry, expand, parse_error, set_shad
 from engine.shaders import SHADER_DIR
 from engine.surfaces import OffscreenTarget
 from engine.tool import ToolContext
+from engine.tools.reload import ReloadTool
 from engine.tools.reload.watch import HotReload
 from samples.s02_custom_pass import CustomPass, _work_pipelines, work_bind_groups
 
@@ -68,7 +69,8 @@ class S02Run:
         self.sample.build(self.graph)
         self.loop = FrameLoop(gpu, self.graph)
         self.ctx = ToolContext(gpu, self.graph, self.loop.telemetry, CommandRegistry(), self.loop)
-        self.tool = self.ctx.install(HotReload(self.registry, enabled=True))
+        watch = HotReload(self.registry, enabled=True)
+        self.tool = self.ctx.install(ReloadTool(watch=watch)).watch  # F5 with it
         assert self.tool.wait_ready()
         self.frames = 0
 
@@ -170,6 +172,64 @@ def test_bad_edit_keeps_old_pipeline_reports_position_and_clears(s02):
     assert seen == [seen[0], None]
     assert [e.kind for e in s02.tool.events] == ["error", "reloaded"]
     assert s02.wgpu_errors.records == []
+
+
+def _bad_saves(text: str) -> list[tuple[str, bytes, int, str]]:
+    """Saves that are not UTF-8 text: (kind, bytes, offset of the problem (found here
+    independently of the loader), words the message must hold)."""
+    cafe = ("// café\n" + text).encode("latin-1")
+    nul = ("// x\n" + text).encode().replace(b"// x", b"// \x00", 1)
+    utf8 = ("// café\n" + text).encode()
+    cut = utf8[: utf8.index("é".encode()) + 1]  # the file ends inside the é
+    return [
+        ("latin-1", cafe, cafe.index(b"\xe9"), "0xE9: Latin-1"),
+        ("utf-16", text.encode("utf-16"), 0, "UTF-16 text"),
+        ("nul", nul, nul.index(b"\x00"), "a NUL byte"),
+        ("truncated", cut, len(cut) - 1, "a truncated file"),
+    ]
+
+
+def test_saves_in_other_encodings_keep_the_run_and_the_next_good_save_applies(s02):
+    """A Latin-1 é, UTF-16 with its byte-order mark, a NUL byte, a file cut inside a
+    character: each is one line naming the file and the byte, the old pipeline draws on;
+    then a UTF-8 save with a byte-order mark (valid: stripped) reloads."""
+    s02.frame()
+    good = s02.pixel()
+    text = s02.file.read_text()
+    for kind, data, offset, words in _bad_saves(text):
+        n = len(s02.tool.events)
+        s02.file.write_bytes(data)
+        s02.until(lambda n=n: len(s02.tool.events) > n)
+        ev = s02.tool.events[-1]
+        head = f"{s02.file}: " + ("UTF-16 text (a byte-order mark at byte 0)" if offset == 0
+                                   else f"{'a NUL byte' if kind == 'nul' else 'not UTF-8'} "
+                                   f"at byte {offset} (")  # fmt: skip
+        assert ev.kind == "error" and ev.text.startswith(head), (kind, ev.text)
+        assert words in ev.text and "\n" not in ev.text, ev.text
+        assert s02.tool.notice == ev.text
+        s02.frame()
+        assert s02.pixel() == good and s02.sample.passes.shader.version == 0
+    s02.file.write_bytes(b"\xef\xbb\xbf" + text.replace(SHOW_RETURN, RED_RETURN).encode())
+    s02.until(lambda: s02.tool.notice is None)
+    assert s02.tool.events[-1].kind == "reloaded"
+    assert not s02.sample.passes.shader.source.code.startswith("\ufeff")
+    s02.frame()
+    assert s02.pixel() == (255, 0, 0)
+    assert s02.wgpu_errors.records == []
+
+
+def test_expand_strips_a_byte_order_mark_and_names_a_bad_include(tmp_path):
+    from engine.textfile import NotUtf8
+
+    (tmp_path / "inc.wgsl").write_bytes(b"\xef\xbb\xbfconst K: f32 = 1.0;\n")
+    (tmp_path / "main.wgsl").write_bytes(b'\xef\xbb\xbf// #include "inc.wgsl"\nfn f() {}\n')
+    assert expand(tmp_path / "main.wgsl", tmp_path).code == "const K: f32 = 1.0;\n\nfn f() {}\n"
+    (tmp_path / "inc.wgsl").write_bytes(b"// \xb5s\nconst K: f32 = 1.0;\n")  # Latin-1 micro
+    with pytest.raises(NotUtf8) as e:
+        expand(tmp_path / "main.wgsl", tmp_path)
+    assert e.value.name.endswith("inc.wgsl") and e.value.offset == 3
+    assert str(e.value).endswith("inc.wgsl: not UTF-8 at byte 3 (0xB5: Latin-1 or another "
+                                 "8-bit encoding?); save it as UTF-8")  # fmt: skip
 
 
 def test_binding_type_change_rolls_back(s02):

@@ -121,6 +121,7 @@ def test_f2_freezes_culling_and_flies_the_camera():
     from engine.app import KEY_F2
     from engine.commands import CommandRegistry
     from engine.scene.camera import KEY_W, Camera
+    from engine.settings import register_frame_commands
     from samples.s13_city import City
 
     class Frame:  # the StandardFrame calls that on_key/update make
@@ -148,7 +149,10 @@ def test_f2_freezes_culling_and_flies_the_camera():
     ctx = SimpleNamespace(time=0.0)
     sample.update(ctx)
     commands = CommandRegistry()
-    sample.register_commands(commands)  # what build does: F2 is bound to "cull freeze"
+    # what build and the App do: the frame's commands, F2 (City.keys) bound to "cull freeze"
+    register_frame_commands(commands, sample.frame, freeze=sample.freeze)
+    for key in City.keys:
+        commands.bind(key.name, key.code, key.command)
     commands.press(KEY_F2)
     assert sample.frame.frozen and sample.fly is not None
     ctx.time = 1.0

@@ -188,8 +188,8 @@ def test_a_pass_scope_nests_its_draws():
     ]
     assert m.children[0].detail is a and m.children[1].detail is b and m.detail is main
     assert rec.draw_passes() == (main,)
-    assert rec.stat("Main/a", "draw").last_ms == pytest.approx(40 / 1e6)
-    assert rec.stat("Main/b", "draw").last_ms == pytest.approx(20 / 1e6)  # the replayed cost
+    assert rec.stat(("Main", "a"), "draw").last_ms == pytest.approx(40 / 1e6)
+    assert rec.stat(("Main", "b"), "draw").last_ms == pytest.approx(20 / 1e6)  # the replayed cost
     table = NameTable()
     _, msg = encode_record(rec, table)
     ((pid, kind, baseline, draws, overhead, unreliable),) = msg["draws"]

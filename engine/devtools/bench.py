@@ -28,6 +28,7 @@ SECTIONS = (
     "reload",
     "post",
     "views",
+    "renderdoc",
     "materials",
 )  # each is tools/benchmarks/<name>.py with run(gpu, args)
 PROG = "lantern bench"  # tools/bench.py passes "bench.py"

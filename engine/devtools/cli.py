@@ -4,6 +4,7 @@
     lantern bench [SECTION] [--quick]             benchmarks that print figures
     lantern compare ...                           compare two runs (engine/devtools/compare.py)
     lantern inspect [FILE] ...                    the frame inspector (python -m samples.s14)
+    lantern rdc CAPTURE.rdc [--telemetry RUN.jsonl]  a RenderDoc capture, replayed by RenderDoc
 
 Each subcommand is a row of :data:`COMMANDS`: a module with ``main(argv, prog) -> int``. A
 module that is not there (a tool still to come) is one line and exit status 2.
@@ -20,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("engine.devtools.bench", "benchmarks: print figures, never pass or fail"),
     "compare": ("engine.devtools.compare", "compare two runs' telemetry"),
     "inspect": ("engine.devtools.inspect", "the frame inspector: flame chart of a trace"),
+    "rdc": ("engine.tools.renderdoc.rdc", "a RenderDoc capture through RenderDoc's replay"),
 }
 
 

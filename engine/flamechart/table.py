@@ -87,10 +87,12 @@ class CounterTrack:
 
 @dataclass
 class Flows:
-    """Flow arrows, one row per step (``s`` -> ``t`` -> ... -> ``f`` of one flow id): ``int64
-    (k,)`` columns ``t0, lane0, depth0, t1, lane1, depth1`` (ns since the origin; lane and
-    depth of the span each end binds to: the enclosing one, or for an ``f`` without
-    ``bp: "e"`` the next one to begin on its thread)."""
+    """Flow arrows, one row per step (``s`` -> ``t`` -> ... -> ``f`` of one flow: see
+    ``flow_chains``), in order of ``t0``: ``int64 (k,)`` columns ``t0, lane0, depth0, t1,
+    lane1, depth1`` (ns since the origin; lane and depth of the span each end binds to: the
+    enclosing one, or for an ``f`` without ``bp: "e"`` the next one to begin on its
+    thread). ``t1 < t0`` where a flow's end was stamped before its start: the arrow points
+    back in time."""
 
     t0: np.ndarray
     lane0: np.ndarray

@@ -96,6 +96,7 @@ from wgpu.backends.wgpu_native import extras  # extras.write_timestamp: looked u
 from engine.profiling.gpu import write_timestamp as encoder_timestamp
 from engine.profiling.pipeline_stats import FEATURE as STATS_FEATURE
 from engine.profiling.pipeline_stats import STATISTICS
+from engine.profiling.sink import DRAW_METHODS  # each is one timed draw
 from engine.readback import ReadbackRing
 
 log = logging.getLogger("lantern")
@@ -123,20 +124,6 @@ STATE_METHODS = (
     "set_blend_constant",
     "set_stencil_reference",
     "set_immediates",
-)
-#: Calls that do GPU work; each is one timed draw.
-DRAW_METHODS = (
-    "draw",
-    "draw_indexed",
-    "draw_indirect",
-    "draw_indexed_indirect",
-    "dispatch_workgroups",
-    "dispatch_workgroups_indirect",
-    "execute_bundles",
-    "_multi_draw_indirect",
-    "_multi_draw_indexed_indirect",
-    "_multi_draw_indirect_count",
-    "_multi_draw_indexed_indirect_count",
 )
 
 

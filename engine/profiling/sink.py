@@ -7,6 +7,22 @@ from typing import Protocol, runtime_checkable
 
 from engine.telemetry import FrameTimings
 
+#: Pass-encoder calls that do GPU work (each is one draw to a profiler or a debugger); the
+#: ``_multi_*`` ones are what wgpu-py's ``extras.multi_draw_*`` functions call.
+DRAW_METHODS = (
+    "draw",
+    "draw_indexed",
+    "draw_indirect",
+    "draw_indexed_indirect",
+    "dispatch_workgroups",
+    "dispatch_workgroups_indirect",
+    "execute_bundles",
+    "_multi_draw_indirect",
+    "_multi_draw_indexed_indirect",
+    "_multi_draw_indirect_count",
+    "_multi_draw_indexed_indirect_count",
+)
+
 
 @runtime_checkable
 class ProfilerSink(Protocol):

@@ -46,6 +46,7 @@ from engine.scene.gltf_materials import EMISSIVE_STRENGTH, TEXTURE_TRANSFORM, Ma
 from engine.scene.gltf_materials import SCHEMA as MATERIAL_SCHEMA
 from engine.scene.meshes import MeshData, flat_normals, generate_tangents
 from engine.scene.scene import Mesh, Scene
+from engine.textfile import UTF8_BOM, utf8_problem, wide_text
 
 log = logging.getLogger("lantern")
 
@@ -329,12 +330,13 @@ def _not_glb(p: Path, data: bytes) -> str:
         raise SceneError(_other_format(p))
     if suffix == ".glb":
         raise SceneError(f"{p}: not a binary glTF file (it does not start with 'glTF')")
-    try:
+    problem = utf8_problem(data)  # a UTF-8 byte-order mark is fine: stripped
+    if problem is None:
         return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise SceneError(
-            f"{p}: binary data that is neither glTF JSON nor .glb; {SUPPORTED}"
-        ) from None
+    json_like = data.removeprefix(UTF8_BOM).lstrip()[:1] == b"{"
+    if json_like or wide_text(data) is not None:  # JSON text in another encoding
+        raise SceneError(f"{p}: {problem[1]}")
+    raise SceneError(f"{p}: binary data that is neither glTF JSON nor .glb; {SUPPORTED}")
 
 
 def _split_glb(p: Path, data: bytes) -> tuple[str, bytes | None]:
@@ -348,10 +350,12 @@ def _split_glb(p: Path, data: bytes) -> tuple[str, bytes | None]:
         raise SceneError(f"{p}: truncated .glb (header says {length} bytes, file has {len(data)})")
     if json_type != GLB_JSON or 20 + json_len > length:
         raise SceneError(f"{p}: malformed .glb (the first chunk must be JSON within the file)")
-    try:
-        text = data[20 : 20 + json_len].decode("utf-8")
-    except UnicodeDecodeError:
-        raise SceneError(f"{p}: malformed .glb (its JSON chunk is not UTF-8)") from None
+    chunk = data[20 : 20 + json_len]
+    chunk = chunk[len(UTF8_BOM) :] if chunk.startswith(UTF8_BOM) else chunk
+    problem = utf8_problem(chunk, base=20 + json_len - len(chunk))
+    if problem is not None:
+        raise SceneError(f"{p}: malformed .glb: its JSON chunk is {problem[1]}")
+    text = chunk.decode()
     at = 20 + json_len
     blob = None
     if at + 8 <= length:

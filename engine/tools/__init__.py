@@ -18,6 +18,7 @@ from engine.tools.memory import MemoryTool
 from engine.tools.perf import PerfTool
 from engine.tools.portal import PortalTool
 from engine.tools.reload import ReloadTool
+from engine.tools.renderdoc import RenderDocTool
 from engine.tools.timeline import TimelineTool
 from engine.tools.views import ViewTool
 
@@ -35,10 +36,12 @@ DEFAULT_TOOLS: tuple[type, ...] = (
     LinesTool,  # debug lines from any subsystem, over the picture, under the HUD
     ConsoleTool,  # the in-game console, drawn by the HUD
     CaptureTool,  # ``capture PATH``
+    RenderDocTool,  # --renderdoc START[:COUNT], ``renderdoc [COUNT]``, F12: RenderDoc captures
     DumpTool,  # --dump NAME[@PASS] PATH, after the last frame
     ReloadTool,  # WGSL watched and rebuilt (F5, ``reload``); cost before/after; --baseline
     PortalTool,  # --portal
-    ExportTool,  # --telemetry, --trace, and the shutdown timelines (closed first)
+    ExportTool,  # --telemetry (its session line holds the facts the tools above set), --trace,
+    # the shutdown timelines (closed first, so they print first)
 )
 
 #: The tools whose panels make the HUD's modes (a test's or a benchmark's HUD).

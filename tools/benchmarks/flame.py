@@ -5,6 +5,9 @@
    seconds, spans per second (wall and CPU time: on a shared machine the CPU time is the
    steadier figure); peak Python memory per span and per file byte (tracemalloc, a
    separate run); bytes per span kept.
+   Flows: a trace of ``LANTERN_FLAME_FLOWS`` flows (default 100k; 10k with ``--quick``)
+   from CPU passes to GPU passes and between frames, loaded with and without its flow
+   events: the difference is what binding the flows to their spans costs.
 2. Load: 1M and 10M synthetic spans as a columnar table (generation and sort) and the
    upload to the GPU: seconds, table bytes per span, peak memory (tracemalloc).
    Then the level-of-detail levels (engine/flamechart/lod.py): build time, peak memory,
@@ -29,7 +32,7 @@
 ``--quick`` (lavapipe): 100k and 1M spans, 640x360, fewer frames, a 20k-span JSON file, no
 file load. ``LANTERN_FLAME_SPANS`` (comma-separated, e.g. ``10000000,100000000``) sets the
 GPU table sizes (100M: the 10M table tiled in time); ``LANTERN_FLAME_PARTS`` (any of
-``parse,load,gpu,cpu,file``) picks parts.
+``parse,flows,load,gpu,cpu,file``) picks parts.
 """
 
 from __future__ import annotations
@@ -175,6 +178,66 @@ def bench_parse(n: int) -> None:
                 f"({peak / 1e6:.0f} MB, {peak / (path.stat().st_size):.2f}x the file), kept "
                 f"{kept / count:.0f} B/span"
             )
+
+
+def write_chrome_flows(path: Path, frames: int, flows: bool = True) -> tuple[int, int]:
+    """Frames as Lantern's ``--trace`` writes them, all inside one ``Session`` span on tid 1:
+    a CPU ``Frame`` of 8 passes (tid 1), the GPU ``Frame`` of the same passes later (tid 2),
+    a flow from each CPU pass to its GPU pass (``s`` inside one, ``f`` with ``bp: "e"``
+    inside the other) and one from each frame's end to the next frame's first pass (an ``s``
+    between frames: only ``Session``, begun every span earlier, encloses it; an ``f``
+    without ``bp``: bound to the next span to begin). ``flows=False``: the same spans, no
+    flow events. Returns ``(spans, flows)``."""
+    ev = [{"ph": "B", "name": "Session", "pid": 1, "tid": 1, "ts": 0}]
+    n_flows = 0
+    for f in range(frames):
+        t = 10 + f * 200
+        ev.append({"ph": "X", "name": "Frame", "pid": 1, "tid": 1, "ts": t, "dur": 90})
+        ev.append({"ph": "X", "name": "Frame", "pid": 1, "tid": 2, "ts": t + 100, "dur": 90})
+        for k in range(8):
+            a, b = t + 1 + k * 11, t + 101 + k * 11
+            ev.append({"ph": "X", "name": f"Pass{k}", "pid": 1, "tid": 1, "ts": a, "dur": 10})
+            ev.append({"ph": "X", "name": f"Pass{k}", "pid": 1, "tid": 2, "ts": b, "dur": 10})
+            if flows:
+                ident = f * 9 + k
+                ev.append({"ph": "s", "name": "gpu", "cat": "pass", "id": ident, "pid": 1,
+                           "tid": 1, "ts": a + 5})  # fmt: skip
+                ev.append({"ph": "f", "bp": "e", "name": "gpu", "cat": "pass", "id": ident,
+                           "pid": 1, "tid": 2, "ts": b + 5})  # fmt: skip
+                n_flows += 1
+        if flows and f + 1 < frames:
+            ident = f * 9 + 8
+            ev.append({"ph": "s", "name": "next", "cat": "frame", "id": ident, "pid": 1,
+                       "tid": 1, "ts": t + 95})  # fmt: skip
+            ev.append({"ph": "f", "name": "next", "cat": "frame", "id": ident, "pid": 1,
+                       "tid": 1, "ts": t + 199})  # fmt: skip
+            n_flows += 1
+    ev.append({"ph": "E", "pid": 1, "tid": 1, "ts": frames * 200 + 10})
+    path.write_bytes(orjson.dumps({"traceEvents": ev}))
+    return 1 + frames * 18, n_flows
+
+
+def bench_flows(n: int) -> None:
+    """Load time of a trace with ``n`` flows over the spans of ``write_chrome_flows``, and
+    of the same spans without the flow events: the difference is the flows' cost."""
+    frames = max(2, round(n / 9))
+    with tempfile.TemporaryDirectory() as d:
+        with_f, without = Path(d) / "flows.json", Path(d) / "spans.json"
+        spans, flows = write_chrome_flows(with_f, frames)
+        write_chrome_flows(without, frames, flows=False)
+        times = {}
+        for what, path in (("with", with_f), ("without", without)):
+            c0 = time.process_time()
+            dt, table = _timed(load_trace, path)
+            times[what] = (dt, time.process_time() - c0, table)
+        (dt, cpu, table), (dt0, cpu0, _) = times["with"], times["without"]
+        drawn = len(table.flows) if table.flows is not None else 0
+        print(
+            f"flows  {flows:,} flows over {spans:,} spans: load {dt:.2f} s with them, "
+            f"{dt0:.2f} s without (CPU time {cpu:.2f} / {cpu0:.2f} s): +{dt - dt0:.2f} s wall, "
+            f"+{cpu - cpu0:.2f} s CPU ({(cpu - cpu0) / max(flows, 1) * 1e6:.1f} us/flow); "
+            f"{drawn:,} arrows; notes: {'; '.join(table.notes) or 'none'}"
+        )
 
 
 def write_chrome_json_chunked(path: Path, n: int) -> int:
@@ -485,12 +548,14 @@ def run(gpu, args) -> None:
     env = os.environ.get("LANTERN_FLAME_SPANS")
     if env:
         sizes = tuple(int(x) for x in env.split(","))
-    default = "parse,load,gpu,cpu" if quick else "parse,load,gpu,cpu,file"
+    default = "parse,flows,load,gpu,cpu" if quick else "parse,flows,load,gpu,cpu,file"
     parts = set(os.environ.get("LANTERN_FLAME_PARTS", default).split(","))
     res = (640, 360) if quick else (2560, 1440)
     frames = 24 if quick else 300
     if "parse" in parts:
         bench_parse(20_000 if quick else 500_000)
+    if "flows" in parts:
+        bench_flows(int(os.environ.get("LANTERN_FLAME_FLOWS", 10_000 if quick else 100_000)))
     if "file" in parts:
         bench_file(int(os.environ.get("LANTERN_FLAME_FILE_SPANS", 10_000_000)))
     if not parts & {"load", "gpu", "cpu"}:

@@ -2,8 +2,9 @@
 the latency from publication to a client holding the event, and the bytes per frame; under a
 header flood (64 connections x 98 headers x 64 KB) the process's RSS before, at the peak and
 after, and the frame thread's longest gap; under a slowloris (idle connections reopened as
-soon as they are closed) how many real page loads succeed and how long they take. All
-loopback, bounded in connections and seconds.
+soon as they are closed) how many real page loads succeed and how long they take; under
+wrong tokens guessed from one address, the answers, the frame thread's gaps and the right
+token's answer time from another address. All loopback, bounded in connections and seconds.
 
     python tools/bench.py portal [--quick]
 
@@ -282,7 +283,7 @@ def slowloris(attackers: int = 80, seconds: float = 3.0, loads: int = 60) -> Non
             with socket.create_connection(("127.0.0.1", portal.port), timeout=5) as s:
                 s.sendall(f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{portal.port}\r\n\r\n".encode())
                 head = s.recv(16)
-            ok += head.startswith(b"HTTP/1.0 200")
+            ok += head.startswith((b"HTTP/1.0 200", b"HTTP/1.1 200"))
         except OSError:
             pass
         times.append((time.perf_counter() - t0) * 1e3)
@@ -297,6 +298,65 @@ def slowloris(attackers: int = 80, seconds: float = 3.0, loads: int = 60) -> Non
         f"max {a.max():.1f} ms; evicted {portal.evicted}, refused {portal.refused}"
     )
     portal.close()
+
+
+def _guess_all(port: int, n: int, seconds: float) -> list[int]:
+    """``n`` requests with wrong tokens from 127.0.0.1, one connection each (at most
+    ``seconds``); their statuses."""
+    from tests.portal_support import request
+
+    out, stop = [], time.monotonic() + seconds
+    for i in range(n):
+        if time.monotonic() > stop:
+            break
+        try:
+            headers = {"X-Lantern-Token": f"guess-{i}"}
+            out.append(request(port, "GET", "/session.json", headers=headers)[0])
+        except OSError:
+            out.append(0)
+    return out
+
+
+OTHER = "127.0.0.2"  # another client's address (all of 127.0.0.0/8 is loopback)
+
+
+def wrong_tokens(n: int = 2000, seconds: float = 20.0) -> None:
+    """A token portal guessed at by another process; the frame thread's gaps meanwhile, and
+    how long the right token takes from another address during the guessing."""
+    from tests.portal_support import request
+
+    tel = Telemetry({"adapter": "synthetic"})
+    portal = Portal(tel, port=0, token="random")
+    right = {"X-Lantern-Token": portal.token}
+    with FramePump(tel, fps=60, max_s=60) as pump:
+        time.sleep(1.0)  # frames before, for the gap baseline
+        t0_ns = time.perf_counter_ns()
+        with multiprocessing.get_context("fork").Pool(1) as pool:
+            guesses = pool.apply_async(_guess_all, (portal.port, n, seconds))
+            ok_ms = []
+            while not guesses.ready() and len(ok_ms) < 50:
+                t = time.perf_counter()
+                got = request(portal.port, "GET", "/session.json", headers=right, source=OTHER)
+                ok_ms.append((time.perf_counter() - t) * 1e3 if got[0] == 200 else float("nan"))
+                time.sleep(0.05)
+            statuses = guesses.get(seconds + 30)
+        t1_ns = time.perf_counter_ns()
+    t_ns = np.array(sorted(r.t_ns for r in pump.records.values()), np.float64)
+    gaps = np.diff(t_ns) / 1e6
+    quiet, busy = gaps[t_ns[1:] < t0_ns], gaps[(t_ns[1:] >= t0_ns) & (t_ns[:-1] <= t1_ns)]
+    portal.close()
+    counts = {s: statuses.count(s) for s in sorted(set(statuses))}
+    a = np.asarray(ok_ms)
+    print(
+        f"  wrong tokens: {len(statuses)} guesses from one address (another process): "
+        f"answers {counts}; the right token from another address meanwhile: "
+        f"{int(np.isfinite(a).sum())}/{len(a)} answered 200, median {np.nanmedian(a):.1f} ms, "
+        f"max {np.nanmax(a):.1f} ms"
+    )
+    print(
+        f"              frame gaps (60 Hz pump) before: median {np.median(quiet):.1f} ms, max "
+        f"{quiet.max():.1f} ms; during: median {np.median(busy):.1f} ms, max {busy.max():.1f} ms"
+    )
 
 
 def run(gpu, args) -> None:
@@ -321,6 +381,7 @@ def run(gpu, args) -> None:
             )
     flood()
     slowloris()
+    wrong_tokens(500 if args.quick else 2000)
     lat = browser_latency(records[: min(n, 600)], 60.0)
     if lat:
         a = np.asarray(lat)

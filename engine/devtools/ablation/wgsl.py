@@ -15,6 +15,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from engine.shader_registry import find_include
+from engine.textfile import NotUtf8, read_utf8
+
 _INCLUDE = re.compile(r'^\s*//\s*#include\s+"([^"]+)"\s*$')
 
 PUNCT = (
@@ -114,7 +117,7 @@ def load_source(path: Path) -> tuple[str, list[tuple[str, int]]]:
 
     Raises:
         OSError: a file cannot be read. WgslSyntaxError: an include cycle, a file that
-            is not UTF-8.
+            is not UTF-8 text or holds a NUL byte (``engine.textfile``: the byte's offset).
     """
     lines: list[str] = []
     origin: list[tuple[str, int]] = []
@@ -122,18 +125,15 @@ def load_source(path: Path) -> tuple[str, list[tuple[str, int]]]:
     def add(p: Path, stack: tuple[Path, ...]) -> None:
         if p in stack:
             raise WgslSyntaxError(f"{p.name}: #include cycle")
-        try:
-            text_of_file = p.read_text(encoding="utf-8")
-        except UnicodeDecodeError as e:
+        try:  # a UTF-8 byte-order mark is stripped; NUL would end the text wgpu reads
+            text_of_file = read_utf8(p, nul=False)
+        except NotUtf8 as e:
             where = f"{p.name}: " if stack else ""  # (the caller names the top file)
-            raise WgslSyntaxError(
-                f"{where}not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset "
-                f"{e.start}); save the shader as UTF-8"
-            ) from None
+            raise WgslSyntaxError(f"{where}{e.what}") from None
         for k, text in enumerate(text_of_file.splitlines(), 1):
             m = _INCLUDE.match(text)
             if m:
-                add(p.parent / m.group(1), (*stack, p))
+                add(find_include(m.group(1), p.parent), (*stack, p))  # as the shaders do
             else:
                 lines.append(text)
                 origin.append((p.name, k))

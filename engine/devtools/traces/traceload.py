@@ -31,7 +31,7 @@ import gc
 import logging
 import math
 import os
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterator
 from itertools import chain, repeat
 from operator import attrgetter, itemgetter
@@ -40,10 +40,12 @@ from pathlib import Path
 import msgspec
 import numpy as np
 import orjson
+from msgspec import UNSET, UnsetType
 
 from engine.devtools.traces.jsonstream import (
     BLOCK,
     GZIP_ERRORS,
+    PHASE_CLASS,
     BEvent,
     EEvent,
     Event,
@@ -63,9 +65,9 @@ from engine.flamechart.table import (  # noqa: F401 - the model, re-exported for
     SpanTable,
     _build_table,
     build_table,
-    nest_order,
     nesting_depth,
 )
+from engine.textfile import UTF8_BOM, replace_invalid, wide_text
 
 log = logging.getLogger("lantern")
 
@@ -86,10 +88,17 @@ def event_at(table: SpanTable, span: int) -> dict | None:
     with stream:
         stream.seek(offset)
         data = stream.read(length)
+    doc = b"[" + data.lstrip(b", \t\r\n").rstrip(b", \t\r\n") + b"]"
     try:
-        events = orjson.loads(b"[" + data.lstrip(b", \t\r\n").rstrip(b", \t\r\n") + b"]")
+        events = orjson.loads(doc)
     except orjson.JSONDecodeError:
-        return None
+        fixed = replace_invalid(doc)  # read as the loader read it: U+FFFD
+        try:
+            events = orjson.loads(fixed[0]) if fixed else None
+        except orjson.JSONDecodeError:
+            events = None
+        if events is None:
+            return None
     e = events[ev - first] if ev - first < len(events) else None
     return e if isinstance(e, dict) else None
 
@@ -102,10 +111,13 @@ STREAM_BLOCK = BLOCK  # bytes read at a time (tests make it tiny)
 def load_trace(path: str | Path) -> SpanTable:
     """Read a Chrome Trace Event JSON (plain or gzip) or Lantern telemetry JSONL file.
 
+    Text that is not UTF-8 is read as a browser reads it (each bad byte sequence as U+FFFD,
+    counted in a note naming the byte of the first); a UTF-8 byte-order mark is skipped.
+
     Raises:
-        TraceError: missing, unreadable, empty, not JSON, too large for the memory
-            available, or no span in it; the message is one line naming the file and what
-            to do.
+        TraceError: missing, unreadable, empty, not JSON, UTF-16 or UTF-32 text, too large
+            for the memory available, or no span in it; the message is one line naming the
+            file and what to do.
     """
     p = str(path)
     try:
@@ -120,9 +132,11 @@ def load_trace(path: str | Path) -> SpanTable:
             stream.seek(0)
         except (OSError, EOFError, *GZIP_ERRORS) as e:
             raise TraceError(f"{path}: cannot read, truncated or corrupt ({e})") from None
-        if not head.strip():
+        if not head.removeprefix(UTF8_BOM).strip():
             raise TraceError(f"{path}: empty file; give a Chrome trace JSON or a --telemetry JSONL")
-        first = head.lstrip()[:200]
+        if (wide := wide_text(head)) is not None:
+            raise TraceError(f"{path}: {wide}")
+        first = head.removeprefix(UTF8_BOM).lstrip()[:200]  # a UTF-8 byte-order mark: valid
         try:
             if first.startswith(b"{") and b'"type"' in first.split(b"\n", 1)[0]:
                 table = _load_jsonl(path, stream)
@@ -237,6 +251,8 @@ _X_FIELDS = tuple(attrgetter(k) for k in ("ts", "dur", "pid", "tid", "name"))
 _KEYS = {int, str}
 ASYNC_BEGIN, ASYNC_END = ("b", "S"), ("e", "F")
 FLOWS = ("s", "t", "f")
+_FLOW_PHASE = {PHASE_CLASS[ph]: i for i, ph in enumerate(FLOWS)}  # struct class -> 0, 1, 2
+_FLOW_KINDS = np.array([id(c) for c in _FLOW_PHASE], np.int64)
 INSTANTS = ("i", "I", "n", "T")
 
 
@@ -266,7 +282,8 @@ class _ChromeReader:
         self.ordinal = 0  # of the event being read
         self.chunks: list[tuple[int, int, int]] = []
         self.counter_cols: dict[tuple, tuple[list, list]] = {}  # (pid, name, series)
-        self.flow_steps: dict[tuple, list] = defaultdict(list)  # (cat, name, id)
+        self.flow_ids: dict[tuple, int] = {}  # (cat, name, id) -> flow key
+        self.flow_cols: tuple[list, ...] = ([], [], [], [], [], [])  # key, ts, ph, track, bp, event
 
     def track(self, e: dict) -> int:
         return self._track((_ident(e.get("pid", 0)), _ident(e.get("tid", 0))))
@@ -345,11 +362,47 @@ class _ChromeReader:
         be = np.flatnonzero((kind == id(BEvent)) | (kind == id(EEvent)))
         if len(be):
             self._be_columns(_take(events, be), kind[be] == id(BEvent), be + base)
-        if n_x + len(be) < len(events):
-            for k in np.flatnonzero((kind != id(XEvent)) & (kind != id(BEvent)) &
-                                    (kind != id(EEvent))).tolist():  # fmt: skip
+        done = (kind == id(XEvent)) | (kind == id(BEvent)) | (kind == id(EEvent))
+        fl = np.flatnonzero(np.isin(kind, _FLOW_KINDS))
+        if len(fl) and self._flow_columns(_take(events, fl), fl + base):
+            done[fl] = True
+        if not done.all():
+            for k in np.flatnonzero(~done).tolist():
                 self.ordinal = base + k
                 self.feed(events[k].as_dict())
+
+    def _flow_columns(self, x: list, ordinal: np.ndarray) -> bool:
+        """Flow events (``s``/``t``/``f`` structs) as columns when every field ``feed``
+        reads is plainly typed (number ``ts``, string or integer ``pid``/``tid``/``id``,
+        string ``cat``/``name``/``bp``, each possibly absent); False: none taken (they go
+        through ``feed``, which checks each)."""
+        fields = ("ts", "pid", "tid", "cat", "name", "id", "bp")
+        ts, pid, tid, cat, name, ident, bp = (list(map(attrgetter(f), x)) for f in fields)
+        keys, text = {int, str, UnsetType}, {str, UnsetType}
+        if not (set(map(type, ts)) <= _PLAIN and set(map(type, pid)) <= keys
+                and set(map(type, tid)) <= keys and set(map(type, cat)) <= text
+                and set(map(type, name)) <= text and set(map(type, ident)) <= _KEYS
+                and set(map(type, bp)) <= text):  # fmt: skip
+            return False
+        t = np.asarray(ts, np.float64)
+        far = ~(np.abs(t) < MAX_US)
+        if far.any():
+            self.bad["event(s) with ts or dur beyond 100 days"] += int(far.sum())
+        keep = np.flatnonzero(~far).tolist()
+        if len(keep) < len(x):
+            pid, tid, cat, name, ident, bp = ([c[i] for i in keep] for c in
+                                              (pid, tid, cat, name, ident, bp))  # fmt: skip
+        pid, tid = ([0 if v is UNSET else v for v in c] for c in (pid, tid))
+        cat, name = (["" if v is UNSET else v for v in c] for c in (cat, name))
+        ident = [v if type(v) is str else str(v) for v in ident]  # = display_name of an int
+        flow = _ids(list(zip(cat, name, ident, strict=True)), self.flow_ids,
+                    lambda k: self.flow_ids.setdefault(k, len(self.flow_ids)))  # fmt: skip
+        phase = np.fromiter((_FLOW_PHASE[type(e)] for e in x), np.int64, len(x))[keep]
+        cols = (flow, np.round(t[keep] * 1000).astype(np.int64), phase,
+                self._track_ids(pid, tid), np.asarray(bp) == "e", ordinal[keep])  # fmt: skip
+        for col, v in zip(self.flow_cols, cols, strict=True):
+            col.extend(np.asarray(v).tolist())
+        return True
 
     def _be_columns(self, x: list, is_begin: np.ndarray, ordinal: np.ndarray) -> None:
         """``BEvent``s and ``EEvent``s (``is_begin`` tells which) as begin/end columns."""
@@ -465,7 +518,10 @@ class _ChromeReader:
         elif ph in FLOWS:
             key = (display_name(e.get("cat", "")), display_name(e.get("name", "")),
                    display_name(e.get("id", e.get("id2"))))  # fmt: skip
-            self.flow_steps[key].append((round(ts * 1000), ph, self.track(e), e.get("bp") == "e"))
+            row = (self.flow_ids.setdefault(key, len(self.flow_ids)), round(ts * 1000),
+                   FLOWS.index(ph), self.track(e), e.get("bp") == "e", self.ordinal)  # fmt: skip
+            for col, v in zip(self.flow_cols, row, strict=True):
+                col.append(v)
         elif ph == "X":
             self.complete(e, round(ts * 1000))
         elif ph == "B":
@@ -564,6 +620,7 @@ class _ChromeReader:
         remap, labels = self.lane_order(np.unique(cols[0]))
         cols[0] = remap.astype(np.int32)[cols[0]]
         table = _build_table(cols, list(self.names.ids), labels, notes, None)
+        _drop_too_deep(table)
         self._add_counters(table)
         self._add_flows(table, remap)
         return table
@@ -583,24 +640,35 @@ class _ChromeReader:
             table.lanes.append(f"{proc} / {label}")
 
     def _add_flows(self, table: SpanTable, remap: np.ndarray) -> None:
-        """Each flow's steps in time order joined pairwise; ends bound to spans."""
-        rows = []
-        lost = 0
-        for steps in self.flow_steps.values():
-            steps.sort(key=lambda s: (s[0], "stf".index(s[1])))
-            ends = [_bind(table, int(remap[tr]), t, ph, bp) for t, ph, tr, bp in steps]
-            for a, b in zip(ends[:-1], ends[1:], strict=True):
-                if a is None or b is None:
-                    lost += 1
-                else:
-                    rows.append((*a, *b))
-        if lost:
-            table.notes.append(f"skipped {lost} flow step(s) with no span to bind to")
-        if rows:
-            cols = np.asarray(rows, np.int64).T
-            cols[0] -= table.origin_ns
-            cols[3] -= table.origin_ns
-            table.flows = Flows(*cols)
+        """The flow arrows (``flow_chains``), each end bound to a span (``bind_flow_ends``);
+        what cannot be drawn, and arrows that point back in time, counted in notes."""
+        if not self.flow_cols[0]:
+            return
+        key, ts, ph, track, bp, event = (np.asarray(c, np.int64) for c in self.flow_cols)
+        a, b, orphans = flow_chains(key, ts, ph, event)
+        lane = remap[track]
+        bt, bl, bd = bind_flow_ends(table, lane, ts, (ph == 2) & (bp == 0))
+        ok = (bd[a] >= 0) & (bd[b] >= 0)
+        back = int(np.count_nonzero(ok & (ts[b] < ts[a])))
+        if orphans:
+            table.notes.append(
+                f"skipped {orphans} flow step(s) (t, f) with no start (s) of their id to follow"
+            )
+        if len(ok) - int(ok.sum()):
+            table.notes.append(
+                f"skipped {len(ok) - int(ok.sum())} flow step(s) with no span to bind to"
+            )
+        if back:
+            table.notes.append(
+                f"{back} flow arrow(s) end before they start (clocks of different threads?): "
+                "drawn from start to end as written, pointing back in time"
+            )
+        a, b = a[ok], b[ok]
+        if len(a):
+            o = np.lexsort((bt[b], bt[a]))
+            a, b = a[o], b[o]
+            table.flows = Flows(bt[a] - table.origin_ns, bl[a], bd[a],
+                                bt[b] - table.origin_ns, bl[b], bd[b])  # fmt: skip
 
     def lane_order(self, used: np.ndarray) -> tuple[np.ndarray, list[str]]:
         """Tracks with spans (``used``: their indices) ordered by (process sort index, pid,
@@ -717,27 +785,118 @@ def _take_column(parts: list[list[np.ndarray]], i: int) -> np.ndarray:
     return out
 
 
-def _bind(table: SpanTable, lane: int, t: int, ph: str, enclosing: bool):
-    """``(t, lane, depth)`` of the span a flow end binds to: the deepest one of its lane
-    enclosing ``t`` (``s``, ``t``, ``f`` with ``bp: "e"``), else for an ``f`` the next one
-    to begin; None when there is none. ``t`` absolute ns."""
-    if lane < 0:
-        return None
-    rel = t - table.origin_ns
-    k = int(np.searchsorted(table.start_ns, rel, side="right"))
-    best = None
-    for i in range(k - 1, max(k - 4096, 0) - 1, -1):  # spans begun at or before t
-        if table.lane[i] == lane and table.start_ns[i] + table.dur_ns[i] > rel:
-            if best is None or table.depth[i] > table.depth[best]:
-                best = i
-    if best is not None:
-        return t, lane, int(table.depth[best])
-    if ph == "f" and not enclosing:
-        nxt = np.flatnonzero(table.lane[k:] == lane)
-        if len(nxt):
-            i = k + int(nxt[0])
-            return int(table.start_ns[i]) + table.origin_ns, lane, int(table.depth[i])
-    return None
+def _drop_too_deep(table: SpanTable) -> None:
+    """Spans nested ``MAX_ROWS`` or more levels deep left out (a depth is 16 bits on the
+    GPU), counted in a note that states the limit. Async spans of one (process, category,
+    id) nest as a stack on their lane, so many that overlap, or begins that never end, are
+    what reaches it."""
+    deep = table.depth >= MAX_ROWS
+    n = int(np.count_nonzero(deep))
+    if not n:
+        return
+    keep = ~deep
+    for name in ("start_ns", "dur_ns", "lane", "depth", "name_id", "event"):
+        column = getattr(table, name)
+        if len(column) == len(keep):
+            setattr(table, name, column[keep])
+    table.notes.append(
+        f"skipped {n} span(s) nested {MAX_ROWS:,} or more levels deep (the flame chart's "
+        "limit: async spans of one id nest as a stack on their lane, so overlapping or "
+        "unended ones can reach it)"
+    )
+
+
+def flow_chains(key: np.ndarray, ts: np.ndarray, ph: np.ndarray, event: np.ndarray):
+    """Flow steps joined into arrows, as the Trace Event Format's phases say: an ``s``
+    (``ph`` 0) starts a flow of its id (``key``), ``t`` (1) steps continue it, an ``f`` (2)
+    ends it; in time order (ties: s, t, f, then file order ``event``), as Perfetto and
+    catapult read them. A step or end that comes before its flow's start in time (clocks
+    of different threads), or after its end before the id's next start, joins the id's
+    next flow: it is drawn from the start as written, pointing back in time; with no next
+    start it is an orphan. Each flow is then its ``s``, its ``t`` steps in time order and
+    its first ``f``. Vectorised (sorts and cumulative sums, no Python per step).
+
+    Returns:
+        ``(a, b, orphans)``: ``int64`` indices of each arrow's two steps, and the count of
+        steps joined to none.
+    """
+    o = np.lexsort((event, ph, ts, key))
+    k, p = key[o], ph[o]
+    first = np.r_[True, k[1:] != k[:-1]]
+    group = np.cumsum(first) - 1
+    is_s = p == 0
+    c = np.cumsum(is_s)
+    inst = c - (c - is_s)[first][group]  # the id's flows begun so far: 0 before the first
+    n_s = np.bincount(group, weights=is_s).astype(np.int64)[group]
+    seg = np.r_[True, (k[1:] != k[:-1]) | (inst[1:] != inst[:-1])]
+    is_f = (p == 2).astype(np.int64)
+    cf = np.cumsum(is_f)
+    ends_before = cf - is_f - (cf - is_f)[seg][np.cumsum(seg) - 1]  # f's before, in the flow
+    flow = inst + ((inst == 0) | (ends_before > 0))  # early or late: the next flow
+    kept = flow <= n_s
+    if not kept.any():
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), len(key)
+    # each flow: s, t steps by time, one f (a second one an orphan)
+    o, k, p, flow, t = o[kept], k[kept], p[kept], flow[kept], ts[o[kept]]
+    c2 = np.lexsort((event[o], t, p, flow, k))
+    o, k, p, flow = o[c2], k[c2], p[c2], flow[c2]
+    same = (k[1:] == k[:-1]) & (flow[1:] == flow[:-1])
+    extra_f = np.r_[False, same & (p[1:] == 2) & (p[:-1] == 2)]
+    o, k, flow = o[~extra_f], k[~extra_f], flow[~extra_f]
+    same = (k[1:] == k[:-1]) & (flow[1:] == flow[:-1])
+    return o[:-1][same], o[1:][same], int(len(key) - len(o))
+
+
+def bind_flow_ends(table: SpanTable, lane: np.ndarray, t: np.ndarray, next_ok: np.ndarray):
+    """The span each flow end binds to: the deepest span of its ``lane`` enclosing ``t``
+    (absolute ns), else where ``next_ok`` (an ``f`` without ``bp: "e"``) the next span to
+    begin on that lane. However many spans earlier the enclosing one began: spans of a
+    lane nest as a stack, so those open at ``t`` are the latest span begun at or before it
+    and its ancestors, one per depth; each depth's candidate is found by a binary search
+    in the spans sorted by (lane, depth, start), deepest first.
+
+    Returns:
+        ``(t, lane, depth)``: ``int64`` columns, ``t`` moved to the span's start when bound
+        to the next one; depth -1 where nothing binds.
+    """
+    n, q = len(table), len(t)
+    out_t, out_d = np.asarray(t, np.int64).copy(), np.full(q, -1, np.int64)
+    lane = np.asarray(lane, np.int64)
+    if not n or not q:
+        return out_t, lane, out_d
+    rel = out_t - table.origin_ns
+    last = np.searchsorted(table.start_ns, rel, side="right") - 1  # begun at or before t
+    tl = table.lane.astype(np.uint16 if len(table.lanes) <= 1 << 16 else np.int64)
+    by_lane = np.argsort(tl, kind="stable")  # (lane, start)
+    lane_key = table.lane[by_lane].astype(np.int64) * (n + 1) + by_lane
+    at = np.searchsorted(lane_key, np.maximum(lane, 0) * (n + 1) + last, side="right") - 1
+    mine = (lane >= 0) & (at >= 0) & (table.lane[by_lane[np.maximum(at, 0)]] == lane)
+    latest = np.where(mine, by_lane[np.maximum(at, 0)], -1)
+    # rows: (lane, depth, start)
+    dep = table.depth.astype(np.int64)
+    by_depth = np.argsort(table.depth.astype(np.uint16), kind="stable")
+    rows = by_depth[np.argsort(tl[by_depth], kind="stable")]
+    row_key = ((table.lane[rows].astype(np.int64) << 16) | dep[rows]) * (n + 1) + rows
+    end = table.start_ns + table.dur_ns
+    d = np.where(latest >= 0, dep[np.maximum(latest, 0)], -1)
+    todo = np.flatnonzero(d >= 0)
+    while len(todo):
+        row = (lane[todo] << 16) | d[todo]
+        g = np.searchsorted(row_key, row * (n + 1) + last[todo], side="right") - 1
+        j = rows[np.maximum(g, 0)]
+        hit = (g >= 0) & (row_key[np.maximum(g, 0)] // (n + 1) == row) & (end[j] > rel[todo])
+        out_d[todo[hit]] = d[todo[hit]]
+        d[todo] -= 1
+        todo = todo[~hit & (d[todo] >= 0)]
+    nxt = np.flatnonzero((out_d < 0) & next_ok & (lane >= 0))
+    if len(nxt):  # the first span of the lane begun after t
+        g = np.searchsorted(lane_key, lane[nxt] * (n + 1) + last[nxt], side="right")
+        g = np.minimum(g, n - 1)
+        j = by_lane[g]
+        ok = (lane_key[g] // (n + 1) == lane[nxt]) & (j > last[nxt])
+        out_d[nxt[ok]] = dep[j[ok]]
+        out_t[nxt[ok]] = table.start_ns[j[ok]] + table.origin_ns
+    return out_t, lane, out_d
 
 
 def _coerce(ts):
@@ -801,10 +960,14 @@ class FrameLine(msgspec.Struct, tag_field="type", tag="frame", gc=False):
 _FRAME_LINES = msgspec.json.Decoder(FrameLine)
 
 
-def _jsonl_blocks(stream, block: int = BLOCK) -> Iterator[list]:
-    """The stream as blocks of whole lines: a list of ``FrameLine`` when every line of the
-    block is a plain frame (one msgspec call), else the lines (bytes) to read one by one."""
-    rest = b""
+def _jsonl_blocks(stream, block: int = BLOCK) -> Iterator[tuple[int, list]]:
+    """The stream as blocks of whole lines, each with its file offset: a list of
+    ``FrameLine`` when every line of the block is a plain frame (one msgspec call), else
+    the lines (bytes) to read one by one. A UTF-8 byte-order mark is skipped."""
+    rest = stream.read(len(UTF8_BOM))
+    at = 0  # file offset of rest
+    if rest == UTF8_BOM:
+        rest, at = b"", len(UTF8_BOM)
     while True:
         data = stream.read(block)
         buf = rest + data
@@ -820,7 +983,9 @@ def _jsonl_blocks(stream, block: int = BLOCK) -> Iterator[list]:
             frames = _FRAME_LINES.decode_lines(chunk)
         except (msgspec.DecodeError, msgspec.ValidationError):
             frames = None
-        yield frames if frames is not None and len(frames) == lines else chunk.split(b"\n")
+        ok = frames is not None and len(frames) == lines
+        yield at, frames if ok else chunk.split(b"\n")
+        at += len(chunk)
 
 
 def _load_jsonl(path, stream) -> SpanTable:
@@ -841,7 +1006,8 @@ def _load_jsonl(path, stream) -> SpanTable:
             gpu_frames += sum(1 for m in frames if m.get("gpu"))
         return []
 
-    for block in _jsonl_blocks(stream, STREAM_BLOCK):
+    not_utf8 = [0, -1]  # lines read with U+FFFD for bytes that are not UTF-8; the first's byte
+    for at, block in _jsonl_blocks(stream, STREAM_BLOCK):
         typed = bool(block) and type(block[0]) is FrameLine
         if batch and (type(batch[-1]) is FrameLine) != typed:
             batch = flush(batch)  # batches all of msgspec's (no checks) or all of orjson's
@@ -851,14 +1017,17 @@ def _load_jsonl(path, stream) -> SpanTable:
                 batch = flush(batch)
             continue
         for line in block:
+            at += len(line) + 1
             if not line.strip():
                 continue
             try:
                 msg = orjson.loads(line)
             except orjson.JSONDecodeError:
-                batch = flush(batch)  # notes in file order
-                bad["malformed or truncated line(s)"] += 1
-                continue
+                msg = _not_utf8_line(line, at - len(line) - 1, not_utf8)
+                if msg is None:
+                    batch = flush(batch)  # notes in file order
+                    bad["malformed or truncated line(s)"] += 1
+                    continue
             kind = msg.get("type") if isinstance(msg, dict) else None
             if kind == "frame":
                 (batch if session else early).append(msg)
@@ -877,6 +1046,11 @@ def _load_jsonl(path, stream) -> SpanTable:
     early = flush(early)
     offset = session.get("gpu_clock_offset_ns")
     notes = [f"skipped {n} {what}" for what, n in bad.items()]
+    if not_utf8[0]:
+        notes.append(
+            f"read {not_utf8[0]} line(s) with bytes that are not UTF-8 as U+FFFD (the first "
+            f"at byte {not_utf8[1]})"
+        )
     if gpu_frames and not isinstance(offset, int):
         notes.append(
             f"left out the GPU scopes of {gpu_frames} frame(s): the session has no "
@@ -887,6 +1061,22 @@ def _load_jsonl(path, stream) -> SpanTable:
     if not len(cols[0]):
         raise TraceError(f"{path}: no frame with scopes (record with --profile){_why(notes)}")
     return _build_table(cols, names + list(FRAME_NAMES), [CPU_LANE, GPU_LANE], notes, None)
+
+
+def _not_utf8_line(line: bytes, at: int, seen: list):
+    """``line`` (at file offset ``at``) decoded with U+FFFD for its bytes that are not UTF-8,
+    counted in ``seen`` ([lines, offset of the first]); None when that does not make it JSON
+    (or it was UTF-8 already: malformed)."""
+    fixed = replace_invalid(line, at)
+    if fixed is None:
+        return None
+    try:
+        msg = orjson.loads(fixed[0])
+    except orjson.JSONDecodeError:
+        return None
+    seen[0] += 1
+    seen[1] = fixed[1] if seen[1] < 0 else seen[1]
+    return msg
 
 
 def _frames_part(frames: list, bad: Counter, session: dict, n_names: int) -> list[np.ndarray]:

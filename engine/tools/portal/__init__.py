@@ -1,18 +1,34 @@
 """The live web portal: a page on ``http://127.0.0.1:3030/`` fed by Server-Sent Events.
 
 ``PortalTool`` (``engine.tool``) reads ``--portal [PORT]`` / ``LANTERN_PORTAL=1`` and
-``--portal-host`` at install and runs the ``Portal`` until close.
+``--portal-host`` at install and runs the ``Portal`` (``server``: aiohttp in its own thread)
+until close.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+from typing import TYPE_CHECKING
 
-from engine.options import int_type
-from engine.tools.portal.server import DEFAULT_PORT, Portal, PortalError, is_loopback
+from engine.options import OptionError, int_type
+from engine.tools.portal.names import DEFAULT_PORT, PortalError, is_loopback
+
+if TYPE_CHECKING:
+    from engine.tools.portal.server import Portal
 
 __all__ = ["DEFAULT_PORT", "Portal", "PortalError", "PortalTool", "portal_port"]
+
+
+def __getattr__(name: str):
+    """``Portal`` on first use (``from engine.tools.portal import Portal``): importing the
+    package does not import the HTTP server."""
+    if name == "Portal":
+        from engine.tools.portal.server import Portal
+
+        return Portal
+    raise AttributeError(name)
+
 
 log = logging.getLogger("lantern")
 port_type = int_type(0, 65535, "a TCP port (0 = any free port)")
@@ -50,20 +66,24 @@ class PortalTool:
 
     name = "portal"
 
+    def __init__(self):
+        self.portal: Portal | None = None
+
     @classmethod
     def add_arguments(cls, parser) -> None:
-        g = parser.add_argument_group("portal")
-        g.add_argument(
+        """Add ``--portal [PORT]`` and ``--portal-host HOST`` to ``parser``."""
+        parser = parser.add_argument_group("portal")
+        parser.add_argument(
             "--portal",
             type=port_type,
             nargs="?",
             const=DEFAULT_PORT,
             default=None,
             metavar="PORT",
-            help=f"serve a live web page of this run on http://127.0.0.1:PORT/ (default "
-            f"{DEFAULT_PORT}; 0 = a free port; also LANTERN_PORTAL=1)",
+            help="serve a live web page of this run on http://127.0.0.1:PORT/ "
+            f"(default {DEFAULT_PORT}; 0 = a free port; also LANTERN_PORTAL=1)",
         )
-        g.add_argument(
+        parser.add_argument(
             "--portal-host",
             metavar="HOST",
             default=None,
@@ -73,25 +93,37 @@ class PortalTool:
 
     @classmethod
     def check_options(cls, args) -> None:
-        """A bad ``LANTERN_PORTAL`` is one line before any GPU work."""
-        portal_port(args)
+        """Refuse bad portal options before any GPU work.
 
-    def __init__(self):
-        self.portal: Portal | None = None
+        Raises:
+            OptionError: ``LANTERN_PORTAL`` is neither empty, 0 nor 1, or ``--portal-host``
+                is given with the portal off; the message is one line.
+        """
+        try:
+            cls._port_and_host(args)
+        except PortalError as e:
+            raise OptionError(str(e)) from None
+
+    @staticmethod
+    def _port_and_host(args) -> tuple[int | None, str | None]:
+        port = portal_port(args)
+        host = vars(args).get("portal_host")
+        if port is None and host:
+            raise PortalError(
+                f"--portal-host {host!r} needs the portal on: add --portal [PORT] "
+                "(or LANTERN_PORTAL=1)"
+            )
+        return port, host
 
     def install(self, ctx) -> None:
-        port = portal_port(ctx.options)
-        asked_host = ctx.option("portal_host")
+        port, asked_host = self._port_and_host(ctx.options)
         if port is None:
-            if asked_host:
-                raise PortalError(
-                    f"--portal-host {asked_host!r} needs the portal on: add --portal [PORT] "
-                    "(or LANTERN_PORTAL=1)"
-                )
             return
         host = asked_host or "127.0.0.1"
         loopback = is_loopback(host)
         tail = ctx.log_tail
+        from engine.tools.portal.server import Portal  # the HTTP stack: only when it runs
+
         self.portal = Portal(
             ctx.telemetry,
             ctx.commands,

@@ -11,6 +11,10 @@ Stream of one connection (each event is ``event: NAME`` + ``data: JSON``):
   a gap in ``seq`` is frames this client missed;
 * ``log``: ``{"lines": [LogEntry.as_json(), ...]}``, new or re-counted log lines (by ``id``).
 
+The session event also carries ``page`` (``page_style()``): the cull counter names, the cull
+classes' colours and the pass palette the HUD uses, so the page draws with the engine's names
+and colours rather than copies of its own.
+
 The frame thread publishes: ``Broadcaster.publish(record)`` hands the record to the
 broadcaster's thread (one check with no client), which encodes it once and appends the bytes
 to each client's bounded queue. A client whose
@@ -25,9 +29,12 @@ import os
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 
 import orjson
 
+from engine.culling.counters import COUNTER_NAMES
+from engine.hud.palette import CULL_CLASSES, CULL_COLORS, PALETTE
 from engine.telemetry import FrameRecord, NameTable, encode_record
 
 log = logging.getLogger("lantern")
@@ -37,6 +44,24 @@ STALL_S = 3.0  # a client whose queue stays full this long is dropped
 MAX_CLIENTS = 16
 PENDING = 240  # records handed over but not yet encoded (4 s at 60 FPS)
 LOG_POLL_S = 0.25  # with no frames, log lines still go out this often
+
+
+def _hex(rgb: tuple[int, int, int]) -> str:
+    return "#{:02x}{:02x}{:02x}".format(*rgb)
+
+
+def page_style() -> dict:
+    """What the page draws with, from the engine's own tables (the ``session`` event's
+    ``page``): ``counters``, the eight cull counter names in buffer order
+    (``engine.culling.counters.COUNTER_NAMES``); ``cull_classes``, ``[name, "#rrggbb"]`` of the
+    cull pie as the HUD's cull panel colours it; ``palette``, the HUD timeline's per-pass
+    colours (``#rrggbb``, cycled by name id)."""
+
+    return {
+        "counters": list(COUNTER_NAMES),
+        "cull_classes": [[n, _hex(c)] for n, c in zip(CULL_CLASSES, CULL_COLORS, strict=True)],
+        "palette": [_hex(c) for c in PALETTE],
+    }
 
 
 def sse(event: str, data) -> bytes:
@@ -53,10 +78,18 @@ class Client:
         closed: set when dropped (stalled) or when the server stops; the writer then exits.
     """
 
-    def __init__(self, first: list[bytes], limit: int = QUEUE_FRAMES):
+    def __init__(
+        self,
+        first: list[bytes],
+        limit: int = QUEUE_FRAMES,
+        notify: Callable[[], None] | None = None,
+    ):
         self.queue: deque[bytes] = deque(first, maxlen=max(limit, len(first)))
         self.wake = threading.Event()
         self.wake.set()
+        # called (encoder thread) after each append and on close: wakes a writer that waits
+        # on an event loop rather than on ``wake`` (the server's ``call_soon_threadsafe``)
+        self.notify = notify
         self.lost = 0
         self.sent = 0
         self.closed = False
@@ -74,14 +107,23 @@ class Client:
         else:
             self.full_since = None
         q.append(msg)
-        self.wake.set()
+        self._wake()
         return True
 
+    def _wake(self) -> None:
+        self.wake.set()
+        if self.notify is not None:
+            self.notify()
+
     def take(self, timeout_s: float) -> bytes:
-        """Everything queued, joined (connection thread); b"" after ``timeout_s`` idle."""
+        """Everything queued, joined; b"" after ``timeout_s`` idle (a writer thread)."""
         if not self.wake.wait(timeout_s):
             return b""
         self.wake.clear()
+        return self.drain()
+
+    def drain(self) -> bytes:
+        """Everything queued now, joined, without waiting (b"" if nothing)."""
         out = []
         q = self.queue
         while q:
@@ -93,7 +135,7 @@ class Client:
 
     def close(self) -> None:
         self.closed = True
-        self.wake.set()
+        self._wake()
 
 
 class Broadcaster:
@@ -132,7 +174,7 @@ class Broadcaster:
         self._busy = False
         self._log_version = log_tail.version if log_tail is not None else 0
         self._lock = threading.Lock()  # connect vs encode: a client never misses a name
-        self.session_extra = {"pid": os.getpid(), "started": time.time()}
+        self.session_extra = {"pid": os.getpid(), "started": time.time(), "page": page_style()}
         self._session = telemetry.session_version  # as last sent; a change is sent again
         self._running = True
         self._thread = threading.Thread(
@@ -224,9 +266,9 @@ class Broadcaster:
         self.dropped_clients += 1
         log.warning("portal: dropped a client that stopped reading (%d frames lost)", client.lost)
 
-    def connect(self) -> Client | None:
+    def connect(self, notify: Callable[[], None] | None = None) -> Client | None:
         """A new client with the session, the whole name table and the log tail queued, or
-        None when ``MAX_CLIENTS`` are connected (server thread)."""
+        None when ``MAX_CLIENTS`` are connected (server thread). ``notify``: see ``Client``."""
         with self._lock:
             if len(self.clients) >= MAX_CLIENTS:
                 return None
@@ -238,7 +280,7 @@ class Broadcaster:
             if self.log_tail is not None:  # later ``log`` events may repeat some: ids de-dup
                 lines = [e.as_json() for e in self.log_tail.snapshot()]
                 first.append(sse("log", {"lines": lines, "reset": True}))
-            client = Client(first)
+            client = Client(first, notify=notify)
             self.clients = (*self.clients, client)
             return client
 

@@ -1,34 +1,49 @@
 """The portal's HTTP server: the page, the event stream and the command POST, nothing else.
 
-``http.server.ThreadingHTTPServer`` in a daemon thread, one thread per connection, HTTP/1.0
-(one request per connection; an event stream lasts until either side closes).
+aiohttp (``aiohttp.web``) on an asyncio event loop in one daemon thread, ``lantern-portal``:
+aiohttp parses HTTP (its C parser: line, field and header-count limits, duplicate ``Host``
+or ``Content-Length`` and ``Content-Length`` with ``Transfer-Encoding`` refused with 400),
+routes and frames the answers; an open connection costs a socket, not a thread. One request
+per connection (every answer closes it), as the page needs nothing more.
+
+Before aiohttp sees a byte, ``_Gate`` (an ``asyncio.Protocol`` wrapped around aiohttp's
+protocol) enforces what aiohttp has no setting for: the request line and headers over
+``MAX_HEAD_BYTES`` in all 431 (memory per connection is bounded whatever the header count),
+a request not read in full within ``REQUEST_TIMEOUT_S`` 408 (and closed), and
+``MAX_CONNECTIONS`` open connections: at the limit a new connection evicts the oldest one
+still sending its request (503; a slowloris cannot lock real clients out), and is closed at
+once when none can go (beyond ``EVICT_SLACK`` evicted ones still closing, or all are event
+streams). Those three answers are written by the gate: there is no request to answer yet.
 
 Routes: ``GET /`` (and ``/index.html``, ``/portal.js``, ``/portal.css``: read into memory at
 start, so no request ever opens a file: path traversal has nothing to reach), ``GET /events``
 (Server-Sent Events, see ``protocol``), ``GET /session.json``, ``POST /command`` (JSON
 ``{"line": "..."}`` -> ``{"ok": bool, "text": str}``; run on the frame thread), ``POST
-/complete`` (TAB: ``{"line": ...}`` -> ``{"line": completed, "candidates": [...]}``). Errors:
-unknown path 404, a known path with another method 405, a body over ``MAX_BODY`` 413, no
-length 411, not JSON 415/400, a request not read in full within ``REQUEST_TIMEOUT_S`` 408 (and
-the connection is closed), a ``Host`` other than the server's own 403 (DNS rebinding), a
-command the frame loop did not run within ``COMMAND_WAIT_S`` 504 (it stays queued).
+/complete`` (TAB: ``{"line": ...}`` -> ``{"line": completed, "candidates": [...]}``).
+Errors: unknown path 404, a known path with another method 405 (HEAD included), a body over
+``MAX_BODY`` 413, no length 411, ``Transfer-Encoding`` 400, not JSON 415/400, a malformed
+request (bad request line or header, two ``Host`` headers) 400, a command the frame loop did
+not run within ``COMMAND_WAIT_S`` 504 (it stays queued), ``protocol.MAX_CLIENTS`` event
+streams 503.
 
-Security (see README "Portal"): every bind checks ``Host`` against the names it serves (403:
-DNS rebinding) and a POST's ``Origin`` against the same names (403: another site's page); a
-portal with a ``token`` (every non-loopback bind) answers 401 to a request that carries it
-neither as ``?token=`` (which also sets it as a cookie for the page), as the ``lantern_token``
-cookie nor as an ``X-Lantern-Token`` header; every answer forbids framing (CSP
-``frame-ancestors 'none'``, ``X-Frame-Options: DENY``) and sends no referrer.
-
-Limits: a request line and headers over ``MAX_HEAD_BYTES`` in all 431 (memory per connection
-is bounded, whatever the header count); ``Content-Length`` must be ASCII digits, given
-once and without a ``Transfer-Encoding`` (400); ``MAX_CONNECTIONS`` open connections, and
-at that limit a new connection evicts the oldest one still sending its request (a slowloris
-cannot lock real clients out), ``protocol.MAX_CLIENTS`` event streams (503 beyond).
+Security (see README "Portal"), checked in this order before routing, so a refused client
+learns nothing about paths or bodies: ``Host`` against the names the bind serves (403: DNS
+rebinding; ``served_names``), a POST's ``Origin`` against the same names (403: another
+site's page), then, on a portal with a ``token`` (every non-loopback bind), the token as
+``?token=`` (the HTML answer then sets it as a cookie), the ``lantern_token`` cookie or the
+``X-Lantern-Token`` header (401 without it). Repeated wrong tokens from one address (an IPv4
+address, an IPv6 /64) are refused for a while: ``WRONG_TOKENS`` in a burst, then one more
+every ``WRONG_TOKEN_REFILL_S`` (a token bucket); beyond that every request from there that
+needs the token is 429 with ``Retry-After``, the token not even compared. No answer to a
+request without the right token contains the token (the URL with it is printed on the
+terminal alone). Every answer of the portal's own (not aiohttp's 400 for an unparsable
+request, which has no page) forbids framing (CSP ``frame-ancestors 'none'``,
+``X-Frame-Options: DENY``) and sends no referrer.
 """
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import hmac
 import ipaddress
@@ -38,14 +53,17 @@ import socket
 import threading
 import time
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
 
 import orjson
+import psutil
+from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from engine.tools.portal import protocol
+from engine.tools.portal.names import DEFAULT_PORT, PortalError, is_loopback  # noqa: F401
 from engine.tools.portal.protocol import Broadcaster
 
 log = logging.getLogger("lantern")
@@ -60,17 +78,27 @@ ASSETS = {
 GET_PATHS = frozenset([*ASSETS, "/events", "/session.json"])
 POST_PATHS = frozenset(["/command", "/complete"])
 MAX_BODY = 4096  # bytes of a command POST
-REQUEST_TIMEOUT_S = 3.0  # to read a whole request (line, headers, body)
-WRITE_TIMEOUT_S = 5.0  # a socket write blocked this long: the client is gone
+REQUEST_TIMEOUT_S = 3.0  # to send a whole request (line, headers, body), from connecting
+WRITE_TIMEOUT_S = 5.0  # an event-stream write blocked this long: the client is gone
 COMMAND_WAIT_S = 2.0
-KEEPALIVE_S = 10.0
+KEEPALIVE_S = 10.0  # an idle event stream sends a comment this often (finds gone clients)
 MAX_CONNECTIONS = 64  # open connections of any kind (event streams: protocol.MAX_CLIENTS)
 EVICT_SLACK = 16  # evicted connections still closing: beyond MAX + this, refuse at once
+# connections accepted per wake-up of the event loop: well under MAX_CONNECTIONS, so one batch
+# of new connections cannot evict a real client accepted just before it, before its request
+# is read; at most EVICT_SLACK are then still closing
+ACCEPT_BATCH = 16
+LISTEN_BACKLOG = 128  # the kernel's queue of connections not yet accepted (a full one drops
+# new ones, which then wait ~1 s to retry)
 MAX_HEAD_BYTES = 16384  # request line + headers of one request
 LINGER_BYTES = 8 << 20  # read and dropped after a 431, so the client sees the answer
-DEFAULT_PORT = 3030
+LINGER_S = 0.5
+WRONG_TOKENS = 10  # wrong tokens one address may send in a burst ...
+WRONG_TOKEN_REFILL_S = 6.0  # ... then one more every this many seconds
+TRACKED_ADDRESSES = 4096  # addresses with wrong tokens remembered (least recent forgotten)
 TOKEN_COOKIE = "lantern_token"
 TOKEN_HEADER = "X-Lantern-Token"
+SERVER_NAME = "LanternPortal/2"
 SECURITY_HEADERS = (
     # no other origin may frame the page (a framed copy could be typed into: clickjacking)
     (
@@ -82,435 +110,197 @@ SECURITY_HEADERS = (
     ("X-Frame-Options", "DENY"),
     ("Referrer-Policy", "no-referrer"),  # the token in the URL goes nowhere else
 )
+WILDCARDS = ("0.0.0.0", "::", "")
+NEEDS_TOKEN = "this portal needs its token: open the URL it printed (...?token=...)\n"
 
 
-class PortalError(RuntimeError):
-    """The portal cannot start; the message is the one line to print (exit status 2)."""
+def interface_addresses() -> set[str]:
+    """The IPv4 and IPv6 addresses of this machine's network interfaces (``psutil``), without
+    an IPv6 zone (``fe80::1``, not ``fe80::1%eth0``)."""
+    out = set()
+    for addrs in psutil.net_if_addrs().values():
+        for a in addrs:
+            if a.family in (socket.AF_INET, socket.AF_INET6):
+                out.add(a.address.split("%")[0])
+    return out
 
 
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` names this machine's loopback: ``localhost``, all of 127.0.0.0/8 in any
-    form ``inet_aton`` accepts (``127.1``, ``0x7f.1``), ``::1`` and ``::ffff:127.x.y.z``."""
-    host = host.strip("[]").lower().rstrip(".")
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        addr = ipaddress.ip_address(host)
-    except ValueError:
-        try:  # the shorthand forms the resolver (and so bind) accepts
-            addr = ipaddress.IPv4Address(socket.inet_aton(host))
-        except OSError:
-            return False
-    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
-        addr = addr.ipv4_mapped
-    return addr.is_loopback
+def _bracketed(a: str) -> str:
+    return f"[{a}]" if ":" in a else a
 
 
-def served_names(host: str) -> set[str]:
+def served_names(host: str, bound: str | None = None) -> set[str]:
     """The host names (no port) a browser may send in ``Host`` for a server bound to
-    ``host``: always the loopback names; the bound name; for a wildcard bind (``0.0.0.0``,
-    ``::``) also this machine's host name, FQDN and their addresses."""
-    names = {"127.0.0.1", "localhost", "[::1]"}
-    names.add(f"[{host}]" if ":" in host else host)
-    if host in ("0.0.0.0", "::", ""):
+    ``host``: always the loopback names; the bound name and ``bound``, the address the socket
+    got (a name's address); for a wildcard bind (``0.0.0.0``, ``::``) also this machine's
+    host name, FQDN, the addresses they resolve to, and every interface's address (what a
+    LAN browser types: on many Debian and Ubuntu machines the host name resolves to a
+    loopback address only)."""
+    names = {"127.0.0.1", "localhost", "[::1]", _bracketed(host)}
+    if bound:
+        names.add(_bracketed(bound))
+    if host in WILDCARDS:
         for name in {socket.gethostname(), socket.getfqdn()}:
             names.add(name)
             try:
                 infos = socket.getaddrinfo(name, None)
             except OSError:
                 continue
-            for *_, sockaddr in infos:
-                a = sockaddr[0]
-                names.add(f"[{a}]" if ":" in a else a)
+            names.update(_bracketed(sockaddr[0]) for *_, sockaddr in infos)
+        names.update(_bracketed(a) for a in interface_addresses())
     return {n.lower() for n in names if n}
 
 
-class _HeadLimit:
-    """``rfile`` for the request line and headers: ``readline`` stops at ``limit`` bytes in
-    all (then reads as the blank line that ends the headers, and ``over`` is set), so a
-    header flood costs at most ``limit`` bytes per connection; ``read`` (the body) passes."""
-
-    def __init__(self, raw, limit: int):
-        self.raw, self.left, self.over = raw, limit, False
-
-    def readline(self, size: int = -1) -> bytes:
-        if self.over or self.left <= 0:
-            self.over = True
-            return b"\r\n"
-        n = self.left if size is None or size < 0 else min(size, self.left)
-        line = self.raw.readline(n)
-        self.left -= len(line)
-        if self.left <= 0 and not line.endswith(b"\n"):
-            self.over = True
-            return b"\r\n"
-        return line
-
-    def read(self, n: int = -1) -> bytes:
-        return self.raw.read(n)
-
-    def __getattr__(self, name):
-        return getattr(self.raw, name)
+def _canned(status: int, text: str = "") -> bytes:
+    """A whole answer for the gate to write where aiohttp has no request to answer."""
+    body = text.encode()
+    phrase = HTTPStatus(status).phrase
+    head = [f"HTTP/1.1 {status} {phrase}", "Connection: close", f"Server: {SERVER_NAME}"]
+    head += ["Content-Type: text/plain; charset=utf-8", f"Content-Length: {len(body)}"]
+    head += [f"{k}: {v}" for k, v in SECURITY_HEADERS]
+    return ("\r\n".join(head) + "\r\n\r\n").encode() + body
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-    request_queue_size = 16
+class _Gate(asyncio.Protocol):
+    """One connection, in front of aiohttp's protocol (``inner``): admission at the connection
+    limit, the byte cap on the request head and the request deadline (see the module
+    docstring); everything else passes through untouched."""
 
-    def __init__(self, address, handler, portal: Portal):
-        if ":" in address[0]:
-            self.address_family = socket.AF_INET6
-        self.portal = portal
-        super().__init__(address, handler)
+    def __init__(self, portal: Portal, inner: asyncio.Protocol):
+        self.portal, self.inner = portal, inner
+        self.transport: asyncio.Transport | None = None
+        self.admitted = self.reading = self.head_done = False
+        self.head = 0  # bytes of the request head so far
+        self.tail = b""  # its last 3 bytes: a blank line may straddle two reads
+        self.discard: int | None = None  # after a 431: bytes still to read and drop
+        self.timer: asyncio.TimerHandle | None = None
 
-    def handle_error(self, request, client_address) -> None:  # a vanished client: no traceback
-        log.debug("portal: connection from %s ended", client_address, exc_info=True)
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+        if not self.portal._admit(self):
+            transport.close()  # no answer, no parser: costs nothing more
+            return
+        self.admitted = self.reading = True
+        self.timer = asyncio.get_running_loop().call_later(REQUEST_TIMEOUT_S, self._expire)
+        self.inner.connection_made(transport)
 
-    def verify_request(self, request, client_address) -> bool:
-        """At ``MAX_CONNECTIONS``, evict the oldest connection still sending its request (a
-        real client's request takes milliseconds, a slowloris's forever); refuse (close at
-        once, no thread) only when evicted ones have not closed yet."""
-        p = self.portal
-        with p.count_lock:
-            evicted = p.connections >= MAX_CONNECTIONS and bool(p.reading)
-            if evicted:
-                old, _ = p.reading.popitem(last=False)
-                p.evicted += 1
-                _close_with(old, b"503 Service Unavailable")
-            if p.connections >= MAX_CONNECTIONS + EVICT_SLACK or (
-                p.connections >= MAX_CONNECTIONS and not evicted
-            ):
-                p.refused += 1
-                return False
-            p.connections += 1
-            p.reading[request] = True
-            return True
+    def data_received(self, data: bytes) -> None:
+        if not self.admitted:
+            return
+        if self.discard is not None:
+            self.discard -= len(data)
+            if self.discard <= 0:
+                self.transport.close()
+            return
+        if self.reading and not self.head_done:
+            buf = self.tail + data
+            end = buf.find(b"\r\n\r\n")
+            n = self.head + (len(data) if end < 0 else end + 4 - len(self.tail))
+            if n > MAX_HEAD_BYTES:
+                self._too_large()
+                return
+            self.head, self.head_done, self.tail = n, end >= 0, buf[-3:]
+        self.inner.data_received(data)
 
-    def process_request_thread(self, request, client_address) -> None:
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            with self.portal.count_lock:
-                self.portal.connections -= 1
-                self.portal.reading.pop(request, None)
+    def eof_received(self):
+        return self.inner.eof_received() if self.admitted else None
 
+    def pause_writing(self) -> None:
+        if self.admitted:
+            self.inner.pause_writing()
 
-def _close_with(sock, status: bytes) -> None:
-    """Answer ``status`` if the socket takes it at once, then shut it (the handler's thread
-    reading it sees EOF and ends)."""
-    try:
-        sock.send(
-            b"HTTP/1.0 " + status + b"\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
-            socket.MSG_DONTWAIT,
-        )
-    except OSError:
-        pass
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
+    def resume_writing(self) -> None:
+        if self.admitted:
+            self.inner.resume_writing()
 
+    def connection_lost(self, exc) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+        if self.admitted:
+            self.portal._gone(self)
+            self.inner.connection_lost(exc)
 
-class PortalHandler(BaseHTTPRequestHandler):
-    server_version = "LanternPortal/1"
-    protocol_version = "HTTP/1.0"
-    timeout = WRITE_TIMEOUT_S  # every socket operation; the whole request has its own deadline
-    # TCP_NODELAY: each event is one small write; with Nagle it would wait for the reader's
-    # delayed ACK (40 ms on Linux) whenever an earlier event is still unacknowledged.
-    disable_nagle_algorithm = True
+    def read_done(self) -> None:
+        """The request is in (the handler read what it needs): no deadline, not evictable."""
+        if self.reading:
+            self.reading = False
+            self.timer.cancel()
+            self.portal.reading.pop(self, None)
 
-    # -- request deadline: one timer per connection, cancelled once the request is read -----
-    def setup(self) -> None:
-        super().setup()
-        self.rfile = _HeadLimit(self.rfile, MAX_HEAD_BYTES)
-        self._linger = False
-        self._guard = threading.Lock()
-        self._reading = True
-        self._timer = threading.Timer(REQUEST_TIMEOUT_S, self._expire)
-        self._timer.daemon = True
-        self._timer.start()
-
-    def finish(self) -> None:
-        self._timer.cancel()
-        super().finish()
-        if self._linger:
-            self._drain()
-
-    def _drain(self) -> None:
-        """After an early answer (431) the client may still be sending: read and discard a
-        bounded amount (into one small buffer), so closing does not reset the connection
-        and destroy the answer before the client reads it."""
-        try:
-            self.connection.shutdown(socket.SHUT_WR)
-            self.connection.settimeout(0.2)
-            buf, left = bytearray(65536), LINGER_BYTES
-            deadline = time.monotonic() + 0.5
-            while left > 0 and time.monotonic() < deadline:
-                n = self.connection.recv_into(buf)
-                if n == 0:
-                    break
-                left -= n
-        except OSError:
-            pass
+    def answer(self, data: bytes) -> None:
+        """Write a canned answer and close (unless the connection is closing already)."""
+        self.read_done()
+        if not self.transport.is_closing():
+            self.transport.write(data)
+            self.transport.close()
 
     def _expire(self) -> None:
-        with self._guard:
-            if not self._reading:
-                return
-            self._reading = False
-        self.server.portal.timeouts += 1
+        if self.reading:
+            self.portal.timeouts += 1
+            self.answer(_canned(408))
+
+    def _too_large(self) -> None:
+        """431, then read and drop a bounded amount for ``LINGER_S``: closing a socket with
+        unread data resets it, and the reset can destroy the answer before it is read."""
+        self.read_done()
+        t = self.transport
+        t.write(_canned(431, f"request line and headers over {MAX_HEAD_BYTES} bytes\n"))
+        if t.can_write_eof():
+            t.write_eof()
+        self.discard = LINGER_BYTES
+        asyncio.get_running_loop().call_later(LINGER_S, t.close)
+
+
+class _Throttle:
+    """Wrong tokens per client address: a token bucket of ``WRONG_TOKENS`` that refills one
+    every ``WRONG_TOKEN_REFILL_S``. An IPv6 client is keyed by its /64 (one machine's
+    addresses); at most ``TRACKED_ADDRESSES`` are kept, the least recent forgotten."""
+
+    def __init__(self):
+        self.buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # key: (left, t)
+
+    @staticmethod
+    def key(remote: str | None) -> str:
         try:
-            self.connection.sendall(
-                b"HTTP/1.0 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
-            )
-        except OSError:
-            pass
-        try:
-            self.connection.shutdown(socket.SHUT_RDWR)  # the reading thread sees EOF
-        except OSError:
-            pass
+            addr = ipaddress.ip_address((remote or "").split("%")[0])
+        except ValueError:
+            return remote or ""
+        if isinstance(addr, ipaddress.IPv6Address):
+            if addr.ipv4_mapped is not None:
+                return str(addr.ipv4_mapped)
+            return str(ipaddress.IPv6Network((addr, 64), strict=False))
+        return str(addr)
 
-    def _read_done(self) -> bool:
-        """The request is in; False if its deadline already answered 408."""
-        with self._guard:
-            ok, self._reading = self._reading, False
-        self._timer.cancel()
-        portal = self.server.portal
-        with portal.count_lock:  # no longer a candidate for eviction
-            portal.reading.pop(self.request, None)
-        return ok
+    def _left(self, key: str, now: float) -> float:
+        left, t = self.buckets.get(key, (WRONG_TOKENS, now))
+        return min(WRONG_TOKENS, left + (now - t) / WRONG_TOKEN_REFILL_S)
 
-    def parse_request(self) -> bool:
-        ok = super().parse_request()
-        if self.rfile.over and (ok or not self.requestline):
-            self.close_connection = self._linger = True
-            self.request_version = "HTTP/1.0"  # a cut request line reads as HTTP/0.9
-            if self._read_done():
-                self.send_error(
-                    HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE,
-                    f"request line and headers over {MAX_HEAD_BYTES} bytes",
-                )
-            return False
-        return ok
+    def wait_s(self, key: str) -> float:
+        """Seconds until ``key`` may try a token again (0: now)."""
+        if key not in self.buckets:
+            return 0.0
+        left = self._left(key, time.monotonic())
+        return 0.0 if left >= 1 else (1 - left) * WRONG_TOKEN_REFILL_S
 
-    def end_headers(self) -> None:
-        for k, v in SECURITY_HEADERS:  # every answer, errors included
-            self.send_header(k, v)
-        super().end_headers()
+    def failed(self, key: str) -> bool:
+        """Count a wrong token; True when this one used up the allowance."""
+        now = time.monotonic()
+        left = self._left(key, now) - 1
+        self.buckets[key] = (left, now)
+        self.buckets.move_to_end(key)
+        while len(self.buckets) > TRACKED_ADDRESSES:
+            self.buckets.popitem(last=False)
+        return left < 1
 
-    def log_message(self, format: str, *args) -> None:  # noqa: A002 - stdlib signature
-        log.debug("portal: %s " + format, self.address_string(), *args)
 
-    # -- routing ---------------------------------------------------------------------------
-    def _route(self, allowed: frozenset) -> str | None:
-        """The request's path if this method may use it; else answer the error, return None."""
-        if not self._read_done():
-            self.close_connection = True
-            return None
-        url = urlsplit(self.path)
-        path = url.path
-        refusal = self._refusal(url.query)
-        if refusal is not None:
-            self._refuse(*refusal)
-            return None
-        if path in allowed:
-            return path
-        if path in GET_PATHS or path in POST_PATHS:
-            allow = "GET" if path in GET_PATHS else "POST"
-            self.send_response(HTTPStatus.METHOD_NOT_ALLOWED)
-            self._plain(f"method {self.command} not allowed on {path}; use {allow}\n", allow)
-        else:
-            self.send_error(HTTPStatus.NOT_FOUND)
-        return None
+class _QuietLog(logging.LoggerAdapter):
+    """aiohttp's server logger: an unparsable request is a client's problem (debug, on the
+    ``lantern`` logger); anything else (a bug here) stays an error."""
 
-    def _refusal(self, query: str) -> tuple[int, str] | None:
-        """Why this request is refused (status, one line), or None: Host, Origin, token."""
-        portal = self.server.portal
-        host = self.headers.get("Host", "")
-        if host.lower() not in portal.allowed_hosts:
-            return 403, (
-                f"Host {host[:100]!r} is not a name this portal serves (DNS rebinding?); "
-                f"open {portal.url}"
-            )
-        origin = self.headers.get("Origin")
-        if self.command == "POST" and origin is not None:
-            o = urlsplit(origin)
-            if o.scheme != "http" or o.netloc.lower() not in portal.allowed_hosts:
-                return 403, f"Origin {origin[:100]!r} may not send commands to this portal"
-        if portal.token is not None and not self._token_ok(query):
-            return 401, "this portal needs its token: open the URL it printed (...?token=...)"
-        return None
-
-    def _token_ok(self, query: str) -> bool:
-        token = self.server.portal.token
-        sent = [*parse_qs(query).get("token", [])[:1], self.headers.get(TOKEN_HEADER, "")]
-        for part in self.headers.get("Cookie", "").split(";"):
-            k, _, v = part.strip().partition("=")
-            if k == TOKEN_COOKIE:
-                sent.append(v)
-        return any(hmac.compare_digest(t.encode(), token.encode()) for t in sent if t)
-
-    def _refuse(self, status: int, text: str) -> None:
-        self.send_response(status)
-        self.close_connection = True
-        self._plain(text + "\n")
-
-    def _plain(self, text: str, allow: str | None = None) -> None:
-        body = text.encode()
-        if allow:
-            self.send_header("Allow", allow)
-        self.send_header("Content-Type", "text/plain; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.wfile.write(body)
-
-    def _send(self, status: int, body: bytes, content_type: str) -> None:
-        self.send_response(status)
-        token = self.server.portal.token
-        if token is not None and content_type.startswith("text/html"):
-            # the page's own requests (fetch, EventSource) then carry it: same origin only
-            self.send_header(
-                "Set-Cookie", f"{TOKEN_COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/"
-            )
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", "no-store")
-        self.send_header("X-Content-Type-Options", "nosniff")
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_GET(self) -> None:  # noqa: N802 - stdlib API
-        path = self._route(GET_PATHS)
-        if path is None:
-            return
-        portal = self.server.portal
-        if path == "/events":
-            self._events(portal.broadcaster)
-        elif path == "/session.json":
-            b = portal.broadcaster
-            session = {**b.telemetry.session.to_json(), **b.session_extra}
-            # the page reads this after its event stream was refused: "too many clients"?
-            session["portal"] = {"clients": len(b.clients), "max_clients": protocol.MAX_CLIENTS}
-            self._send(200, orjson.dumps(session), "application/json")
-        else:
-            self._send(200, portal.assets[path], ASSETS[path][1])
-
-    def do_POST(self) -> None:  # noqa: N802 - stdlib API
-        if urlsplit(self.path).path in POST_PATHS:
-            body = self._read_body()
-            if body is None:
-                return
-        path = self._route(POST_PATHS)
-        if path is None:
-            return
-        line = self._line(body)
-        if line is None:
-            return
-        commands = self.server.portal.commands
-        if commands is None:
-            self._json(503, False, "this run has no command registry")
-        elif path == "/complete":  # reads the registry only: safe off the frame thread
-            new, hits = commands.complete(line)
-            self._send(200, orjson.dumps({"line": new, "candidates": hits}), "application/json")
-        else:
-            self._command(commands, line)
-
-    def _not_allowed(self) -> None:
-        self._route(frozenset())
-
-    do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = do_TRACE = do_CONNECT = _not_allowed
-
-    # -- POST /command ---------------------------------------------------------------------
-    def _read_body(self) -> bytes | None:
-        """The command body, or None after answering 411/413/415/400."""
-        length = self.headers.get("Content-Length")
-        ctype = self.headers.get("Content-Type", "").split(";")[0].strip().lower()
-        error = None
-        if len(self.headers.get_all("Content-Length") or ()) > 1 or (
-            "Transfer-Encoding" in self.headers
-        ):  # which length frames the body would be ambiguous (request smuggling, RFC 9112 6.3)
-            error = (HTTPStatus.BAD_REQUEST, "one Content-Length and no Transfer-Encoding")
-        elif length is None:
-            error = (HTTPStatus.LENGTH_REQUIRED, "Content-Length required")
-        elif not (length.isascii() and length.isdigit()) or len(length) > 9:
-            # ASCII only: str.isdigit() takes "²" (latin-1 0xB2), which int() refuses
-            error = (HTTPStatus.BAD_REQUEST, "bad Content-Length: expected ASCII digits")
-        elif int(length) > MAX_BODY:
-            error = (HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body over {MAX_BODY} bytes")
-        elif ctype != "application/json":  # also makes cross-site POSTs need a preflight
-            error = (HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "send application/json")
-        if error is not None:
-            if self._read_done():
-                self.send_error(*error)
-            self.close_connection = True
-            return None
-        try:
-            return self.rfile.read(int(length))
-        except (OSError, TimeoutError):
-            self.close_connection = True
-            return None
-
-    def _line(self, body: bytes) -> str | None:
-        """The ``line`` of a JSON body, or None after answering 400."""
-        try:
-            line = orjson.loads(body)["line"]
-            if isinstance(line, str):
-                return line
-        except (orjson.JSONDecodeError, KeyError, TypeError):
-            pass
-        self.send_error(HTTPStatus.BAD_REQUEST, 'expected JSON {"line": "command ..."}')
-        return None
-
-    def _command(self, commands, line: str) -> None:
-        log.info("portal> %s", _escaped(line[:200]))
-        pending = commands.submit(line)
-        result = pending.wait(COMMAND_WAIT_S)
-        if result is None:
-            started = pending.result  # ran, but its outcome (a Later) is not in yet
-            text = (
-                f"{started.text}; not done within {COMMAND_WAIT_S:g} s: the outcome goes to the log"
-                if started is not None
-                else f"queued: the frame loop did not run it within {COMMAND_WAIT_S:g} s "
-                "(paused, or a slow frame?)"
-            )
-            self._json(504, False, text)
-            return
-        self._json(200, result.ok, result.text)
-
-    def _json(self, status: int, ok: bool, text: str) -> None:
-        self._send(status, orjson.dumps({"ok": ok, "text": text}), "application/json")
-
-    # -- GET /events -----------------------------------------------------------------------
-    def _events(self, broadcaster: Broadcaster) -> None:
-        client = broadcaster.connect()
-        if client is None:
-            self.send_response(HTTPStatus.SERVICE_UNAVAILABLE)
-            self.send_header("Retry-After", "2")
-            self.close_connection = True
-            limit = protocol.MAX_CLIENTS
-            self._plain(f"too many portal clients: {limit} event streams are open\n")
-            return
-        try:
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Cache-Control", "no-store")
-            self.end_headers()
-            self.wfile.write(b"retry: 1000\n\n")  # EventSource reconnects after 1 s
-            idle_since = time.monotonic()
-            while not client.closed:
-                data = client.take(1.0)
-                if data:
-                    self.wfile.write(data)
-                    idle_since = time.monotonic()
-                elif time.monotonic() - idle_since > KEEPALIVE_S:
-                    self.wfile.write(b": keepalive\n\n")  # finds clients that went away
-                    idle_since = time.monotonic()
-        except (OSError, TimeoutError):  # the client went away or stopped reading
-            pass
-        finally:
-            broadcaster.disconnect(client)
-            self.close_connection = True
+    def log(self, level, msg, *args, exc_info=None, **kwargs):
+        if isinstance(exc_info, HttpProcessingError) or level < logging.ERROR:
+            level = logging.DEBUG
+        self.logger.log(level, "portal: " + str(msg), *args, exc_info=exc_info, **kwargs)
 
 
 class Portal:
@@ -524,6 +314,13 @@ class Portal:
         token: the secret every request must carry (see the module docstring), or None
             (loopback: any local process may connect anyway). ``"random"``: a new
             ``secrets.token_urlsafe(18)``. ``url`` then carries it as ``?token=``.
+
+    Attributes:
+        address: the bound socket's address (``getsockname()``).
+        connections, reading: connections open now, and those still sending their request.
+        timeouts, evicted, refused: requests answered 408, connections evicted (503) and
+            closed unanswered at the connection limit.
+        locked_out: requests answered 429 (an address with too many wrong tokens).
 
     Raises:
         PortalError: the address cannot be used (port in use, unknown host, no permission).
@@ -541,11 +338,11 @@ class Portal:
     ):
         self.commands = commands
         self.token = secrets.token_urlsafe(18) if token == "random" else token
-        self.timeouts = 0  # requests answered 408
-        self.connections = self.refused = 0  # open now; refused over MAX_CONNECTIONS
-        self.evicted = 0  # connections closed to make room (still sending their request)
-        self.reading: OrderedDict = OrderedDict()  # sockets not yet through their request
-        self.count_lock = threading.Lock()
+        self.timeouts = self.evicted = self.refused = self.locked_out = 0
+        self.connections = 0
+        self.reading: OrderedDict[_Gate, None] = OrderedDict()  # oldest first
+        self.throttle = _Throttle()
+        self._gates: dict[object, _Gate] = {}  # transport -> its gate
         try:
             self.assets = {p: (ASSETS_DIR / name).read_bytes() for p, (name, _) in ASSETS.items()}
         except OSError as e:
@@ -553,38 +350,322 @@ class Portal:
                 f"the portal page is missing ({e.filename}): reinstall Lantern (pip install .) "
                 "or run from a checkout"
             ) from None
-        self.broadcaster = Broadcaster(telemetry, log_tail)
-        try:
-            self.server = _Server((host, port), PortalHandler, self)
+        try:  # bound here, in the caller's thread: a bad address is a PortalError at once
+            family = socket.AF_INET6 if ":" in host else socket.AF_INET
+            (*_, addr), *_ = socket.getaddrinfo(host, port, family, socket.SOCK_STREAM)
+            sock = socket.create_server(addr, family=family, backlog=LISTEN_BACKLOG)
         except OSError as e:
-            self.broadcaster.close()
             raise PortalError(_bind_error(host, port, e)) from None
-        self.host, self.port = host, self.server.server_address[1]
-        shown = f"[{host}]" if ":" in host else host
-        self.url = f"http://{shown}:{self.port}/"
+        self.broadcaster = Broadcaster(telemetry, log_tail)
+        self.address = sock.getsockname()
+        self.host, self.port = host, self.address[1]
+        self.url = f"http://{_bracketed(host)}:{self.port}/"
         if self.token is not None:
             self.url += f"?token={self.token}"
-        names = served_names(host)
+        names = served_names(host, self.address[0])
         self.allowed_hosts = {f"{h}:{self.port}" for h in names}
         if self.port == 80:  # a browser leaves the default port out of Host
             self.allowed_hosts |= names
+        # commands wait for the frame loop here, never on the event loop
+        self._waiters = ThreadPoolExecutor(4, thread_name_prefix="lantern-portal-command")
+        self._loop = asyncio.new_event_loop()
         self.thread = threading.Thread(
-            target=self.server.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            daemon=True,
-            name="lantern-portal",
+            target=self._loop.run_forever, daemon=True, name="lantern-portal"
         )
         self.thread.start()
+        try:
+            asyncio.run_coroutine_threadsafe(self._start(sock), self._loop).result(30)
+        except BaseException:
+            sock.close()
+            self._stop_loop()
+            raise
+
+    # -- lifetime (the event loop's thread) ------------------------------------------------
+    async def _start(self, sock: socket.socket) -> None:
+        app = web.Application(middlewares=[self._guard], client_max_size=MAX_BODY)
+        app.on_response_prepare.append(self._headers)
+        for path in ASSETS:
+            app.router.add_get(path, self._asset, allow_head=False)
+        app.router.add_get("/events", self._events, allow_head=False)
+        app.router.add_get("/session.json", self._session, allow_head=False)
+        app.router.add_post("/command", self._post)
+        app.router.add_post("/complete", self._post)
+        self._runner = web.AppRunner(
+            app,
+            access_log=None,
+            logger=_QuietLog(log, {}),
+            keepalive_timeout=0,  # one request per connection; the gate times requests
+            lingering_time=LINGER_S,
+            # the gate caps the head at MAX_HEAD_BYTES first; these never bind before it
+            max_line_size=MAX_HEAD_BYTES,
+            max_field_size=MAX_HEAD_BYTES,
+            max_headers=MAX_HEAD_BYTES // 4,
+            shutdown_timeout=1.0,
+        )
+        await self._runner.setup()
+        server = self._runner.server
+        self._server = await asyncio.get_running_loop().create_server(
+            lambda: _Gate(self, server()), sock=sock, backlog=ACCEPT_BATCH
+        )
+        sock.listen(LISTEN_BACKLOG)  # (asyncio's backlog is also its batch: the queue is longer)
+
+    async def _stop(self) -> None:
+        self._server.close()  # the port is free from here on
+        for gate in list(self._gates.values()):
+            gate.transport.abort()
+        await self._runner.cleanup()
+
+    def _stop_loop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self.thread.join(5.0)
+        if not self.thread.is_alive():
+            self._loop.close()
+        self._waiters.shutdown(wait=False, cancel_futures=True)
 
     def close(self) -> None:
         """Stop serving: event streams end, the port is released. Idempotent."""
         if self.thread is None:
             return
         self.broadcaster.close()
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(2.0)
+        try:
+            asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(5.0)
+        except Exception:  # a stuck handler: the daemon thread goes with the process
+            log.debug("portal: shutdown", exc_info=True)
+        self._stop_loop()
         self.thread = None
+
+    # -- connections (event loop) -----------------------------------------------------------
+    def _admit(self, gate: _Gate) -> bool:
+        """At ``MAX_CONNECTIONS``, evict the oldest connection still sending its request (a
+        real client's request takes milliseconds, a slowloris's forever); refuse only when
+        none can go or evicted ones have not closed yet."""
+        evicted = self.connections >= MAX_CONNECTIONS and bool(self.reading)
+        if evicted:
+            old, _ = self.reading.popitem(last=False)
+            self.evicted += 1
+            old.answer(_canned(503, "too many connections\n"))
+        if self.connections >= MAX_CONNECTIONS + EVICT_SLACK or (
+            self.connections >= MAX_CONNECTIONS and not evicted
+        ):
+            self.refused += 1
+            return False
+        self.connections += 1
+        self.reading[gate] = None
+        self._gates[gate.transport] = gate
+        return True
+
+    def _gone(self, gate: _Gate) -> None:
+        self.connections -= 1
+        self.reading.pop(gate, None)
+        self._gates.pop(gate.transport, None)
+
+    def _read_done(self, request: web.BaseRequest) -> None:
+        gate = self._gates.get(request.transport)
+        if gate is not None:
+            gate.read_done()
+
+    # -- every request: refusals first, then the route ---------------------------------------
+    @web.middleware
+    async def _guard(self, request: web.Request, handler):
+        refusal = self._refusal(request)
+        if refusal is not None or request.method != "POST" or request.path not in POST_PATHS:
+            self._read_done(request)  # (a command's body is read by its handler)
+        return refusal if refusal is not None else await handler(request)
+
+    async def _headers(self, request: web.Request, response: web.StreamResponse) -> None:
+        for k, v in SECURITY_HEADERS:  # every answer of ours, errors included
+            response.headers[k] = v
+        response.headers["Server"] = SERVER_NAME
+        response.force_close()  # one request per connection
+
+    def _refusal(self, request: web.Request) -> web.Response | None:
+        """The answer refusing this request (Host, Origin, token), or None. None of them
+        contains the token."""
+        hosts = request.headers.getall("Host", [])
+        if len(hosts) > 1:  # (aiohttp's parser refuses it first; this says so if it ever not)
+            return _text(400, "one Host header, please")
+        host = hosts[0] if hosts else ""
+        if host.lower() not in self.allowed_hosts:
+            where = self.url if self.token is None else "the URL it printed"
+            return _text(
+                403,
+                f"Host {host[:100]!r} is not a name this portal serves (DNS rebinding?); "
+                f"open {where}",
+            )
+        origin = request.headers.get("Origin")
+        if request.method == "POST" and origin is not None:
+            o = origin.lower()
+            if not o.startswith("http://") or o.removeprefix("http://") not in self.allowed_hosts:
+                return _text(403, f"Origin {origin[:100]!r} may not send commands to this portal")
+        if self.token is not None:
+            return self._token_refusal(request)
+        return None
+
+    def _token_refusal(self, request: web.Request) -> web.Response | None:
+        key = self.throttle.key(request.remote)
+        wait = self.throttle.wait_s(key)
+        if wait > 0:  # not even compared: a guesser learns nothing while locked out
+            self.locked_out += 1
+            seconds = max(1, round(wait + 0.5))
+            return _text(
+                429,
+                f"too many wrong tokens from this address: try again in {seconds} s",
+                {"Retry-After": str(seconds)},
+            )
+        sent = [
+            request.query.get("token", ""),
+            request.headers.get(TOKEN_HEADER, ""),
+            request.cookies.get(TOKEN_COOKIE, ""),
+        ]
+        token = self.token.encode()
+        if any(hmac.compare_digest(t.encode(), token) for t in sent if t):
+            return None
+        if any(sent) and self.throttle.failed(key):
+            log.warning(
+                "portal: %d wrong tokens from %s: refusing it for a while (one more try "
+                "every %g s)",
+                WRONG_TOKENS,
+                key,
+                WRONG_TOKEN_REFILL_S,
+            )
+        return _text(401, NEEDS_TOKEN.rstrip("\n"))
+
+    # -- routes ------------------------------------------------------------------------------
+    async def _asset(self, request: web.Request) -> web.Response:
+        path = request.path
+        headers = {"Content-Type": ASSETS[path][1]}
+        if self.token is not None and path in ("/", "/index.html"):
+            # the page's own requests (fetch, EventSource) then carry it: same origin only
+            headers["Set-Cookie"] = (
+                f"{TOKEN_COOKIE}={self.token}; HttpOnly; SameSite=Strict; Path=/"
+            )
+        return _body(200, self.assets[path], headers)
+
+    async def _session(self, request: web.Request) -> web.Response:
+        b = self.broadcaster
+        session = {**b.telemetry.session.to_json(), **b.session_extra}
+        # the page reads this after its event stream was refused: "too many clients"?
+        session["portal"] = {"clients": len(b.clients), "max_clients": protocol.MAX_CLIENTS}
+        return _json(200, session)
+
+    async def _post(self, request: web.Request) -> web.Response:
+        body = await self._read_body(request)
+        if isinstance(body, web.Response):
+            return body
+        try:
+            line = orjson.loads(body)["line"]
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            line = None
+        if not isinstance(line, str):
+            return _text(400, 'expected JSON {"line": "command ..."}')
+        commands = self.commands
+        if commands is None:
+            return _json(503, {"ok": False, "text": "this run has no command registry"})
+        if request.path == "/complete":  # reads the registry only: safe off the frame thread
+            new, hits = commands.complete(line)
+            return _json(200, {"line": new, "candidates": hits})
+        return await self._command(commands, line)
+
+    async def _read_body(self, request: web.Request) -> bytes | web.Response:
+        """The command body, or the answer refusing it (400/411/413/415)."""
+        length = request.headers.get("Content-Length")
+        ctype = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        if "Transfer-Encoding" in request.headers:  # one framing only (RFC 9112 6.3)
+            refusal = _text(400, "send a Content-Length, not a Transfer-Encoding")
+        elif length is None:
+            refusal = _text(411, "Content-Length required")
+        elif request.content_length > MAX_BODY:  # (aiohttp checked it is digits)
+            refusal = _text(413, f"body over {MAX_BODY} bytes")
+        elif ctype != "application/json":  # also makes cross-site POSTs need a preflight
+            refusal = _text(415, "send application/json")
+        else:
+            body = await request.read()  # the gate's deadline answers a slow one 408
+            self._read_done(request)
+            return body
+        self._read_done(request)
+        return refusal
+
+    async def _command(self, commands, line: str) -> web.Response:
+        log.info("portal> %s", _escaped(line[:200]))
+        pending = commands.submit(line)
+        loop = asyncio.get_running_loop()
+        result = await loop.run_in_executor(self._waiters, pending.wait, COMMAND_WAIT_S)
+        if result is None:
+            started = pending.result  # ran, but its outcome (a Later) is not in yet
+            text = (
+                f"{started.text}; not done within {COMMAND_WAIT_S:g} s: the outcome goes to the log"
+                if started is not None
+                else f"queued: the frame loop did not run it within {COMMAND_WAIT_S:g} s "
+                "(paused, or a slow frame?)"
+            )
+            return _json(504, {"ok": False, "text": text})
+        return _json(200, {"ok": result.ok, "text": result.text})
+
+    async def _events(self, request: web.Request) -> web.StreamResponse:
+        loop = asyncio.get_running_loop()
+        wake = asyncio.Event()
+
+        def notify() -> None:  # the encoder thread: wake this coroutine
+            try:
+                loop.call_soon_threadsafe(wake.set)
+            except RuntimeError:  # the loop is closed: the portal has stopped
+                pass
+
+        client = self.broadcaster.connect(notify)
+        if client is None:
+            limit = protocol.MAX_CLIENTS
+            text = f"too many portal clients: {limit} event streams are open"
+            return _text(503, text, {"Retry-After": "2"})
+        resp = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store"}
+        )
+        try:
+            await resp.prepare(request)
+            await _write(resp, b"retry: 1000\n\n")  # EventSource reconnects after 1 s
+            idle_since = time.monotonic()
+            while not client.closed:
+                wake.clear()  # before draining: a later put sets it again
+                data = client.drain()
+                if data:
+                    await _write(resp, data)
+                    idle_since = time.monotonic()
+                elif time.monotonic() - idle_since > KEEPALIVE_S:
+                    await _write(resp, b": keepalive\n\n")  # finds clients that went away
+                    idle_since = time.monotonic()
+                else:
+                    try:
+                        await asyncio.wait_for(wake.wait(), 1.0)
+                    except TimeoutError:
+                        pass
+        except (OSError, TimeoutError) as e:  # the client went away or stopped reading
+            log.debug("portal: an event stream ended: %r", e)
+        finally:
+            self.broadcaster.disconnect(client)
+            if request.transport is not None:  # unread data would hold the close: drop it
+                request.transport.abort()
+        return resp
+
+
+async def _write(resp: web.StreamResponse, data: bytes) -> None:
+    async with asyncio.timeout(WRITE_TIMEOUT_S):
+        await resp.write(data)
+
+
+def _body(status: int, body: bytes, headers: dict) -> web.Response:
+    return web.Response(
+        status=status,
+        body=body,
+        headers={**headers, "Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"},
+    )
+
+
+def _text(status: int, text: str, headers: dict | None = None) -> web.Response:
+    ctype = {"Content-Type": "text/plain; charset=utf-8"}
+    return _body(status, (text + "\n").encode(), {**ctype, **(headers or {})})
+
+
+def _json(status: int, obj) -> web.Response:
+    return _body(status, orjson.dumps(obj), {"Content-Type": "application/json"})
 
 
 def _bind_error(host: str, port: int, e: OSError) -> str:

@@ -47,7 +47,7 @@ class ReloadTool:
                 raise OptionError(f"argument --baseline: {e}") from None
 
     @classmethod
-    def files(cls, args) -> list[tuple[str, str]]:
+    def inputs(cls, args) -> list[tuple[str, str]]:
         return [("--baseline", args.baseline)] if args.baseline else []
 
     def __init__(self, *, watch: HotReload | None = None):

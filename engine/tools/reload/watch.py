@@ -9,7 +9,9 @@ pass's factory, its bind-group callbacks) and logs one line per reload::
     reloaded s02_work.wgsl: 2 pipelines in 4.1 ms
 
 A bad edit keeps the old pipeline and reports the compiler's message once, as
-``file:line:column: message`` (the line of the file it is in, through include expansion):
+``file:line:column: message`` (the line of the file it is in, through include expansion;
+a file saved in another encoding, with a NUL byte or cut inside a character: ``file: not
+UTF-8 at byte N (...)``, ``engine/textfile.py``):
 in the log (hence the HUD's log panel and the portal's log), and to every ``subscribe``d
 listener (the App shows it as a HUD notice and in the console); the next good save clears
 it. A watched file deleted keeps the old pipeline and says so once; restoring it reloads.
@@ -29,8 +31,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.commands import Choice, CommandError
-from engine.shader_registry import PipelineHandle, ShaderRegistry, _display, expand, shader_registry
+from engine.shader_registry import (
+    PipelineHandle,
+    ShaderRegistry,
+    _display,
+    expand,
+    shader_registry,
+    undecodable,
+)
 from engine.shaders import shader_hashes, wgsl_hash
+from engine.textfile import NotUtf8
 
 log = logging.getLogger("lantern")
 logging.getLogger("watchfiles").setLevel(logging.WARNING)  # not "3 changes detected" per save
@@ -267,9 +277,13 @@ class HotReload:
         running code while it had an error), or None (nothing to do)."""
 
         try:
-            code = expand(h.path, self.registry.root).code
+            code = expand(h.path, self.registry.root, h.defines).code
         except OSError:
             return None  # a missing include: said once by _deleted_or_restored
+        except NotUtf8 as e:  # saved in another encoding: say where, keep the old pipeline
+            h.error = undecodable(e)
+            said, self._bad_code[id(h)] = self._bad_code.get(id(h)), (str(e),)
+            return None if said == (str(e),) else h.error
         if code == h.source.code:  # back to the working code: the error is gone
             cleared, h.error = h.error is not None, None
             self._bad_code.pop(id(h), None)

@@ -7,33 +7,10 @@ import math
 import numpy as np
 
 from engine.hud.grid import DebugOverlay
-from engine.hud.palette import DIM, HEADER, PANEL_BG, TEXT
+from engine.hud.palette import DIM, HEADER, PALETTE, PANEL_BG, TEXT
 from engine.hud.panel import HudData, Panel
 
 TIMELINE_FRAMES = 120
-# one colour per pass in the timeline (cycled), readable on dark backgrounds
-PALETTE = (
-    (86, 180, 233),
-    (230, 159, 0),
-    (0, 158, 115),
-    (240, 228, 66),
-    (204, 121, 167),
-    (213, 94, 0),
-    (0, 114, 178),
-    (170, 170, 170),
-    (150, 220, 90),
-    (255, 130, 130),
-    (176, 160, 255),
-    (96, 224, 224),
-    (255, 187, 120),
-    (174, 199, 232),
-    (197, 176, 213),
-    (247, 182, 210),
-    (219, 219, 141),
-    (196, 156, 148),
-    (120, 140, 255),
-    (255, 255, 255),
-)  # 20: a standard frame with views and tools times about 17 passes
 
 
 class GpuHistory:

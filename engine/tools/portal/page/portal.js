@@ -7,12 +7,9 @@ const BAR_WINDOW = 30; // the bar chart shows each pass's mean over this many fr
 const SCALE_PCT = 0.95; // the timeline's lanes scale to this percentile of the frame totals ...
 const SCALE_HEADROOM = 1.25; // ... times this; taller frames are clipped and marked
 const LANE_GAP = 18; // px between the GPU and the CPU lane (the CPU lane's label)
-const PALETTE = ["#56b4e9", "#e69f00", "#009e73", "#f0e442", "#cc79a7", "#d55e00", "#0072b2",
-  "#aaaaaa", "#96dc5a", "#ff8282", "#b0a0ff", "#60e0e0", "#ffbb78", "#aec7e8", "#c5b0d5", "#f7b6d2", "#dbdb8d", "#c49c94", "#788cff", "#ffffff"];
-const COUNTERS = ["tested", "frustum_culled", "small_culled", "occluded", "visible",
-  "drawn_early", "drawn_late", "shadow_casters"];
-const PIE = [["frustum_culled", "#e65a50"], ["small_culled", "#f0be3c"],
-  ["occluded", "#966ee6"], ["visible", "#5ac86e"]];
+// the cull counter names, the cull pie's classes and colours and the pass palette come from
+// the session's "page" (engine/portal/protocol.py page_style: the engine's and HUD's own tables)
+const style = () => (state.session && state.session.page) || { counters: [], cull_classes: [], palette: ["#aaaaaa"] };
 const STALE_MS = 2000;
 const RETRY_MS = [1000, 2000, 4000, 8000, 15000, 30000]; // after a refused event stream
 
@@ -137,7 +134,10 @@ function schedule() {
 
 // -- drawing ---------------------------------------------------------------------------------
 const fmt = (v, d = 3) => (v === null || v === undefined ? "n/a" : v.toFixed(d));
-const colorOf = (name) => PALETTE[Math.max(0, state.names.indexOf(name)) % PALETTE.length];
+const colorOf = (name) => {
+  const palette = style().palette;
+  return palette[Math.max(0, state.names.indexOf(name)) % palette.length];
+};
 
 function setStatus() {
   const stale = state.connected && performance.now() - state.lastFrameAt > STALE_MS;
@@ -176,6 +176,7 @@ function render() {
   renderTimeline(timed);
   renderStats(m.stats || [], timed);
   renderCull(m.cull);
+  renderCounters(m.counters || []);
   state.shown = { frames: state.frames.slice(), latest: m }; // what pause + export keep
   document.body.dataset.seq = m.seq; // the frame every panel now shows (tests read it)
   setStatus();
@@ -488,14 +489,41 @@ function renderStats(rows, timed) {
   });
 }
 
+// Every counter block besides the culler's (a technique's lights, cascades, particles): one
+// small table each, its counters under the names its WGSL gives them.
+function renderCounters(blocks) {
+  const box = $("counter-blocks");
+  const others = blocks.filter((b) => b.block !== "cull");
+  const key = others.map((b) => b.block + ":" + b.frame).join("|");
+  if (box.dataset.key === key) return;
+  box.dataset.key = key;
+  box.textContent = "";
+  for (const b of others) {
+    const h = document.createElement("h3");
+    h.textContent = `${b.block} frame ${b.frame}`;
+    const t = document.createElement("table");
+    t.className = "counters";
+    t.dataset.block = b.block;
+    b.names.forEach((id, i) => {
+      const tr = t.insertRow();
+      tr.insertCell().textContent = state.names[id];
+      tr.insertCell().textContent = thousands(b.values[i]);
+    });
+    box.append(h, t);
+  }
+}
+
 function renderCull(cull) {
   const body = $("cull").tBodies[0];
-  if (body.rows.length === 0) {
-    for (const n of COUNTERS) {
+  const { counters, cull_classes: pie } = style();
+  if (body.dataset.key !== counters.join(",")) { // (a new session may bring other names)
+    body.dataset.key = counters.join(",");
+    body.textContent = "";
+    for (const n of counters) {
       const tr = body.insertRow();
       tr.dataset.counter = n;
       const name = tr.insertCell();
-      const slice = PIE.find(([p]) => p === n);
+      const slice = pie.find(([p]) => p === n);
       if (slice) name.innerHTML = `<i class="swatch" style="background:${slice[1]}"></i> `;
       name.appendChild(document.createTextNode(n));
       tr.insertCell();
@@ -504,7 +532,7 @@ function renderCull(cull) {
   }
   $("cull-frame").textContent = cull ? `frame ${cull.frame}` : "no counters in this run";
   const v = cull ? cull.values : null;
-  COUNTERS.forEach((n, i) => {
+  counters.forEach((n, i) => {
     const tr = body.rows[i];
     tr.cells[1].textContent = v ? thousands(v[i]) : "n/a";
     tr.cells[2].textContent = v && v[0] > 0 && i > 0 && i < 5 ? (100 * v[i] / v[0]).toFixed(1) + "%" : "";
@@ -517,14 +545,14 @@ function renderCull(cull) {
   const ctx = cv.getContext("2d");
   ctx.clearRect(0, 0, cv.width, cv.height);
   if (!v) return;
-  const vals = PIE.map(([n]) => v[COUNTERS.indexOf(n)]);
+  const vals = pie.map(([n]) => v[counters.indexOf(n)]);
   const total = vals.reduce((a, b) => a + b, 0);
   if (total <= 0) return;
   let a = -Math.PI / 2;
   const r = cv.width / 2 - 4;
   vals.forEach((x, i) => {
     const a1 = a + (2 * Math.PI * x) / total;
-    ctx.fillStyle = PIE[i][1];
+    ctx.fillStyle = pie[i][1];
     ctx.beginPath(); ctx.moveTo(r + 4, r + 4); ctx.arc(r + 4, r + 4, r, a, a1); ctx.fill();
     a = a1;
   });
@@ -549,7 +577,7 @@ function renderSession() {
   body.textContent = "";
   renderMemory(s.gpu_memory); // the memory tool's fact: its own panel
   for (const [k, v] of Object.entries(s)) {
-    if (k === "pid" || k === "started" || k === "gpu_memory") continue;
+    if (k === "pid" || k === "started" || k === "gpu_memory" || k === "page") continue;
     const tr = body.insertRow();
     tr.dataset.key = k;
     const key = tr.insertCell();
