@@ -14,7 +14,7 @@ struct Material {
 
 struct Shading {
     sh: array<vec4f, 9>,     // the sky's radiance, SH bands 0-2 (engine/materials/ambient.py)
-    params: vec4f,           // x: mip bias (log2); y: textures on (1) / off (0)
+    params: vec4f,           // x: mip bias (log2); y: textures on (1) / off (0); z: material view
 };
 
 @group(2) @binding(0) var<storage, read> material_ids: array<u32>;
@@ -182,4 +182,47 @@ fn fetch(m: Material, k: u32, uvs: UvSet) -> vec4f {
         return sample_srgb(slot, w, t, tdx, tdy);
     }
     return sample_linear(slot, w, t, tdx, tdy);
+}
+
+fn array_size(srgb: bool, slot: u32) -> vec2f {
+    if (srgb) {
+        switch slot {
+        case 0u: { return vec2f(textureDimensions(srgb0)); }
+        case 1u: { return vec2f(textureDimensions(srgb1)); }
+        case 2u: { return vec2f(textureDimensions(srgb2)); }
+        case 3u: { return vec2f(textureDimensions(srgb3)); }
+        case 4u: { return vec2f(textureDimensions(srgb4)); }
+        default: { return vec2f(textureDimensions(srgb5)); }
+        }
+    }
+    switch slot {
+        case 0u: { return vec2f(textureDimensions(lin0)); }
+        case 1u: { return vec2f(textureDimensions(lin1)); }
+        case 2u: { return vec2f(textureDimensions(lin2)); }
+        case 3u: { return vec2f(textureDimensions(lin3)); }
+        case 4u: { return vec2f(textureDimensions(lin4)); }
+        default: { return vec2f(textureDimensions(lin5)); }
+    }
+}
+
+// The mip level texture k is sampled at (its footprint's log2 in texels, bias included), or
+// -1 where it has none (the material views' "mip").
+fn sampled_level(m: Material, k: u32, uvs: UvSet) -> f32 {
+    let w = m.tex[k / 4u][k % 4u];
+    if ((w >> 31u) == 0u || shading.params.y < 0.5) {
+        return -1.0;
+    }
+    if (((w >> 22u) & 1u) == 1u) {
+        return 0.0;
+    }
+    let second = ((w >> 27u) & 1u) == 1u;
+    let bias = exp2(shading.params.x);
+    let r0 = m.xform[2u * k];
+    let r1 = m.xform[2u * k + 1u];
+    let dx0 = select(uvs.dx0, uvs.dx1, second) * bias;
+    let dy0 = select(uvs.dy0, uvs.dy1, second) * bias;
+    let size = array_size(k == TEX_BASE || k == TEX_EMISSIVE, (w >> 16u) & 7u);
+    let dx = vec2f(dot(r0.xy, dx0), dot(r1.xy, dx0)) * size;
+    let dy = vec2f(dot(r0.xy, dy0), dot(r1.xy, dy0)) * size;
+    return max(0.5 * log2(max(max(dot(dx, dx), dot(dy, dy)), 1e-20)), 0.0);
 }

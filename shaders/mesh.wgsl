@@ -175,6 +175,42 @@ fn fs_blend(in: VsOut, @builtin(front_facing) front: bool) -> @location(0) vec4f
     return vec4f(shade(in, s), clamp(s.base.a, 0.0, 1.0));
 }
 
+// Debug views of the material inputs (engine/tools/views, View.Geometry): shading.params.z
+// picks what is written: 0 base colour, 1 roughness, 2 metallic, 3 the shading normal
+// (after the normal map, world), 4 material id, 5 the mip level the base colour texture is
+// sampled at (-1: none).
+fn material_view(in: VsOut, front: bool) -> vec4f {
+    let s = surface(in, front);
+    let mode = u32(shading.params.z);
+    let mat_id = material_ids[in.id];
+    switch mode {
+        case 0u: { return vec4f(s.base.rgb, 1.0); }
+        case 1u: { return vec4f(s.roughness, 0.0, 0.0, 1.0); }
+        case 2u: { return vec4f(s.metallic, 0.0, 0.0, 1.0); }
+        case 3u: { return vec4f(s.n, 1.0); }
+        case 4u: { return vec4f(f32(mat_id), 0.0, 0.0, 1.0); }
+        default: {
+            let m = materials[mat_id];
+            let uvs = texcoords(in, m, normalize(in.normal));
+            return vec4f(sampled_level(m, TEX_BASE, uvs), 0.0, 0.0, 1.0);
+        }
+    }
+}
+
+@fragment
+fn fs_material_view(in: VsOut, @builtin(front_facing) front: bool) -> @location(0) vec4f {
+    return material_view(in, front);
+}
+
+@fragment
+fn fs_material_view_mask(in: VsOut, @builtin(front_facing) front: bool) -> @location(0) vec4f {
+    let s = surface(in, front);
+    if (s.base.a < materials[material_ids[in.id]].alpha.x) {
+        discard;
+    }
+    return material_view(in, front);
+}
+
 @fragment
 fn fs_id(in: VsOut) -> @location(0) u32 {
     return in.id + 1u;

@@ -395,3 +395,51 @@ def test_clearcoat_is_named_in_the_one_warning_and_its_base_layer_drawn(gpu, cap
     h.render(Camera(eye=c + [0, 0, float(hi[1] - lo[1]) * 1.6], target=c), frames=1)
     hdr = h.texture("frame.hdr")
     assert np.isfinite(hdr).all() and hdr[..., :3].std() > 0.01
+
+
+# -- the material views -----------------------------------------------------------------------
+
+
+def test_material_views_show_each_input(gpu, tmp_path):
+    """View.Geometry with the mesh shader: base colour (the texel), roughness and metallic
+    (factors x texture), the shading normal after the normal map, the material id and the mip
+    level the base colour texture is sampled at (from the UV footprint per pixel)."""
+    from engine.passes.resources import VIEW_MATERIAL
+    from engine.tools.dump.tool import read_texture
+    from engine.tools.views.tool import ViewTool
+    from tests.tool_fakes import make_ctx
+
+    theta = np.radians(30.0)
+    tn = np.array([0.0, np.sin(theta), np.cos(theta)])  # tilted towards image up (+Y here)
+    normal = np.zeros((4, 4, 4), np.uint8)
+    normal[...] = (*np.round((tn * 0.5 + 0.5) * 255), 255)
+    pbr = {"baseColorTexture": {"index": 0}, "metallicFactor": 0.7, "roughnessFactor": 0.3}
+    mat = {"pbrMetallicRoughness": pbr, "normalTexture": {"index": 1}}
+    doc = build_gltf([Item(quad(), mat)], [png(checker(64)), png(normal)],
+                     samplers=[{"magFilter": 9728, "minFilter": 9984}])  # fmt: skip
+    s = load_gltf(str(write(doc, tmp_path / "v.gltf")))
+    h = Harness(gpu, s, SIZE, SETTINGS)
+    ctx = make_ctx(gpu, h.graph, view=None)
+    ctx.install(ViewTool())
+    uv, _ = _quad_uv(CAM, SIZE)
+    inside = np.all((uv > 0.1) & (uv < 0.9), -1)
+    cell = np.floor(uv * 4).astype(int)
+    centre = inside & np.all(np.abs(uv * 4 - cell - 0.5) < 0.3, -1)
+    got = {}
+    for name in ("basecolor", "roughness", "metallic", "shading", "material", "mip"):
+        ctx.commands.execute(f"view {name}")
+        h.render(CAM, 2, hooks=ctx.updates)
+        got[name] = read_texture(gpu.device, h.graph.texture(VIEW_MATERIAL))
+    odd = (cell[..., 0] + cell[..., 1]) % 2 == 1
+    texel = np.where(odd[..., None], _srgb_to_linear((40, 40, 200)), _srgb_to_linear((200, 40, 40)))
+    assert np.allclose(got["basecolor"][centre][:, :3], texel[centre], atol=2e-3)
+    assert np.allclose(got["roughness"][inside][:, 0], 0.3, atol=1e-3)
+    assert np.allclose(got["metallic"][inside][:, 0], 0.7, atol=1e-3)
+    n = np.round((tn * 0.5 + 0.5) * 255) / 255 * 2 - 1
+    assert np.allclose(got["shading"][inside][:, :3], n / np.linalg.norm(n), atol=3e-3)
+    assert np.all(got["material"][inside][:, 0] == 0)
+    # footprint: texels per pixel along x (u changes along x only on this quad)
+    du = np.abs(np.gradient(uv[..., 0], axis=1)) * 64
+    want = np.log2(np.maximum(du, 1e-9))  # TAA off: no bias
+    level = got["mip"][..., 0]
+    assert np.allclose(level[inside], np.maximum(want[inside], 0), atol=0.1)

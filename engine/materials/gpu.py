@@ -387,8 +387,8 @@ class GpuMaterials:
         self.shading = device.create_buffer(
             label="shading", size=SHADING_SIZE, usage="UNIFORM | COPY_DST"
         )
-        self._params: tuple | None = None
-        self.set_params(mip_bias=0.0, textured=True)
+        self._params: tuple | None = None  # (mip bias, textured, material view)
+        self.set_params(mip_bias=0.0, textured=True, view=0)
         self.samplers = [self._sampler(i) for i in range(SAMPLERS)]
         self.layout = material_layout(device)
         self.group = self._group()
@@ -406,16 +406,18 @@ class GpuMaterials:
             max_anisotropy=aniso,
         )
 
-    def set_params(self, *, mip_bias: float, textured: bool) -> None:
+    def set_params(self, *, mip_bias: float, textured: bool, view: int | None = None) -> None:
         """Write the shading uniform when its values change (TAA's mip bias, the
-        ``textures`` knob); nothing is written on a frame where they did not."""
-        params = (float(mip_bias), 1.0 if textured else 0.0)
+        ``textures`` knob, the material view's quantity; None: unchanged); nothing is
+        written on a frame where they did not."""
+        old_view = self._params[2] if self._params else 0.0
+        params = (float(mip_bias), 1.0 if textured else 0.0, old_view if view is None else view)
         if params == self._params:
             return
         self._params = params
         data = np.zeros((10, 4), np.float32)
         data[:9, :3] = self.sh
-        data[9, :2] = params
+        data[9, :3] = params
         self.device.queue.write_buffer(self.shading, 0, data.tobytes())
 
     def _group(self) -> wgpu.GPUBindGroup:
@@ -430,6 +432,11 @@ class GpuMaterials:
             {"binding": 3 + 2 * SLOTS + i, "resource": s} for i, s in enumerate(self.samplers)
         ]
         return self.device.create_bind_group(label="materials", layout=self.layout, entries=entries)
+
+    def set_view(self, quantity: int) -> None:
+        """Which material input ``fs_material_view`` writes (shaders/mesh.wgsl)."""
+        mip, textured, _ = self._params
+        self.set_params(mip_bias=mip, textured=textured > 0.5, view=quantity)
 
     @property
     def texture_bytes(self) -> int:

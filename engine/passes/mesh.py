@@ -126,6 +126,11 @@ class MeshPipelines:
             fs = "fs_mask" if cls // 2 == AlphaMode.MASK else "fs_main"
             return self._pipeline(f"mesh main {fmt} class {cls}", [v, d, m, sh], "vs_main", fs,
                                   fmt, DEPTH_FORMAT, "none" if two_sided else "back")  # fmt: skip
+        if kind == "material_view":  # the material debug views (View.Geometry)
+            fs = "fs_material_view_mask" if cls // 2 == AlphaMode.MASK else "fs_material_view"
+            label = f"mesh material view class {cls}"
+            cull = "none" if two_sided else "back"
+            return self._pipeline(label, [v, d, m, sh], "vs_main", fs, fmt, DEPTH_FORMAT, cull)
         if kind == "blend":
             return self._pipeline(f"mesh blend {fmt}", [v, d, m, sh], "vs_main", "fs_blend", fmt,
                                   DEPTH_FORMAT, "none", blend=True)  # fmt: skip
@@ -168,6 +173,10 @@ class MeshPipelines:
         """Lit colour pipeline of material class ``cls`` (0..3: OPAQUE / MASK, single / double
         sided) writing linear colour to ``color_format``, depth32float."""
         return self._get("main", color_format, cls)
+
+    def material_view(self, color_format: str, cls: int) -> wgpu.GPURenderPipeline:
+        """Writes the material input the shading uniform's view mode picks (debug views)."""
+        return self._get("material_view", color_format, cls)
 
     def blend(self, color_format: str) -> wgpu.GPURenderPipeline:
         """The Transparent pass's pipeline: alpha blending, depth tested but not written."""

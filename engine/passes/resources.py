@@ -43,6 +43,7 @@ TAA = "post.taa"  # the resolved anti-aliased HDR colour (history pair: TAA@prev
 TRANSPARENT_ORDER = "transparent.order"  # BLEND instances' sorted indirect draws and rows
 VIEW_IDS = "view.ids"  # geometry debug views: scene row + 1, LOD + 1 per pixel (rg32uint)
 VIEW_DEPTH = "view.depth"  # ... and their own depth (made on first use)
+VIEW_MATERIAL = "view.material"  # material views: the input a view shows (rgba16float)
 VIEW_OVERDRAW = "view.overdraw"  # fragments per pixel before / after the depth test (rg16float)
 
 DEPTH_FORMAT = "depth32float"

@@ -54,6 +54,7 @@ from engine.passes.resources import (
     OUTPUT,
     VIEW_DEPTH,
     VIEW_IDS,
+    VIEW_MATERIAL,
     VIEW_OVERDRAW,
     clear_output,
 )
@@ -159,6 +160,7 @@ class ViewPass(RenderPass):
                 {"binding": 6, "visibility": _T, "buffer": {"type": "read-only-storage"}},
                 {"binding": 7, "visibility": _T, "texture": {"sample_type": "uint"}},
                 {"binding": 8, "visibility": _T, "texture": tex},
+                {"binding": 9, "visibility": _T, "texture": tex},
             ],
         )
         fmt = res.graph.output_format
@@ -245,7 +247,7 @@ class ViewPass(RenderPass):
     def _bind_group(self) -> wgpu.GPUBindGroup:
         r, g = self.res, self.res.graph
         post = r.settings.post
-        has_ids = VIEW_IDS in g.texture_names()  # (made with view.overdraw)
+        has_ids = VIEW_IDS in g.texture_names()  # (made with view.overdraw, view.material)
         key = (g.resource_key(), id(r.shadow.view), id(r.pyramid.view), post, has_ids)
         if self._group is None or self._group[0] != key:
             hdr = g.view(HDR) if post else self._blank.create_view()
@@ -264,6 +266,10 @@ class ViewPass(RenderPass):
                 {
                     "binding": 8,
                     "resource": g.view(VIEW_OVERDRAW) if has_ids else self._blank.create_view(),
+                },
+                {
+                    "binding": 9,
+                    "resource": g.view(VIEW_MATERIAL) if has_ids else self._blank.create_view(),
                 },
             ]
             grp = r.device.create_bind_group(label="view", layout=self.layout, entries=entries)
@@ -290,7 +296,7 @@ class ViewGeometryPass(RenderPass):
     ``geometry``."""
 
     reads = DRAW_INPUTS
-    writes = (VIEW_IDS, VIEW_OVERDRAW)
+    writes = (VIEW_IDS, VIEW_OVERDRAW, VIEW_MATERIAL)
 
     def __init__(self, res, name: str = "View.Geometry"):
         super().__init__(name, enabled=False)
@@ -315,7 +321,8 @@ class ViewGeometryPass(RenderPass):
             size=max(16, 2 * gs.batch_count * 4),
             usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST,
         )
-        self.mode = "ids"  # "ids" (ids, lod), "overdraw" or "cost"
+        self.mode = "ids"  # "ids" (ids, lod), "overdraw", "cost" or "material"
+        self.quantity = 0  # material: which input (views.MATERIAL_VIEWS order)
         self.uniform = d.create_buffer_with_data(
             label="view geometry",
             data=np.array([gs.region_slots, gs.batch_count, 0, 0], np.uint32).tobytes(),
@@ -383,10 +390,14 @@ class ViewGeometryPass(RenderPass):
             VIEW_OVERDRAW,
             TextureDesc("rg16float", t.RENDER_ATTACHMENT | t.TEXTURE_BINDING | t.COPY_SRC),
         )
+        g.create_texture(
+            VIEW_MATERIAL,
+            TextureDesc("rgba16float", t.RENDER_ATTACHMENT | t.TEXTURE_BINDING | t.COPY_SRC),
+        )
 
     def targets(self, ctx) -> dict:
         g = self.res.graph
-        color = VIEW_IDS if self.mode == "ids" else VIEW_OVERDRAW
+        color = {"ids": VIEW_IDS, "material": VIEW_MATERIAL}.get(self.mode, VIEW_OVERDRAW)
         return {
             "color_attachments": [
                 {
@@ -407,6 +418,16 @@ class ViewGeometryPass(RenderPass):
     def record(self, ctx, rpass) -> None:
         r, pipes = self.res, self.shader.get()
         r.bind_geometry(rpass)
+        if self.mode == "material":  # the mesh shader's own material inputs, MASK cut
+            r.materials.set_view(self.quantity)
+            rpass.set_bind_group(2, r.material_group)
+            rpass.set_bind_group(3, r.shadow.group)
+            for cls, span in sorted(r.gs.class_ranges.items()):
+                if cls < 4:  # BLEND instances are in no depth: not shown
+                    rpass.set_pipeline(r.mesh.material_view("rgba16float", cls))
+                    for region in (0, 1):
+                        r.gs.draw(rpass, region, 1, r.draw_group, span)
+            return
         rpass.set_bind_group(2, self.group)
         keys = {"ids": ("ids",), "overdraw": ("before", "after"), "cost": ("cost",)}
         for key in keys[self.mode]:

@@ -233,7 +233,9 @@ class ViewTool:
             raise CommandError(f"view {name} takes no level (only hiz does)")
         if BY_NAME[name].geometry is not None:
             self.geometry_pass.ensure_targets()
-            self.geometry_pass.mode = BY_NAME[name].geometry
+            mode, _, quantity = BY_NAME[name].geometry.partition(":")
+            self.geometry_pass.mode = mode
+            self.geometry_pass.quantity = int(quantity or 0)
         vp.name_shown, self.current = name, name
         self.res.graph.invalidate()  # the pass reads what this view needs
         self._hud_mode(True)

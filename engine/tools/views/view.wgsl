@@ -34,6 +34,7 @@ struct Exposure {
 @group(0) @binding(6) var<storage, read> exposure: Exposure;
 @group(0) @binding(7) var ids: texture_2d<u32>;  // ids, lod: scene row + 1, LOD + 1
 @group(0) @binding(8) var overdraw: texture_2d<f32>;  // fragments: before, after depth test
+@group(0) @binding(9) var material_input: texture_2d<f32>;  // the material view's input
 
 const OVERDRAW_MAX: f32 = 32.0;  // engine/tools/views/passes.py
 
@@ -312,4 +313,47 @@ fn fs_ids(@builtin(position) frag: vec4f) -> @location(0) vec4f {
 fn fs_lod(@builtin(position) frag: vec4f) -> @location(0) vec4f {
     let k = textureLoad(ids, vec2i(frag.xy), 0).y;  // LOD + 1
     return vec4f(select(lod_colour(k - 1u), SKY, k == 0u), 1.0);
+}
+
+// -- material inputs (View.Geometry drew them with the mesh shader; sky: dark blue) --------
+
+fn material_texel(frag: vec4f) -> vec4f {
+    return textureLoad(material_input, vec2i(frag.xy), 0);
+}
+
+fn sky_or(frag: vec4f, c: vec3f) -> vec4f {
+    let d = textureLoad(depth, vec2i(frag.xy), 0);
+    return vec4f(select(c, vec3f(0.02, 0.03, 0.08), d == 0.0), 1.0);
+}
+
+@fragment
+fn fs_basecolor(@builtin(position) frag: vec4f) -> @location(0) vec4f {
+    return sky_or(frag, material_texel(frag).rgb);
+}
+
+@fragment
+fn fs_roughness(@builtin(position) frag: vec4f) -> @location(0) vec4f {
+    return sky_or(frag, vec3f(srgb_to_linear(vec3f(material_texel(frag).r))));
+}
+
+@fragment
+fn fs_metallic(@builtin(position) frag: vec4f) -> @location(0) vec4f {
+    return sky_or(frag, vec3f(srgb_to_linear(vec3f(material_texel(frag).r))));
+}
+
+@fragment
+fn fs_shading(@builtin(position) frag: vec4f) -> @location(0) vec4f {
+    return sky_or(frag, srgb_to_linear(material_texel(frag).rgb * 0.5 + 0.5));
+}
+
+@fragment
+fn fs_material(@builtin(position) frag: vec4f) -> @location(0) vec4f {
+    return sky_or(frag, id_colour(u32(material_texel(frag).r) + 1u));
+}
+
+@fragment
+fn fs_mip(@builtin(position) frag: vec4f) -> @location(0) vec4f {
+    let level = material_texel(frag).r;
+    let c = select(turbo9(u32(clamp(level, 0.0, 8.0))), vec3f(0.2), level < 0.0);
+    return sky_or(frag, c);
 }

@@ -11,7 +11,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.passes.resources import DEPTH, HDR, PYRAMID, SHADOW_MAP, VIEW_IDS, VIEW_OVERDRAW
+from engine.passes.resources import (
+    DEPTH,
+    HDR,
+    PYRAMID,
+    SHADOW_MAP,
+    VIEW_IDS,
+    VIEW_MATERIAL,
+    VIEW_OVERDRAW,
+)
 from engine.settings import FRAME_KNOBS
 
 
@@ -26,7 +34,8 @@ class DebugView:
         needs: ``FrameSettings`` switches that must be on for it to have something to show.
         needs_what: what those switches make, for the one-line refusal.
         geometry: what ``View.Geometry`` draws for it first (``"ids"``, ``"overdraw"``,
-            ``"cost"``), or None: it reads only what the frame made.
+            ``"cost"``, ``"material:N"``: the material input N of ``MATERIAL_VIEWS``), or
+            None: it reads only what the frame made.
         over: drawn over the normal picture by a pass of its own (no ``fs_<name>`` entry).
     """
 
@@ -111,6 +120,22 @@ VIEWS = (
     ),
     DebugView("overdraw", "", (DEPTH, VIEW_OVERDRAW), geometry="overdraw"),  # legend: the tool
     DebugView("cost", "", (DEPTH, VIEW_OVERDRAW), geometry="cost"),  # legend: the tool
+    *(
+        DebugView(name, legend, (DEPTH, VIEW_MATERIAL), geometry=f"material:{i}")
+        for i, (name, legend) in enumerate(
+            (
+                ("basecolor", "material base colour (factor x texture x instance tint), linear"),
+                ("roughness", "perceptual roughness, black 0 .. white 1 (factor x texture)"),
+                ("metallic", "metallic, black 0 .. white 1 (factor x texture)"),
+                ("shading", "shading normals after the normal map, world, (n + 1) / 2 as RGB"),
+                ("material", "each material id in its own hash colour"),
+                (
+                    "mip",
+                    "base colour mip level sampled, Turbo: 0 dark blue .. 8 red; grey: no texture",
+                ),
+            )
+        )
+    ),  # drawn again by View.Geometry with the mesh shader (MASK cut-outs honoured)
     DebugView("culled", "", over=True),  # legend: the tool (the culler's counts)
     DebugView(
         "wireframe",
