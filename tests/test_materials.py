@@ -443,3 +443,28 @@ def test_material_views_show_each_input(gpu, tmp_path):
     want = np.log2(np.maximum(du, 1e-9))  # TAA off: no bias
     level = got["mip"][..., 0]
     assert np.allclose(level[inside], np.maximum(want[inside], 0), atol=0.1)
+
+
+def test_memory_table_lists_textures_by_array_and_by_material(gpu):
+    from engine.scene.procedural import city
+    from engine.tools.memory.table import material_table, scan
+
+    scene, _ = city(40)
+    h = Harness(gpu, scene, SIZE, SETTINGS)
+    mats = h.frame.materials
+    arrays = mats.array_rows()
+    # every layer: 4 bytes a texel over the mip chain, 128 -> 1 (4/3 of the base, nearly)
+    assert (
+        sum(r[4] for r in arrays)
+        == mats.texture_bytes
+        == sum(r[3] * 4 * sum((128 >> i) ** 2 for i in range(8)) for r in arrays)
+    )
+    rows = mats.material_rows()
+    assert len(rows) == sum(len(m.textures) for m in scene.materials)
+    assert ("brick", "normal", "city brick normal") in [r[:3] for r in rows]
+    text = material_table(h.graph)
+    assert "texture arrays: 2" in text and "facade" in text
+    # the general table finds the arrays too, owned by the frame's materials
+    names = {r.name: r for r in scan(h.graph)}
+    srgb = next(r for n, r in names.items() if n.startswith("material rgba8unorm-srgb"))
+    assert srgb.owner == "frame.materials" and srgb.bytes == arrays[0][4]

@@ -200,7 +200,7 @@ class MipGenerator:
                             "load_op": "clear",
                             "store_op": "store",
                             "clear_value": (0, 0, 0, 0),
-                        }  # fmt: skip
+                        }
                     ],
                 )
                 rpass.set_pipeline(pipe)
@@ -240,8 +240,11 @@ class TextureArrays:
         if big:
             log.warning(
                 "%d image(s) larger than this device's %d texels (%s): downscaled to %d",
-                len(big), max_size, big[0], max_size,
-            )  # fmt: skip
+                len(big),
+                max_size,
+                big[0],
+                max_size,
+            )
         sizes = {k: images[k[0]].size for k in uses}
         self.slots = plan_arrays(sizes, max_layers, max_size)
         self.location: dict[tuple[int, bool], tuple[int, int]] = {}
@@ -441,6 +444,48 @@ class GpuMaterials:
     @property
     def texture_bytes(self) -> int:
         return self.arrays.bytes
+
+    def array_rows(self) -> list[tuple[str, str, int, int, int]]:
+        """Per texture array in use: ``(label, format, size, layers, bytes)`` (mips in)."""
+        out = []
+        for a in self.arrays.slots:
+            tex = self.arrays.textures[a.format][a.slot]
+            out.append(
+                (
+                    tex.label,
+                    FORMATS[a.format],
+                    a.size,
+                    len(a.layers),
+                    len(a.layers) * layer_bytes(a.size),
+                )
+            )
+        return out
+
+    def material_rows(self) -> list[tuple[str, str, str, str, int]]:
+        """Per material texture: ``(material, slot, image, "array label[layer]", bytes of
+        its layer with mips)``; a layer two materials share is listed under each."""
+        arrays = self.arrays
+        out = []
+        for m in self.scene.materials:
+            for slot, ref in sorted(m.textures.items()):
+                srgb = slot in SRGB_SLOTS
+                arr, layer = arrays.location[(ref.image, srgb)]
+                tex = arrays.textures[0 if srgb else 1][arr]
+                out.append(
+                    (
+                        m.name,
+                        slot.name.lower(),
+                        self.scene.images[ref.image].name,
+                        f"{tex.label}[{layer}]",
+                        layer_bytes(tex.width),
+                    )
+                )
+        return out
+
+
+def layer_bytes(size: int) -> int:
+    """Bytes of one RGBA8 ``size`` x ``size`` layer with its full mip chain."""
+    return 4 * sum(max(1, size >> i) ** 2 for i in range(mip_levels(size)))
 
 
 def material_layout(device: wgpu.GPUDevice) -> wgpu.GPUBindGroupLayout:

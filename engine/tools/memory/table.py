@@ -217,3 +217,23 @@ def held(counts: dict[str, int]) -> tuple[int, int]:
 def mib(n: int) -> str:
     """Bytes as ``12.3 MiB`` (``45.6 KiB`` below one MiB)."""
     return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 2**10:.1f} KiB"
+
+
+def material_table(graph) -> str:
+    """The standard frame's material textures: per texture array (format, size, layers,
+    bytes) and per material (each texture's slot, image, array layer and bytes)."""
+    res = frame_resources(graph)
+    mats = getattr(res, "materials", None)
+    if mats is None:
+        return "material textures: no standard frame"
+    arrays = mats.array_rows()
+    lines = [
+        f"texture arrays: {len(arrays)}, {mib(sum(r[4] for r in arrays))}",
+        f"{'array':<40} {'format':<16} {'size':>6} {'layers':>6} {'bytes':>12}",
+    ]
+    lines += [f"{a[:40]:<40} {f:<16} {n:>6} {k:>6} {b:>12,}" for a, f, n, k, b in arrays]
+    rows = mats.material_rows()
+    lines.append(f"by material: {len(rows)} texture(s)")
+    lines.append(f"{'material':<20} {'slot':<18} {'image':<24} {'array[layer]':<40} {'bytes':>10}")
+    lines += [f"{m[:20]:<20} {s:<18} {i[:24]:<24} {a[:40]:<40} {b:>10,}" for m, s, i, a, b in rows]
+    return "\n".join(lines)

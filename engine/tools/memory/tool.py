@@ -19,6 +19,7 @@ from engine.tools.memory.table import (
     SAMPLE_S,
     GpuResource,
     held,
+    material_table,
     mib,
     object_counts,
     scan,
@@ -67,9 +68,10 @@ class MemoryTool:
         ctx.commands.register(
             "memory",
             self.command,
-            args=[Choice("all", "counts", optional=True)],
+            args=[Choice("all", "counts", "textures", optional=True)],
             help="GPU memory: totals per category vs --gpu-budget; 'all' lists every texture "
-            "and buffer; 'counts' wgpu's object counts",
+            "and buffer; 'counts' wgpu's object counts; 'textures' the material textures by "
+            "texture array and by material",
         )
         self.refresh(force=True)
         ctx.telemetry.session.facts["gpu_memory"] = self.fact()
@@ -178,6 +180,8 @@ class MemoryTool:
             return self.summary() + "\n" + self.table()
         if which == "counts":
             return self.counts_line()
+        if which == "textures":
+            return material_table(self.ctx.graph)
         return self.summary() + "\n" + self.counts_line()
 
     def report(self) -> str | None:
