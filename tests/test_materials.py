@@ -468,3 +468,16 @@ def test_memory_table_lists_textures_by_array_and_by_material(gpu):
     names = {r.name: r for r in scan(h.graph)}
     srgb = next(r for n, r in names.items() if n.startswith("material rgba8unorm-srgb"))
     assert srgb.owner == "frame.materials" and srgb.bytes == arrays[0][4]
+
+
+def test_material_scene_matches_reference(gpu, tmp_path, compare_reference):
+    """tools/make_material_scenes.py's showcase: metallic x roughness spheres, textured,
+    normal-mapped, emissive, MASK and BLEND quads, through the whole frame (post chain on)."""
+    from tools.make_material_scenes import showcase
+
+    s = load_gltf(str(write(showcase(), tmp_path / "m.gltf")))
+    h = Harness(gpu, s, (192, 108), FrameSettings(exposure=1.0, fog_density=0.0))
+    h.frame.jitter_sequence = ((0.0, 0.0),)
+    cam = Camera(eye=np.array([0.0, 0.5, 6.0]), target=np.array([0.0, 0.3, 0.0]), fov_y_deg=45)
+    h.render(cam, 3)
+    compare_reference("materials_scene_192x108", h.target.read_rgba()[..., :3], tolerance=2)

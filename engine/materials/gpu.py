@@ -255,15 +255,17 @@ class TextureArrays:
         for fmt in range(2):
             for slot in range(SLOTS):
                 a = next((s for s in self.slots if s.format == fmt and s.slot == slot), None)
-                self.textures[fmt].append(self._upload(a, fmt, images, mips, encoder))
+                self.textures[fmt].append(self._upload(a, fmt, slot, images, mips, encoder))
         device.queue.submit([encoder.finish()])
         self.views = [[t.create_view(dimension="2d-array") for t in row] for row in self.textures]
 
-    def _upload(self, a: ArraySlot | None, fmt: int, images, mips, encoder) -> wgpu.GPUTexture:
+    def _upload(self, a: ArraySlot | None, fmt, slot, images, mips, encoder) -> wgpu.GPUTexture:
         size, layers = (a.size, len(a.layers)) if a else (1, 1)
         levels = mip_levels(size)
         tex = self.device.create_texture(
-            label=f"material {FORMATS[fmt]} {size}x{size}x{layers}" if a else "material none",
+            label=f"material {FORMATS[fmt]} {size}x{size}x{layers}"
+            if a
+            else f"material {FORMATS[fmt]} slot {slot} (unused)",
             size=(size, size, layers),
             format=FORMATS[fmt],
             mip_level_count=levels,
