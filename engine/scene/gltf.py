@@ -231,6 +231,11 @@ _SCHEMA = {
     "extensionsRequired": ["string"],
 }
 
+# What pygltflib parses: materials, textures, images and samplers are read from the checked
+# JSON itself (engine.scene.gltf_materials); pygltflib's dataclass decoding of them took most
+# of the load time of a scene with 256 materials.
+_PYGLTFLIB_SCHEMA = {k: v for k, v in _SCHEMA.items() if k not in MATERIAL_SCHEMA}
+
 # Every core glTF 2.0 property's JSON type, for the one warning about fields the loader does
 # not read (glTF 2.0 JSON schema; "extras" may hold anything and is not listed).
 _TEXTURE_INFO = {"index": "id", "texCoord": "id", "extensions": "object"}
@@ -311,7 +316,7 @@ def _parse(p: Path):
     _check_extensions(p, obj)
     with warnings.catch_warnings():  # its warnings would break the one-line error
         warnings.simplefilter("ignore")
-        doc = pygltflib.GLTF2.from_json(json.dumps(_prune(obj, _SCHEMA)))
+        doc = pygltflib.GLTF2.from_json(json.dumps(_prune(obj, _PYGLTFLIB_SCHEMA)))
     if blob is not None:
         doc.set_binary_blob(blob)
     return doc, obj
