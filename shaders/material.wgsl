@@ -73,25 +73,16 @@ fn material_flags(m: Material) -> u32 {
 // the normal picks the plane; v runs down the world's +Y on walls, so images stand upright.
 fn world_uv(p: vec3f, n: vec3f) -> vec2f {
     let a = abs(n);
-    if (a.y >= a.x && a.y >= a.z) {
-        return vec2f(p.x, p.z);
-    }
-    if (a.x >= a.z) {
-        return vec2f(-p.z * sign(n.x), -p.y);
-    }
-    return vec2f(p.x * sign(n.z), -p.y);
+    let floor_uv = vec2f(p.x, p.z);
+    let wall_uv = select(vec2f(p.x * sign(n.z), -p.y), vec2f(-p.z * sign(n.x), -p.y), a.x >= a.z);
+    return select(wall_uv, floor_uv, a.y >= a.x && a.y >= a.z);
 }
 
 // dP/du of world_uv on the face with normal n.
 fn world_tangent(n: vec3f) -> vec3f {
     let a = abs(n);
-    if (a.y >= a.x && a.y >= a.z) {
-        return vec3f(1.0, 0.0, 0.0);
-    }
-    if (a.x >= a.z) {
-        return vec3f(0.0, 0.0, -sign(n.x));
-    }
-    return vec3f(sign(n.z), 0.0, 0.0);
+    let wall = select(vec3f(sign(n.z), 0.0, 0.0), vec3f(0.0, 0.0, -sign(n.x)), a.x >= a.z);
+    return select(wall, vec3f(1.0, 0.0, 0.0), a.y >= a.x && a.y >= a.z);
 }
 
 // glTF wrap modes on one coordinate: 0 REPEAT (the sampler repeats), 1 CLAMP_TO_EDGE,

@@ -32,6 +32,10 @@ struct VsOut {
     @location(3) @interpolate(flat) id: u32,
     @location(4) tangent: vec4f,  // world; w: handedness, mirrored transforms included
     @location(5) uv: vec4f,       // TEXCOORD_0, TEXCOORD_1
+    // the material's world-UV scale (0: mesh UVs), read here: the fragment's UV derivatives
+    // must not depend on a storage load, which lavapipe leaves 0 in helper pixels (a wrong
+    // material there made a mip-8 line along every triangle edge)
+    @location(6) @interpolate(flat) world_scale: f32,
 };
 
 @vertex
@@ -57,6 +61,7 @@ fn transform_vertex(v: VsIn, ii: u32) -> VsOut {
     out.id = id;
     out.tangent = vec4f(mat3x3f(a, b, c) * v.tangent.xyz, v.tangent.w * select(1.0, -1.0, det < 0.0));
     out.uv = vec4f(v.uv0, v.uv1);
+    out.world_scale = materials[material_ids[id]].emissive.w;
     return out;
 }
 
@@ -93,8 +98,8 @@ struct Surface {
     emissive: vec3f,
 };
 
-fn texcoords(in: VsOut, m: Material, ng: vec3f) -> UvSet {
-    let uv0 = select(in.uv.xy, world_uv(in.world, ng) * m.emissive.w, m.emissive.w > 0.0);
+fn texcoords(in: VsOut, ng: vec3f) -> UvSet {
+    let uv0 = select(in.uv.xy, world_uv(in.world, ng) * in.world_scale, in.world_scale > 0.0);
     return uv_set(uv0, in.uv.zw);
 }
 
@@ -102,7 +107,7 @@ fn texcoords(in: VsOut, m: Material, ng: vec3f) -> UvSet {
 fn surface(in: VsOut, front: bool) -> Surface {
     let m = materials[material_ids[in.id]];
     var ng = normalize(in.normal);
-    let uvs = texcoords(in, m, ng);  // derivatives first: uniform control flow
+    let uvs = texcoords(in, ng);  // derivatives first: uniform control flow
     var tex: array<vec4f, 5>;
     for (var k = 0u; k < 5u; k++) {
         tex[k] = fetch(m, k, uvs);
@@ -191,7 +196,7 @@ fn material_view(in: VsOut, front: bool) -> vec4f {
         case 4u: { return vec4f(f32(mat_id), 0.0, 0.0, 1.0); }
         default: {
             let m = materials[mat_id];
-            let uvs = texcoords(in, m, normalize(in.normal));
+            let uvs = texcoords(in, normalize(in.normal));
             return vec4f(sampled_level(m, TEX_BASE, uvs), 0.0, 0.0, 1.0);
         }
     }
@@ -233,7 +238,7 @@ fn vs_shadow_mask(v: VsIn, @builtin(instance_index) ii: u32) -> VsOut {
 @fragment
 fn fs_shadow_mask(in: VsOut) {
     let m = materials[material_ids[in.id]];
-    let uvs = texcoords(in, m, normalize(in.normal));
+    let uvs = texcoords(in, normalize(in.normal));
     let alpha = m.base_color.a * fetch(m, TEX_BASE, uvs).a * in.color.a;
     if (alpha < m.alpha.x) {
         discard;

@@ -481,3 +481,34 @@ def test_material_scene_matches_reference(gpu, tmp_path, compare_reference):
     cam = Camera(eye=np.array([0.0, 0.5, 6.0]), target=np.array([0.0, 0.3, 0.0]), fov_y_deg=45)
     h.render(cam, 3)
     compare_reference("materials_scene_192x108", h.target.read_rgba()[..., :3], tolerance=2)
+
+
+def test_world_uv_has_no_mip_spike_along_triangle_edges(gpu):
+    """A world-mapped material (instance 0's material is another one): the sampled mip level
+    is smooth across the quad's diagonal. With the scale read from storage in the fragment
+    shader, lavapipe's helper pixels saw material 0 and every edge sampled mip 8."""
+    from engine.passes.resources import VIEW_MATERIAL
+    from engine.scene.scene import Mesh
+    from engine.tools.dump.tool import read_texture
+    from engine.tools.views.tool import ViewTool
+    from tests.tool_fakes import make_ctx
+
+    q = quad(2.0)
+    q.uv0 = q.uv1 = None  # the city's meshes have no UVs: world mapping only
+    ref = TextureRef(0)
+    mats = [Material("plain"), Material("walls", textures={TextureSlot.BASE_COLOR: ref},
+                                        world_uv=2.0)]  # fmt: skip
+    scene = Scene([Mesh.from_lods("quad", [q])], np.eye(4, dtype=np.float32)[None],
+                  np.zeros(1, np.uint32), np.ones((1, 4), np.float32), materials=mats,
+                  material_ids=np.array([1], np.uint32), images=[Image("c", checker(64))])  # fmt: skip
+    h = Harness(gpu, scene, SIZE, SETTINGS)
+    ctx = make_ctx(gpu, h.graph, view=None)
+    ctx.install(ViewTool())
+    ctx.commands.execute("view mip")
+    h.render(CAM, 2, hooks=ctx.updates)
+    level = read_texture(gpu.device, h.graph.texture(VIEW_MATERIAL))[..., 0]
+    uv, _ = _quad_uv(CAM, SIZE)  # quad(1) UVs: the 2 m quad spans -0.5..1.5
+    inside = np.all((uv > -0.4) & (uv < 1.4), -1)
+    # 2 UV units per metre, 64 texels each: texels per pixel from the footprint along x
+    want = np.log2(np.maximum(np.abs(np.gradient(uv[..., 0], axis=1)) * 2 * 64, 1e-9))
+    assert np.allclose(level[inside], np.maximum(want[inside], 0.0), atol=0.1)
