@@ -496,11 +496,16 @@ def test_world_uv_has_no_mip_spike_along_triangle_edges(gpu):
     q = quad(2.0)
     q.uv0 = q.uv1 = None  # the city's meshes have no UVs: world mapping only
     ref = TextureRef(0)
-    mats = [Material("plain"), Material("walls", textures={TextureSlot.BASE_COLOR: ref},
-                                        world_uv=2.0)]  # fmt: skip
-    scene = Scene([Mesh.from_lods("quad", [q])], np.eye(4, dtype=np.float32)[None],
-                  np.zeros(1, np.uint32), np.ones((1, 4), np.float32), materials=mats,
-                  material_ids=np.array([1], np.uint32), images=[Image("c", checker(64))])  # fmt: skip
+    walls = Material("walls", textures={TextureSlot.BASE_COLOR: ref}, world_uv=2.0)
+    scene = Scene(
+        [Mesh.from_lods("quad", [q])],
+        np.eye(4, dtype=np.float32)[None],
+        np.zeros(1, np.uint32),
+        np.ones((1, 4), np.float32),
+        materials=[Material("plain"), walls],
+        material_ids=np.array([1], np.uint32),
+        images=[Image("c", checker(64))],
+    )
     h = Harness(gpu, scene, SIZE, SETTINGS)
     ctx = make_ctx(gpu, h.graph, view=None)
     ctx.install(ViewTool())
