@@ -17,14 +17,15 @@ from typing import ClassVar, TypeVar
 import wgpu
 
 from engine.cli import build_parser, fail
-from engine.commands import CommandRegistry
+from engine.commands import Choice, CommandRegistry
 from engine.gpu import GpuError, create_gpu
 from engine.graph import FrameContext, GraphError, RenderGraph
 from engine.hud.service import Hud
 from engine.interrupt import Interrupt, for_run
+from engine.knobs import Knob, add_knob_arguments
 from engine.logtail import install_log_tail
 from engine.loop import FrameLoop
-from engine.options import OptionError, check_output
+from engine.options import OptionError, check_output, positive_int
 from engine.progress import Progress
 from engine.safe_write import UnsafeWrite, png_target
 from engine.surfaces import OffscreenTarget, SurfaceError, WindowSurface
@@ -54,12 +55,21 @@ class Sample:
         example_args: command-line arguments of a quick demonstration run (small scene,
             inputs); ``{tmp}`` stands for a scratch folder.
         keys: ``engine.tool.Key`` bindings to the sample's own commands (s13's F2).
+        knobs: ``engine.knobs.Knob`` declarations of the sample's own knobs: their flags join
+            the command line; ``StandardFrame.add_knobs(self.knobs, app.args)`` in ``build``
+            gives them their console and portal commands.
+        variants: the names of the sample's variants of its technique, the default first:
+            ``--variant NAME`` starts with one, ``variant NAME|next`` (console, portal)
+            switches, ``--variant-cycle N`` switches every N frames (interleaved blocks for
+            ``lantern compare RUN.jsonl``); each frame's record carries its variant.
     """
 
     name: ClassVar[str] = "sample"
     description: ClassVar[str] = ""
     example_args: ClassVar[tuple[str, ...]] = ()  # a quick demonstration run (tests use it)
     keys: ClassVar[tuple[Key, ...]] = ()  # window keys, bound after build, listed by --help
+    knobs: ClassVar[tuple[Knob, ...]] = ()  # its own knobs: flags here, commands via the frame
+    variants: ClassVar[tuple[str, ...]] = ()  # ways to do its technique; the first by default
 
     @classmethod
     def add_arguments(cls, parser) -> None:
@@ -74,6 +84,9 @@ class Sample:
 
     def update(self, ctx: FrameContext) -> None:
         """Advance the scene to ``ctx.time`` before the frame is recorded."""
+
+    def set_variant(self, name: str) -> None:
+        """Switch to variant ``name`` (one of ``variants``) from the next frame on."""
 
     def on_key(self, key: int) -> None:
         """A key (glfw key code) was pressed in the window."""
@@ -157,11 +170,46 @@ class App:
                 return t
         raise LookupError(f"tool {cls.__name__} is not installed")
 
+    # -- the sample's variants ------------------------------------------------------------------
+    def start_variants(self, sample: Sample) -> None:
+        """Start in ``--variant`` (else the first), register ``variant NAME|next``, and with
+        ``--variant-cycle N`` switch to the next one every N frames."""
+        self._sample = sample
+        self.commands.register(
+            "variant",
+            self._variant_command,
+            args=[Choice(*sample.variants, "next", optional=True)],
+            help="the sample's variant: " + ", ".join(sample.variants) + "; next",
+        )
+        self._cycle = getattr(self.args, "variant_cycle", None)
+        self.set_variant(getattr(self.args, "variant", None) or sample.variants[0])
+
+    def set_variant(self, name: str) -> str:
+        """Switch the sample to variant ``name`` between frames: its records carry the name
+        from the next frame, and the stats window starts afresh (the HUD shows its figures)."""
+        self._sample.set_variant(name)
+        self.loop.variant = name
+        self.telemetry.reset_stats()
+        self.telemetry.set_fact("variant", name)
+        return f"variant: {name}"
+
+    def _variant_command(self, name: str | None) -> str:
+        names = self._sample.variants
+        if name is None:
+            return f"variant: {self.loop.variant}; variants: {', '.join(names)}"
+        if name == "next":
+            name = names[(names.index(self.loop.variant) + 1) % len(names)]
+        return self.set_variant(name)
+
     def update(self, sample: Sample) -> Callable[[FrameContext], None]:
-        """The frame's update: the sample's, then each tool's hook."""
+        """The frame's update: the variant's turn (``--variant-cycle``), the sample's, then
+        each tool's hook."""
         hooks = self.ctx.updates
 
         def update(ctx: FrameContext) -> None:
+            cycle = getattr(self, "_cycle", None)
+            if cycle and ctx.frame_index and ctx.frame_index % cycle == 0:
+                self._variant_command("next")
             sample.update(ctx)
             for fn in hooks:
                 fn(ctx)
@@ -186,6 +234,27 @@ def install_tools(ctx: ToolContext, tools, hud: Hud | None = None) -> Hud:
     installed = [ctx.install(t) for t in made]
     hud.start(ctx, installed)
     return hud
+
+
+def add_variant_arguments(parser, variants: tuple[str, ...]) -> None:
+    """``--variant NAME`` (choices: ``variants``) and ``--variant-cycle N``."""
+    g = parser.add_argument_group("variants")
+    g.add_argument(
+        "--variant",
+        choices=variants,
+        default=variants[0],
+        metavar="NAME",
+        help="start with this variant: " + ", ".join(variants) + f" (default {variants[0]}); "
+        "'variant NAME|next' in the console switches",
+    )
+    g.add_argument(
+        "--variant-cycle",
+        type=positive_int,
+        metavar="N",
+        default=None,
+        help="switch to the next variant every N frames: interleaved blocks of each in one "
+        "run, for 'lantern compare RUN.jsonl' (with --telemetry RUN.jsonl)",
+    )
 
 
 def _json_args(args) -> dict:
@@ -224,6 +293,10 @@ def run(
     prog = prog or f"python -m samples.{sample_cls.name}"
     parser = build_parser(prog, sample_cls.description, tools, sample_cls.keys)
     sample_cls.add_arguments(parser)
+    if sample_cls.knobs:
+        add_knob_arguments(parser, sample_cls.knobs, f"{sample_cls.name} knobs")
+    if sample_cls.variants:
+        add_variant_arguments(parser, sample_cls.variants)
     args = parser.parse_args(argv)
     specs = [ToolSpec.of(t) for t in tools]
     try:
@@ -312,6 +385,8 @@ def _start_and_run(sample_cls, args, prog: str, interrupt: Interrupt, tools, fea
     try:
         sample.build(graph)
         app.install_tools(sample)
+        if sample.variants:
+            app.start_variants(sample)
         if args.graph is not None:
             return _print_graph(app)
         if interrupt.requested:  # Ctrl-C while the sample was building

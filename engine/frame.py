@@ -58,7 +58,8 @@ from engine.culling.frozen import FrozenCulling
 from engine.culling.gpu_scene import GpuScene
 from engine.culling.stats import CullStats
 from engine.gpu import GpuError
-from engine.graph import RenderGraph, TextureDesc
+from engine.graph import Pass, RenderGraph, TextureDesc
+from engine.knobs import Knob
 from engine.math3d import column_major, inverse4
 from engine.passes.bloom import BloomPass
 from engine.passes.cull import CullPass, CullResetPass, CullResources
@@ -85,7 +86,7 @@ from engine.passes.resources import (
 from engine.passes.shadow import ShadowMap, ShadowPass, frustum_planes
 from engine.passes.sky import SkyPass
 from engine.passes.taa import JITTER, TaaPass, jittered_projection
-from engine.settings import FrameSettings, register_frame_commands
+from engine.settings import FRAME_KNOBS, FrameSettings, register_frame_commands
 
 log = logging.getLogger("lantern")
 
@@ -125,6 +126,12 @@ VIEW_DTYPE = np.dtype(
         ("sky_zenith", "<f4", 4),  # linear; w: shadow map size in texels
         ("sky_horizon", "<f4", 4),  # linear; w: exposure
         ("ground", "<f4", 4),  # ground bounce colour; w: unused
+        ("view", "<f4", (4, 4)),  # world -> view (right-handed, the camera looks down -z)
+        ("proj", "<f4", (4, 4)),  # view -> clip, jittered (reverse-Z infinite perspective)
+        ("inv_proj", "<f4", (4, 4)),  # clip -> view, jittered
+        ("prev_view_proj", "<f4", (4, 4)),  # last frame's world -> clip, unjittered
+        ("jitter", "<f4", 4),  # xy: sub-pixel offset (pixels, x right, y down); zw: last frame
+        ("size", "<f4", 4),  # xy: output size in pixels; zw: 1 / size
     ]
 )
 _VIEW_PACK = struct.Struct("<" + "f" * (VIEW_DTYPE.itemsize // 4))  # every field is f32
@@ -214,6 +221,7 @@ class StandardFrame:
         graph.import_texture(SHADOW_MAP, lambda: self.res.shadow.texture)
         self.res.frozen = self.frozen = FrozenCulling(d, self.pyramid, gs.state)
         self._warming = False
+        self._last_jitter = (0.0, 0.0)
         self.counters = self.res.cull.counters
         self.camera = None
         self.cull_camera = None  # frozen culling camera (F2) or None
@@ -222,6 +230,11 @@ class StandardFrame:
         self.jitter_sequence = JITTER  # sub-pixel offsets (pixels) cycled with TAA on
         self.cut_distance = 0.1 * float(np.linalg.norm(scene.extent[1] - scene.extent[0]))
         self.passes = [graph.add(make(self.res, name)) for name, make in STANDARD_PASSES]
+        self.res.output_pass = self.passes[-1]  # Post
+        self.added: list = []  # passes a sample put in (insert / replace)
+        self.knobs = dict((k.attr, k) for k in FRAME_KNOBS)  # attr -> Knob, the sample's too
+        self.extra: dict = {}  # values of the knobs a sample added (add_knob)
+        self._commands = None
         self.configure(settings)
         graph.on_resize(self._on_resize)
 
@@ -241,8 +254,9 @@ class StandardFrame:
             self.graph.reset_history(EXPOSURE)
         self.res.settings = settings
         self.res.shadow.resize(settings.shadow_size)
-        for p in self.passes:
-            p.enabled = p.enabled_by(settings)
+        for p in [*self.passes, *self.added]:
+            if hasattr(p, "enabled_by"):
+                p.enabled = p.enabled_by(settings)
         self.res.cull.reset = True
 
     def set_settings(self, **changes) -> FrameSettings:
@@ -255,9 +269,97 @@ class StandardFrame:
         return self.settings
 
     def register_commands(self, commands, *, freeze=None) -> None:
-        """Each knob's console and portal command and ``cull freeze [on|off]``
-        (``engine.settings.register_frame_commands``)."""
+        """Each knob's console and portal command (the sample's added ones too) and ``cull
+        freeze [on|off]`` (``engine.settings.register_frame_commands``)."""
         register_frame_commands(commands, self, freeze=freeze)
+        self._commands = commands
+        for knob in self.knobs.values():
+            if knob.attr in self.extra:
+                self._register_knob(knob)
+
+    # -- surgery: a technique inside the standard frame --------------------------------------
+    def insert(self, p: Pass, *, before: str | None = None, after: str | None = None) -> Pass:
+        """Put the sample's pass ``p`` right before or after a standard (or earlier inserted)
+        pass; the graph checks the frame at once. A pass with ``enabled_by(settings)`` follows
+        the knobs like the standard ones; every tool times, lists, dumps and reloads it as
+        any pass.
+
+        Raises:
+            GraphError: one line naming the pass and the anchor or resource.
+        """
+        self.graph.insert(p, before=before, after=after)
+        self.added.append(p)
+        return p
+
+    def replace(self, name: str, p: Pass) -> Pass:
+        """Put ``p`` in place of the standard pass ``name`` (e.g. your own tone map for
+        ``Post``); the HUD and debug views still come after it and a view turns it off as it
+        did Post.
+
+        Raises:
+            GraphError: one line naming the pass and the resource.
+        """
+        old = self.graph.pass_named(name) if name in self.graph.pass_names() else None
+        self.graph.replace(name, p)
+        self.passes = [p if q is old else q for q in self.passes]
+        self.added.append(p)
+        if old is not None and old is self.res.output_pass:
+            self.res.output_pass = p
+        return p
+
+    def remove(self, name: str) -> Pass:
+        """Take the standard (or inserted) pass ``name`` out of the frame; returns it.
+
+        Raises:
+            GraphError: no such pass, or an enabled pass reads what only it writes.
+        """
+        p = self.graph.remove_named(name)
+        self.passes = [q for q in self.passes if q is not p]
+        self.added = [q for q in self.added if q is not p]
+        return p
+
+    # -- a sample's own knobs -------------------------------------------------------------------
+    def add_knob(self, knob: Knob, value=None) -> None:
+        """A knob of the sample's own (``engine.knobs.Knob``), beside the frame's: its console
+        and portal command (registered with the frame's), its value read with ``knob`` and
+        set with ``set_knob``. Declare it on the sample class too (``Sample.knobs``) so the
+        command line has its flag; ``value`` is the parsed one (default: its default).
+
+        Raises:
+            ValueError: a knob of that name already exists.
+        """
+        if knob.attr in self.knobs or hasattr(self.settings, knob.attr):
+            raise ValueError(f"knob {knob.name!r}: the frame already has a knob of that name")
+        self.knobs[knob.attr] = knob
+        self.extra[knob.attr] = knob.default if value is None else value
+        if self._commands is not None:
+            self._register_knob(knob)
+
+    def add_knobs(self, knobs, args=None) -> None:
+        """``add_knob`` for each of ``knobs`` with its value from the parsed command line
+        ``args`` (a sample's ``Sample.knobs``: ``frame.add_knobs(self.knobs, app.args)``)."""
+        for k in knobs:
+            self.add_knob(k, getattr(args, k.attr, None))
+
+    def knob(self, name: str):
+        """The value of knob ``name`` (a ``FrameSettings`` field or an added knob; dashes or
+        underscores)."""
+        attr = name.replace("-", "_")
+        return self.extra[attr] if attr in self.extra else getattr(self.settings, attr)
+
+    def set_knob(self, name: str, value) -> None:
+        """Set knob ``name`` (as its command does): a frame knob through ``set_settings``, an
+        added one in place (its passes read it each frame)."""
+        attr = name.replace("-", "_")
+        if attr in self.extra:
+            self.extra[attr] = value
+        else:
+            self.set_settings(**{attr: value})
+
+    def _register_knob(self, knob: Knob) -> None:
+        knob.register(
+            self._commands, lambda: self.knob(knob.attr), lambda v: self.set_knob(knob.attr, v)
+        )
 
     def _on_resize(self, size) -> None:
         self.res.pyramid.resize(size)
@@ -321,6 +423,8 @@ class StandardFrame:
         jproj = jittered_projection(proj, r.jitter, ctx.size)
         jittered = view_proj if jproj is proj else jproj @ view
         r.prev_view_proj, r.view_proj = r.view_proj, view_proj.astype(np.float64)
+        r.prev_jitter, r.size = self._last_jitter, tuple(ctx.size)
+        self._last_jitter = r.jitter
         r.inv_view_proj = np.array(inverse4(jittered))  # float64
         if last is None:
             r.camera_cut = False
@@ -331,14 +435,14 @@ class StandardFrame:
         r.sun_view_proj = fit.view_proj
         self._update_frustum_lines(jittered, aspect)
         q = self.device.queue
-        q.write_buffer(r.view_uniform, 0, self._view_bytes(camera, jittered, fit))
+        q.write_buffer(r.view_uniform, 0, self._view_bytes(camera, jittered, fit, view, jproj))
         q.write_buffer(r.cull.uniform, 0, self._cull_bytes(ctx.size, aspect, fit, view, jproj))
 
-    def _view_bytes(self, camera, view_proj, fit) -> bytes:
+    def _view_bytes(self, camera, view_proj, fit, view, proj) -> bytes:
         """The ``View`` uniform (``VIEW_DTYPE``) in one ``struct.pack`` of plain numbers in
         its field order (cheaper, every frame, than assigning the fields of a structured
         array); matrices column-major."""
-        s = self.settings
+        s, r = self.settings, self.res
         return _VIEW_PACK.pack(
             *column_major(view_proj),
             *column_major(self.res.inv_view_proj),
@@ -355,6 +459,15 @@ class StandardFrame:
             1.0 if s.auto_exposure else s.exposure,
             *GROUND,
             0.0,
+            *column_major(view),
+            *column_major(proj),
+            *column_major(inverse4(proj)),
+            *column_major(r.view_proj if r.prev_view_proj is None else r.prev_view_proj),
+            *r.jitter,
+            *r.prev_jitter,
+            *r.size,
+            1.0 / r.size[0],
+            1.0 / r.size[1],
         )  # eye, sun_dir, sun_color, sky_zenith, sky_horizon, ground: consecutive vec4f
 
     def _update_frustum_lines(self, view_proj, aspect) -> None:

@@ -316,6 +316,94 @@ class RenderGraph:
                 return p
         raise KeyError(f"render graph has no pass {name!r}; it has {[p.name for p in self.passes]}")
 
+    def insert(self, p: Pass, *, before: str | None = None, after: str | None = None) -> Pass:
+        """Put ``p`` right before or right after the pass named ``before`` / ``after`` (an
+        anchor a knob has disabled still places it) and check the frame at once.
+
+        Raises:
+            GraphError: no anchor or both, an unknown anchor, a duplicate name, or ``p``
+                reads a resource that no enabled pass before it writes (one line naming the
+                pass and the resource); the graph is left as it was.
+        """
+        if (before is None) == (after is None):
+            raise GraphError(f"render graph: insert {p.name!r} before= or after= a pass (one)")
+        anchor = self._anchor(p, before if before is not None else after)
+        self._check_new_name(p)
+        at = self.passes.index(anchor) + (0 if before is not None else 1)
+        return self._changed(lambda: self.passes.insert(at, p), p)
+
+    def replace(self, name: str, p: Pass) -> Pass:
+        """Put ``p`` in place of the pass called ``name`` (its position; ``p`` keeps its own
+        name, which every table then shows) and check the frame at once.
+
+        Raises:
+            GraphError: no such pass, a duplicate name, ``p`` reads what nothing before it
+                writes, or a later pass reads what only the replaced pass wrote; the graph is
+                left as it was.
+        """
+        old = self._anchor(p, name, verb="replace")
+        if p.name != old.name:
+            self._check_new_name(p)
+        at = self.passes.index(old)
+        return self._changed(lambda: self.passes.__setitem__(at, p), p, gone=old)
+
+    def remove_named(self, name: str) -> Pass:
+        """Take the pass called ``name`` out of the frame and check the frame at once;
+        returns it.
+
+        Raises:
+            GraphError: no such pass, or another enabled pass reads what only it wrote (one
+                line naming both and the resource); the graph is left as it was.
+        """
+        old = self._anchor(None, name, verb="remove")
+        return self._changed(lambda: self.passes.remove(old), old, gone=old)
+
+    def _anchor(self, p: Pass | None, name: str, verb: str = "insert") -> Pass:
+        name = name.strip() if isinstance(name, str) else name
+        for q in self.passes:
+            if q.name == name:
+                return q
+        what = f"{verb} {p.name!r} next to" if p is not None and verb == "insert" else verb
+        raise GraphError(
+            f"render graph: cannot {what} {name!r}: no such pass (passes: "
+            f"{', '.join(q.name for q in self.passes)})"
+        )
+
+    def _check_new_name(self, p: Pass) -> None:
+        if any(q.name == p.name for q in self.passes):
+            raise GraphError(f"render graph already has a pass named {p.name!r}")
+
+    def _changed(self, change, p: Pass, gone: Pass | None = None) -> Pass:
+        """Apply ``change`` to the pass list and validate; undo it on a ``GraphError``."""
+        before = list(self.passes)
+        change()
+        try:
+            self.validate()
+        except GraphError as e:
+            after, self.passes[:] = list(self.passes), before
+            raise self._blame(e, gone, before, after) from None
+        self._validated = None
+        return p
+
+    def _blame(self, e: GraphError, gone, before: list, after: list) -> GraphError:
+        """A read that lost its writer when ``gone`` left says which pass took it away."""
+        if gone is None:
+            return e
+        for i, q in enumerate(after):
+            if not q.enabled:
+                continue
+            for r in q.reads:
+                base = split_ref(r)[0]
+                if base in self.imports or base not in gone.writes:
+                    continue
+                had = before.index(gone) < before.index(q) if q in before else False
+                if had and not any(base in w.writes for w in after[:i] if w.enabled):
+                    return GraphError(
+                        f"render graph: cannot take {gone.name!r} out: {q.name!r} reads "
+                        f"{base!r}, which nothing before it writes then"
+                    )
+        return e
+
     def invalidate(self) -> None:
         """Validate again before the next frame: a pass's ``reads`` or ``writes`` changed
         (e.g. it now reads another snapshot; enabling or disabling a pass needs no call)."""
@@ -494,8 +582,12 @@ class RenderGraph:
 
         ``history=True`` makes it a pair readable as ``name + "@prev"`` (see the module
         docstring); the graph adds ``RENDER_ATTACHMENT`` to clear it, so the format must be
-        a colour format that can be rendered to.
+        a colour format that can be rendered to. Every graph texture can also be copied and
+        sampled (``COPY_SRC | TEXTURE_BINDING`` are added), so ``--dump``, ``inspect`` and the
+        views read any pass's target without its author asking.
         """
+        tools = wgpu.TextureUsage.COPY_SRC | wgpu.TextureUsage.TEXTURE_BINDING
+        desc = replace(desc, usage=desc.usage | tools)
         if history:
             desc = replace(desc, usage=desc.usage | wgpu.TextureUsage.RENDER_ATTACHMENT)
             self._texture_descs[name + "@" + PREV] = desc
@@ -581,6 +673,17 @@ class RenderGraph:
         if tex is None:
             raise KeyError(name)
         return tex
+
+    def texture_format(self, name: str) -> str:
+        """The format of texture ``name`` (graph-owned or imported; ``OUTPUT``: the output's).
+
+        Raises:
+            KeyError: no such texture.
+        """
+        if name == OUTPUT:
+            return self.output_format
+        desc = self._texture_descs.get(split_ref(name)[0])
+        return desc.format if desc is not None else self.texture(name).format
 
     def import_texture(self, name: str, texture: Callable[[], wgpu.GPUTexture]) -> None:
         """Make a texture owned outside the graph readable by ``name`` (``texture``,

@@ -58,6 +58,8 @@ class FrameLoop:
         between_frames: callables run after each frame's publication on the frame thread
             (commands queued by the console or the portal).
         wake: called by ``request_frame`` (the window's ``wake``: ends an idle wait).
+        variant: the sample's variant of the frames recorded from now on (or None); each
+            frame's record carries the one it was recorded with.
     """
 
     def __init__(
@@ -73,8 +75,9 @@ class FrameLoop:
         self.index = 0
         self.between_frames: list[Callable[[], None]] = []
         self.wake: Callable[[], None] | None = None
+        self.variant: str | None = None
         self._requested = False
-        self._starts: dict[int, tuple[int, float | None]] = {}  # frame -> (t_ns, wall_ms)
+        self._starts: dict[int, tuple] = {}  # frame -> (t_ns, wall_ms, variant)
         self._last_start: int | None = None
         self._readbacks: dict[str, object] = {}  # channel -> newest result
         self._unpublished: int | None = None  # no profiler: the frame published next time
@@ -96,14 +99,14 @@ class FrameLoop:
         now = self.clock()
         wall = None if self._last_start is None else (now - self._last_start) / 1e6
         self._last_start = now
-        self._starts[index] = (now, wall)
-        if len(self._starts) > PENDING_FRAMES:
-            del self._starts[min(self._starts)]
         ctx = FrameContext(self.gpu.device, graph, index, time_s, graph.size, output)
         prof.cpu_begin("Update")
         if update is not None:
-            update(ctx)
+            update(ctx)  # (it may switch the variant: the frame is recorded with the new one)
         prof.cpu_end()
+        self._starts[index] = (now, wall, self.variant)
+        if len(self._starts) > PENDING_FRAMES:
+            del self._starts[min(self._starts)]
         encoder = self.gpu.device.create_command_encoder(label=f"frame {index}")
         graph.execute(encoder, ctx)
         prof.cpu_begin("Submit")
@@ -172,9 +175,8 @@ class FrameLoop:
             self._publish(timings.frame_index, timings)
 
     def _publish(self, frame_index: int, timings) -> None:
-        t_ns, wall = self._starts.pop(frame_index, (0, None))
+        t_ns, wall, variant = self._starts.pop(frame_index, (0, None, self.variant))
         for stale in [f for f in self._starts if f < frame_index]:  # given up by the profiler
             del self._starts[stale]
-        self.telemetry.publish(
-            frame_index, t_ns=t_ns, wall_ms=wall, timings=timings, readbacks=self._readbacks
-        )
+        self.telemetry.publish(frame_index, t_ns=t_ns, wall_ms=wall, timings=timings,
+                               readbacks=self._readbacks, variant=variant)  # fmt: skip

@@ -63,11 +63,17 @@ class ExpandedSource:
         return self.origin[min(max(line, 1), len(self.origin)) - 1]
 
 
-def expand(path: Path, root: Path = SHADER_DIR) -> ExpandedSource:
+def expand(path: Path, root: Path = SHADER_DIR, defines: dict | None = None) -> ExpandedSource:
     """Read ``path`` and expand its includes (resolved beside the including file, then in
     ``root``, then in ``shaders/``), each file at most once per module (an include cycle is
     cut there). Each file must be UTF-8 (a byte-order mark is stripped) without NUL bytes
     (wgpu hands WGSL to C, which would stop reading there).
+
+    ``defines`` (shader variants, as Bevy's shader defs): lines between ``// #if NAME`` and
+    ``// #endif`` (with an optional ``// #else``; blocks nest) are kept only when
+    ``defines[NAME]`` is true; an integer define is also a module constant ``const NAME: i32``
+    (e.g. an output's ``@location``). A removed line stays as an empty one, so positions in
+    messages still name the file's own lines.
 
     Raises:
         OSError: a file cannot be read (``FileNotFoundError`` when deleted).
@@ -76,24 +82,48 @@ def expand(path: Path, root: Path = SHADER_DIR) -> ExpandedSource:
     files: list[Path] = []
     lines: list[str] = []
     origin: list[tuple[Path, int]] = []
+    defines = defines or {}
+    keep: list[bool] = [True]  # one entry per open #if: whether its lines are kept
 
     def walk(p: Path) -> None:
         files.append(p)
         for i, text in enumerate(read_utf8(p, name=_display(p), nul=False).split("\n"), 1):
+            d = _DIRECTIVE.fullmatch(text)
+            if d is not None and defines is not None:
+                _directive(d.group(1), d.group(2), keep, defines)
+                text = ""
+            elif not all(keep):
+                text = ""
             m = _INCLUDE.fullmatch(text)
             if m is None:
                 lines.append(text)
                 origin.append((p, i))
                 continue
-            inc = _find(m.group(1), p.parent, root)
+            inc = find_include(m.group(1), p.parent, root)
             if inc.resolve() not in {f.resolve() for f in files}:
                 walk(inc)
 
     walk(path)
+    consts = [f"const {k}: i32 = {v};" for k, v in sorted(defines.items())
+              if isinstance(v, int) and not isinstance(v, bool)]  # fmt: skip
+    if consts:  # on the module's last line: the file's own lines keep their numbers
+        lines[-1] = lines[-1] + "  " + " ".join(consts)
     return ExpandedSource(path, "\n".join(lines), tuple(files), tuple(origin))
 
 
-def _find(name: str, *folders: Path) -> Path:
+_DIRECTIVE = re.compile(r"^\s*//\s*#(if|else|endif)\b\s*(\w*)\s*$")
+
+
+def _directive(kind: str, name: str, keep: list[bool], defines: dict) -> None:
+    if kind == "if":
+        keep.append(bool(defines.get(name)))
+    elif kind == "else" and len(keep) > 1:
+        keep[-1] = not keep[-1]
+    elif kind == "endif" and len(keep) > 1:
+        keep.pop()
+
+
+def find_include(name: str, *folders: Path) -> Path:
     """The first ``folder / name`` that exists, else in ``shaders/`` (which may not)."""
     for folder in folders:
         if (folder / name).exists():
@@ -161,17 +191,25 @@ class PipelineHandle(Generic[T]):
         build_ms: how long the last successful build took (module + factory + callbacks).
     """
 
-    def __init__(self, registry: ShaderRegistry, name: str, path: Path, factory, label: str):
+    def __init__(self, registry: ShaderRegistry, name: str, path: Path, factory, label: str,
+                 defines: dict | None = None):  # fmt: skip
         self.registry, self.name, self.path, self.label = registry, name, path, label
+        self.defines = dict(defines or {})
         self.factory: Callable[[wgpu.GPUShaderModule], T] = factory
         self.version = 0
         self.error: ShaderError | None = None
         self.build_ms = 0.0
         self._callbacks: list[Callable[[], Any]] = []
-        self.source = expand(path, registry.root)
+        self.source = expand(path, registry.root, self.defines)
         t = time.perf_counter()
         self._current: T = factory(self._module(self.source))
         self.build_ms = (time.perf_counter() - t) * 1e3
+
+    @property
+    def variant_name(self) -> str:
+        """``name``, with its defines when it has some: ``"mesh.wgsl[NORMALS]"``."""
+        on = [k if v is True else f"{k}={v}" for k, v in sorted(self.defines.items()) if v]
+        return f"{self.name}[{','.join(on)}]" if on else self.name
 
     def get(self) -> T:
         """The current pipeline(s): record with this every frame, never keep it."""
@@ -200,7 +238,7 @@ class PipelineHandle(Generic[T]):
         """Whether the files now expand to other code than the current object's (a file that
         cannot be read, or is not UTF-8, counts as unchanged: the old pipeline stays)."""
         try:
-            return expand(self.path, self.registry.root).code != self.source.code
+            return expand(self.path, self.registry.root, self.defines).code != self.source.code
         except (OSError, NotUtf8):
             return False
 
@@ -210,7 +248,7 @@ class PipelineHandle(Generic[T]):
         and its bind groups stay). Never raises for a bad shader or a missing file."""
         t = time.perf_counter()
         try:
-            source = expand(self.path, self.registry.root)
+            source = expand(self.path, self.registry.root, self.defines)
         except OSError as e:
             self.error = ShaderError(Path(e.filename or self.path), None, None, "cannot read: "
                                      + (e.strerror or str(e)))  # fmt: skip
@@ -242,7 +280,7 @@ class PipelineHandle(Generic[T]):
 
     def _module(self, source: ExpandedSource) -> wgpu.GPUShaderModule:
         module = self.registry.device.create_shader_module(label=self.name, code=source.code)
-        MODULE_HASHES[self.name] = wgsl_hash(source.code)
+        MODULE_HASHES[self.variant_name] = wgsl_hash(source.code)
         return module
 
 
@@ -271,10 +309,12 @@ class ShaderRegistry:
         factory: Callable[[wgpu.GPUShaderModule], T],
         *,
         label: str | None = None,
+        defines: dict | None = None,
     ) -> PipelineHandle[T]:
         """Build ``factory(module)`` from ``name`` (a file in ``root``, or a path: a tool
         package's or a sample's own WGSL, taken from a ``root`` other than ``shaders/``
-        when that folder has a file of the same name) and keep the handle for rebuilds.
+        when that folder has a file of the same name) and keep the handle for rebuilds;
+        ``defines``: the variant of the file to build (see ``expand``).
 
         Raises:
             OSError: the file cannot be read. NotUtf8: it is not UTF-8 text (one line
@@ -286,9 +326,9 @@ class ShaderRegistry:
             copy = self.root / path.name
             path = copy if self.root != SHADER_DIR.resolve() and copy.is_file() else path
         else:
-            path = _find(str(path), self.root)
+            path = find_include(str(path), self.root)
         path = path.resolve()
-        handle = PipelineHandle(self, Path(name).name, path, factory, label or path.name)
+        handle = PipelineHandle(self, Path(name).name, path, factory, label or path.name, defines)
         self.handles.append(handle)
         return handle
 
@@ -368,10 +408,11 @@ def shader_pipeline(
     factory: Callable[[wgpu.GPUShaderModule], T],
     *,
     label: str | None = None,
+    defines: dict | None = None,
 ) -> PipelineHandle[T]:
     """``shader_registry(device).pipeline(name, factory)``: the one-line replacement of
     ``shader_module`` + ``create_*_pipeline`` in a pass."""
-    return shader_registry(device).pipeline(name, factory, label=label)
+    return shader_registry(device).pipeline(name, factory, label=label, defines=defines)
 
 
 def set_shader_registry(device: wgpu.GPUDevice, registry: ShaderRegistry | None):

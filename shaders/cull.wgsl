@@ -29,7 +29,7 @@ const C_OCCLUDED: u32 = 3u;
 const C_VISIBLE: u32 = 4u;
 const C_DRAWN_EARLY: u32 = 5u;
 const C_DRAWN_LATE: u32 = 6u;
-const C_SHADOW: u32 = 7u;
+const C_SHADOW_CASTERS: u32 = 7u;
 
 struct Cull {
     view: mat4x4f,                  // world -> view of the culling camera (looks down -Z)
@@ -263,7 +263,7 @@ fn cull_shadow(@builtin(global_invocation_id) gid: vec3u, @builtin(local_invocat
         let culled = !usable(b) || ((cull.counts.y & FLAG_CULL) != 0u && outside(b.xyz, b.w, true));
         if (!culled) {
             emit(2u, id, select_lod(b.xyz, b.w, meshes[mesh_ids[id]].lod_count));
-            count(C_SHADOW);
+            count(C_SHADOW_CASTERS);
         }
     }
     flush_counts(lid);

@@ -9,6 +9,12 @@ struct View {
     sky_zenith: vec4f,         // rgb: linear; w: shadow map size in texels
     sky_horizon: vec4f,        // rgb: linear; w: exposure
     ground: vec4f,             // rgb: ground bounce colour; w: unused
+    view: mat4x4f,             // world -> view (right-handed: the camera looks down -z)
+    proj: mat4x4f,             // view -> clip, jittered (reverse-Z infinite perspective)
+    inv_proj: mat4x4f,         // clip -> view, jittered
+    prev_view_proj: mat4x4f,   // last frame's world -> clip, unjittered (motion, reprojection)
+    jitter: vec4f,             // xy: this frame's sub-pixel offset, pixels (x right, y down); zw: last's
+    size: vec4f,               // xy: output size in pixels; zw: 1 / size
 };
 
 fn sky_color(view: View, dir: vec3f) -> vec3f {

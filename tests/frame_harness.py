@@ -175,3 +175,20 @@ class Harness:
             lod_base_px=self.frame.settings.lod_base_px * h / 720.0,
             jitter=jitter,
         )
+
+
+def reference_cull_view(res, camera, size):
+    """The reference ``CullView`` of ``camera`` at output ``size`` with ``res``'s knobs."""
+
+    aspect = size[0] / size[1]
+    view, proj = camera.view(), camera.proj(aspect)
+    return CullView(
+        view=view,
+        planes=frustum_planes(proj @ view),
+        eye=np.asarray(camera.eye, np.float64),
+        p00=float(proj[0, 0]),
+        p11=float(proj[1, 1]),
+        near=float(camera.near),
+        screen=tuple(size),
+        lod_base_px=res.settings.lod_base_px * size[1] / 720.0,
+    )

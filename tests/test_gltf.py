@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from engine.scene.gltf import SceneError, default_camera, load_gltf, repeat_grid
-from engine.scene.meshes import MeshData, box, face_normals, signed_volume
+from engine.scene.meshes import MeshData, box
+from tests.helpers import face_normals, signed_volume
 from tools.make_gltf_sample import Node, Prim, build, save, two_nodes
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets" / "meshes"

@@ -24,6 +24,10 @@ ROOT = Path(__file__).resolve().parents[1]
 FG, BG = (255, 200, 40), (20, 40, 90)
 
 
+def unpack_color(v: int) -> tuple[int, int, int, int]:
+    return (v & 255, (v >> 8) & 255, (v >> 16) & 255, (v >> 24) & 255)
+
+
 # -- helpers ----------------------------------------------------------------------------------
 def render(device, overlay, fmt, size, *, scale=1, clear=(0.0, 0.0, 0.0, 1.0), target_size=None):
     """Draw ``overlay`` over a cleared target of ``size`` pixels; return ``(H, W, 4) uint8``.
@@ -282,7 +286,6 @@ def test_perf_table_means_and_na():
     assert len(dots) == 1
     # each number coloured on its own: Post's GPU 6.25 ms (> 5) red while its CPU 0.045 ms
     # (< 0.1) is dimmed and its name stays plain; Shadow's 0.112 / 0.834 plain
-    from engine.hud.grid import unpack_color
     from engine.tools.perf.panel import DIM, HOT, NAME_W, NUM_W, TEXT
 
     cpu_col, gpu_col = 1 + NAME_W + NUM_W - 1, 1 + NAME_W + 2 * NUM_W  # last digit of each
@@ -588,7 +591,15 @@ def test_modes_follow_the_registered_panels():
         "all",
     )
     assert mode_panels()["off"] == () and mode_panels()["flame"] == ("flame",)
-    assert mode_panels()["all"] == ("perf", "cull", "timeline", "log", "view", "inspect")
+    assert mode_panels()["all"] == (
+        "perf",
+        "cull",
+        "counters",
+        "timeline",
+        "log",
+        "view",
+        "inspect",
+    )
     overlay = next(a for a in build_parser("p", "")._actions if a.dest == "overlay")
     assert tuple(overlay.choices) == mode_names()
 

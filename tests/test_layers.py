@@ -28,7 +28,7 @@ ENGINE = Path(__file__).resolve().parents[1] / "engine"
 LAYERS = (
     ("base", ("__init__", "gpu", "readback", "surfaces", "resources", "shaders",
               "shader_registry", "safe_write", "math3d", "interrupt", "progress",
-              "pass_descriptors", "logtail", "textfile")),
+              "pass_descriptors", "logtail", "textfile", "counters")),
     ("core", ("graph", "loop", "telemetry", "commands", "profiling.sink", "options")),
     ("producers", ("profiling", "scene", "culling", "passes")),
     ("frame", ("frame", "settings", "knobs")),

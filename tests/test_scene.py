@@ -25,11 +25,9 @@ from engine.scene.meshes import (
     cone_lods,
     cylinder,
     cylinder_lods,
-    face_normals,
     flat_normals,
     icosphere,
     pyramid,
-    signed_volume,
     sphere_lods,
 )
 from engine.scene.procedural import (
@@ -42,6 +40,7 @@ from engine.scene.procedural import (
     city,
 )
 from engine.scene.scene import Mesh, Scene
+from tests.helpers import face_normals, signed_volume
 
 # -- meshes ---------------------------------------------------------------------------------
 

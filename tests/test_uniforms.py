@@ -74,7 +74,7 @@ def test_cull_uniform_puts_each_value_in_its_field():
     assert tuple(u["proj"]) == pytest.approx((0.5, 0.75, 0.1, 360.0))
 
 
-def _view_reference(frame, camera, view_proj, fit) -> bytes:
+def _view_reference(frame, camera, view_proj, fit, view, proj) -> bytes:
     """The ``View`` uniform packed field by field into a ``VIEW_DTYPE`` record."""
     from engine.frame import GROUND, SKY_ZENITH, SUN_COLOR
     from engine.passes.resources import SKY_HORIZON
@@ -90,6 +90,11 @@ def _view_reference(frame, camera, view_proj, fit) -> bytes:
     u["sky_zenith"] = (*SKY_ZENITH, s.shadow_size)
     u["sky_horizon"] = (*SKY_HORIZON, 1.0 if s.auto_exposure else s.exposure)
     u["ground"] = (*GROUND, 0.0)
+    r = frame.res
+    u["view"], u["proj"], u["inv_proj"] = view.T, proj.T, np.linalg.inv(proj).T
+    u["prev_view_proj"] = (r.view_proj if r.prev_view_proj is None else r.prev_view_proj).T
+    u["jitter"] = (*r.jitter, *r.prev_jitter)
+    u["size"] = (*r.size, 1 / r.size[0], 1 / r.size[1])
     return u.tobytes()
 
 
@@ -108,7 +113,16 @@ def test_view_uniform_packing_matches_the_structured_dtype(gpu, exposure):
     f = h.frame
     vp = cam.proj(96 / 64) @ cam.view() + np.float32(0.01)  # any matrix: it is copied
     fit = f.res.shadow.fit(vp, f.scene, None)
-    got = f._view_bytes(cam, vp, fit)
-    assert got == _view_reference(f, cam, vp, fit)
+    view, proj = cam.view(), cam.proj(96 / 64) + 0.001  # any matrices: they are copied
+    got = f._view_bytes(cam, vp, fit, view, proj)
+    want = np.frombuffer(_view_reference(f, cam, vp, fit, view, proj), np.float32)
+    n = VIEW_DTYPE.fields["view"][1] // 4  # the fields before the inverse: exact
+    assert got[: 4 * n] == want[:n].tobytes()
+    inv = VIEW_DTYPE.fields["inv_proj"][1] // 4  # inverse4 is within a few ulps of numpy
+    np.testing.assert_allclose(np.frombuffer(got, np.float32)[inv : inv + 16], want[inv : inv + 16],
+                               rtol=1e-5, atol=1e-6)  # fmt: skip
+    rest = VIEW_DTYPE.fields["prev_view_proj"][1]
+    assert got[rest:] == want.tobytes()[rest:]
+    assert f.res.size == (96, 64) and f.res.prev_jitter == f.jitter_sequence[0]
     raw = np.frombuffer(got, np.float32)
     assert raw[1] == vp[1, 0]  # column-major

@@ -303,9 +303,10 @@ def test_random_scene_views_render(gpu):
 def test_ids_and_lod_views_against_the_reference_lod_selection(gpu):
     """Each pixel's instance (the View.Geometry target) is coloured by its hash; its LOD
     colour is the LOD ``engine.culling.reference.select_lod`` picks for that instance."""
+    from frame_harness import reference_cull_view as cull_view
+
     from engine.culling.reference import select_lod
     from engine.passes.resources import VIEW_IDS
-    from engine.tools.lines.tool import cull_view
     from engine.tools.views.reference import LOD_COLOURS, id_colour
 
     scene = random_scene(60, seed=4)

@@ -50,10 +50,12 @@ from engine.telemetry.compare import (  # noqa: F401 - the statistics, re-export
     holm,
     load_run,
     slower_p,
+    variant_runs,
     warmup_frames,
 )
 from engine.telemetry.record import path_text
 
+SETTLE = 3  # frame records after each switch left out of an interleaved run's variants
 IGNORED_SETTINGS = ("capture", "telemetry", "trace", "graph", "portal", "portal_host", "baseline")
 
 
@@ -283,9 +285,21 @@ def _seed(text: str) -> int:
 
 
 def build_parser(prog: str = "compare") -> argparse.ArgumentParser:
-    p = _Parser(prog=prog, description="Compare two --telemetry runs: A (before), B (after).")
+    p = _Parser(
+        prog=prog,
+        description="Compare two --telemetry runs: A (before), B (after); or, given one run "
+        "recorded with --variant-cycle, each of its variants against the first.",
+    )
     p.add_argument("a", metavar="A.jsonl")
-    p.add_argument("b", metavar="B.jsonl")
+    p.add_argument("b", metavar="B.jsonl", nargs="?")
+    p.add_argument(
+        "--settle",
+        type=int,
+        default=SETTLE,
+        metavar="N",
+        help=f"one run of interleaved variants: frame records dropped after each switch "
+        f"(default {SETTLE})",
+    )
     p.add_argument(
         "--fail-above",
         type=_pct,
@@ -317,21 +331,44 @@ def main(argv: Sequence[str] | None = None, prog: str = "compare") -> int:
             parser.error(f"argument {option}: {problem}")
     if args.warmup is not None and args.warmup < 0:
         return _fail(prog, f"--warmup: expected frames >= 0, got {args.warmup}")
+    if args.settle < 0:
+        return _fail(prog, f"--settle: expected frames >= 0, got {args.settle}")
     try:
-        c = compare_runs(load_run(args.a), load_run(args.b), warmup=args.warmup, seed=args.seed)
+        pairs, warmup = _pairs(args)
+        comparisons = [compare_runs(a, b, warmup=warmup, seed=args.seed) for a, b in pairs]
     except CompareError as e:
         return _fail(prog, str(e))
-    print(format_comparison(c))
+    print("\n\n".join(format_comparison(c) for c in comparisons))
     for path, write in ((args.png, write_png), (args.html, write_html)):
         if path:
             try:
-                write(c, path)
+                write(comparisons[-1], path)
             except OSError as e:
                 return _fail(prog, f"cannot write {path}: {e.strerror or e}")
             print(f"wrote {path}")
     if args.fail_above is None:
         return 0
-    return _gate(c, args.fail_above)
+    return max(_gate(c, args.fail_above) for c in comparisons)
+
+
+def _pairs(args) -> tuple[list[tuple[Run, Run]], int | None]:
+    """Two files: ``[(A, B)]``. One file of interleaved variants: each variant against the
+    first (N-way: the first is the baseline), the run's warm-up already left out of them.
+    Also the warm-up ``compare_runs`` then drops.
+
+    Raises:
+        CompareError: one file with fewer than two variants.
+    """
+    a = load_run(args.a)
+    if args.b is not None:
+        return [(a, load_run(args.b))], args.warmup
+    parts = variant_runs(a, args.settle, args.warmup)
+    if not parts:
+        raise CompareError(
+            f"{args.a} holds one variant (or none): give a second run to compare with, or "
+            "record variants in blocks (--variant-cycle N)"
+        )
+    return [(parts[0], p) for p in parts[1:]], 0
 
 
 def _gate(c: Comparison, pct: float) -> int:

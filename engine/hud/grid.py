@@ -69,10 +69,6 @@ def pack_color(c: Color) -> int:
     return _pack_tuple(tuple(c))
 
 
-def unpack_color(v: int) -> tuple[int, int, int, int]:
-    return (v & 255, (v >> 8) & 255, (v >> 16) & 255, (v >> 24) & 255)
-
-
 def font_atlas() -> np.ndarray:
     """The baked font as ``uint8`` 0/1, shape ``(64, 128)`` (16 x 6 glyphs of 8x8)."""
     bits = np.unpackbits(np.frombuffer(font8x8.ATLAS, np.uint8))

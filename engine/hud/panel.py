@@ -30,6 +30,7 @@ class HudData:
         final: the last frame of a capture run: show the newest figures, whatever the
             refresh rate says.
         notes: per-pass notes by source (``Hud.set_notes``); notes_version changes with them.
+        counters: the newest counts of every counter block (``engine.counters.Counts``).
     """
 
     names: list[str]
@@ -42,6 +43,7 @@ class HudData:
     final: bool = False
     notes: dict = field(default_factory=dict)
     notes_version: int = 0
+    counters: tuple = ()
 
 
 class Panel:

@@ -354,6 +354,7 @@ class Hud:
             self.final_frame is not None and ctx.frame_index == self.final_frame,
             self.notes,
             self.notes_version,
+            () if latest is None else latest.counters,
         )
 
     def _update_hint(self, now: float) -> None:

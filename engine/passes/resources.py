@@ -72,6 +72,7 @@ class FrameResources:
         stats: the ``CullStats`` readback of the counters.
         frustum_lines: ``fmt -> FrustumLines | None``: the frozen culling frustum to draw
             over the last main pass into a target of that format, or None.
+        prev_jitter: last frame's ``jitter``; size: the output size in pixels.
         jitter: this frame's sub-pixel offset of the projection in pixels ``(x right,
             y down)``, (0, 0) without TAA.
         view_proj, prev_view_proj: ``(4, 4)`` float64 world -> clip of the rendering camera,
@@ -82,6 +83,8 @@ class FrameResources:
         frozen: the ``FrozenCulling`` (the frozen camera's pyramid copy and the culler's
             classes for it; ``engine.culling.frozen``), or None.
         sun_view_proj: ``(4, 4)`` world -> sun shadow clip of this frame's fit.
+        output_pass: the pass that draws the picture into the output: ``Post``, or what a
+            sample put in its place (``StandardFrame.replace``); a debug view turns it off.
     """
 
     device: wgpu.GPUDevice
@@ -98,12 +101,15 @@ class FrameResources:
     stats: CullStats
     frustum_lines: Callable[[str], FrustumLines | None]
     jitter: tuple[float, float] = (0.0, 0.0)
+    prev_jitter: tuple[float, float] = (0.0, 0.0)
+    size: tuple[int, int] = (1, 1)
     camera: Any = None  # the camera of the frame being recorded
     view_proj: Any = None
     prev_view_proj: Any = None
     inv_view_proj: Any = None
     camera_cut: bool = False
     cull_camera: Any = None  # the frozen culling camera (F2), or None
+    output_pass: Any = None  # the pass drawing the picture to the output (Post, or its stand-in)
     sun_view_proj: Any = None  # (4, 4) world -> sun shadow clip of this frame's fit
     frozen: Any = None  # engine.culling.frozen.FrozenCulling
 

@@ -174,21 +174,6 @@ def flat_normals(positions: np.ndarray, indices: np.ndarray) -> MeshData:
     return MeshData(*_flat(pos))
 
 
-def signed_volume(mesh: MeshData) -> float:
-    """Volume enclosed by a closed mesh (divergence theorem: sum of ``a · (b × c) / 6`` over
-    triangles); positive when triangles are counter-clockwise seen from outside."""
-    p = mesh.vertices[:, :3].astype(np.float64)[mesh.indices.reshape(-1, 3)]
-    return float(np.einsum("ij,ij->i", p[:, 0], np.cross(p[:, 1], p[:, 2])).sum() / 6.0)
-
-
-def face_normals(mesh: MeshData) -> np.ndarray:
-    """Unit normals ``(M/3, 3)`` float64 of each triangle from its CCW winding."""
-    p = mesh.vertices[:, :3].astype(np.float64)[mesh.indices.reshape(-1, 3)]
-    n = np.cross(p[:, 1] - p[:, 0], p[:, 2] - p[:, 0])
-    length = np.linalg.norm(n, axis=1, keepdims=True)
-    return n / np.where(length > 0, length, 1.0)
-
-
 # -- internals --------------------------------------------------------------------------------
 
 

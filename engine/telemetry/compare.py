@@ -49,12 +49,21 @@ class Run:
         series: ``(clock, name) -> float64 (frames,)`` ms per frame record in file order, NaN
             where that record has no reading; clock ``"gpu"``, ``"cpu"`` or ``"draw"`` (name
             its path ``(pass, draw)``).
+        variants: the sample's variant of each frame record (``(frames,)`` of str or None).
     """
 
     path: str
     session: dict
     frames: int
     series: dict[tuple[str, str], np.ndarray]
+    variants: list = field(default_factory=list)
+
+    def part(self, keep: np.ndarray, label: str) -> Run:
+        """The frame records where ``keep`` (bool ``(frames,)``) holds, as a run of its own
+        named ``label`` (one variant of an interleaved run)."""
+        series = {k: v[keep] for k, v in self.series.items()}
+        variants = [v for v, k in zip(self.variants, keep, strict=True) if k]
+        return Run(label, self.session, int(keep.sum()), series, variants)
 
 
 def load_run(path: str | Path) -> Run:
@@ -79,6 +88,7 @@ def load_run(path: str | Path) -> Run:
         )
     names: list[str] = []
     columns: dict[tuple[str, str], list[tuple[int, float]]] = {}
+    variants: list[str | None] = []
     frames = 0
     for n, line in enumerate(lines[1:], 2):
         try:
@@ -95,6 +105,7 @@ def load_run(path: str | Path) -> Run:
                 _add_frame(obj, names, frames, columns)
             except (IndexError, KeyError, TypeError, ValueError):
                 raise CompareError(f"{path}:{n}: a malformed frame record") from None
+            variants.append(obj.get("variant"))
             frames += 1
     if frames == 0:
         raise CompareError(f"{path}: no frame records (was the run stopped before its first?)")
@@ -105,7 +116,26 @@ def load_run(path: str | Path) -> Run:
         s[list(idx)] = v
         series[key] = s
     head.pop("type")
-    return Run(path, head, frames, series)
+    return Run(path, head, frames, series, variants)
+
+
+def variant_runs(run: Run, settle: int = 0, warmup: int | None = None) -> list[Run]:
+    """One ``Run`` per variant of an interleaved run (``--variant-cycle``), in the order
+    they first appear, each leaving out the run's first ``warmup`` records (default
+    ``warmup_frames``: the run's own warm-up, taken once, not per variant) and the ``settle``
+    records after every switch (the first frames of a block pay for the switch: pipelines,
+    caches, clocks). A run of one variant (or none) gives ``[]``."""
+    names = list(dict.fromkeys(v for v in run.variants if v is not None))
+    if len(names) < 2:
+        return []
+    v = np.array([x if x is not None else "" for x in run.variants], object)
+    switched = np.r_[True, v[1:] != v[:-1]]
+    since = np.zeros(len(v), np.int64)  # records since the block began
+    for i in range(1, len(v)):
+        since[i] = 0 if switched[i] else since[i - 1] + 1
+    settled = since >= settle
+    settled[: warmup_frames(len(v)) if warmup is None else warmup] = False
+    return [run.part((v == name) & settled, f"{run.path} [{name}]") for name in names]
 
 
 def _utf8_text(path: str, data: bytes) -> bytes:

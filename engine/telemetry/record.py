@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 if TYPE_CHECKING:  # typing only: producers sit above this layer
+    from engine.counters import Counts
     from engine.culling.counters import CullCounts
     from engine.telemetry.stats import StatsSnapshot
 
@@ -172,6 +173,8 @@ class FrameRecord:
             ``frame_index``); a channel that has produced nothing yet is absent.
         transitions: per pass name, the transition billed before it (ns, part of its GPU
             scope) where encoder timestamps are used (``engine.profiling.gpu``), else None.
+        variant: the sample's variant the frame was recorded with (``Sample.variants``), or
+            None for a sample without variants.
         snapshot: the stats window after this frame (``StatsSnapshot``; per-draw readings
             are rows of clock ``"draw"`` named by their path ``(pass, draw)``), from which
             ``stats_keys`` (``(clock, name)`` per row) and ``stats_values`` (``float64
@@ -190,6 +193,7 @@ class FrameRecord:
     readbacks: dict[str, Any] = field(default_factory=dict)
     snapshot: StatsSnapshot | None = None
     transitions: dict[str, float] | None = None
+    variant: str | None = None
 
     def draw_passes(self) -> tuple:
         """The ``detail`` (``engine.profiling.draws.PassDraws``) of each GPU pass scope that
@@ -200,6 +204,13 @@ class FrameRecord:
     def cull(self) -> CullCounts | None:
         """The cull counters (``readbacks["cull"]``), or None."""
         return self.readbacks.get("cull")
+
+    @property
+    def counters(self) -> tuple[Counts, ...]:
+        """Every counter block's newest counts (``engine.counters.Counts``): the culler's
+        first, then the others by name."""
+        blocks = [v for v in self.readbacks.values() if hasattr(v, "names") and hasattr(v, "block")]
+        return tuple(sorted(blocks, key=lambda c: (c.block != "cull", c.block)))
 
     @property
     def stats_keys(self) -> tuple[tuple[str, str], ...]:

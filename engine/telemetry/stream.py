@@ -107,9 +107,11 @@ class Telemetry:
         wall_ms: float | None,
         timings: FrameTimings | None = None,
         readbacks: dict | None = None,
+        variant: str | None = None,
     ) -> FrameRecord:
         """Build, keep and send the record of one finished frame. ``readbacks``: the newest
-        result of each readback client by channel (``FrameRecord.readbacks``)."""
+        result of each readback client by channel (``FrameRecord.readbacks``); ``variant``:
+        the sample's variant the frame was recorded with."""
         gpu = None
         if timings is not None and timings.gpu is not None:
             gpu = nest_draws(timings.gpu, timings.draws)
@@ -133,6 +135,7 @@ class Telemetry:
             readbacks=dict(readbacks or {}),
             snapshot=snapshot,
             transitions=timings.transitions if timings is not None else None,
+            variant=variant,
         )
         self._seq += 1
         t = self.totals

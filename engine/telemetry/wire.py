@@ -48,13 +48,17 @@ def encode_record(record: FrameRecord, table: NameTable) -> tuple[list[str], dic
     ``split_ns`` cannot be a cost, ``unreliable``: why the adapter's per-draw figures cannot
     be trusted, else null), and ``transitions`` (null unless encoder timestamps measure them):
     ``[[pass_name_id, ns], ...]``, the transition billed before each pass (part of its GPU
-    scope), rounded to 0.001 ns.
+    scope), rounded to 0.001 ns; ``variant`` (present only for a sample with variants): the
+    variant the frame was recorded with; ``counters``: every counter block's newest counts
+    (``block``, ``frame``, ``names`` as name ids, ``values``), the culler's too.
     """
     names = [s.name for s in record.gpu or ()] + [s.name for s in record.cpu or ()]
     names += [
         n for _, name in record.stats_keys for n in ((name,) if isinstance(name, str) else name)
     ]
     names += list(record.transitions or ())
+    for c in record.counters:
+        names += list(c.names)
     for s in record.gpu or ():
         names += [c.name for c in s.children]
     new = table.encode(names)
@@ -69,6 +73,15 @@ def encode_record(record: FrameRecord, table: NameTable) -> tuple[list[str], dic
         "dropped": record.dropped,
         "invalid": record.invalid,
         "cull": None if cull is None else {"frame": cull.frame_index, "values": list(cull.values)},
+        "counters": [
+            {
+                "block": c.block,
+                "frame": c.frame_index,
+                "names": [table.ids[n] for n in c.names],
+                "values": list(c.values),
+            }
+            for c in record.counters
+        ],
         "stats": [
             [clock, _name_id(table, name), *(None if v != v else round(v, 6) for v in row)]
             for (clock, name), row in zip(record.stats_keys, _rows(record), strict=True)
@@ -76,6 +89,8 @@ def encode_record(record: FrameRecord, table: NameTable) -> tuple[list[str], dic
         "draws": _draws(table, record.draw_passes() or None),
         "transitions": _transitions(table, record.transitions),
     }
+    if record.variant is not None:
+        msg["variant"] = record.variant
     return new, msg
 
 

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from engine.shader_registry import find_include
 from engine.textfile import NotUtf8, read_utf8
 
 _INCLUDE = re.compile(r'^\s*//\s*#include\s+"([^"]+)"\s*$')
@@ -132,7 +133,7 @@ def load_source(path: Path) -> tuple[str, list[tuple[str, int]]]:
         for k, text in enumerate(text_of_file.splitlines(), 1):
             m = _INCLUDE.match(text)
             if m:
-                add(p.parent / m.group(1), (*stack, p))
+                add(find_include(m.group(1), p.parent), (*stack, p))  # as the shaders do
             else:
                 lines.append(text)
                 origin.append((p.name, k))

@@ -49,3 +49,38 @@ class CullPanel(Panel):
         if form == 0:
             vals = [counts.values[COUNTER_NAMES.index(n)] for n in CULL_CLASSES]
             ov.pie(col + w - 6, row + 5.5, 4.5, vals, CULL_COLORS)
+
+
+class CountersPanel(Panel):
+    """Every counter block besides the culler's (``engine.counters``: a technique's lights,
+    cascades, particles), each its name and frame, then one row per counter under its WGSL
+    name. Left out while the run has no such block."""
+
+    key, modes = "counters", ("cull",)
+    W = 40
+
+    def __init__(self, tool=None):
+        self._blocks: tuple = ()
+
+    def _others(self, data: HudData) -> tuple:
+        return tuple(c for c in data.counters if c.block != "cull")
+
+    def tick(self, data: HudData) -> bool:
+        now = tuple((c.block, c.frame_index) for c in self._others(data))
+        changed, self._blocks = now != self._blocks, now
+        return changed
+
+    def has_content(self, data: HudData) -> bool:
+        return bool(self._others(data))
+
+    def sizes(self, data: HudData) -> tuple[tuple[int, int], ...]:
+        return ((self.W, sum(1 + len(c.names) for c in self._others(data))),)
+
+    def draw(self, ov: DebugOverlay, col: int, row: int, form: int, data: HudData) -> None:
+        ov.fill(col, row, self.W, self.sizes(data)[0][1], PANEL_BG)
+        y = row
+        for c in self._others(data):
+            ov.text(col + 1, y, f"{c.block.upper()} frame {c.frame_index}"[: self.W - 2], HEADER)
+            for i, (name, v) in enumerate(zip(c.names, c.values, strict=True), 1):
+                ov.text(col + 2, y + i, f"{name[:24]:<24}{v:>12}", TEXT)
+            y += 1 + len(c.names)

@@ -263,7 +263,8 @@ def draws_report(history, info: dict) -> str:
 
 
 class ShutdownReport:
-    """Prints the GPU and CPU timelines, then each of ``ctx.reports`` (the cull counters,
+    """Prints the GPU and CPU timelines, each counter block's newest line, then each of
+    ``ctx.reports`` (the cull counters,
     the sample's own lines), at close (shutdown, after the frame loop drained) when
     profiling is on."""
 
@@ -276,8 +277,8 @@ class ShutdownReport:
         tel = self.ctx.telemetry
         if tel.session.profiling is None:
             return
-        cull = tel.latest.cull if tel.latest is not None else None
-        texts = [shutdown_report(tel), cull.report() if cull is not None else None]
+        blocks = tel.latest.counters if tel.latest is not None else ()
+        texts = [shutdown_report(tel), *(c.line() for c in blocks)]  # each counter block
         for report in (*texts, *(fn() for fn in self.ctx.reports)):
             if report:
                 print(report)

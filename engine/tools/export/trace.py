@@ -34,7 +34,6 @@ from collections.abc import Iterable
 
 import orjson
 
-from engine.culling.counters import COUNTER_NAMES
 from engine.telemetry import Scope
 from engine.telemetry.record import walk
 
@@ -171,18 +170,20 @@ FLOW_NAME = "CPU to GPU"
 
 def counter_events(history, t0: int) -> list[dict]:
     """Counter events (``ph: "C"``, one track per name, one series per ``args`` key) on the
-    CPU process: ``Cull`` (the eight ``COUNTER_NAMES``, once per reading, at the start of
-    the frame it describes) and ``<pass> pipeline statistics`` (the pass's sums of
-    ``STAT_FIELDS`` over its draws, ``--gpu-profile draws`` with the feature)."""
+    CPU process: one track per counter block (``Cull``: the culler's eight, ``Lights``, ...,
+    named by their WGSL; once per reading, at the start of the frame it describes) and
+    ``<pass> pipeline statistics`` (the pass's sums of ``STAT_FIELDS`` over its draws,
+    ``--gpu-profile draws`` with the feature)."""
 
     start = {r.frame_index: r.t_ns for r in history}
     out, seen = [], set()
     for r in history:
-        if r.cull is not None and r.cull.frame_index not in seen:  # a reading rides on
-            seen.add(r.cull.frame_index)  # every record until the next one comes back
-            at = start.get(r.cull.frame_index, r.t_ns)
-            args = dict(zip(COUNTER_NAMES, (int(v) for v in r.cull.values), strict=True))
-            out.append(_counter("Cull", at - t0, args))
+        for c in r.counters:  # a reading rides on every record until the next one comes back
+            if (c.block, c.frame_index) in seen:
+                continue
+            seen.add((c.block, c.frame_index))
+            at = start.get(c.frame_index, r.t_ns)
+            out.append(_counter(c.block.capitalize(), at - t0, c.as_dict()))
         for p in r.draw_passes():
             stats = {f: p.total(f) for f in STAT_FIELDS}
             stats = {k: int(v) for k, v in stats.items() if v is not None}

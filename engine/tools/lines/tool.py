@@ -16,9 +16,8 @@ import logging
 import numpy as np
 
 from engine.commands import Choice
-from engine.culling.reference import VISIBLE, CullView
+from engine.culling.reference import VISIBLE
 from engine.passes.resources import DEPTH, frame_resources
-from engine.passes.shadow import frustum_planes
 from engine.tools.lines.passes import DebugLines, LinesPass
 
 log = logging.getLogger("lantern")
@@ -112,23 +111,6 @@ class LinesTool:
             self._frozen_rows, self.frozen = culled_spheres(r, classes)
         if self._frozen_rows is not None and len(self._frozen_rows):
             self.lines.add(self._frozen_rows)
-
-
-def cull_view(res, camera, size):
-    """The reference ``CullView`` of ``camera`` at output ``size`` with ``res``'s knobs."""
-
-    aspect = size[0] / size[1]
-    view, proj = camera.view(), camera.proj(aspect)
-    return CullView(
-        view=view,
-        planes=frustum_planes(proj @ view),
-        eye=np.asarray(camera.eye, np.float64),
-        p00=float(proj[0, 0]),
-        p11=float(proj[1, 1]),
-        near=float(camera.near),
-        screen=tuple(size),
-        lod_base_px=res.settings.lod_base_px * size[1] / 720.0,
-    )
 
 
 def culled_spheres(res, classes):

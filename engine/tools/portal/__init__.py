@@ -9,11 +9,26 @@ from __future__ import annotations
 
 import logging
 import os
+from typing import TYPE_CHECKING
 
 from engine.options import OptionError, int_type
-from engine.tools.portal.server import DEFAULT_PORT, Portal, PortalError, is_loopback
+from engine.tools.portal.names import DEFAULT_PORT, PortalError, is_loopback
+
+if TYPE_CHECKING:
+    from engine.tools.portal.server import Portal
 
 __all__ = ["DEFAULT_PORT", "Portal", "PortalError", "PortalTool", "portal_port"]
+
+
+def __getattr__(name: str):
+    """``Portal`` on first use (``from engine.tools.portal import Portal``): importing the
+    package does not import the HTTP server."""
+    if name == "Portal":
+        from engine.tools.portal.server import Portal
+
+        return Portal
+    raise AttributeError(name)
+
 
 log = logging.getLogger("lantern")
 port_type = int_type(0, 65535, "a TCP port (0 = any free port)")
@@ -107,6 +122,8 @@ class PortalTool:
         host = asked_host or "127.0.0.1"
         loopback = is_loopback(host)
         tail = ctx.log_tail
+        from engine.tools.portal.server import Portal  # the HTTP stack: only when it runs
+
         self.portal = Portal(
             ctx.telemetry,
             ctx.commands,

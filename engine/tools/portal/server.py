@@ -63,6 +63,7 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
 from engine.tools.portal import protocol
+from engine.tools.portal.names import DEFAULT_PORT, PortalError, is_loopback  # noqa: F401
 from engine.tools.portal.protocol import Broadcaster
 
 log = logging.getLogger("lantern")
@@ -95,7 +96,6 @@ LINGER_S = 0.5
 WRONG_TOKENS = 10  # wrong tokens one address may send in a burst ...
 WRONG_TOKEN_REFILL_S = 6.0  # ... then one more every this many seconds
 TRACKED_ADDRESSES = 4096  # addresses with wrong tokens remembered (least recent forgotten)
-DEFAULT_PORT = 3030
 TOKEN_COOKIE = "lantern_token"
 TOKEN_HEADER = "X-Lantern-Token"
 SERVER_NAME = "LanternPortal/2"
@@ -112,28 +112,6 @@ SECURITY_HEADERS = (
 )
 WILDCARDS = ("0.0.0.0", "::", "")
 NEEDS_TOKEN = "this portal needs its token: open the URL it printed (...?token=...)\n"
-
-
-class PortalError(RuntimeError):
-    """The portal cannot start; the message is the one line to print (exit status 2)."""
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` names this machine's loopback: ``localhost``, all of 127.0.0.0/8 in any
-    form ``inet_aton`` accepts (``127.1``, ``0x7f.1``), ``::1`` and ``::ffff:127.x.y.z``."""
-    host = host.strip("[]").lower().rstrip(".")
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        addr = ipaddress.ip_address(host)
-    except ValueError:
-        try:  # the shorthand forms the resolver (and so bind) accepts
-            addr = ipaddress.IPv4Address(socket.inet_aton(host))
-        except OSError:
-            return False
-    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
-        addr = addr.ipv4_mapped
-    return addr.is_loopback
 
 
 def interface_addresses() -> set[str]:

@@ -277,7 +277,7 @@ class HotReload:
         running code while it had an error), or None (nothing to do)."""
 
         try:
-            code = expand(h.path, self.registry.root).code
+            code = expand(h.path, self.registry.root, h.defines).code
         except OSError:
             return None  # a missing include: said once by _deleted_or_restored
         except NotUtf8 as e:  # saved in another encoding: say where, keep the old pipeline

@@ -142,7 +142,7 @@ class ViewTool:
         self.wire_pass = ctx.graph.add(ViewWirePass(self.res, self.wire_args.args))
         self._culled_key = None
         self.culled_ready = False  # the culler's classes for the frozen camera arrived
-        self.post = ctx.graph.pass_named("Post")
+        self.post = self.res.output_pass  # Post, or the sample's stand-in for it
         self._undo.append(ctx.on_update(self._update))
         if start is not None:
             try:

@@ -176,6 +176,7 @@ function render() {
   renderTimeline(timed);
   renderStats(m.stats || [], timed);
   renderCull(m.cull);
+  renderCounters(m.counters || []);
   state.shown = { frames: state.frames.slice(), latest: m }; // what pause + export keep
   document.body.dataset.seq = m.seq; // the frame every panel now shows (tests read it)
   setStatus();
@@ -486,6 +487,30 @@ function renderStats(rows, timed) {
     });
     tr.classList.toggle("outlier", outlier === 1);
   });
+}
+
+// Every counter block besides the culler's (a technique's lights, cascades, particles): one
+// small table each, its counters under the names its WGSL gives them.
+function renderCounters(blocks) {
+  const box = $("counter-blocks");
+  const others = blocks.filter((b) => b.block !== "cull");
+  const key = others.map((b) => b.block + ":" + b.frame).join("|");
+  if (box.dataset.key === key) return;
+  box.dataset.key = key;
+  box.textContent = "";
+  for (const b of others) {
+    const h = document.createElement("h3");
+    h.textContent = `${b.block} frame ${b.frame}`;
+    const t = document.createElement("table");
+    t.className = "counters";
+    t.dataset.block = b.block;
+    b.names.forEach((id, i) => {
+      const tr = t.insertRow();
+      tr.insertCell().textContent = state.names[id];
+      tr.insertCell().textContent = thousands(b.values[i]);
+    });
+    box.append(h, t);
+  }
 }
 
 function renderCull(cull) {
