@@ -695,12 +695,8 @@ class RenderGraph:
 
     def readable_textures(self) -> list[str]:
         """Texture names a tool may read (``--dump``, ``inspect``, views): the graph's own,
-        without history (``@prev``) and snapshot copies and without attachment-only scratch
-        targets (neither ``COPY_SRC`` nor ``TEXTURE_BINDING``, e.g. a pass's private depth),
-        and the imported ones; sorted."""
-        readable = wgpu.TextureUsage.COPY_SRC | wgpu.TextureUsage.TEXTURE_BINDING
-        own = [n for n, d in self._texture_descs.items() if "@" not in n and d.usage & readable]
-        return sorted(own + list(self._external))
+        without history (``@prev``) and snapshot copies, and the imported ones; sorted."""
+        return sorted([n for n in self._textures if "@" not in n] + list(self._external))
 
     def texture_desc(self, name: str) -> TextureDesc | None:
         """How graph texture ``name`` was declared (its ``ceiling`` among others); None for

@@ -20,6 +20,7 @@ from engine.tools.dump.tool import read_texture
 from engine.tools.views.passes import EV_RANGE
 from engine.tools.views.reference import depth_grey, hiz_texel, linear_depth, ramp
 from engine.tools.views.tool import ViewTool
+from engine.tools.views.views import BY_NAME
 from tests.frame_harness import Harness, random_scene
 from tests.tool_fakes import make_ctx
 
@@ -704,7 +705,7 @@ def test_hiz_view_clamps_to_the_last_level_after_a_resize_and_says_so_once(gpu, 
 def test_every_texture_listed_is_written_or_says_which_view_writes_it(gpu):
     """What ``--dump`` and ``inspect`` list (``readable_textures``), with every view this
     run can show: each name is written by an enabled pass (so it dumps), or the graph says
-    which view writes it; no attachment-only scratch target (``view.depth``) is listed."""
+    which view writes it (``view.depth`` too: the geometry views store it)."""
     from engine.passes.resources import VIEW_DEPTH, VIEW_IDS, VIEW_OVERDRAW
 
     v = Viewed(gpu, ground_scene(), FrameSettings())  # every knob on: no pass turned off
@@ -712,10 +713,11 @@ def test_every_texture_listed_is_written_or_says_which_view_writes_it(gpu):
     for name in (None, *v.tool.available()):
         v.tool.set_view(name)  # no frame needed: the passes are switched at once
         listed = g.readable_textures()
-        assert VIEW_DEPTH not in listed
         for tex in listed:
             written = g.writers(tex) or tex in g.imports
             assert written or "--view" in (g.how_to_write(tex) or ""), (name, tex)
+        if BY_NAME[name or "depth"].geometry is not None:
+            assert VIEW_DEPTH in listed and g.writers(VIEW_DEPTH) == ["View.Geometry"]
         if name in ("ids", "lod"):
             assert g.writers(VIEW_IDS) == ["View.Geometry"] and not g.writers(VIEW_OVERDRAW)
         if name == "overdraw":

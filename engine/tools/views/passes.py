@@ -300,14 +300,19 @@ class ViewGeometryPass(RenderPass):
         target: "a debug view that draws the geometry again: "
         + " or ".join(f"--view {v.name}" for v in VIEWS if v.geometry in modes)
         + f" ('view {next(v.name for v in VIEWS if v.geometry in modes)}' in the console)"
-        for target, modes in ((VIEW_IDS, ("ids",)), (VIEW_OVERDRAW, ("overdraw", "cost")))
+        for target, modes in (
+            (VIEW_IDS, ("ids",)),
+            (VIEW_OVERDRAW, ("overdraw", "cost")),
+            (VIEW_DEPTH, ("ids", "overdraw", "cost")),
+        )
     }
 
     @property
     def writes(self) -> tuple[str, ...]:
-        """The target its mode draws: ``view.ids`` (ids, lod) or ``view.overdraw``
-        (overdraw, cost); the other keeps what it had, so it is not declared written."""
-        return (VIEW_IDS,) if self.mode == "ids" else (VIEW_OVERDRAW,)
+        """The target its mode draws, ``view.ids`` (ids, lod) or ``view.overdraw`` (overdraw,
+        cost), and its depth ``view.depth``; the other target keeps what it had, so it is not
+        declared written."""
+        return (VIEW_IDS if self.mode == "ids" else VIEW_OVERDRAW, VIEW_DEPTH)
 
     def __init__(self, res, name: str = "View.Geometry"):
         super().__init__(name, enabled=False)
@@ -421,7 +426,7 @@ class ViewGeometryPass(RenderPass):
                 "view": g.view(VIEW_DEPTH),
                 "depth_clear_value": 0.0,
                 "depth_load_op": "clear",
-                "depth_store_op": "discard",
+                "depth_store_op": "store",  # every graph target is readable (--dump, inspect)
             },
         }
 
