@@ -314,7 +314,10 @@ def _report(case, gms, cms, records) -> None:
         f"difference of 1% is {'resolved' if half < 0.5 else 'NOT resolved: more rounds'}"
     )
     g, lo, hi = _ci(np.array(gms["on"]) / off_g)
-    verdict = "met" if hi <= 1.01 else ("not met" if lo > 1.01 else "undecided at this noise")
+    if half >= 0.5:  # the A/A arm moves as much as the goal: no verdict either way
+        verdict = "undecided: this run does not resolve 1% (more rounds)"
+    else:
+        verdict = "met" if hi <= 1.01 else ("not met" if lo > 1.01 else "undecided at this noise")
     print(f"  goal GPU on/off <= 1.01x: {g:.4f}x [{lo:.4f}, {hi:.4f}]: {verdict}")
     c, clo, chi = _ci(np.array([statistics.mean(x) for x in cms["on"]]) / off_c)
     print(f"  goal CPU on/off <= 1.05x: {c:.3f}x [{clo:.3f}, {chi:.3f}]")
