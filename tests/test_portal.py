@@ -299,7 +299,7 @@ def test_stalled_client_is_dropped_and_memory_stays_bounded(portal, monkeypatch)
         time.sleep(0.01)
     (client,) = b.clients
     rng = np.random.default_rng(0)
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60  # the kernel and aiohttp buffers fill first: slow when loaded
     peak = 0
     while b.clients and time.monotonic() < deadline:  # never read: the socket fills up
         publish_frame(portal.tel, 0, rng)
