@@ -32,9 +32,10 @@ The prototyping loop:
    (``--gpu-profile --variant tiled``), change ``s08_blur_tiled.wgsl`` and save. Hot reload
    rebuilds it between frames (a mistake is a HUD notice naming file:line:column; the old
    pipeline keeps drawing), and after 30 frames either side the perf table's NOTE column
-   beside ``Blur`` says what it cost before and by how much it changed (``was 0.412 -31%``,
-   bright when the interval excludes zero). ``variant next`` and ``radius 12`` in the
-   console (backtick) switch live.
+   beside ``Blur`` says what it cost before and by how much it changed (``was 56.840
+   +110%``: yellow slower, green faster, dim when the interval holds zero). ``variant next``
+   and ``radius 12`` in the console (backtick) switch live. docs/prototyping-loop.md has
+   the whole loop with figures; ``tools/bench.py blur`` measures the variants.
 """
 
 from __future__ import annotations
