@@ -37,7 +37,13 @@ napoleon_numpy_docstring = False
 napoleon_use_ivar = True
 autodoc_member_order = "bysource"
 autodoc_typehints = "signature"
-autodoc_default_options = {"members": True, "show-inheritance": True}
+autodoc_default_options = {"members": True, "show-inheritance": True, "no-value": True}
+# Docstrings' literal blocks are tables and command lines more often than Python; a fenced
+# block that is Python says so (```python).
+highlight_language = "none"
+
+# "--trace" stays two hyphens in prose too (docutils would make it an en dash)
+smartquotes = False
 
 html_theme = "furo"
 html_title = "Lantern"

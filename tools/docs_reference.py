@@ -350,7 +350,8 @@ def samples_page() -> str:
         "(`tools/docs_images.py`).\n"
     )
     for category, items in catalogue().items():
-        out.append(f"\n## {category.capitalize()}\n\n{CATEGORIES.get(category, '')}.\n\n")
+        about = CATEGORIES.get(category, "no category declared")
+        out.append(f"\n## {category.capitalize()}\n\n{about[:1].upper()}{about[1:]}.\n\n")
         rows = []
         for info in items:
             cls = classes[info.short]
