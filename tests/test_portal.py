@@ -134,11 +134,14 @@ def test_late_client_gets_the_whole_name_table(portal):
             time.sleep(0.01)
         assert late.next_event()[0] == "session"
         event, data, _ = late.next_event()
+        from engine.culling.counters import COUNTER_NAMES
+
         assert event == "names" and data["names"] == list(PASSES) + [
             "Update",
             "Submit",
             "Present",
             "Frame",
+            *COUNTER_NAMES,  # the cull block's counters, named once
         ]  # the whole table, in id order
         assert data["full"] is True
         late_names = data["names"]

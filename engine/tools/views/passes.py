@@ -59,10 +59,15 @@ from engine.passes.resources import (
 )
 from engine.scene.meshes import VERTEX_LAYOUT
 from engine.shader_registry import shader_pipeline
-from engine.tools.views.views import BY_NAME, NAMES
+from engine.tools.views.views import BY_NAME, NAMES, VIEWS
 
-#: overdraw: fragment counts at the ramp's ends (log2 scale: 1 .. OVERDRAW_MAX).
+#: overdraw: fragment counts at the ramp's ends (log2 scale: 1 .. OVERDRAW_MAX); every count
+#: above it has the top colour, so the legend says ">= OVERDRAW_MAX" there.
 OVERDRAW_MAX = 32
+#: The counts' ceiling in ``view.overdraw`` (``rg16float``, +1 per fragment by additive
+#: blending): float16 holds every integer up to 2048 and 2048 + 1 rounds back to 2048, so a
+#: pixel with more fragments reads 2048. ``inspect`` and ``--dump`` say ">= 2048" there.
+OVERDRAW_CEILING = 2048.0
 
 HERE = Path(__file__).parent  # this package's WGSL
 #: log2 luminance at the two ends of the luminance view's ramp (scene-referred, linear HDR).
@@ -290,7 +295,24 @@ class ViewGeometryPass(RenderPass):
     ``geometry``."""
 
     reads = DRAW_INPUTS
-    writes = (VIEW_IDS, VIEW_OVERDRAW)
+    #: What turns it on to write each target: the views that draw the geometry again.
+    turned_on_by = {
+        target: "a debug view that draws the geometry again: "
+        + " or ".join(f"--view {v.name}" for v in VIEWS if v.geometry in modes)
+        + f" ('view {next(v.name for v in VIEWS if v.geometry in modes)}' in the console)"
+        for target, modes in (
+            (VIEW_IDS, ("ids",)),
+            (VIEW_OVERDRAW, ("overdraw", "cost")),
+            (VIEW_DEPTH, ("ids", "overdraw", "cost")),
+        )
+    }
+
+    @property
+    def writes(self) -> tuple[str, ...]:
+        """The target its mode draws, ``view.ids`` (ids, lod) or ``view.overdraw`` (overdraw,
+        cost), and its depth ``view.depth``; the other target keeps what it had, so it is not
+        declared written."""
+        return (VIEW_IDS if self.mode == "ids" else VIEW_OVERDRAW, VIEW_DEPTH)
 
     def __init__(self, res, name: str = "View.Geometry"):
         super().__init__(name, enabled=False)
@@ -381,7 +403,11 @@ class ViewGeometryPass(RenderPass):
         g.create_texture(VIEW_DEPTH, TextureDesc(DEPTH_FORMAT, t.RENDER_ATTACHMENT))
         g.create_texture(
             VIEW_OVERDRAW,
-            TextureDesc("rg16float", t.RENDER_ATTACHMENT | t.TEXTURE_BINDING | t.COPY_SRC),
+            TextureDesc(
+                "rg16float",
+                t.RENDER_ATTACHMENT | t.TEXTURE_BINDING | t.COPY_SRC,
+                ceiling=OVERDRAW_CEILING,
+            ),
         )
 
     def targets(self, ctx) -> dict:
@@ -400,7 +426,7 @@ class ViewGeometryPass(RenderPass):
                 "view": g.view(VIEW_DEPTH),
                 "depth_clear_value": 0.0,
                 "depth_load_op": "clear",
-                "depth_store_op": "discard",
+                "depth_store_op": "store",  # every graph target is readable (--dump, inspect)
             },
         }
 
@@ -655,6 +681,8 @@ class WireArgsPass(ComputePass):
 
 __all__ = [
     "EV_RANGE",
+    "OVERDRAW_CEILING",
+    "OVERDRAW_MAX",
     "ViewPass",
     "parse_view",
     "view_type",
