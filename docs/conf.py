@@ -47,6 +47,7 @@ smartquotes = False
 
 html_theme = "furo"
 html_title = "Lantern"
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+html_css_files = ["lantern.css"]
 html_show_sourcelink = False
 html_last_updated_fmt = None
