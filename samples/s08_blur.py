@@ -34,7 +34,7 @@ The prototyping loop:
    pipeline keeps drawing), and after 30 frames either side the perf table's NOTE column
    beside ``Blur`` says what it cost before and by how much it changed (``was 56.840
    +110%``: yellow slower, green faster, dim when the interval holds zero). ``variant next``
-   and ``radius 12`` in the console (backtick) switch live. docs/prototyping-loop.md has
+   and ``radius 12`` in the console (backtick) switch live. docs/prototyping.md has
    the whole loop with figures; ``tools/bench.py blur`` measures the variants.
 """
 
@@ -164,6 +164,7 @@ def add_blur(frame: StandardFrame, radius: Callable[[], int]) -> GaussianBlur:
 
 class BlurSample(Sample):
     name = "s08"
+    category = "techniques"
     description = __doc__.splitlines()[0].split(": ", 1)[1]
     variants = tuple(VARIANTS)
     knobs = (RADIUS,)
