@@ -46,7 +46,8 @@ def test_the_generated_pages_name_what_the_registries_hold(pages):
     assert "`F1` | `overlay next`" in keys and "`F2` | `cull freeze`" in keys
     assert ", ".join(f"`{m}`" for m in modes()) in keys
     commands = pages[docs_reference.REFERENCE / "commands.md"]
-    every, s13 = commands.split("## s13 adds")
+    every = commands.split("\n## s", 1)[0]  # the commands of every sample, then each sample's
+    s13 = commands.split("## s13 adds")[1].split("\n## ", 1)[0]
     assert "`shadow-size N [confirm]`" in s13 and "shadow-size" not in every
     assert "`view [NAME\\|off\\|next] [N]`" in every  # a tool's command, in every sample
     cli = pages[docs_reference.REFERENCE / "cli.md"]
