@@ -11,7 +11,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import ClassVar, TypeVar
 
 import wgpu
@@ -49,6 +49,9 @@ class Sample:
 
     Class attributes:
         name: the module's short name, e.g. ``"s01"``.
+        category: where ``python -m samples`` lists it, one of ``samples.CATEGORIES``
+            (``"basics"``, ``"frame"``, ``"techniques"``, ``"tools"``); a plain string
+            literal in the class body, since the listing reads it without importing.
         description: one line for ``--help``. ``python -m samples`` lists the first line of
             the module docstring instead (it reads files, importing no GPU code); keep the two
             alike, e.g. ``description = __doc__.splitlines()[0]``.
@@ -65,6 +68,7 @@ class Sample:
     """
 
     name: ClassVar[str] = "sample"
+    category: ClassVar[str] = ""  # samples.CATEGORIES: read by ``python -m samples``
     description: ClassVar[str] = ""
     example_args: ClassVar[tuple[str, ...]] = ()  # a quick demonstration run (tests use it)
     keys: ClassVar[tuple[Key, ...]] = ()  # window keys, bound after build, listed by --help
@@ -281,6 +285,19 @@ def main(sample_cls: type[Sample], argv: list[str] | None = None) -> None:
     sys.exit(status)
 
 
+def sample_parser(sample_cls: type[Sample], prog: str, tools: Sequence[type] = DEFAULT_TOOLS):
+    """A sample's whole command line: the shared flags, the HUD's and each tool's
+    (``engine.cli.build_parser``), then the sample's own options, knobs and ``--variant``.
+    The run parses with it; the generated command-line reference reads it."""
+    parser = build_parser(prog, sample_cls.description, tools, sample_cls.keys)
+    sample_cls.add_arguments(parser)
+    if sample_cls.knobs:
+        add_knob_arguments(parser, sample_cls.knobs, f"{sample_cls.name} knobs")
+    if sample_cls.variants:
+        add_variant_arguments(parser, sample_cls.variants)
+    return parser
+
+
 def run(
     sample_cls: type[Sample],
     argv: list[str] | None = None,
@@ -291,12 +308,7 @@ def run(
     ``prog``: the name its usage and errors give (default ``python -m samples.<name>``);
     ``tools``: the tool classes to install (their flags, keys and panels join the run's)."""
     prog = prog or f"python -m samples.{sample_cls.name}"
-    parser = build_parser(prog, sample_cls.description, tools, sample_cls.keys)
-    sample_cls.add_arguments(parser)
-    if sample_cls.knobs:
-        add_knob_arguments(parser, sample_cls.knobs, f"{sample_cls.name} knobs")
-    if sample_cls.variants:
-        add_variant_arguments(parser, sample_cls.variants)
+    parser = sample_parser(sample_cls, prog, tools)
     args = parser.parse_args(argv)
     specs = [ToolSpec.of(t) for t in tools]
     try:

@@ -143,6 +143,10 @@ class Pass:
     kind: ClassVar[str] = ""
     reads: tuple[str, ...] = ()
     writes: tuple[str, ...] = ()
+    #: A pass that only some tool setting enables: resource -> what turns the pass on to write
+    #: it (one line naming the flag or command), said when a tool is asked for the resource
+    #: while nothing enabled writes it (``RenderGraph.how_to_write``).
+    turned_on_by: ClassVar[dict[str, str]] = {}
 
     def __init__(
         self,
@@ -205,6 +209,10 @@ class TextureDesc:
     scale: float = 1.0  # relative to the output size, when ``size`` is None
     size: tuple[int, int] | None = None  # absolute size in pixels
     mip_level_count: int | Callable[[int, int], int] = 1
+    #: Values stop growing here (counts accumulated by blending into a float16 target stop at
+    #: 2048: 2048 + 1 rounds back to 2048): a reading at it means ">= ceiling". None: no such
+    #: limit below the format's range.
+    ceiling: float | None = None
 
 
 @dataclass
@@ -407,6 +415,11 @@ class RenderGraph:
     def writers(self, name: str, *, besides: Pass | None = None) -> list[str]:
         """Names of the enabled passes (other than ``besides``) that write resource ``name``."""
         return [p.name for p in self.passes if p.enabled and p is not besides and name in p.writes]
+
+    def how_to_write(self, name: str) -> str | None:
+        """What turns on a pass that writes ``name`` (a pass's ``turned_on_by``, e.g. a debug
+        view's flag), or None when no pass says."""
+        return next((p.turned_on_by[name] for p in self.passes if name in p.turned_on_by), None)
 
     def add_readback(self, client) -> None:
         """Register a readback client (``engine.loop.ReadbackClient``) for the frame loop."""
@@ -684,6 +697,11 @@ class RenderGraph:
         """Texture names a tool may read (``--dump``, ``inspect``, views): the graph's own,
         without history (``@prev``) and snapshot copies, and the imported ones; sorted."""
         return sorted([n for n in self._textures if "@" not in n] + list(self._external))
+
+    def texture_desc(self, name: str) -> TextureDesc | None:
+        """How graph texture ``name`` was declared (its ``ceiling`` among others); None for
+        an imported texture or an unknown name."""
+        return self._texture_descs.get(name)
 
     def texture_names(self) -> list[str]:
         """Names of the graph-owned textures, history (``@prev``) and snapshot copies

@@ -200,7 +200,8 @@ FRAME_KNOBS = (
         "exposure",
         ExposureArg(),
         FrameSettings.exposure,
-        "exposure: auto or a multiplier",
+        "exposure before tone mapping: a fixed multiplier, or auto (adapted from a GPU "
+        "luminance histogram: adds Post.Luminance and Post.Exposure)",
         describe=_exposure_text,
     ),
     Knob("bloom", Switch(), True, "energy-conserving bloom (Post.Bloom)"),

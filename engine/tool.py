@@ -3,7 +3,7 @@
 Data flows through the ``FrameRecord`` stream (``ctx.telemetry``), control through the
 command registry (``ctx.commands``). A tool stands on those, the render graph, the frame loop
 and two services (the HUD, ``ctx.hud``, and the log tail, ``ctx.log_tail``), and nothing
-else: it never sees the ``App`` and never looks another tool up.
+else: it never sees the ``App`` and never looks another tool up. A tool in full::
 
     class FpsPrinter:
         name = "fps"
@@ -79,18 +79,19 @@ class Tool(Protocol):
     one-line message, reported by the App without a traceback.
 
     Optional class-level declarations (read by ``ToolSpec``):
-        keys: ``Key`` bindings the App makes after install.
-        panels: HUD panel classes the HUD builds as ``cls(tool)`` once every tool is
-            installed (their modes are ``--overlay``'s and F1's choices).
-        add_arguments(parser): classmethod adding the tool's own flags.
-        check_options(args): classmethod raising ``OptionError`` for flags it cannot apply
-            (before any GPU work); it may fill in derived values.
-        before_gpu(args): classmethod run after the checks and before the GPU instance is
-            created (a capture layer to load, an instance flag to set); it may return
-            optional GPU features to request where the adapter has them.
-        files(args): classmethod giving ``(option, path)`` of each file the run writes
-            through the tool; ``inputs(args)`` likewise for each file it reads. Two options
-            naming one file are refused (an output over another, or over an input).
+
+    - ``keys``: ``Key`` bindings the App makes after install.
+    - ``panels``: HUD panel classes the HUD builds as ``cls(tool)`` once every tool is
+      installed (their modes are ``--overlay``'s and F1's choices).
+    - ``add_arguments(parser)``: classmethod adding the tool's own flags.
+    - ``check_options(args)``: classmethod raising ``OptionError`` for flags it cannot apply
+      (before any GPU work); it may fill in derived values.
+    - ``before_gpu(args)``: classmethod run after the checks and before the GPU instance is
+      created (a capture layer to load, an instance flag to set); it may return optional
+      GPU features to request where the adapter has them.
+    - ``files(args)``: classmethod giving ``(option, path)`` of each file the run writes
+      through the tool; ``inputs(args)`` likewise for each file it reads. Two options
+      naming one file are refused (an output over another, or over an input).
     """
 
     name: str

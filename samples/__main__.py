@@ -1,17 +1,9 @@
-"""``python -m samples``: list the samples with their one-line descriptions."""
+"""``python -m samples``: list the samples by category with their one-line descriptions."""
 
-import ast
-
-from samples import sample_files
-
-
-def _description(path) -> str:
-    """The module docstring's first line, read without importing (no GPU needed)."""
-    doc = ast.get_docstring(ast.parse(path.read_bytes())) or ""
-    first = doc.strip().splitlines()[0] if doc.strip() else ""
-    return first.split(":", 1)[1].strip() if ":" in first else first
-
+from samples import CATEGORIES, catalogue
 
 print("Lantern samples (run: python -m samples.sNN [--help]):")
-for short, path in sample_files().items():
-    print(f"  {short}  {path.stem:<22} {_description(path)}")
+for category, items in catalogue().items():
+    print(f"\n{category}: {CATEGORIES.get(category, 'no category declared')}")
+    for info in items:
+        print(f"  {info.short}  {info.path.stem:<22} {info.description}")

@@ -16,6 +16,7 @@ DEPTH_FORMAT = "depth32float"
 
 class LitBoxes(Sample):
     name = "s01"
+    category = "basics"
     description = "Spinning lit boxes on a ground plane (one render pass, reverse-Z depth)."
 
     def build(self, graph):

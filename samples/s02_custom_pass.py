@@ -149,6 +149,7 @@ _work = int_type(1, 1_000_000, "iterations")
 
 class CustomPass(Sample):
     name = "s02"
+    category = "basics"
     description = "Your own compute + render pass, timed with no profiling code (--work N)."
 
     @classmethod

@@ -24,6 +24,7 @@ class HudGallery(Sample):
     gallery's content (``Hud.keep_clear``) and uses the free strip below or beside it."""
 
     name = "s03"
+    category = "tools"
     description = "HUD gallery: every glyph in both sizes, colours, bars, pies, lines, a chart."
 
     def build(self, graph):

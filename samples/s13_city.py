@@ -25,6 +25,7 @@ DEFAULT_INSTANCES = 100_000
 
 class City(Sample):
     name = "s13"
+    category = "frame"
     keys = (Key("F2", KEY_F2, "cull freeze", "freeze the culling camera and fly with W/A/S/D/Q/E"),)
     example_args = ("--instances", "2000")
     description = __doc__.splitlines()[0].split(": ", 1)[1]

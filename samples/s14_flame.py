@@ -110,6 +110,7 @@ def cursor_arg(text: str) -> tuple[float, float]:
 
 class FlameViewer(Sample):
     name = "s14"
+    category = "tools"
     description = __doc__.splitlines()[0].split(":", 1)[1].strip()
     example_args = ("--spans", "20000")
 

@@ -79,3 +79,29 @@ def test_s14_runs_with_gpu_profile_before_its_file(trace, tmp_path):
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert "GPU frame" in r.stdout and out.exists()
+
+
+def test_readme_and_help_agree_on_s13s_default_exposure():
+    """Issue 31 item 6: what runs by default is said the same way in the README's gallery,
+    the standard frame's page (its opening and its flag table) and ``--help``: a fixed
+    exposure (the ``FrameSettings`` default), auto only when asked for."""
+    import re
+
+    from engine.settings import FrameSettings
+    from tests.helpers import ROOT, run_sample
+
+    default = FrameSettings().exposure
+    assert default != "auto"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    sample = next(x for x in readme if "`python -m samples.s13`" in x)
+    assert "exposure" not in sample  # the gallery says nothing of it, so nothing wrong
+    lines = (ROOT / "docs" / "frame.md").read_text(encoding="utf-8").splitlines()
+    text = " ".join(lines)
+    assert f"is **fixed** at {default:g} unless you ask for `--exposure auto`" in text
+    flag = next(x for x in lines if x.startswith("| `--exposure"))
+    assert f"(default {default:g}, fixed)" in flag
+    r = run_sample("s13", "--help", timeout=120)
+    assert r.returncode == 0, r.stderr
+    help_text = " ".join(r.stdout.split())
+    said = re.search(r"--exposure auto\|VALUE (.*?) --no-bloom", help_text).group(1)
+    assert "a fixed multiplier" in said and said.endswith(f"(default {default:g})")

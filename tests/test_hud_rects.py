@@ -63,9 +63,17 @@ def test_panels_become_one_rect_each():
 def test_hud_modes_draw_few_quads(gpu, mode):
     hud, img = run_hud(gpu, mode, frames=3)
     ov, opass = hud.overlay, hud.overlay_pass
-    rects = ov.occupied_rects()
-    assert opass.rect_count == len(rects) and 1 <= len(rects) <= 12
+    rects, counts = ov.draw_rects()
+    assert opass.rect_count == len(rects) == sum(opass.draw_counts) and 1 <= len(rects) <= 40
+    assert opass.draw_counts == counts and counts[0] > 0  # panel text: the unblended draw
     assert np.array_equal(paint(rects, (ov.rows, ov.cols)), occupancy(ov.cells).astype(np.int32))
+    # each class's rectangles hold only its cells (DRAW_CLASSES)
+    bg_alpha, prims = ov.cells[..., 2] >> 24, ov.cells[..., 3] != 0
+    ends = np.cumsum(counts)
+    for k, (a, b) in enumerate(zip((0, *ends[:-1]), ends, strict=True)):
+        inside = paint(rects[a:b], (ov.rows, ov.cols)) > 0
+        opaque = bg_alpha[inside] == 255
+        assert {0: opaque & ~prims[inside], 1: opaque & prims[inside], 2: ~opaque}[k].all()
     # outside the quads the scene's clear colour is untouched
     covered = paint(rects, (ov.rows, ov.cols)).repeat(8, 0).repeat(8, 1) > 0
     h, w = covered.shape
@@ -73,6 +81,57 @@ def test_hud_modes_draw_few_quads(gpu, mode):
     scene = np.round((1.055 * lin ** (1 / 2.4) - 0.055) * 255)
     outside = img[:h, :w][~covered].astype(int)
     assert len(outside) > 0 and (np.abs(outside - scene) <= 1).all()
+
+
+@pytest.mark.parametrize("fmt", ["rgba8unorm", "rgba8unorm-srgb"])
+def test_the_three_draws_are_pixel_identical_to_one_blended_draw(device, fmt):
+    """The split (``fs_text`` and ``fs_main`` unblended on opaque cells) against every occupied
+    rectangle drawn by the general blended ``fs_main`` (the pass before the split): equal
+    bytes, over a frame that is not black, for panels, glyphs of every scale and colour
+    (translucent ones too), every primitive kind, and translucent cells."""
+    ov = DebugOverlay(40, 24)
+    ov.fill(0, 0, 30, 20, (12, 14, 22, 255))
+    for i, ch in enumerate("Lantern HUD 0123456789 .:-#"):
+        ov.text(1 + i, 1, ch, (200, 30 + 8 * i, 255 - 7 * i, 255 - 9 * i))
+    ov.text(1, 3, "Ab", (255, 255, 255), scale=2)
+    ov.bar(1, 6, 20, 0.37, (90, 190, 120), (50, 54, 66))
+    ov.pie(8, 12, 3.0, (0.2, 0.5, 0.3), ((230, 90, 80), (240, 190, 60, 128), (90, 200, 110)))
+    ov.line(14, 9, 28, 16, (255, 255, 0, 200))
+    chart = np.arange(24, dtype=np.float32).reshape(12, 2) % 5
+    ov.stacked_chart(16, 10, 12, 5, chart, ((86, 180, 233), (230, 159, 0)), 8.0)
+    ov.fill(31, 2, 8, 6, (40, 40, 90, 120))  # translucent panel
+    ov.text(31, 3, "thru", (255, 255, 255, 160))
+    rects, counts = ov.draw_rects()
+    assert all(counts), counts  # every draw class in play
+    size = (40 * 8 * 2, 24 * 8 * 2)
+    clear = (0.3, 0.55, 0.1, 1.0)
+    tex = device.create_texture(
+        size=(*size, 1), format=fmt,
+        usage=wgpu.TextureUsage.RENDER_ATTACHMENT | wgpu.TextureUsage.COPY_SRC,
+    )  # fmt: skip
+
+    def draw(opass) -> np.ndarray:
+        enc = device.create_command_encoder()
+        rp = enc.begin_render_pass(color_attachments=[{
+            "view": tex.create_view(), "load_op": "clear", "clear_value": clear,
+            "store_op": "store",
+        }])  # fmt: skip
+        opass.record(None, rp)
+        rp.end()
+        device.queue.submit([enc.finish()])
+        data = device.queue.read_texture(
+            {"texture": tex}, {"bytes_per_row": size[0] * 4, "rows_per_image": size[1]},
+            (*size, 1),
+        )  # fmt: skip
+        return np.frombuffer(data, np.uint8).reshape(size[1], size[0], 4).copy()
+
+    split = draw(DebugOverlayPass(device, ov, fmt, 2))
+    one = DebugOverlayPass(device, ov, fmt, 2)
+    one.upload()
+    one.write_rects(rects)  # every rectangle by the blended pipeline, as before the split
+    assert one.draw_counts == (0, 0, len(rects))
+    assert np.array_equal(split, draw(one))
+    assert (split[..., :3] != np.round(np.array(clear[:3]) * 255)).any()
 
 
 def test_quads_land_on_the_right_pixels_of_a_larger_target(device):

@@ -84,13 +84,16 @@ def test_wheel_carries_every_shader_and_asset(installed):
         for p in files:
             assert f"{prefix}/{p.relative_to(ROOT / folder).as_posix()}" in names, p
     assert "engine/devtools/benchmarks/ablate_truth.wgsl" in names
+    own = sorted((ROOT / "samples").glob("*.wgsl"))  # a sample's WGSL beside it
+    assert own and all(f"samples/{p.name}" in names for p in own)
     assert "engine/tools/renderdoc/replay.py" in names  # run by RenderDoc's Python (lantern rdc)
     assert not any(n.startswith(("shaders/", "assets/", "tests/")) for n in names)
 
 
 def test_installed_samples_render_outside_the_checkout(installed, tmp_path, compare_reference):
     """From a folder with no checkout: the installed engine (not this one) loads its shaders
-    through importlib.resources; s01 renders exactly the checkout's reference image."""
+    through importlib.resources; s01 renders exactly the checkout's reference image, and s08
+    (its WGSL beside it in the wheel's samples package) its own."""
     _, site, env = installed
     where = _run([sys.executable, "-c", "import engine.shaders as s; print(s.__file__, "
                   "s.SHADER_DIR)"], env, tmp_path)  # fmt: skip
@@ -108,6 +111,10 @@ def test_installed_samples_render_outside_the_checkout(installed, tmp_path, comp
     assert b.returncode == 0, b.stderr
     assert Image.open(tmp_path / "b.png").size == (320, 180)
     assert "wrote b.png (320x180, 3 frames)" in b.stdout
+    c = _run([sys.executable, "-m", "samples.s08", "--capture", "c.png", "--size", "160x90",
+              "--frames", "4", "--radius", "4", "--shadow-size", "512"], env, tmp_path)  # fmt: skip
+    assert c.returncode == 0, c.stderr  # its own WGSL found beside it in the wheel
+    compare_reference("s08_blur_160x90", np.asarray(Image.open(tmp_path / "c.png").convert("RGB")))
 
 
 @pytest.mark.parametrize("sub", SUBCOMMANDS)

@@ -134,11 +134,14 @@ def test_late_client_gets_the_whole_name_table(portal):
             time.sleep(0.01)
         assert late.next_event()[0] == "session"
         event, data, _ = late.next_event()
+        from engine.culling.counters import COUNTER_NAMES
+
         assert event == "names" and data["names"] == list(PASSES) + [
             "Update",
             "Submit",
             "Present",
             "Frame",
+            *COUNTER_NAMES,  # the cull block's counters, named once
         ]  # the whole table, in id order
         assert data["full"] is True
         late_names = data["names"]
@@ -296,7 +299,7 @@ def test_stalled_client_is_dropped_and_memory_stays_bounded(portal, monkeypatch)
         time.sleep(0.01)
     (client,) = b.clients
     rng = np.random.default_rng(0)
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60  # the kernel and aiohttp buffers fill first: slow when loaded
     peak = 0
     while b.clients and time.monotonic() < deadline:  # never read: the socket fills up
         publish_frame(portal.tel, 0, rng)

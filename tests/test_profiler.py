@@ -220,3 +220,94 @@ def test_timeline_says_when_readings_do_not_ascend():
         r"NOT in declaration order \(.+\)\.",
         first,
     )
+
+
+# -- where the profiler's GPU work goes (issue 31 item 7) ------------------------------------
+
+
+def _spy_resolves(monkeypatch, prof: GpuProfiler) -> list[tuple[int, str]]:
+    """``(frame resolved, label of the encoder it was resolved in)`` per resolve."""
+    seen, real = [], prof._resolve
+
+    def spy(rec, encoder):
+        seen.append((rec.frame_index, encoder._label))
+        return real(rec, encoder)
+
+    monkeypatch.setattr(prof, "_resolve", spy)
+    return seen
+
+
+def test_a_frame_is_resolved_by_the_encoder_two_frames_later(gpu, monkeypatch):
+    """The resolve waits for its queries: recorded at the start of frame f + 2, the queries
+    of frame f are long written. The last two frames are resolved at shutdown, in their own
+    submissions; every frame still comes back, with its own passes, and every pool is free
+    again."""
+    dev = gpu.device
+    graph = compute_graph(dev, [work_pass(dev, n, 1, grid=8) for n in ("A", "B")])
+    rig = _attach(gpu, graph, cpu=False)
+    prof = rig.prof.gpu
+    assert prof.resolve_delay == 2
+    seen = _spy_resolves(monkeypatch, prof)
+    rig.run(6)
+    assert seen == [(f, f"frame {f + 2}") for f in range(4)]
+    got = rig.drain()
+    assert seen[4:] == [(4, "timestamps resolve"), (5, "timestamps resolve")]
+    assert [t.frame_index for t in got] == list(range(6))
+    assert all([s.name for s in t.gpu] == ["A", "B"] for t in got)
+    assert len(prof._free_pools) == len(prof._pools) and not prof._waiting
+
+
+def test_an_abandoned_frame_frees_its_pool_and_hands_its_resolve_on(gpu, monkeypatch):
+    """A frame recorded but never submitted (an exception in a pass): its own queries are
+    forgotten, and the older frame its encoder resolved is resolved again by the next."""
+    from engine.graph import FrameContext
+
+    dev = gpu.device
+    graph = compute_graph(dev, [work_pass(dev, "A", 1, grid=8)])
+    rig = _attach(gpu, graph, cpu=False)
+    prof = rig.prof.gpu
+    seen = _spy_resolves(monkeypatch, prof)
+    rig.run(3)
+    lost = dev.create_command_encoder(label="lost")  # frame 3 as far as the encoder: never
+    graph.execute(lost, FrameContext(dev, graph, 3, 0.0, graph.size, None))  # submitted
+    rig.run(1)  # frame 3 again, recorded and submitted
+    assert seen == [(0, "frame 2"), (1, "lost"), (1, "frame 3")]
+    got = rig.drain()
+    assert [t.frame_index for t in got] == [0, 1, 2, 3]
+    assert all(t.gpu is not None and [s.name for s in t.gpu] == ["A"] for t in got)
+    assert len(prof._free_pools) == len(prof._pools)
+
+
+def test_encoder_timestamps_share_each_pass_boundary(gpu, monkeypatch):
+    """N passes write N + 1 encoder timestamps; each pass begins where the previous ended,
+    so the passes add up to the frame exactly. ``shared_boundaries=False`` writes a pair per
+    pass (the layout before)."""
+    from engine.profiling import gpu as gpu_profiling
+
+    dev = gpu.device
+    if not gpu.has_encoder_timestamps:
+        pytest.skip(f"{gpu.summary} has no timestamp-query-inside-encoders")
+    buf = dev.create_buffer(size=256, usage=wgpu.BufferUsage.COPY_DST)
+    passes = [
+        work_pass(dev, "A", 3, grid=8),
+        TransferPass("Clear", record=lambda ctx, enc: enc.clear_buffer(buf)),
+        work_pass(dev, "B", 1, grid=8),
+    ]
+    graph = compute_graph(dev, passes)
+    written, real = [], gpu_profiling.write_timestamp
+    monkeypatch.setattr(
+        gpu_profiling, "write_timestamp", lambda e, qs, i: (written.append(i), real(e, qs, i))
+    )
+    for shared, per_frame in ((True, [0, 1, 2, 3]), (False, [0, 1, 2, 3, 4, 5])):
+        written.clear()
+        opts = {"shared_boundaries": shared, "transition_every": 0}
+        rig = _attach(gpu, graph, cpu=False, timestamps="encoder", gpu_options=opts)
+        rig.run(2)
+        got = rig.drain()
+        assert written == per_frame * 2
+        for t in got:
+            s = t.gpu
+            assert [x.name for x in s] == ["A", "Clear", "B"]
+            assert s[0].end_ns <= s[1].begin_ns and s[1].end_ns <= s[2].begin_ns
+            if shared:
+                assert s[0].end_ns == s[1].begin_ns and s[1].end_ns == s[2].begin_ns

@@ -12,30 +12,78 @@ from PIL import Image
 
 from engine.app import Sample, run
 from engine.graph import ComputePass
-from samples import sample_files
+from samples import CATEGORIES, sample_files, sample_info
 from tests.helpers import ROOT, run_sample
 
 
-def _listed() -> list[str]:
+def _listing() -> dict[str, list[str]]:
+    """``python -m samples`` as ``{heading: [short names]}`` (headings unindented)."""
     out = subprocess.run(
         [sys.executable, "-m", "samples"], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout
-    return [line.split()[0] for line in out.splitlines()[1:] if line.strip()]
+    groups: dict[str, list[str]] = {}
+    for line in out.splitlines()[1:]:
+        if line.strip() and not line.startswith(" "):
+            heading = groups.setdefault(line.split(":", 1)[0], [])
+        elif line.strip():
+            heading.append(line.split()[0])
+    return groups
 
 
-def test_the_listing_names_every_sample_file():
-    assert _listed() == list(sample_files())
-
-
-@pytest.mark.parametrize("short", list(sample_files()))
-def test_every_listed_sample_captures_a_picture(short, tmp_path):
+def _sample_class(short: str) -> type[Sample]:
     from importlib import import_module
 
-    cls = next(
+    return next(
         v
         for v in vars(import_module(f"samples.{short}")).values()
         if isinstance(v, type) and issubclass(v, Sample) and v is not Sample
     )
+
+
+def test_the_listing_names_every_sample_file_once_under_its_category():
+    groups = _listing()
+    listed = [s for items in groups.values() for s in items]
+    assert sorted(listed) == list(sample_files()) and len(listed) == len(set(listed))
+    assert list(groups) == [c for c in CATEGORIES if groups.get(c)], "headings out of order"
+    for heading, items in groups.items():
+        for short in items:  # the heading is the class's own attribute, as imported
+            assert _sample_class(short).category == heading, short
+
+
+@pytest.mark.parametrize("short", list(sample_files()))
+def test_every_sample_declares_a_known_category(short):
+    info = sample_info(short, sample_files()[short])
+    assert info.category in CATEGORIES, f"{short}: category {info.category!r}"
+    assert info.description, f"{short}: no docstring line for the listing"
+
+
+def test_a_sample_without_a_category_is_listed_under_other(tmp_path, monkeypatch):
+    import samples
+
+    (tmp_path / "s98_plain.py").write_text('"""s98: no category."""\nclass S:\n    x = 1\n')
+    (tmp_path / "s99_odd.py").write_text('"""s99: odd."""\nclass S:\n    category = "misc"\n')
+    monkeypatch.setattr(samples, "HERE", tmp_path)
+    got = {c: [i.short for i in items] for c, items in samples.catalogue().items()}
+    assert got == {"other": ["s98", "s99"]}
+
+
+@pytest.mark.parametrize("short", list(sample_files()))
+def test_help_lists_every_variant(short):
+    """Where a sample has variants, its --help names each (and --variant-cycle)."""
+    cls = _sample_class(short)
+    r = run_sample(short, "--help")
+    assert r.returncode == 0, r.stderr
+    if not cls.variants:
+        assert "--variant" not in r.stdout
+        return
+    assert "--variant NAME" in r.stdout and "--variant-cycle" in r.stdout
+    for name in cls.variants:
+        assert name in r.stdout, f"{short}: variant {name!r} missing from --help"
+
+
+@pytest.mark.parametrize("short", list(sample_files()))
+def test_every_listed_sample_captures_a_picture(short, tmp_path):
+    cls = _sample_class(short)
     out = tmp_path / f"{short}.png"
     args = [a.replace("{tmp}", str(tmp_path)) for a in cls.example_args]
     r = run_sample(short, *args, "--capture", str(out), "--frames", "3", "--size", "160x90")
@@ -103,3 +151,17 @@ def test_an_output_that_fails_at_the_end_is_one_line_and_status_1(tmp_path, monk
     out = tmp_path / "x.png"
     assert run(ManyPasses, ["--capture", str(out), "--frames", "1", "--size", "16x16"]) == 1
     assert not out.exists()
+
+
+class Blurs(Sample):
+    name = "blurs"
+    variants = ("naive", "separable", "tiled")
+
+
+def test_help_of_a_sample_with_variants_names_each():
+    """The mechanism the test above relies on, exercised while no listed sample has any."""
+    from engine.app import sample_parser
+
+    text = sample_parser(Blurs, "python -m samples.blurs").format_help()
+    assert "--variant NAME" in text and "--variant-cycle N" in text
+    assert "naive, separable, tiled (default naive)" in " ".join(text.split())

@@ -20,6 +20,7 @@ from engine.tools.dump.tool import read_texture
 from engine.tools.views.passes import EV_RANGE
 from engine.tools.views.reference import depth_grey, hiz_texel, linear_depth, ramp
 from engine.tools.views.tool import ViewTool
+from engine.tools.views.views import BY_NAME
 from tests.frame_harness import Harness, random_scene
 from tests.tool_fakes import make_ctx
 
@@ -606,3 +607,145 @@ def test_the_cost_view_on_a_gpu_without_the_queries_names_what_is_missing(ground
         r.text
     )
     assert "--gpu-profile" not in r.text
+
+
+# -- views say what they clamp (issue 31 item 5) ------------------------------------------------
+
+
+def stacks_scene(stacks):
+    """Horizontal unit squares (facing +Y) piled in stacks: ``stacks`` is ``((x, z, n), ...)``,
+    ``n`` squares each at heights 0, 0.001, ... (every one covers the same pixels)."""
+    from engine.math3d import translation
+
+    placed = [(x, 0.001 * i, z, 0.8) for x, z, n in stacks for i in range(n)]
+    rows = [
+        translation(x, y, z) @ np.diag([s, 1, s, 1]).astype(np.float32) for x, y, z, s in placed
+    ]
+    scene = Scene(
+        [Mesh.from_lods("square", [plane(1.0)])],
+        np.array(rows),
+        np.zeros(len(rows), np.uint32),
+        np.ones((len(rows), 4), np.float32),
+    )
+    return scene, placed
+
+
+def test_overdraw_counts_stop_at_the_documented_ceiling_and_every_reader_says_so(gpu):
+    """Two piles of squares, 2100 (above the ceiling) and 2000 (below): the count reads
+    exactly 2000 on one, ``OVERDRAW_CEILING`` (2048) on the other, as a numpy rasteriser of
+    the same squares says; the legend, ``inspect`` and ``--dump``'s line say ">=" there."""
+    from engine.passes.resources import VIEW_OVERDRAW
+    from engine.tools.dump.tool import _at_ceiling
+    from engine.tools.inspector.tool import InspectorTool
+    from engine.tools.views.passes import OVERDRAW_CEILING, OVERDRAW_MAX
+
+    size = (24, 12)
+    scene, placed = stacks_scene(((-1.2, 0.0, 2100), (1.2, 0.0, 2000)))
+    cam = Camera((0.0, 6.0, 0.01), (0.0, 0.0, 0.0), fov_y_deg=50.0, near=0.1)
+    settings = FrameSettings(taa=False, bloom=False, cull=False, shadows=False)
+    v = Viewed(gpu, scene, settings, size=size)
+    insp = v.ctx.install(InspectorTool())
+    assert v.command("view overdraw").ok
+    assert v.command(f"inspect {VIEW_OVERDRAW} channel r").ok
+    v.render(3, camera=cam)
+    before = read_texture(gpu.device, v.h.graph.texture(VIEW_OVERDRAW))[:, :, 0]
+    want, edge = raster_counts(placed, cam, size)
+    clear = edge > 0.05
+    assert OVERDRAW_CEILING == 2048 and {2000, 2100} <= set(np.unique(want[clear]))
+    assert np.array_equal(before[clear], np.minimum(want[clear], OVERDRAW_CEILING))
+    full = int((clear & (want >= OVERDRAW_CEILING)).sum())
+    assert full > 4  # the taller pile covers pixels
+    # the legend: the ramp's top colour is ">= 32", the counts stop at 2048
+    legend = v.tool.describe()
+    assert f">={OVERDRAW_MAX}" in legend and "2048" in legend
+    # inspect: the maximum is a lower bound, never 2048 as if it were the count
+    stats = insp.readback.drain()
+    assert stats.hi == OVERDRAW_CEILING
+    line = insp.summary() if insp.latest() is not None else ""
+    assert "max >=2048 mean >=" in line, line
+    # --dump's line counts the texels at the ceiling
+    values = read_texture(gpu.device, v.h.graph.texture(VIEW_OVERDRAW))
+    said = _at_ceiling(values, v.h.graph, VIEW_OVERDRAW)
+    assert (values[:, :, 0] >= 2048).sum() >= full
+    assert f"{(values >= 2048).any(axis=2).sum():,} texels at the ceiling 2048" in said
+
+
+def test_hiz_view_clamps_to_the_last_level_after_a_resize_and_says_so_once(gpu, caplog):
+    import logging
+
+    v = Viewed(gpu, ground_scene())
+    assert v.command("view hiz 5").ok and v.h.frame.pyramid.levels == 6  # 64x40: base 32x32
+    v.render(1)
+    small = (16, 12)  # base 8x8: levels 0..3
+    v.h.resize(small)
+    with caplog.at_level(logging.WARNING, logger="lantern"):
+        v.render(1)
+        v.render(2)
+        v.h.resize(SIZE)  # growing back keeps the clamped level: nothing more to say
+        v.render(1)
+        v.h.resize(small)
+        v.render(1)
+    said = [r.getMessage() for r in caplog.records if "view hiz" in r.getMessage()]
+    assert said == [
+        "view hiz: level 5 is gone at 16x12 (the pyramid has levels 0..3): showing level 3"
+    ]
+    assert v.tool.view_pass.level == 3
+    assert "hiz level 3 (1x1) of 4 (level 5 is gone at this size)" in v.tool.describe()
+    rgb = v.h.target.read_rgba()[:, :, :3].astype(np.float64)
+    pyr = v.h.frame.pyramid
+    lv = read_texture(gpu.device, pyr.texture, mip=3)[:, :, 0]
+    tx, ty = hiz_texel(np.mgrid[0 : small[1], 0 : small[0]][::-1], small, pyr.base, 3)
+    want = depth_grey(lv[ty, tx], CAMERA.near, v.tool.view_pass.far) * 255
+    sky = srgb_encode(np.array([0.05, 0.08, 0.20])) * 255  # the 1x1 level: the sky's 0
+    want = np.where(np.isfinite(want)[..., None], want[..., None], sky)
+    assert np.abs(rgb - want).max() <= 1.5
+    assert v.command("view hiz").ok and "gone" not in v.tool.describe()  # a new choice
+
+
+def test_every_texture_listed_is_written_or_says_which_view_writes_it(gpu):
+    """What ``--dump`` and ``inspect`` list (``readable_textures``), with every view this
+    run can show: each name is written by an enabled pass (so it dumps), or the graph says
+    which view writes it (``view.depth`` too: the geometry views store it)."""
+    from engine.passes.resources import VIEW_DEPTH, VIEW_IDS, VIEW_OVERDRAW
+
+    v = Viewed(gpu, ground_scene(), FrameSettings())  # every knob on: no pass turned off
+    g = v.h.graph
+    for name in (None, *v.tool.available()):
+        v.tool.set_view(name)  # no frame needed: the passes are switched at once
+        listed = g.readable_textures()
+        for tex in listed:
+            written = g.writers(tex) or tex in g.imports
+            assert written or "--view" in (g.how_to_write(tex) or ""), (name, tex)
+        if BY_NAME[name or "depth"].geometry is not None:
+            assert VIEW_DEPTH in listed and g.writers(VIEW_DEPTH) == ["View.Geometry"]
+        if name in ("ids", "lod"):
+            assert g.writers(VIEW_IDS) == ["View.Geometry"] and not g.writers(VIEW_OVERDRAW)
+        if name == "overdraw":
+            assert g.writers(VIEW_OVERDRAW) == ["View.Geometry"] and not g.writers(VIEW_IDS)
+            assert "--view ids or --view lod" in g.how_to_write(VIEW_IDS)
+
+
+def test_dump_of_a_views_target_while_the_view_is_on(tmp_path):
+    """The issue's commands: ``--view overdraw --dump view.overdraw`` and ``--view ids
+    --dump view.ids`` write the targets; the other target of the same pass, or one with no
+    view on, is refused in one line naming the views that write it."""
+    from tests.helpers import run_sample
+
+    run = ("--instances", "300", "--size", "96x64", "--frames", "3")
+    npy = tmp_path / "o.npy"
+    r = run_sample("s13", *run, "--view", "overdraw", "--dump", "view.overdraw", str(npy))
+    assert r.returncode == 0, r.stderr
+    assert "no texel at the ceiling 2048" in r.stdout
+    counts = np.load(npy)
+    assert counts.shape == (64, 96, 2) and counts.dtype == np.float16
+    assert counts[:, :, 0].max() >= 1 and (counts[:, :, 1] <= counts[:, :, 0]).all()
+    r = run_sample("s13", *run, "--view", "ids", "--dump", "view.ids", str(npy))
+    assert r.returncode == 0, r.stderr
+    ids = np.load(npy)
+    assert ids.dtype == np.uint32 and 0 < ids[:, :, 0].max() <= 300
+    for args, name in ((("--view", "overdraw"), "view.ids"), ((), "view.overdraw")):
+        r = run_sample("s13", *run, *args, "--dump", name, str(tmp_path / "x.npy"))
+        errors = [line for line in r.stderr.splitlines() if "error" in line]
+        assert r.returncode == 2 and len(errors) == 1 and "Traceback" not in r.stderr, r.stderr
+        assert f"no pass writes '{name}'" in errors[0] and "--view" in errors[0]
+        assert "knob" not in errors[0]

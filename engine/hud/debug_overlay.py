@@ -1,13 +1,20 @@
-"""DebugOverlayPass: draws a ``DebugOverlay`` with one instanced draw of quads over the occupied
-cell rectangles.
+"""DebugOverlayPass: draws a ``DebugOverlay`` with instanced quads over the occupied cell
+rectangles, in three draws by what their pixels need.
 
 Why not one fullscreen triangle (the first design): its cost scales with the framebuffer, not
 with the HUD. On an NVIDIA H200 at 1920x1080 a bare fullscreen alpha-blended triangle costs
-0.264 ms and a bare clear 0.147 ms, while the HUD covers about a quarter of the screen in its
-fullest mode. So the pass draws ``draw(6, n)``: one quad per rectangle of
-``DebugOverlay.occupied_rects`` (recomputed only when the uploaded cells change), the same
-fragment shader and cell lookup as before, so the picture is identical pixel for pixel; an
-empty grid draws nothing.
+0.264 ms and a bare clear 0.147 ms, while the HUD covers about 30% of the screen in its
+fullest mode. So the pass draws quads: one per rectangle of ``DebugOverlay.draw_rects``
+(recomputed only when the uploaded cells change); an empty grid draws nothing.
+
+Why three draws: the panels are opaque, so what the HUD must rasterise is already the
+minimum (``bench.py hud`` prints the fragment count); what is left is the cost of each
+fragment. Most are panel text: an opaque background and a glyph, no primitive. Those cells
+(``DRAW_CLASSES`` ``text``) use ``fs_text``, the main shader without its primitive loop and
+discard, and a pipeline without blending (an opaque colour written, not read-modify-written);
+opaque cells with primitives use ``fs_main`` without blending; only cells that let the frame
+show through are blended. The arithmetic per pixel is the same in all three, so the picture
+is identical pixel for pixel (the HUD reference images hold it).
 
 GPU resources: the 128x64 font atlas (``r8unorm``), a cell storage buffer sized for the largest
 grid (280x90 cells x 16 bytes = 403 200 bytes, allocated once), a primitive storage buffer and a
@@ -27,7 +34,7 @@ import numpy as np
 import wgpu
 
 from engine.graph import OUTPUT, RenderPass
-from engine.hud.grid import CELL_PX, MAX_COLS, MAX_ROWS, DebugOverlay, font_atlas
+from engine.hud.grid import CELL_PX, DRAW_CLASSES, MAX_COLS, MAX_ROWS, DebugOverlay, font_atlas
 from engine.shader_registry import shader_pipeline
 
 HERE = Path(__file__).parent  # this package's WGSL
@@ -69,7 +76,8 @@ class DebugOverlayPass(RenderPass):
     Attributes:
         target_size: framebuffer ``(width, height)`` in pixels used when ``record`` gets no
             context (``ctx=None``); ``None`` means the grid's own size in pixels.
-        rect_count: quads (instances) the next draw covers.
+        rect_count: quads (instances) the next frame draws; ``draw_counts`` how many of them
+            each of ``DRAW_CLASSES`` draws.
 
     Raises:
         ValueError: ``scale`` is not an integer >= 1.
@@ -105,15 +113,18 @@ class DebugOverlayPass(RenderPass):
             usage=wgpu.BufferUsage.VERTEX | wgpu.BufferUsage.COPY_DST,
         )
         self.rect_count = 0
+        self.draw_counts: tuple[int, ...] = (0,) * len(DRAW_CLASSES)
         self._rects = b""
         self.target_size: tuple[int, int] | None = None
         self.srgb_lut = device.create_buffer_with_data(
             label="hud srgb lut", data=srgb_decode_table().tobytes(), usage=usage
         )
         self.atlas = self._make_atlas()
-        self.shader = shader_pipeline(self.device, HERE / "debug_overlay.wgsl", self._make_pipeline)
+        self.layout = self._make_layout()
+        self.shader = shader_pipeline(
+            self.device, HERE / "debug_overlay.wgsl", self._make_pipelines
+        )
         self._bind()
-        self.shader.on_reload(self._bind)  # its "auto" layout is the new pipeline's own
         self._shadow = np.zeros((0, 0, 4), np.uint32)
         self._prims = self._data = self._params = None
         self._version = -1
@@ -139,40 +150,68 @@ class DebugOverlayPass(RenderPass):
         return tex
 
     @property
-    def pipeline(self):  # the current one: hot reload replaces it (engine/shader_registry.py)
-        return self.shader.get()
+    def pipeline(self):  # the general one (blended); hot reload replaces them all
+        return self.shader.get()["blend"]
 
-    def _make_pipeline(self, module) -> wgpu.GPURenderPipeline:
+    def _make_layout(self) -> wgpu.GPUBindGroupLayout:
+        """One layout for the three pipelines (an ``auto`` layout is its pipeline's own)."""
+        f, v = wgpu.ShaderStage.FRAGMENT, wgpu.ShaderStage.VERTEX
+        ro = {"type": "read-only-storage"}
+        return self.device.create_bind_group_layout(
+            label="hud",
+            entries=[
+                {"binding": 0, "visibility": f | v, "buffer": {"type": "uniform"}},
+                {"binding": 1, "visibility": f, "buffer": ro},
+                {"binding": 2, "visibility": f, "buffer": ro},
+                {"binding": 3, "visibility": f, "buffer": ro},
+                {"binding": 4, "visibility": f, "texture": {"sample_type": "float"}},
+                {"binding": 5, "visibility": f, "buffer": ro},
+            ],
+        )
+
+    def _make_pipelines(self, module) -> dict[str, wgpu.GPURenderPipeline]:
+        """``DRAW_CLASSES`` -> pipeline: ``text`` (``fs_text``) and ``opaque`` (``fs_main``)
+        write without blending, ``blend`` (``fs_main``) blends "over" the frame."""
         blend = {
             "color": {"src_factor": "src-alpha", "dst_factor": "one-minus-src-alpha"},
             "alpha": {"src_factor": "one", "dst_factor": "one-minus-src-alpha"},
         }
-        return self.device.create_render_pipeline(
-            label=PASS_NAME,
-            layout="auto",
-            vertex={
-                "module": module,
-                "entry_point": "vs_main",
-                "buffers": [
-                    {
-                        "array_stride": 16,
-                        "step_mode": "instance",
-                        "attributes": [{"format": "uint32x4", "offset": 0, "shader_location": 0}],
-                    }
-                ],
-            },
-            primitive={"topology": "triangle-list"},
-            fragment={
-                "module": module,
-                "entry_point": "fs_main",
-                "targets": [{"format": self.output_format, "blend": blend}],
-            },
-        )
+        layout = self.device.create_pipeline_layout(bind_group_layouts=[self.layout])
+
+        def make(name: str, entry: str, blended: bool) -> wgpu.GPURenderPipeline:
+            target = {"format": self.output_format}
+            if blended:
+                target["blend"] = blend
+            return self.device.create_render_pipeline(
+                label=f"{PASS_NAME} {name}",
+                layout=layout,
+                vertex={
+                    "module": module,
+                    "entry_point": "vs_main",
+                    "buffers": [
+                        {
+                            "array_stride": 16,
+                            "step_mode": "instance",
+                            "attributes": [
+                                {"format": "uint32x4", "offset": 0, "shader_location": 0}
+                            ],
+                        }
+                    ],
+                },
+                primitive={"topology": "triangle-list"},
+                fragment={"module": module, "entry_point": entry, "targets": [target]},
+            )
+
+        return {
+            "text": make("text", "fs_text", False),
+            "opaque": make("opaque", "fs_main", False),
+            "blend": make("blend", "fs_main", True),
+        }
 
     def _bind(self) -> None:
         self.bind_group = self.device.create_bind_group(
             label="hud",
-            layout=self.pipeline.get_bind_group_layout(0),
+            layout=self.layout,
             entries=[
                 {"binding": 0, "resource": {"buffer": self.uniform}},
                 {"binding": 1, "resource": {"buffer": self.cell_buffer}},
@@ -246,10 +285,11 @@ class DebugOverlayPass(RenderPass):
     def _upload_cells(self) -> int:
         ov = self.overlay
         cells = ov.cells
-        if self._shadow.shape != cells.shape:
-            self._shadow = np.full_like(cells, 0xFFFFFFFF)
         r0, r1 = ov.dirty_rows
         ov.dirty_rows = (0, 0)
+        if self._shadow.shape != cells.shape:  # first upload (or a new grid): every row
+            self._shadow = np.full_like(cells, 0xFFFFFFFF)
+            r0, r1 = 0, ov.rows
         if r0 >= r1:
             return 0
         changed = (cells[r0:r1] != self._shadow[r0:r1]).any(axis=(1, 2))
@@ -264,13 +304,21 @@ class DebugOverlayPass(RenderPass):
         for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
             self.device.queue.write_buffer(self.cell_buffer, a * row_bytes, cells[a:b].tobytes())
             self._shadow[a:b] = cells[a:b]
-        return int((ends - starts).sum()) * row_bytes + self.write_rects(ov.occupied_rects())
+        return int((ends - starts).sum()) * row_bytes + self.write_rects(*ov.draw_rects())
 
-    def write_rects(self, rects: np.ndarray) -> int:
+    def write_rects(self, rects: np.ndarray, counts: tuple[int, ...] | None = None) -> int:
         """Upload the quads to draw: ``uint32 (n, 4)`` cell rectangles ``(col0, row0, col1,
-        row1)``, half-open, disjoint. Called by ``upload`` whenever the cells change; tools may
-        call it to draw other rectangles (e.g. the whole grid). Returns the bytes written."""
-        data = np.ascontiguousarray(rects, np.uint32).tobytes()
+        row1)``, half-open, disjoint, and how many of them each of ``DRAW_CLASSES`` draws, in
+        that order (None: all by the general, blended pipeline). Called by ``upload`` whenever
+        the cells change; tools may call it to draw other rectangles (e.g. the whole grid).
+        Returns the bytes written."""
+        rects = np.ascontiguousarray(rects, np.uint32).reshape(-1, 4)
+        if counts is None:
+            counts = (0,) * (len(DRAW_CLASSES) - 1) + (len(rects),)
+        if sum(counts) != len(rects) or len(counts) != len(DRAW_CLASSES):
+            raise ValueError(f"{len(rects)} rectangles, but draw counts {counts}")
+        self.draw_counts = tuple(int(n) for n in counts)
+        data = rects.tobytes()
         if data == self._rects:
             return 0
         self._rects = data
@@ -289,21 +337,32 @@ class DebugOverlayPass(RenderPass):
         self.rect_count = len(data) // 16
         return len(data)
 
+    def draw_summary(self) -> tuple[int, int]:
+        """``(quads, cells)``: instances the next draw makes and the cells they cover."""
+        r = np.frombuffer(self._rects or b"", np.uint32).reshape(-1, 4).astype(np.int64)
+        return len(r), int(((r[:, 2] - r[:, 0]) * (r[:, 3] - r[:, 1])).sum())
+
     def targets(self, ctx) -> dict:
         """Render pass descriptor: load the finished frame in ``ctx.output`` and draw over it."""
         return {"color_attachments": [{"view": ctx.output, "load_op": "load", "store_op": "store"}]}
 
     def record(self, ctx, rpass: wgpu.GPURenderPassEncoder) -> None:
-        """Upload changes and draw one quad per occupied rectangle (``draw(6, rect_count)``,
-        nothing at all for an empty grid). ``ctx.size`` gives the framebuffer size; with
-        ``ctx=None`` it is ``target_size`` or the grid's size."""
+        """Upload changes and draw one quad per occupied rectangle, one draw per
+        ``DRAW_CLASSES`` entry that has any (``draw(6, n, 0, first)``; nothing at all for an
+        empty grid). ``ctx.size`` gives the framebuffer size; with ``ctx=None`` it is
+        ``target_size`` or the grid's size."""
         self.upload(None if ctx is None else tuple(ctx.size))
         if self.rect_count == 0:
             return
-        rpass.set_pipeline(self.pipeline)
+        pipes = self.shader.get()
         rpass.set_bind_group(0, self.bind_group)
         rpass.set_vertex_buffer(0, self.rect_buffer)
-        rpass.draw(6, self.rect_count)
+        first = 0
+        for name, n in zip(DRAW_CLASSES, self.draw_counts, strict=True):
+            if n:
+                rpass.set_pipeline(pipes[name])
+                rpass.draw(6, n, 0, first)
+                first += n
 
 
 def srgb_decode_table() -> np.ndarray:

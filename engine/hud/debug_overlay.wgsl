@@ -1,9 +1,11 @@
-// The debug HUD: one instanced draw of quads, one per rectangle of occupied cells (6 vertices
-// per instance, the rectangle in cells as a per-instance vertex attribute), so only pixels the
-// HUD covers are rasterised and blended. Each pixel finds its HUD pixel (integer scale), its
-// 8x8 cell, composites the cell background, the primitives that touch the cell and the glyph
-// from the 1-bit font atlas. Colours are RGBA8 sRGB; on -srgb targets the output is converted
-// to linear (256-entry table) so the stored bytes equal the requested ones.
+// The debug HUD: instanced quads, one per rectangle of occupied cells (6 vertices per instance,
+// the rectangle in cells as a per-instance vertex attribute), so only pixels the HUD covers are
+// rasterised. Each pixel finds its HUD pixel (integer scale), its 8x8 cell, composites the cell
+// background, the primitives that touch the cell and the glyph from the 1-bit font atlas.
+// Three draws (engine/hud/grid.py DRAW_CLASSES): fs_text for cells with an opaque background
+// and no primitive, written without blending; fs_main, unblended, for opaque cells with
+// primitives; fs_main, blended, for the rest. Colours are RGBA8 sRGB; on -srgb targets the
+// output is converted to linear (256-entry table) so the stored bytes equal the requested ones.
 
 struct Params {
     cols: u32,
@@ -127,7 +129,7 @@ fn shade_prim(p: Prim, h: vec2<f32>) -> vec4<f32> {
 
 fn glyph_bit(word: u32, local: vec2<u32>) -> bool {
     let code = word & 0xffu;
-    if (code < 32u || code > 126u) {
+    if (code <= 32u || code > 126u) {  // no glyph, or a space (its 8x8 bits are all 0)
         return false;
     }
     let k = max((word >> 8u) & 0xfu, 1u);
@@ -136,6 +138,28 @@ fn glyph_bit(word: u32, local: vec2<u32>) -> bool {
     let i = code - 32u;
     let texel = vec2<u32>((i % 16u) * 8u + g.x, (i / 16u) * 8u + g.y);
     return textureLoad(atlas, vec2<i32>(texel), 0).r > 0.5;
+}
+
+fn encode(out: vec4<f32>) -> vec4<f32> {
+    if (params.srgb_target == 1u) {
+        return vec4<f32>(srgb_to_linear(out.rgb), out.a);
+    }
+    return out;
+}
+
+// A cell with an opaque background and no primitive: the background, the glyph over it. The
+// same arithmetic as fs_main for such a cell (its primitive loop runs no iteration, its alpha
+// is 1), without the loop, the bounds test and the discard: the pixels are identical.
+@fragment
+fn fs_text(@builtin(position) frag: vec4<f32>) -> @location(0) vec4<f32> {
+    let hud = vec2<u32>(frag.xy) / params.scale;
+    let cell = hud / 8u;
+    let c = cells[cell.y * params.cols + cell.x];
+    var out = color(c.z);
+    if (glyph_bit(c.x, hud % 8u)) {
+        out = over(color(c.y), out);
+    }
+    return encode(out);
 }
 
 @fragment
@@ -159,8 +183,5 @@ fn fs_main(@builtin(position) frag: vec4<f32>) -> @location(0) vec4<f32> {
     if (out.a <= 0.0) {
         discard;
     }
-    if (params.srgb_target == 1u) {
-        return vec4<f32>(srgb_to_linear(out.rgb), out.a);
-    }
-    return out;
+    return encode(out);
 }

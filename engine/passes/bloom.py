@@ -31,7 +31,7 @@ class BloomPass(ComputePass):
     """``Post.Bloom``: HDR -> ``post.bloom`` (mip 0, half size)."""
 
     reads = (HDR,)
-    writes = (BLOOM,)
+    writes = (BLOOM_DOWN, BLOOM)  # the chain's both halves: each is dumpable and inspectable
 
     def __init__(self, res, name: str = "Post.Bloom"):
         super().__init__(name)

@@ -14,9 +14,10 @@ Bindings of group 0, in this order (declare them so in your WGSL)::
     next               a linear clamp-to-edge sampler, when ``sampler=True``
 
 ``ScreenPass`` draws ``vs_fullscreen`` (yours to write, or include ``screen_common.wgsl``)
-and your fragment entry into its target; ``ScreenCompute`` dispatches 8x8 workgroups over
-the target's size. Both declare what they read and write, so the graph checks and orders
-them, and every tool times, lists, dumps and hot-reloads them like any pass.
+and your fragment entry into its target; ``ScreenCompute`` dispatches one invocation per
+target texel in workgroups of 8x8 (or the ``workgroup`` you give it). Both declare what
+they read and write, so the graph checks and orders them, and every tool times, lists,
+dumps and hot-reloads them like any pass.
 """
 
 from __future__ import annotations
@@ -160,20 +161,23 @@ class ScreenPass(RenderPass, _Bound):
 
 class ScreenCompute(ComputePass, _Bound):
     """A compute shader over a target texture: one invocation per texel of ``target`` (8x8
-    workgroups), writing it as a storage texture.
+    workgroups unless ``workgroup`` says otherwise), writing it as a storage texture.
 
     Args:
         name, res, shader, inputs, params, sampler: as ``ScreenPass``.
         target: a graph texture with ``STORAGE_BINDING`` usage (its format must be a
             storage format: ``r32float``, ``rgba16float``, ``rgba8unorm``, ...).
         entry: the compute entry point (``@workgroup_size(8, 8)``).
+        workgroup: ``(x, y)``, the entry's ``@workgroup_size(x, y)``: the dispatch is
+            ``ceil(width / x)`` by ``ceil(height / y)`` workgroups (a row tile: ``(128, 1)``).
     """
 
     def __init__(self, name: str, res, shader: str | Path, *, target: str,
                  inputs: Sequence[str] = (), entry: str = "cs_main",
-                 params: Callable[[], bytes] | None = None, sampler: bool = False):  # fmt: skip
+                 params: Callable[[], bytes] | None = None, sampler: bool = False,
+                 workgroup: tuple[int, int] = (WORKGROUP, WORKGROUP)):  # fmt: skip
         ComputePass.__init__(self, name, reads=tuple(inputs), writes=(target,))
-        self.target = target
+        self.target, self.workgroup = target, tuple(workgroup)
         fmt = res.graph.texture_format(target)
         storage = {"storage_texture": {"access": "write-only", "format": fmt}}
         self._setup(res, inputs, params, sampler, extra=(storage,))
@@ -190,5 +194,5 @@ class ScreenCompute(ComputePass, _Bound):
         tex = self.res.graph.texture(self.target)
         cpass.set_pipeline(self.shader.get())
         cpass.set_bind_group(0, self._bind(extra=(self.res.graph.view(self.target),)))
-        w, h = tex.size[:2]
-        cpass.dispatch_workgroups(math.ceil(w / WORKGROUP), math.ceil(h / WORKGROUP))
+        (w, h), (gx, gy) = tex.size[:2], self.workgroup
+        cpass.dispatch_workgroups(math.ceil(w / gx), math.ceil(h / gy))

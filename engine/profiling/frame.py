@@ -30,8 +30,8 @@ class FrameProfiler:
         cpu: time pass recording, Update, Submit and Present on the CPU.
         frames_in_flight: GPU readback slots.
         batch: frames read back per map (``engine.profiling.gpu``): GPU readings arrive up
-            to ``frames_in_flight * batch`` frames late; a batch is read back early once its
-            first frame is 0.25 s old (slow frame loops).
+            to ``frames_in_flight * batch`` frames late, plus the resolve's delay (2 frames);
+            a batch is read back early once its first frame is 0.25 s old (slow frame loops).
         capacity: GPU scopes per frame; more are counted as dropped.
         history: finished frames held for ``collect`` (the oldest go if nobody collects).
         timestamps: where GPU timestamps go: ``"auto"``, ``"pass"`` (pass descriptors) or
@@ -40,6 +40,9 @@ class FrameProfiler:
             (``engine.profiling.draws``; ``--gpu-profile draws``). Off: no extra query set,
             no extra timestamp, and passes record into their real pass encoders.
         draw_options: keyword arguments of ``engine.profiling.draws.DrawProfiler``.
+        gpu_options: more keyword arguments of ``engine.profiling.gpu.GpuProfiler``
+            (``resolve_delay``, ``shared_boundaries``, ``transition_every``: the benchmark's
+            arms).
 
     ``collect`` hands out ``FrameTimings``, GPU and CPU merged by frame index, oldest first
     (the frame loop publishes them; ``engine.telemetry`` keeps the history). ``gpu`` is None
@@ -64,6 +67,7 @@ class FrameProfiler:
         timestamps: str = "auto",
         draws: bool = False,
         draw_options: dict | None = None,
+        gpu_options: dict | None = None,
     ):
         self.gpu_ctx = gpu_ctx
         self.gpu = (
@@ -73,6 +77,7 @@ class FrameProfiler:
                 frames_in_flight=frames_in_flight,
                 batch=batch,
                 capacity=capacity,
+                **(gpu_options or {}),
             )
             if gpu
             else None

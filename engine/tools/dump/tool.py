@@ -196,7 +196,7 @@ class DumpTool:
         tables = _tables(graph)
         if base in tables:
             if not graph.writers(base) and base not in graph.imports:
-                raise OptionError(_unwritten(base))
+                raise OptionError(_unwritten(base, graph))
             if after is not None:
                 raise OptionError(f"--dump: {base} is a buffer; buffers dump as the frame left "
                                  f"them (drop @{after})")  # fmt: skip
@@ -207,6 +207,8 @@ class DumpTool:
             return
         if path.lower().endswith(".csv"):
             raise OptionError(f"--dump: {base} is a texture: write it as .npy, .png or .exr")
+        if base not in names and graph.how_to_write(base) is not None:
+            raise OptionError(_unwritten(base, graph))
         if base not in names:
             raise OptionError(
                 f"--dump: unknown resource {base!r}; textures: {', '.join(names)}; "
@@ -214,7 +216,7 @@ class DumpTool:
             )
         writers = graph.writers(base)
         if not writers and base not in graph.imports:
-            raise OptionError(_unwritten(base))
+            raise OptionError(_unwritten(base, graph))
         if after is not None:
             passes = writers
             if after not in passes:
@@ -241,7 +243,7 @@ class DumpTool:
                 what = write_table(read_table(self.ctx.gpu.device, *tables[ref]), path)
             else:
                 values = read_texture(self.ctx.gpu.device, self.ctx.graph.texture(ref))
-                what = write_dump(values, path)
+                what = write_dump(values, path) + _at_ceiling(values, self.ctx.graph, ref)
         except (OSError, ValueError, wgpu.GPUError) as e:
             log.error("--dump: cannot write %s: %s", path, getattr(e, "strerror", None) or e)
             self.ctx.status = 1
@@ -258,9 +260,27 @@ def _tables(graph) -> dict:
     return {} if res is None else buffer_tables(res, graph)
 
 
-def _unwritten(base: str) -> str:
+def _unwritten(base: str, graph) -> str:
+    """Why nothing is dumped: what turns on the pass that writes ``base`` (a debug view),
+    else the knobs that turn passes off."""
+    how = graph.how_to_write(base)
+    if how is not None:
+        return f"--dump: no pass writes {base!r} in this run: it is written while {how}"
     return (
         f"--dump: no pass writes {base!r} in this run (a knob turned its pass off, "
         f"e.g. --no-post, --no-shadows, --no-occlusion, --no-taa, --exposure VALUE): "
         f"nothing to dump"
     )
+
+
+def _at_ceiling(values: np.ndarray, graph, ref: str) -> str:
+    """``; N texels at the ceiling C (>= C)`` for a texture declared with a ceiling
+    (``TextureDesc.ceiling``: e.g. overdraw counts stop at 2048), else ``""``."""
+    desc = graph.texture_desc(split_ref(ref)[0])
+    if desc is None or desc.ceiling is None:
+        return ""
+    n = int((np.asarray(values, np.float64) >= desc.ceiling).any(axis=2).sum())
+    c = f"{desc.ceiling:g}"
+    if n == 0:
+        return f"; no texel at the ceiling {c}"
+    return f"; {n:,} texels at the ceiling {c}: their true values are >= {c}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from engine.hud.grid import DebugOverlay
 from engine.hud.palette import BAR_BG, DIM, HEADER, PANEL_BG, TEXT
 from engine.hud.panel import HudData, Panel
-from engine.tools.inspector.passes import format_stats
+from engine.tools.inspector.passes import at_ceiling, format_stats
 
 W, HIST_ROWS = 44, 5
 BAR = (120, 200, 255, 255)
@@ -57,11 +57,12 @@ class InspectPanel(Panel):
         if s is None:
             ov.text(col + 1, row + 1, "waiting for the readback", DIM)
             return
-        parts = format_stats(s, probe=False).split("; ")
+        ceiling = tool.ceiling()
+        parts = format_stats(s, probe=False, ceiling=ceiling).split("; ")
         ov.text(col + 1, row + 1, parts[0][: W - 2], TEXT)
         if len(parts) > 1:
             ov.text(col + 1, row + 2, parts[1][: W - 2], TEXT)
-        for i, line in enumerate(_probe_lines(s)):
+        for i, line in enumerate(_probe_lines(s, ceiling)):
             ov.text(col + 1, row + 3 + i, line, DIM)
         cols = s.bins.reshape(32, 2).sum(axis=1)
         top = max(int(cols.max()), 1)
@@ -71,18 +72,19 @@ class InspectPanel(Panel):
             h = round(HIST_ROWS * n / top)
             if h:
                 ov.fill(col + 1 + i, y0 + HIST_ROWS - h, 1, h, BAR, glyphs=False)
-        ov.text(col + 1, y0 + HIST_ROWS, f"{s.hist_lo:.4g} .. {s.hist_hi:.4g}"[: W - 2], DIM)
+        top = at_ceiling(s.hist_hi, ceiling, 4)
+        ov.text(col + 1, y0 + HIST_ROWS, f"{s.hist_lo:.4g} .. {top}"[: W - 2], DIM)
 
 
-def _probe_lines(s) -> list[str]:
+def _probe_lines(s, ceiling: float | None = None) -> list[str]:
     """The probed texel on two rows, ``at (x, y) of frame N`` then its channels with as
-    many significant digits (6, 4, 3) as the panel's width holds; without a probe, the
-    frame only."""
+    many significant digits (6, 4, 3) as the panel's width holds (``>=C`` at ``ceiling``);
+    without a probe, the frame only."""
     if s.probe is None:
         return [f"frame {s.frame_index}"]
     x, y, values = s.probe
     for digits in (6, 4, 3):
-        line = " ".join(f"{v:.{digits}g}" for v in values)
+        line = " ".join(at_ceiling(v, ceiling, digits) for v in values)
         if len(line) <= W - 2:
             break
     return [f"at ({x}, {y}) of frame {s.frame_index}"[: W - 2], line[: W - 2]]

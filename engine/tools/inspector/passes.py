@@ -264,17 +264,25 @@ class StatsReadback(TransferPass):
         return self._take(self.ring.drain(timeout_s))
 
 
-def format_stats(s: TextureStats, *, probe: bool = True) -> str:
+def format_stats(s: TextureStats, *, probe: bool = True, ceiling: float | None = None) -> str:
     """``min .. max, mean, NaN, Inf`` of ``s`` in one line (and the probed texel, unless
-    ``probe`` is False)."""
+    ``probe`` is False). ``ceiling``: the texture's ``TextureDesc.ceiling``; a max (or a
+    probed value) at it reads ``>=C`` and the mean is then a lower bound (``>=``)."""
     if s.finite == 0:
         out = f"no finite values; NaN {s.nan:,} Inf {s.inf:,}"
     else:
+        sat = ceiling is not None and s.hi >= ceiling
+        hi = f">={ceiling:g}" if sat else f"{s.hi:.6g}"
+        mean = f">={s.mean:.6g}" if sat else f"{s.mean:.6g}"
         out = (
-            f"min {s.lo:.6g} max {s.hi:.6g} mean {s.mean:.6g}; finite {s.finite:,} "
-            f"NaN {s.nan:,} Inf {s.inf:,}"
+            f"min {s.lo:.6g} max {hi} mean {mean}; finite {s.finite:,} NaN {s.nan:,} Inf {s.inf:,}"
         )
     if probe and s.probe is not None:
         x, y, values = s.probe
-        out += f"; at ({x}, {y}): " + " ".join(f"{v:.6g}" for v in values)
+        out += f"; at ({x}, {y}): " + " ".join(at_ceiling(v, ceiling) for v in values)
     return out
+
+
+def at_ceiling(v: float, ceiling: float | None, digits: int = 6) -> str:
+    """``v`` with ``digits`` significant digits, or ``>=C`` when it reached ``ceiling``."""
+    return f">={ceiling:g}" if ceiling is not None and v >= ceiling else f"{v:.{digits}g}"

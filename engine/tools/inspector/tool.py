@@ -99,7 +99,9 @@ class InspectorTool:
             raise CommandError(f"unknown texture {base!r}; {known}")
         writers = self.graph.writers(base, besides=getattr(self, "pass_", None))
         if not writers and base not in self.graph.imports:
-            raise CommandError(f"no pass writes {base!r} now: {_TURNED_OFF}")
+            how = self.graph.how_to_write(base)
+            why = _TURNED_OFF if how is None else f"it is written while {how}"
+            raise CommandError(f"no pass writes {base!r} now: {why}")
         if after is not None:
             if after not in writers:
                 raise CommandError(
@@ -147,7 +149,16 @@ class InspectorTool:
         s = self.latest()
         if s is None:
             return f"inspect: {self.selection[0]}: no figures read back yet"
-        return f"inspect: {self.selection[0]} frame {s.frame_index}: {format_stats(s)}"
+        stats = format_stats(s, ceiling=self.ceiling())
+        return f"inspect: {self.selection[0]} frame {s.frame_index}: {stats}"
+
+    def ceiling(self) -> float | None:
+        """The inspected texture's ``TextureDesc.ceiling`` (values stop there: figures at it
+        read ``>=``), or None."""
+        if self.selection is None:
+            return None
+        desc = self.graph.texture_desc(split_ref(self.selection[0])[0])
+        return None if desc is None else desc.ceiling
 
     # -- passes ----------------------------------------------------------------------------
     def _ensure_passes(self) -> None:

@@ -60,10 +60,15 @@ from engine.passes.resources import (
 )
 from engine.scene.meshes import VERTEX_LAYOUT
 from engine.shader_registry import shader_pipeline
-from engine.tools.views.views import BY_NAME, NAMES
+from engine.tools.views.views import BY_NAME, NAMES, VIEWS
 
-#: overdraw: fragment counts at the ramp's ends (log2 scale: 1 .. OVERDRAW_MAX).
+#: overdraw: fragment counts at the ramp's ends (log2 scale: 1 .. OVERDRAW_MAX); every count
+#: above it has the top colour, so the legend says ">= OVERDRAW_MAX" there.
 OVERDRAW_MAX = 32
+#: The counts' ceiling in ``view.overdraw`` (``rg16float``, +1 per fragment by additive
+#: blending): float16 holds every integer up to 2048 and 2048 + 1 rounds back to 2048, so a
+#: pixel with more fragments reads 2048. ``inspect`` and ``--dump`` say ">= 2048" there.
+OVERDRAW_CEILING = 2048.0
 
 HERE = Path(__file__).parent  # this package's WGSL
 #: log2 luminance at the two ends of the luminance view's ramp (scene-referred, linear HDR).
@@ -289,6 +294,11 @@ class ViewPass(RenderPass):
         rpass.draw(3)
 
 
+def _drawing(modes: tuple[str, ...]) -> list[str]:
+    """The views whose ``View.Geometry`` mode (``material:N`` is ``material``) is in ``modes``."""
+    return [v.name for v in VIEWS if (v.geometry or "").partition(":")[0] in modes]
+
+
 class ViewGeometryPass(RenderPass):
     """``View.Geometry``: the frame's drawn instances again into ``view.ids`` (``rg32uint``:
     scene row + 1, LOD + 1; 0 where nothing) with its own depth ``view.depth``; both
@@ -296,7 +306,26 @@ class ViewGeometryPass(RenderPass):
     ``geometry``."""
 
     reads = DRAW_INPUTS
-    writes = (VIEW_IDS, VIEW_OVERDRAW, VIEW_MATERIAL)
+    #: What turns it on to write each target: the views that draw the geometry again.
+    turned_on_by = {
+        target: "a debug view that draws the geometry again: "
+        + " or ".join(f"--view {n}" for n in _drawing(modes))
+        + f" ('view {_drawing(modes)[0]}' in the console)"
+        for target, modes in (
+            (VIEW_IDS, ("ids",)),
+            (VIEW_OVERDRAW, ("overdraw", "cost")),
+            (VIEW_MATERIAL, ("material",)),
+            (VIEW_DEPTH, ("ids", "overdraw", "cost", "material")),
+        )
+    }
+
+    @property
+    def writes(self) -> tuple[str, ...]:
+        """The target its mode draws, ``view.ids`` (ids, lod) or ``view.overdraw`` (overdraw,
+        cost), and its depth ``view.depth``; the other target keeps what it had, so it is not
+        declared written."""
+        target = {"ids": VIEW_IDS, "material": VIEW_MATERIAL}.get(self.mode, VIEW_OVERDRAW)
+        return (target, VIEW_DEPTH)
 
     def __init__(self, res, name: str = "View.Geometry"):
         super().__init__(name, enabled=False)
@@ -388,7 +417,11 @@ class ViewGeometryPass(RenderPass):
         g.create_texture(VIEW_DEPTH, TextureDesc(DEPTH_FORMAT, t.RENDER_ATTACHMENT))
         g.create_texture(
             VIEW_OVERDRAW,
-            TextureDesc("rg16float", t.RENDER_ATTACHMENT | t.TEXTURE_BINDING | t.COPY_SRC),
+            TextureDesc(
+                "rg16float",
+                t.RENDER_ATTACHMENT | t.TEXTURE_BINDING | t.COPY_SRC,
+                ceiling=OVERDRAW_CEILING,
+            ),
         )
         g.create_texture(
             VIEW_MATERIAL,
@@ -411,7 +444,7 @@ class ViewGeometryPass(RenderPass):
                 "view": g.view(VIEW_DEPTH),
                 "depth_clear_value": 0.0,
                 "depth_load_op": "clear",
-                "depth_store_op": "discard",
+                "depth_store_op": "store",  # every graph target is readable (--dump, inspect)
             },
         }
 
@@ -676,6 +709,8 @@ class WireArgsPass(ComputePass):
 
 __all__ = [
     "EV_RANGE",
+    "OVERDRAW_CEILING",
+    "OVERDRAW_MAX",
     "ViewPass",
     "parse_view",
     "view_type",

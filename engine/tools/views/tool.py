@@ -21,6 +21,8 @@ from engine.passes.resources import frame_resources
 from engine.tool import Key, OptionError
 from engine.tools.views.panel import ViewPanel
 from engine.tools.views.passes import (
+    OVERDRAW_CEILING,
+    OVERDRAW_MAX,
     ViewCulledPass,
     ViewGeometryPass,
     ViewPass,
@@ -116,6 +118,7 @@ class ViewTool:
         self.view_pass: ViewPass | None = None
         self.cost_frame: int | None = None  # the record the cost weights came from
         self.cost_weights = None  # (2, batches) ns per fragment, Main.Early / Main.Late
+        self.clamped_from: int | None = None  # hiz: the level a resize took away
         self._undo = []
 
     def install(self, ctx) -> None:
@@ -201,6 +204,7 @@ class ViewTool:
             raise CommandError("this sample has no standard frame: no debug views")
         if name is None:
             self.current = None
+            self._apply()
             self._hud_mode(False)
             return "view: off (the normal picture)"
         why = BY_NAME[name].requirement(self.res.settings)
@@ -214,9 +218,10 @@ class ViewTool:
         if why is not None:
             raise CommandError(why)
         vp = self.view_pass
+        self.clamped_from = None
         if name == "hiz":
             n = vp.levels()
-            level = DEFAULT_LEVEL if level is None else level
+            level = min(DEFAULT_LEVEL, n - 1) if level is None else level
             if not 0 <= level < n:
                 raise CommandError(
                     f"hiz level {level} is out of range: the pyramid has levels 0..{n - 1}"
@@ -238,6 +243,7 @@ class ViewTool:
             self.geometry_pass.quantity = int(quantity or 0)
         vp.name_shown, self.current = name, name
         self.res.graph.invalidate()  # the pass reads what this view needs
+        self._apply()
         self._hud_mode(True)
         return f"view: {self.describe()}"
 
@@ -291,19 +297,24 @@ class ViewTool:
         if name == "overdraw":
             when = "after" if vp.level else "before"
             return (
-                f"overdraw: fragments per pixel {when} the depth test, Turbo on log2 1..32 "
-                f"(ticks at 1 2 4 8 16 32); 'view overdraw:{'before' if vp.level else 'after'}'"
+                f"overdraw: fragments per pixel {when} the depth test, Turbo on log2 1 .. "
+                f">={OVERDRAW_MAX} (ticks at 1 2 4 8 16 32; {OVERDRAW_MAX} and more: the top "
+                f"colour); counts stop at {OVERDRAW_CEILING:.0f} (inspect and --dump say "
+                f">={OVERDRAW_CEILING:.0f}); 'view overdraw:{'before' if vp.level else 'after'}'"
                 " for the other count; drawn again (View.Geometry)"
             )
         if name == "hiz":
             w, h = (max(1, b >> vp.level) for b in self.res.pyramid.base)
-            return f"hiz level {vp.level} ({w}x{h}) of {vp.levels()}, shown like depth"
+            was = self.clamped_from
+            gone = "" if was is None else f" (level {was} is gone at this size)"
+            return f"hiz level {vp.level} ({w}x{h}) of {vp.levels()}{gone}, shown like depth"
         return f"{name}: {BY_NAME[name].legend.format(far=vp.far)}"
 
     # -- per frame -------------------------------------------------------------------------
     def _update(self, frame_ctx) -> None:
         """Before recording: View in place of Post while a view is on; a knob changed since
-        (e.g. ``shadows off``) turns a view it starves off, with one line."""
+        (e.g. ``shadows off``) turns a view it starves off, with one line; a resize that took
+        the shown Hi-Z level away clamps it to the last level, with one line."""
         s = self.res.settings
         if self.current is not None:
             why = BY_NAME[self.current].requirement(s)
@@ -315,18 +326,40 @@ class ViewTool:
             log.warning("view culled off: culling is no longer frozen")
             self.current = None
             self._hud_mode(False)
-        culled = self.current == "culled"
-        wire = self.current == "wireframe"
-        on = self.current is not None and not BY_NAME[self.current].over
-        self.view_pass.enabled = on
-        self.geometry_pass.enabled = on and BY_NAME[self.current].geometry is not None
-        self.post.enabled = s.post and not on
-        self.culled_pass.enabled = culled
-        self.wire_args.enabled = self.wire_pass.enabled = wire
-        if culled:
+        if self.current == "hiz":
+            self._clamp_hiz()
+        self._apply()
+        if self.current == "culled":
             self._update_culled()
         if self.current == "cost":
             self._update_cost()
+
+    def _apply(self) -> None:
+        """Enable the passes the shown view draws with (and Post only without one): run on
+        every switch, so a tool installed after this one (``--dump view.overdraw``) already
+        finds the view's passes writing their targets, and every frame (knobs)."""
+        cur = self.current
+        on = cur is not None and not BY_NAME[cur].over
+        self.view_pass.enabled = on
+        self.geometry_pass.enabled = on and BY_NAME[cur].geometry is not None
+        self.post.enabled = self.res.settings.post and not on
+        self.culled_pass.enabled = cur == "culled"
+        self.wire_args.enabled = self.wire_pass.enabled = cur == "wireframe"
+
+    def _clamp_hiz(self) -> None:
+        """The shown Hi-Z level is gone (the output shrank): show the last level and say so
+        once (the level stays clamped when the output grows again)."""
+        vp = self.view_pass
+        n = vp.levels()
+        if vp.level < n:
+            return
+        w, h = self.res.graph.size
+        log.warning(
+            "view hiz: level %d is gone at %dx%d (the pyramid has levels 0..%d): showing "
+            "level %d",
+            vp.level, w, h, n - 1, n - 1,
+        )  # fmt: skip
+        self.clamped_from, vp.level = vp.level, n - 1
 
     def _update_culled(self) -> None:
         """Ghost what the culler removed for the frozen camera, by its own classes (read

@@ -1,0 +1,112 @@
+"""Make the documentation's pictures from the samples: a thumbnail per sample, the README's
+city with the HUD, and a few debug views. Run by hand (CI builds the site from the committed
+pictures); any GPU will do, lavapipe included:
+
+    python tools/docs_images.py                # every picture (about a minute on lavapipe)
+    python tools/docs_images.py s13 hero       # only these (sample short names, extra names)
+    python tools/docs_reference.py             # then: the gallery tables name the new pictures
+
+Each picture is the sample's own command line (``python -m samples.sNN ... --capture``) in a
+process of its own, so what it shows is what a user's run shows. The PNGs are reduced to a
+256-colour palette (Pillow) to keep the committed pictures small: ``--budget-kb`` (default
+400) is checked over all of ``docs/images/`` and the tool exits 1 above it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from PIL import Image
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from samples import sample_files  # noqa: E402
+
+IMAGES = ROOT / "docs" / "images"
+THUMB = "320x180"
+VIEW = "480x270"  # room for the view legend (44 cells wide at scale 1)
+
+#: Pictures beyond (or instead of) the thumbnails' quick runs: name -> (sample, arguments).
+#: The city with the HUD is the README's; the views are the views page's.
+CITY = ("--instances", "20000", "--camera", "150,60,150:0,0,0:50")  # above the rooftops
+EXTRA: dict[str, tuple[str, tuple[str, ...]]] = {
+    "s13": ("s13", (*CITY, "--size", THUMB)),  # the thumbnail from above, not the street
+    "hero": (
+        "s13",
+        (
+            *CITY,
+            "--gpu-profile",
+            "--profile",
+            "--overlay",
+            "all",
+            "--size",
+            "1280x720",
+            "--frames",
+            "40",
+        ),
+    ),  # fmt: skip
+    "view_depth": ("s13", (*CITY, "--view", "depth", "--size", VIEW)),
+    "view_lod": ("s13", (*CITY, "--view", "lod", "--size", VIEW)),
+    "view_overdraw": ("s13", (*CITY, "--view", "overdraw", "--size", VIEW)),
+    "view_hiz": ("s13", (*CITY, "--view", "hiz:3", "--size", VIEW)),
+}
+
+
+def _example_args(short: str, tmp: Path) -> tuple[str, ...]:
+    """The sample's ``example_args`` (its quick demonstration run), ``{tmp}`` filled in."""
+    from tools.docs_reference import sample_class
+
+    return tuple(a.replace("{tmp}", str(tmp)) for a in sample_class(short).example_args)
+
+
+def jobs(tmp: Path) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """Every picture: name -> (sample, arguments before ``--capture``)."""
+    out = {s: (s, (*_example_args(s, tmp), "--size", THUMB)) for s in sample_files()}
+    out.update(EXTRA)
+    return out
+
+
+def capture(short: str, args: tuple[str, ...], out: Path, frames: int = 16) -> None:
+    """Run the sample headless and write its last frame, palette-reduced, to ``out``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        raw = Path(tmp) / "raw.png"
+        argv = [sys.executable, "-m", f"samples.{short}", *args, "--capture", str(raw)]
+        if "--frames" not in args:
+            argv += ["--frames", str(frames)]
+        r = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise SystemExit(f"{' '.join(argv[2:])}: exit {r.returncode}\n{r.stderr.strip()}")
+        img = Image.open(raw).convert("RGB")
+        small = img.quantize(256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+        small.save(out, optimize=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="tools/docs_images.py", description=__doc__.split("\n")[0])
+    ap.add_argument("names", nargs="*", help="pictures to make (default: all)")
+    ap.add_argument("--budget-kb", type=int, default=400, help="all of docs/images/ (KB)")
+    args = ap.parse_args(argv)
+    IMAGES.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        todo = jobs(Path(tmp))
+        unknown = [n for n in args.names if n not in todo]
+        if unknown:
+            ap.error(f"unknown picture(s) {', '.join(unknown)}; choose from {', '.join(todo)}")
+        for name in args.names or todo:
+            short, sample_args = todo[name]
+            out = IMAGES / f"{name}.png"
+            capture(short, sample_args, out)
+            print(f"wrote {out.relative_to(ROOT)} ({out.stat().st_size / 1024:.0f} KB)")
+    total = sum(p.stat().st_size for p in IMAGES.glob("*.png")) / 1024
+    print(f"docs/images/: {total:.0f} KB in all (budget {args.budget_kb} KB)")
+    return 1 if total > args.budget_kb else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
