@@ -577,6 +577,7 @@ class StandardFrame:
         )
         rpass.set_pipeline(self.res.mesh.ids())
         self.res.bind_geometry(rpass)
+        rpass.set_bind_group(2, self.res.material_group)
         for r in regions:
             self.gs.draw(rpass, r, 1, self.res.draw_group)
         rpass.end()

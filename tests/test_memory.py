@@ -125,7 +125,7 @@ def test_hud_panel_shows_every_count_within_its_width(gpu):
     ov = DebugOverlay(120, 40)
     panel.draw(ov, 0, 0, 0, None)
     rows = ["".join(ov.glyph_at(c, r) or " " for c in range(ov.cols)) for r in range(ov.rows)]
-    assert all(not row[W:].strip() for row in rows)  # nothing drawn right of the panel
+    assert all(not row[W:].strip() for row in rows), rows  # nothing drawn right of the panel
     first = tool.history[0][1]
     kinds = (("tex", "Texture"), ("view", "TextureView"), ("buf", "Buffer"), ("bg", "BindGroup"))
     want = [f"{k} {big[n]}{big[n] - first.get(n, 0):+d}" for k, n in kinds]

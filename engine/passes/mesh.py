@@ -140,7 +140,7 @@ class MeshPipelines:
         if kind == "shadow_mask":
             return self._pipeline("mesh shadow mask", [v, d, m], "vs_shadow_mask",
                                   "fs_shadow_mask", None, SHADOW_FORMAT, "none")  # fmt: skip
-        return self._pipeline("mesh ids", [v, d], "vs_main", "fs_id", "r32uint", DEPTH_FORMAT)
+        return self._pipeline("mesh ids", [v, d, m], "vs_main", "fs_id", "r32uint", DEPTH_FORMAT)
 
     def _pipeline(self, label, layouts, vs, fs, fmt, depth_format, cull_mode="back", *,
                   blend=False, attributes=True):  # fmt: skip

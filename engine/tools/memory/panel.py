@@ -82,7 +82,8 @@ class MemoryPanel(Panel):
         pts = [(x + w * i / (len(v) - 1), y + h - h * (c - lo) / span) for i, c in enumerate(v)]
         for (x0, y0), (x1, y1) in zip(pts, pts[1:], strict=False):
             ov.line(x0, y0, x1, y1, LINE)
-        ov.text(x + w - 12, y, f"tex {lo}-{hi}", DIM)
+        label = f"tex {lo}-{hi}"  # right-aligned: 4- and 5-digit counts stay inside
+        ov.text(x + max(w - len(label), 0), y, label, DIM)
 
 
 def _count_lines(tool) -> list[str]:
