@@ -5,7 +5,8 @@ Passes, in order (each an object in ``engine/passes/`` that owns its pipeline, t
 ``record`` and enable rule; names are what every table, trace and capture shows)::
 
     Cull.Reset   transfer  copy last frame's counters to the readback ring; reset indirect
-                           args (template copy) and clear the eight counters
+                           args (template copy) and clear the eight counters; moved
+                           instances' transforms in, their old ones kept as the previous
     Shadow.Cull  compute   casters vs the sun's volume, extended toward the sun
     Shadow       render    depth-only sun shadow map (indirect draws)
     Cull.Early   compute   last frame's visible set, frustum only
@@ -14,6 +15,7 @@ Passes, in order (each an object in ``engine/passes/`` that owns its pipeline, t
     Cull.Late    compute   everything: frustum, sub-pixel, Hi-Z; newly visible queued
     Main.Late    render    draw the newly visible (colour and depth loaded)
     Sky          render    the sky model where nothing was drawn (depth still 0)
+    Ambient      render    frame.ambient added to the colour (only while a pass reads it)
     Transparent.Sort compute BLEND instances Cull.Late kept, sorted back to front (GPU sort)
     Transparent  render    draw them alpha-blended, depth tested, not written
     Post.Luminance compute log2-luminance histogram of the HDR colour (auto exposure)
@@ -64,6 +66,7 @@ from engine.graph import Pass, RenderGraph, TextureDesc
 from engine.knobs import Knob
 from engine.materials.gpu import GpuMaterials
 from engine.math3d import column_major, inverse4
+from engine.passes.ambient import AmbientPass
 from engine.passes.bloom import BloomPass
 from engine.passes.cull import CullPass, CullResetPass, CullResources
 from engine.passes.exposure import ExposurePass, LuminancePass
@@ -75,6 +78,7 @@ from engine.passes.resources import (
     DEPTH,
     DEPTH_FORMAT,
     EXPOSURE,
+    FRAME_TARGETS,
     GEOMETRY,
     HDR,
     HDR_FORMAT,
@@ -110,6 +114,7 @@ STANDARD_PASSES = (
     ("Cull.Late", CullPass),
     ("Main.Late", MainPass),
     ("Sky", SkyPass),
+    ("Ambient", AmbientPass),
     ("Transparent.Sort", TransparentSortPass),
     ("Transparent", TransparentPass),
     ("Post.Luminance", LuminancePass),
@@ -212,6 +217,8 @@ class StandardFrame:
         graph.create_texture(
             HDR, TextureDesc(HDR_FORMAT, tex.RENDER_ATTACHMENT | tex.TEXTURE_BINDING | tex.COPY_SRC)
         )
+        for name, (fmt, _) in FRAME_TARGETS.items():  # memory only once a pass reads one
+            graph.create_texture(name, TextureDesc(fmt, tex.RENDER_ATTACHMENT), lazy=True)
         u = wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST
         view_uniform = d.create_buffer(label="view", size=VIEW_DTYPE.itemsize, usage=u)
         mesh = MeshPipelines(d)
@@ -248,7 +255,8 @@ class StandardFrame:
         self.camera = None
         self.cull_camera = None  # frozen culling camera (F2) or None
         self.show_frustum = True  # draw the frozen culling frustum (while frozen)
-        self._lines: dict[str, FrustumLines] = {}  # per colour format, made on first freeze
+        self._lines: dict[tuple, FrustumLines] = {}  # per attachment formats, made when drawn
+        self._frustum: tuple | None = None  # (inverse frozen view-proj, view-proj) to draw
         self.jitter_sequence = JITTER  # sub-pixel offsets (pixels) cycled with TAA on
         self.cut_distance = 0.1 * float(np.linalg.norm(scene.extent[1] - scene.extent[0]))
         self.passes = [graph.add(make(self.res, name)) for name, make in STANDARD_PASSES]
@@ -498,20 +506,25 @@ class StandardFrame:
 
     def _update_frustum_lines(self, view_proj, aspect) -> None:
         if self.cull_camera is None or not self.show_frustum:
+            self._frustum = None
             return
-        fmt = HDR_FORMAT if self.settings.post else self.graph.output_format
-        if fmt not in self._lines:
-            self._lines[fmt] = FrustumLines(self.device, fmt, DEPTH_FORMAT)
         frozen = self.cull_camera.proj(aspect) @ self.cull_camera.view()
-        self._lines[fmt].set_frustum(np.linalg.inv(frozen.astype(np.float64)))
-        self._lines[fmt].set_view(view_proj)
+        self._frustum = (np.linalg.inv(frozen.astype(np.float64)), view_proj)
 
-    def frustum_lines(self, fmt: str) -> FrustumLines | None:
-        """The frozen culling frustum's lines for a colour target of ``fmt``, while frozen
-        (``Main.Late`` draws them last), else None."""
-        if self.cull_camera is None or not self.show_frustum:
+    def frustum_lines(self, formats: tuple[str, ...]) -> FrustumLines | None:
+        """The frozen culling frustum's lines for a pass with colour attachments of
+        ``formats`` (the first drawn into), while frozen (``Main.Late`` draws them last),
+        else None."""
+        if self._frustum is None:
             return None
-        return self._lines.get(fmt)
+        lines = self._lines.get(formats)
+        if lines is None:
+            lines = self._lines[formats] = FrustumLines(
+                self.device, formats[0], DEPTH_FORMAT, extra_formats=formats[1:]
+            )
+        lines.set_frustum(self._frustum[0])
+        lines.set_view(self._frustum[1])
+        return lines
 
     def _fit_sun(self, view_proj):
         return self.res.shadow.fit(view_proj, self.scene, self.settings.shadow_radius)

@@ -114,6 +114,11 @@ class GraphError(ValueError):
     graph is built or its enabled set changes)."""
 
 
+def base_name(ref: str) -> str:
+    """The resource a reference names: ``"frame.hdr@prev"`` -> ``"frame.hdr"``."""
+    return ref.partition("@")[0]
+
+
 def split_ref(ref: str) -> tuple[str, str | None]:
     """``"frame.hdr@prev"`` -> ``("frame.hdr", "prev")``; ``"a@Main.Late"`` ->
     ``("a", "Main.Late")``; a plain name -> ``(name, None)``."""
@@ -147,6 +152,14 @@ class Pass:
     #: it (one line naming the flag or command), said when a tool is asked for the resource
     #: while nothing enabled writes it (``RenderGraph.how_to_write``).
     turned_on_by: ClassVar[dict[str, str]] = {}
+    #: On-demand targets: resources this pass writes only while another enabled pass reads
+    #: or writes them (``RenderGraph.wanted``; the standard frame's normals, motion and
+    #: ambient). It lists them in ``writes`` (and ``reads``, when it loads them) only then.
+    on_demand: tuple[str, ...] = ()
+    #: The on-demand target this pass exists for (the standard frame's ``Ambient`` compose):
+    #: the graph enables it exactly while that target is wanted, and its reads create no
+    #: demand.
+    serves: str | None = None
 
     def __init__(
         self,
@@ -273,6 +286,7 @@ class RenderGraph:
         self._copies: dict[tuple, list] = {}  # (generation, parity, pass) -> copy arguments
         self.descriptors = PassDescriptors()  # each pass's C descriptor, built once
         self.label_draws = False  # record through DrawLabels (a debugger capturing the frame)
+        self._wanted: frozenset[str] = frozenset()  # on-demand targets some pass reads now
 
     @property
     def profiler(self) -> ProfilerSink:
@@ -381,6 +395,7 @@ class RenderGraph:
             self.validate()
         except GraphError as e:
             after, self.passes[:] = list(self.passes), before
+            self._update_demand()
             raise self._blame(e, gone, before, after) from None
         self._validated = None
         return p
@@ -413,8 +428,39 @@ class RenderGraph:
         return [p.name for p in self.passes if p.enabled]
 
     def writers(self, name: str, *, besides: Pass | None = None) -> list[str]:
-        """Names of the enabled passes (other than ``besides``) that write resource ``name``."""
-        return [p.name for p in self.passes if p.enabled and p is not besides and name in p.writes]
+        """Names of the enabled passes (other than ``besides``) that write resource ``name``,
+        or that write it while it is wanted (``Pass.on_demand``)."""
+        return [
+            p.name
+            for p in self.passes
+            if p.enabled and p is not besides and (name in p.writes or name in p.on_demand)
+        ]
+
+    def wanted(self, name: str) -> bool:
+        """Whether some enabled pass reads (or writes: blends into) the on-demand target
+        ``name`` now, besides the passes that offer it and the pass that ``serves`` it: they
+        write it only then. Known from the last ``validate`` (every change of the enabled
+        set, ``insert``, ``invalidate``)."""
+        return name in self._wanted
+
+    def on_demand(self, name: str) -> bool:
+        """Whether ``name`` is an on-demand target (some pass lists it in ``on_demand``)."""
+        return any(name in p.on_demand for p in self.passes)
+
+    def _update_demand(self) -> None:
+        """Which on-demand targets are read, and so which ``serves`` passes run."""
+        offered = {n for p in self.passes for n in p.on_demand}
+        wanted = set()
+        for p in self.passes:
+            if p.enabled and p.serves is None:
+                # a writer loading its own output (Main.Late after Main.Early) is no demand
+                own = p.on_demand  # a pass that only writes one (blends into it) wants it too
+                refs = map(base_name, (*p.reads, *p.writes))
+                wanted.update(b for b in refs if b in offered and b not in own)
+        self._wanted = frozenset(wanted)
+        for p in self.passes:
+            if p.serves is not None:
+                p.enabled = p.serves in self._wanted
 
     def how_to_write(self, name: str) -> str | None:
         """What turns on a pass that writes ``name`` (a pass's ``turned_on_by``, e.g. a debug
@@ -441,6 +487,7 @@ class RenderGraph:
             ValueError: naming the pass, the resource, and the pass that writes it too late
                 (or that nothing writes it).
         """
+        self._update_demand()
         written = set(self.imports)
         enabled = [p for p in self.passes if p.enabled]
         every_write = {r for p in enabled for r in p.writes}
@@ -576,9 +623,12 @@ class RenderGraph:
 
     # -- resources ------------------------------------------------------------------------
     def create_texture(
-        self, name: str, desc: TextureDesc, *, history: bool = False
-    ) -> wgpu.GPUTexture:
+        self, name: str, desc: TextureDesc, *, history: bool = False, lazy: bool = False
+    ) -> wgpu.GPUTexture | None:
         """Declare a graph-owned texture; relative ones are recreated on ``resize``.
+
+        ``lazy=True`` (an on-demand target): no memory until the first ``view`` or
+        ``texture`` of it (returns None); it is readable by name from the start.
 
         ``history=True`` makes it a pair readable as ``name + "@prev"`` (see the module
         docstring); the graph adds ``RENDER_ATTACHMENT`` to clear it, so the format must be
@@ -595,8 +645,17 @@ class RenderGraph:
             self._history.add(name)
             self._fresh.add(name)
         self._texture_descs[name] = desc
+        if lazy:
+            return None
         self._make_texture(name)
         return self._textures[name]
+
+    def _lazy(self, name: str, table: dict):
+        """``table[name]`` of a lazily declared texture, made now (KeyError: unknown)."""
+        if split_ref(name)[0] not in self._texture_descs or name not in self._texture_descs:
+            raise KeyError(name)
+        self._make_texture(name)
+        return table[name]
 
     def _make_texture(self, name: str) -> None:
         d = self._texture_descs[name]
@@ -671,7 +730,7 @@ class RenderGraph:
         if tex is None and name in self._external:
             return self._external[name]()
         if tex is None:
-            raise KeyError(name)
+            return self._lazy(name, self._textures)
         return tex
 
     def texture_format(self, name: str) -> str:
@@ -696,7 +755,7 @@ class RenderGraph:
     def readable_textures(self) -> list[str]:
         """Texture names a tool may read (``--dump``, ``inspect``, views): the graph's own,
         without history (``@prev``) and snapshot copies, and the imported ones; sorted."""
-        return sorted([n for n in self._textures if "@" not in n] + list(self._external))
+        return sorted([n for n in self._texture_descs if "@" not in n] + list(self._external))
 
     def texture_desc(self, name: str) -> TextureDesc | None:
         """How graph texture ``name`` was declared (its ``ceiling`` among others); None for
@@ -704,8 +763,8 @@ class RenderGraph:
         return self._texture_descs.get(name)
 
     def texture_names(self) -> list[str]:
-        """Names of the graph-owned textures, history (``@prev``) and snapshot copies
-        included, in creation order."""
+        """Names of the graph-owned textures that exist (a lazy one once used), history
+        (``@prev``) and snapshot copies included, in creation order."""
         return list(self._textures)
 
     def buffer_names(self) -> list[str]:
@@ -713,7 +772,8 @@ class RenderGraph:
         return list(self._buffers)
 
     def view(self, name: str) -> wgpu.GPUTextureView:
-        return self._views[name]
+        v = self._views.get(name)
+        return v if v is not None else self._lazy(name, self._views)
 
     def buffer(self, name: str) -> wgpu.GPUBuffer:
         return self._buffers[name]
@@ -728,7 +788,7 @@ class RenderGraph:
             return
         self.size = tuple(size)
         for name, d in self._texture_descs.items():
-            if d.size is None:
+            if d.size is None and name in self._textures:  # a lazy one not made stays so
                 self._make_texture(name)
                 base, when = split_ref(name)
                 if when == PREV:
@@ -747,8 +807,8 @@ class RenderGraph:
         """
         key = tuple(p.enabled for p in self.passes)
         if key != self._validated:
-            self.validate()
-            self._validated = key
+            self.validate()  # may switch ``serves`` passes: the key is taken after it
+            self._validated = tuple(p.enabled for p in self.passes)
         if self._history:
             self._begin_history(encoder)
         prof = self._profiler

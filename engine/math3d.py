@@ -141,3 +141,23 @@ def column_major(m) -> list[float]:
 def to_gpu(m: np.ndarray) -> bytes:
     """Bytes of ``m`` in WGSL's column-major layout."""
     return np.ascontiguousarray(m.T, np.float32).tobytes()
+
+
+def oct_encode(n) -> np.ndarray:
+    """Octahedral encoding of unit vectors (Cigolle et al. 2014, JCGT 3(2)): ``(..., 3)``
+    float -> ``(..., 2)`` float64 in [-1, 1] (``shaders/frame_common.wgsl`` ``oct_encode``)."""
+    n = np.asarray(n, np.float64)
+    p = n[..., :2] / np.abs(n).sum(axis=-1, keepdims=True)
+    sign = np.where(p >= 0.0, 1.0, -1.0)
+    folded = (1.0 - np.abs(p[..., ::-1])) * sign
+    return np.where(n[..., 2:3] >= 0.0, p, folded)
+
+
+def oct_decode(e) -> np.ndarray:
+    """Unit vectors from their octahedral encoding: ``(..., 2)`` -> ``(..., 3)`` float64."""
+    e = np.asarray(e, np.float64)
+    z = 1.0 - np.abs(e).sum(axis=-1, keepdims=True)
+    sign = np.where(e >= 0.0, 1.0, -1.0)
+    xy = np.where(z >= 0.0, e, (1.0 - np.abs(e[..., ::-1])) * sign)
+    v = np.concatenate([xy, z], axis=-1)
+    return v / np.linalg.norm(v, axis=-1, keepdims=True)

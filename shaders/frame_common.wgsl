@@ -30,3 +30,35 @@ fn sky_color(view: View, dir: vec3f) -> vec3f {
     c += view.sun_color.rgb * (pow(s, 900.0) * 4.0 + pow(s, 12.0) * 0.06);
     return c;
 }
+
+// Octahedral unit-vector encoding (Cigolle et al. 2014, "A Survey of Efficient Representations
+// for Independent Unit Vectors", JCGT 3(2)): a unit vector to a point of [-1, 1]^2, the upper
+// hemisphere inside the diamond, the lower folded into the corners. frame.normals holds the
+// view-space normal this way (engine/math3d.py oct_encode / oct_decode are the numpy twins).
+fn oct_sign(v: vec2f) -> vec2f {
+    return select(vec2f(-1.0), vec2f(1.0), v >= vec2f(0.0));
+}
+
+fn oct_encode(n: vec3f) -> vec2f {
+    let p = n.xy / (abs(n.x) + abs(n.y) + abs(n.z));
+    return select((1.0 - abs(p.yx)) * oct_sign(p), p, n.z >= 0.0);
+}
+
+fn oct_decode(e: vec2f) -> vec3f {
+    let z = 1.0 - abs(e.x) - abs(e.y);
+    let xy = select((1.0 - abs(e.yx)) * oct_sign(e), e, z >= 0.0);
+    return normalize(vec3f(xy, z));
+}
+
+// A motion vector (frame.motion), pixels, x right, y down: from this frame's pixel to where the
+// same surface was last frame (previous minus current, FidelityFX FSR 2's convention), TAA's
+// jitter taken out. `frag`: the pixel's @builtin(position).xy; `prev_clip`: the surface in last
+// frame's unjittered clip space (w <= 0, behind last frame's camera: no motion known, 0).
+fn motion_pixels(view: View, frag: vec2f, prev_clip: vec4f) -> vec2f {
+    if (prev_clip.w <= 0.0) {
+        return vec2f(0.0);
+    }
+    let ndc = prev_clip.xy / prev_clip.w;
+    let prev = vec2f(0.5 + 0.5 * ndc.x, 0.5 - 0.5 * ndc.y) * view.size.xy;
+    return prev - (frag - view.jitter.xy);
+}

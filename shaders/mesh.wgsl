@@ -5,6 +5,10 @@
 // Entry points: vs_main + fs_main (OPAQUE), fs_mask (MASK: alpha test), fs_blend (BLEND,
 // the Transparent pass), fs_id (scene rows); vs_shadow (opaque casters, depth only) and
 // vs_shadow_mask + fs_shadow_mask (MASK casters, alpha-tested).
+// The Main passes' on-demand outputs (engine/passes/resources.py FRAME_TARGETS), each compiled
+// in only while a pass reads it, at the location its define holds: OUT_NORMALS (the
+// octahedral view-space shading normal, roughness, metallic), OUT_MOTION (motion vectors,
+// pixels), OUT_AMBIENT (the ambient light, then left out of the colour).
 // #include "mesh_view.wgsl"
 
 // #include "mesh_draw.wgsl"
@@ -36,6 +40,9 @@ struct VsOut {
     // must not depend on a storage load, which lavapipe leaves 0 in helper pixels (a wrong
     // material there made a mip-8 line along every triangle edge)
     @location(6) @interpolate(flat) world_scale: f32,
+// #if OUT_MOTION
+    @location(7) prev_clip: vec4f,  // last frame's unjittered clip position
+// #endif
 };
 
 @vertex
@@ -62,6 +69,9 @@ fn transform_vertex(v: VsIn, ii: u32) -> VsOut {
     out.tangent = vec4f(mat3x3f(a, b, c) * v.tangent.xyz, v.tangent.w * select(1.0, -1.0, det < 0.0));
     out.uv = vec4f(v.uv0, v.uv1);
     out.world_scale = materials[material_ids[id]].emissive.w;
+// #if OUT_MOTION
+    out.prev_clip = view.prev_view_proj * (prev_transforms[id] * vec4f(v.pos, 1.0));
+// #endif
     return out;
 }
 
@@ -140,9 +150,16 @@ fn surface(in: VsOut, front: bool) -> Surface {
     return s;
 }
 
-// Outgoing radiance towards the eye: sun (BRDF, shadow), sky ambient x occlusion, emissive,
-// then distance fog towards the horizon sky (exponential, density eye.w per world unit).
-fn shade(in: VsOut, s: Surface) -> vec3f {
+// Outgoing radiance towards the eye, in two parts: direct (sun through the BRDF and the
+// shadow map, emissive) and ambient (the sky's SH x material occlusion), each attenuated by
+// distance fog (exponential, density eye.w per world unit), whose in-scattered horizon sky
+// goes with the direct part.
+struct Lit {
+    direct: vec3f,
+    ambient: vec3f,
+};
+
+fn lighting(in: VsOut, s: Surface) -> Lit {
     let l = view.sun_dir.xyz;
     let to_eye = view.eye.xyz - in.world;
     let dist = length(to_eye);
@@ -150,24 +167,61 @@ fn shade(in: VsOut, s: Surface) -> vec3f {
     let ndl = dot(s.n, l);
     let vis = select(0.0, sun_visibility(in.world, s.ng), ndl > 0.0);
     let sun = brdf(s.base.rgb, s.metallic, s.roughness, s.n, v, l) * (PI * view.sun_color.rgb);
-    var color = sun * max(ndl, 0.0) * vis;
-    color += ambient(s.base.rgb, s.metallic, s.roughness, s.n, v) * s.occlusion + s.emissive;
-    let fog = 1.0 - exp(-dist * view.eye.w);
-    return mix(color, sky_color(view, -v), fog);
+    let kept = exp(-dist * view.eye.w);  // 1 - fog
+    let direct = (sun * max(ndl, 0.0) * vis + s.emissive) * kept + sky_color(view, -v) * (1.0 - kept);
+    let amb = ambient(s.base.rgb, s.metallic, s.roughness, s.n, v) * s.occlusion * kept;
+    return Lit(direct, amb);
+}
+
+fn shade(in: VsOut, s: Surface) -> vec3f {
+    let lit = lighting(in, s);
+    return lit.direct + lit.ambient;
+}
+
+// What the Main passes write: the colour, and each on-demand target compiled in.
+struct MainOut {
+    @location(0) color: vec4f,
+// #if OUT_NORMALS
+    @location(OUT_NORMALS) normals: vec4f,
+// #endif
+// #if OUT_MOTION
+    @location(OUT_MOTION) motion: vec4f,
+// #endif
+// #if OUT_AMBIENT
+    @location(OUT_AMBIENT) ambient: vec4f,
+// #endif
+};
+
+fn main_out(in: VsOut, s: Surface) -> MainOut {
+    let lit = lighting(in, s);
+    var out: MainOut;
+    out.color = vec4f(lit.direct + lit.ambient, 1.0);
+// #if OUT_AMBIENT
+    out.color = vec4f(lit.direct, 1.0);  // the Ambient pass adds it back, once modulated
+    out.ambient = vec4f(lit.ambient, 1.0);
+// #endif
+// #if OUT_NORMALS
+    let n = normalize((view.view * vec4f(s.n, 0.0)).xyz);
+    out.normals = vec4f(oct_encode(n), s.roughness, s.metallic);
+// #endif
+// #if OUT_MOTION
+    out.motion = vec4f(motion_pixels(view, in.clip.xy, in.prev_clip), 0.0, 0.0);
+// #endif
+    return out;
 }
 
 @fragment
-fn fs_main(in: VsOut, @builtin(front_facing) front: bool) -> @location(0) vec4f {
-    return vec4f(shade(in, surface(in, front)), 1.0);
+fn fs_main(in: VsOut, @builtin(front_facing) front: bool) -> MainOut {
+    return main_out(in, surface(in, front));
 }
 
 @fragment
-fn fs_mask(in: VsOut, @builtin(front_facing) front: bool) -> @location(0) vec4f {
+fn fs_mask(in: VsOut, @builtin(front_facing) front: bool) -> MainOut {
     let s = surface(in, front);
     if (s.base.a < materials[material_ids[in.id]].alpha.x) {
         discard;
     }
-    return vec4f(shade(in, s), 1.0);
+    return main_out(in, s);
 }
 
 @fragment

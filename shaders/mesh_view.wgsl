@@ -6,3 +6,6 @@
 @group(0) @binding(1) var<storage, read> transforms: array<mat4x4f>;
 @group(0) @binding(2) var<storage, read> colors: array<vec4f>;
 @group(0) @binding(3) var<storage, read> remap: array<u32>;  // remap slot -> scene row
+// #if OUT_MOTION
+@group(0) @binding(4) var<storage, read> prev_transforms: array<mat4x4f>;  // last frame's
+// #endif

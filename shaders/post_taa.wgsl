@@ -1,15 +1,13 @@
 // Post.TAA: temporal anti-aliasing (Karis 2014, "High Quality Temporal Supersampling").
-// The frame was rendered with a sub-pixel jittered projection; each pixel reprojects its
-// surface into last frame's resolved image with the camera's motion (homogeneous: the sky at
-// depth 0 reprojects as a direction), clamps that history to the 3x3 neighbourhood of the
-// current frame (rejects disoccluded and changed colour), and blends with luma weights
-// 1 / (1 + luma) (no fireflies). A reset (first frame, resize, camera cut) takes the frame.
+// The frame was rendered with a sub-pixel jittered projection; each pixel follows the motion
+// vector (frame.motion: the camera's and the moving instances'; the sky's from the Sky pass) of
+// the nearest surface in its 3x3 neighbourhood (edges take the foreground's motion) into last
+// frame's resolved image, clamps that history to the 3x3 neighbourhood of the current frame
+// (rejects disoccluded and changed colour), and blends with luma weights 1 / (1 + luma) (no
+// fireflies). A reset (first frame, resize, camera cut) takes the frame.
 
 struct Taa {
-    inv_view_proj: mat4x4f,   // clip -> world of this frame's jittered projection
-    view_proj: mat4x4f,       // world -> clip, this frame, unjittered
-    prev_view_proj: mat4x4f,  // world -> clip, last frame, unjittered
-    params: vec4f,            // x: current frame's weight (1 = reset), yzw: unused
+    params: vec4f,  // x: current frame's weight (1 = reset), yzw: unused
 };
 
 @group(0) @binding(0) var<uniform> taa: Taa;
@@ -18,6 +16,7 @@ struct Taa {
 @group(0) @binding(3) var history: texture_2d<f32>;
 @group(0) @binding(4) var linear_clamp: sampler;
 @group(0) @binding(5) var resolved: texture_storage_2d<rgba16float, write>;
+@group(0) @binding(6) var motion: texture_2d<f32>;  // pixels, to last frame's position
 
 fn luma(c: vec3f) -> f32 {
     return dot(c, vec3f(0.2126, 0.7152, 0.0722));
@@ -54,10 +53,6 @@ fn history_catmull_rom(uv: vec2f, size: vec2f) -> vec3f {
     return sum / (a + b + c + d + e);
 }
 
-fn to_uv(clip: vec4f) -> vec2f {
-    let ndc = clip.xy / clip.w;
-    return vec2f(0.5 + 0.5 * ndc.x, 0.5 - 0.5 * ndc.y);
-}
 
 @compute @workgroup_size(8, 8)
 fn resolve(@builtin(global_invocation_id) gid: vec3u) {
@@ -70,11 +65,19 @@ fn resolve(@builtin(global_invocation_id) gid: vec3u) {
     let now = textureLoad(current, p, 0).rgb;
     var lo_c = now;
     var hi_c = now;
+    var nearest = p;
+    var nearest_depth = -1.0;
     for (var dy = -1; dy <= 1; dy++) {
         for (var dx = -1; dx <= 1; dx++) {
-            let c = textureLoad(current, clamp(p + vec2i(dx, dy), vec2i(0), hi), 0).rgb;
+            let q = clamp(p + vec2i(dx, dy), vec2i(0), hi);
+            let c = textureLoad(current, q, 0).rgb;
             lo_c = min(lo_c, c);
             hi_c = max(hi_c, c);
+            let d = textureLoad(depth, q, 0);  // reverse-Z: the largest is the nearest
+            if (d > nearest_depth) {
+                nearest_depth = d;
+                nearest = q;
+            }
         }
     }
     let alpha = taa.params.x;
@@ -82,11 +85,7 @@ fn resolve(@builtin(global_invocation_id) gid: vec3u) {
         textureStore(resolved, p, vec4f(now, 1.0));
         return;
     }
-    let uv = (vec2f(gid.xy) + 0.5) / vec2f(size);
-    let ndc = vec2f(uv.x * 2.0 - 1.0, 1.0 - uv.y * 2.0);
-    let world = taa.inv_view_proj * vec4f(ndc, textureLoad(depth, p, 0), 1.0);
-    let motion = to_uv(taa.view_proj * world) - to_uv(taa.prev_view_proj * world);
-    let prev_uv = uv - motion;
+    let prev_uv = (vec2f(gid.xy) + 0.5 + textureLoad(motion, nearest, 0).xy) / vec2f(size);
     if (any(prev_uv < vec2f(0.0)) || any(prev_uv > vec2f(1.0))) {
         textureStore(resolved, p, vec4f(now, 1.0));  // came from off screen: no history
         return;

@@ -122,8 +122,9 @@ def test_every_entry_point_of_every_shader_is_measured(scratch_device, path):
     time every cut once: the whole path on every entry point of every shader."""
     src, _ = load_source(path)
     m = parse(src)
-    # an include (frame_common.wgsl, flame_common.wgsl) parses, and has no entry point
-    assert bool(m.entry_points) == (path.name not in INCLUDES)
+    # an include (frame_common.wgsl, flame_common.wgsl) parses, and has no entry point; but
+    # screen_common.wgsl, included for its fullscreen vertex shader
+    assert bool(m.entry_points) == (path.name not in INCLUDES - {"screen_common.wgsl"})
     for f in m.entry_points:
         r = ablate(path, f.name, device=scratch_device, repeats=1, elements=64,
                    texture_size=(8, 8), size=(8, 8), vertices=3, groups=(1, 1, 1))  # fmt: skip
@@ -599,8 +600,8 @@ def test_a_utf8_byte_order_mark_is_stripped(tmp_path):
     (tmp_path / "inc.wgsl").write_bytes(b"\xef\xbb\xbfconst K = 1u;\n")
     (tmp_path / "s.wgsl").write_bytes(b'\xef\xbb\xbf// #include "inc.wgsl"\nfn f() {}\n')
     source, origin = load_source(tmp_path / "s.wgsl")
-    assert source == "const K = 1u;\nfn f() {}\n"
-    assert origin == [("inc.wgsl", 1), ("s.wgsl", 2)]
+    kept = [(text, at) for text, at in zip(source.splitlines(), origin, strict=True) if text]
+    assert kept == [("const K = 1u;", ("inc.wgsl", 1)), ("fn f() {}", ("s.wgsl", 2))]
 
 
 # --------------------------------------------------------------------------------------------
@@ -698,3 +699,19 @@ def test_figures_are_scaled_to_the_original_and_raw_is_available():
     table = format_table(r)
     assert "ms: instrumented readings x 0.250" in table and "--raw" in table
     assert "ms: instrumented readings (raw" in format_table(raw)
+
+
+def test_a_shader_variant_is_measured_by_its_defines(scratch_device):
+    """``defines`` (``--define``) pick the variant, as the engine builds it: mesh.wgsl's
+    Main entry with every on-demand output compiled in."""
+    from engine.devtools.ablation.wgsl import load_source
+
+    path = ROOT / "shaders" / "mesh.wgsl"
+    outputs = {"OUT_NORMALS": 1, "OUT_MOTION": 2, "OUT_AMBIENT": 3}
+    plain, _ = load_source(path)
+    variant, origin = load_source(path, outputs)
+    assert "oct_encode(n)" not in plain and "out.normals = vec4f(oct_encode(n)" in variant
+    assert len(origin) == len(variant.splitlines())
+    r = ablate(path, "fs_main", device=scratch_device, repeats=1, texture_size=(8, 8),
+               size=(8, 8), defines=outputs)  # fmt: skip
+    assert all(ns > 0 for ns in r.cut_ns.values()) and r.rows

@@ -100,14 +100,14 @@ def test_per_draw_timing_records_into_the_pass_not_a_bundle(gpu):
 
 
 TONE_MAP = "return vec4f(aces_fitted(color * e), 1.0);"
-SHADE = "return vec4f(shade(in, surface(in, front)), 1.0);"
+SHADE = "out.color = vec4f(lit.direct + lit.ambient, 1.0);"
 
 
 @pytest.mark.parametrize(
     "file,old,new,where",
     [
         ("post.wgsl", TONE_MAP, "return vec4f(1.0, 0.0, 0.0, 1.0);", "all"),
-        ("mesh.wgsl", SHADE, "return vec4f(0.0, 40.0, 0.0, 1.0);", "geometry"),
+        ("mesh.wgsl", SHADE, "out.color = vec4f(0.0, 40.0, 0.0, 1.0);", "geometry"),
     ],
     ids=["post", "mesh"],
 )

@@ -43,6 +43,7 @@ def scene():
 
 
 def test_passes_are_objects_with_their_own_enable_rules(gpu, scene):
+    from engine.passes.ambient import AmbientPass
     from engine.passes.bloom import BloomPass
     from engine.passes.cull import CullPass, CullResetPass
     from engine.passes.exposure import ExposurePass, LuminancePass
@@ -55,12 +56,13 @@ def test_passes_are_objects_with_their_own_enable_rules(gpu, scene):
     from engine.passes.transparent import TransparentPass, TransparentSortPass
 
     h = Harness(gpu, scene, settings=FrameSettings(exposure="auto"))
-    # no BLEND material in this scene: the Transparent passes are off
-    names = tuple(n for n in PASS_NAMES if not n.startswith("Transparent"))
+    # no BLEND material in this scene: the Transparent passes are off; nothing reads
+    # frame.ambient: the Ambient compose is off
+    names = tuple(n for n in PASS_NAMES if not n.startswith("Transparent") and n != "Ambient")
     assert h.graph.pass_names() == list(names)
     kinds = [type(p) for p in h.frame.passes]
     assert kinds == [CullResetPass, CullPass, ShadowPass, CullPass, MainPass, HiZPass,
-                     CullPass, MainPass, SkyPass, TransparentSortPass, TransparentPass,
+                     CullPass, MainPass, SkyPass, AmbientPass, TransparentSortPass, TransparentPass,
                      LuminancePass, ExposurePass, BloomPass, TaaPass, PostPass]  # fmt: skip
     assert [p.entry for p in h.frame.passes if isinstance(p, CullPass)] == [
         "cull_shadow",

@@ -118,6 +118,6 @@ def test_frozen_camera_culled_classes_match_the_gpu_counters(gpu):
     assert v.tool.frozen["frustum"] > 10
     n = min(sum(v.tool.frozen.values()), 400)
     assert v.tool.pass_.count == n * 72 + 12 + 12  # the spheres, the sun's volume, frustum
-    assert v.h.frame.res.frustum_lines("rgba16float") is None  # not drawn twice
+    assert v.h.frame.res.frustum_lines(("rgba16float",)) is None  # not drawn twice
     v.tool.close()
-    assert v.h.frame.res.frustum_lines("rgba16float") is not None  # the frame's own again
+    assert v.h.frame.res.frustum_lines(("rgba16float",)) is not None  # the frame's own again

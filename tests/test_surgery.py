@@ -268,7 +268,7 @@ def test_every_tool_sees_an_inserted_pass(mine):
 def test_variants_switch_and_one_run_compares_them(mine):
     """``--variant-cycle`` interleaves the variants in blocks; each record carries its
     variant; ``lantern compare RUN.jsonl`` compares them N-way."""
-    r = _run(["mine.py", "--size", "64x36", "--frames", "60", "--gpu-profile", "--variant-cycle",
+    r = _run(["mine.py", "--size", "64x36", "--frames", "100", "--gpu-profile", "--variant-cycle",
               "10", "--capture", "c.png", "--telemetry", "v.jsonl"], mine)  # fmt: skip
     assert r.returncode == 0, r.stderr
     frames = [json.loads(x) for x in (mine / "v.jsonl").read_text().splitlines()]

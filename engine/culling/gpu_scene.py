@@ -9,7 +9,8 @@ group as a mesh of its own (``mesh_ids`` holds the group per instance), so its b
 
 Buffers (N instances, B batches = one per (group, LOD), T remap slots per region):
 
-* ``transforms`` ``(N, 4, 4)`` float32, column-major per WGSL ``mat4x4f`` (64 B/row)
+* ``transforms`` ``(N, 4, 4)`` float32, column-major per WGSL ``mat4x4f`` (64 B/row);
+  ``prev_transforms`` the same as they were last frame (motion vectors)
 * ``bounds`` ``(N, 4)`` float32 world spheres (centre, radius) from ``Scene.bounds()``
 * ``mesh_ids`` ``(N,)`` uint32 draw group per instance, ``colors`` ``(N, 4)`` float32 linear RGBA
 * ``vertices`` (position, normal: 24 B) and ``attributes`` (tangent, uv0, uv1: 32 B) per vertex
@@ -21,7 +22,11 @@ Buffers (N instances, B batches = one per (group, LOD), T remap slots per region
   slots (every instance of the mesh fits in any one of its LODs), so T <= 4 N.
 
 Only row ranges from ``scene.take_dirty()`` are re-uploaded (``upload_dirty``): per-frame CPU
-cost follows the number of changed rows, not N.
+cost follows the number of changed rows, not N. New transforms go to a staging buffer and
+reach ``transforms`` in the frame's own commands (``record_moves``, from ``Cull.Reset``),
+right after the rows they replace were copied to ``prev_transforms``: the previous transform
+of every instance stays on the GPU at the cost of the rows that moved (a row moved last
+frame but not in this one gets its current transform as its previous).
 """
 
 from __future__ import annotations
@@ -188,7 +193,16 @@ class GpuScene:
     # -- instance arrays --------------------------------------------------------------------
     def _instances(self) -> None:
         n, d = self.count, self.device
-        self.transforms = d.create_buffer(label="transforms", size=n * 64, usage=_STORAGE)
+        copy = _STORAGE | wgpu.BufferUsage.COPY_SRC
+        self.transforms = d.create_buffer(label="transforms", size=n * 64, usage=copy)
+        self.prev_transforms = d.create_buffer(label="prev transforms", size=n * 64, usage=copy)
+        self._staging = d.create_buffer(
+            label="new transforms",
+            size=n * 64,
+            usage=wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST,
+        )
+        self._moved: list[tuple[int, int]] = []  # uploaded to staging, not yet in transforms
+        self._moved_last: list[tuple[int, int]] = []  # moved in the last recorded frame
         self.bounds = d.create_buffer(
             label="bounds", size=n * 16, usage=_STORAGE | wgpu.BufferUsage.COPY_SRC
         )
@@ -205,21 +219,43 @@ class GpuScene:
             label="cull state", size=n * 4, usage=_STORAGE | wgpu.BufferUsage.COPY_SRC
         )
         self.scene.take_dirty()  # everything is uploaded now, whoever consumed the dirt before
-        self._write_rows(0, n)
+        for buffer in (self.transforms, self.prev_transforms):
+            self._write_rows(0, n, buffer)
 
-    def _write_rows(self, start: int, stop: int) -> None:
+    def _write_rows(self, start: int, stop: int, transforms: wgpu.GPUBuffer) -> None:
         q, s = self.device.queue, self.scene
         t = np.ascontiguousarray(s.transforms[start:stop].transpose(0, 2, 1), np.float32)
-        q.write_buffer(self.transforms, start * 64, t)
+        q.write_buffer(transforms, start * 64, t)
         q.write_buffer(self.bounds, start * 16, np.ascontiguousarray(s.bounds()[start:stop]))
 
     def upload_dirty(self) -> int:
-        """Write the rows changed since the last call; return how many rows were written."""
+        """Write the rows changed since the last call (bounds at once, transforms to staging
+        until ``record_moves``); return how many rows were written."""
         rows = 0
         for start, stop in self.scene.take_dirty():
-            self._write_rows(start, stop)
+            self._write_rows(start, stop, self._staging)
+            self._moved.append((start, stop))
             rows += stop - start
         return rows
+
+    def record_moves(self, encoder: wgpu.GPUCommandEncoder) -> None:
+        """Record, first in the frame: the rows that move now or moved last frame copied
+        from ``transforms`` to ``prev_transforms``, then the new rows from staging into
+        ``transforms``. Nothing when nothing moved in either frame."""
+        moved = self._moved
+        if not moved and not self._moved_last:
+            return
+        for start, stop in _merged(moved + self._moved_last):
+            size = (stop - start) * 64
+            encoder.copy_buffer_to_buffer(
+                self.transforms, start * 64, self.prev_transforms, start * 64, size
+            )
+        for start, stop in moved:
+            size = (stop - start) * 64
+            encoder.copy_buffer_to_buffer(
+                self._staging, start * 64, self.transforms, start * 64, size
+            )
+        self._moved_last, self._moved = moved, []
 
     def reset_args(self, encoder: wgpu.GPUCommandEncoder) -> None:
         """Record the copy of the args template (instance counts 0) over ``args``."""
@@ -286,3 +322,14 @@ class GpuScene:
                 rpass.set_bind_group(draw_group, bind_group, [k * DRAW_UNIFORM_STRIDE])
             rpass.draw_label(self._labels[b])
             rpass.draw_indexed_indirect(self.args, k * ARGS_STRIDE)
+
+
+def _merged(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Row ranges ``[start, stop)`` sorted, with overlapping and touching ones joined."""
+    out: list[list[int]] = []
+    for start, stop in sorted(ranges):
+        if out and start <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], stop)
+        else:
+            out.append([start, stop])
+    return [(a, b) for a, b in out]

@@ -69,6 +69,15 @@ def build_parser(prog: str = PROG) -> ArgumentParser:
         "without a default",
     )
     p.add_argument(
+        "--define",
+        action="append",
+        default=[],
+        type=define_type,
+        metavar="NAME[=N]",
+        help="a shader define of the variant to measure (repeatable): '// #if NAME' blocks "
+        "kept, an integer also a constant (mesh.wgsl's OUT_NORMALS=1)",
+    )
+    p.add_argument(
         "--raw",
         action="store_true",
         help="print the instrumented readings; default: scaled to the original shader's "
@@ -95,6 +104,14 @@ def build_parser(prog: str = PROG) -> ArgumentParser:
     p.add_argument("--flame", default=None, metavar="PATH", help="write a flame graph .svg/.html")
     p.add_argument("--adapter", default=None, help="adapter name substring")
     return p
+
+
+def define_type(text: str) -> tuple[str, bool | int]:
+    """``NAME`` -> ``(NAME, True)``, ``NAME=3`` -> ``(NAME, 3)`` (argparse type)."""
+    name, eq, value = text.partition("=")
+    if not name.isidentifier() or (eq and not value.lstrip("-").isdigit()):
+        raise argparse.ArgumentTypeError(f"expected NAME or NAME=INTEGER, got {text!r}")
+    return name, int(value) if eq else True
 
 
 def main(argv: list[str] | None = None, prog: str = PROG) -> int:
@@ -129,6 +146,7 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
             inner=args.inner,
             keep_alive=not args.no_keep_alive,
             adapter=gpu.summary,
+            defines=dict(args.define),
         )
     except (AblationError, GpuError) as e:
         return fail(prog, str(e))

@@ -68,9 +68,11 @@ class CullResources:
 
 class CullResetPass(TransferPass):
     """``Cull.Reset``: copy last frame's counters into the readback ring (before clearing
-    them), restore the indirect arguments from their template, clear the counters."""
+    them), restore the indirect arguments from their template, clear the counters; moved
+    instances' transforms into place, their old ones kept as the previous
+    (``GpuScene.record_moves``)."""
 
-    writes = (ARGS, COUNTERS)
+    writes = (ARGS, COUNTERS, INSTANCES)
 
     def __init__(self, res: FrameResources, name: str = "Cull.Reset"):
         super().__init__(name)
@@ -85,6 +87,7 @@ class CullResetPass(TransferPass):
         if self._last_recorded is not None:
             r.stats.record_copy(encoder, r.cull.counters, self._last_recorded)
         self._last_recorded = ctx.frame_index
+        r.gs.record_moves(encoder)
         r.gs.reset_args(encoder)
         encoder.clear_buffer(r.cull.counters)
         r.cull.reset = False  # the uniform written for this frame carried FLAG_RESET

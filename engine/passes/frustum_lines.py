@@ -42,6 +42,7 @@ class FrustumLines:
     Args:
         device: the ``wgpu.GPUDevice``.
         color_format: format of the colour attachment of the pass it records into.
+        extra_formats: formats of that pass's further colour attachments (left unwritten).
         depth_format: format of that pass's depth attachment (reverse-Z), or None for none.
         far_depth: NDC depth of the far face (reverse-Z ``near / distance``; 1e-3 draws the
             frustum 1000 near-plane distances long).
@@ -53,6 +54,7 @@ class FrustumLines:
         color_format: str,
         depth_format: str | None,
         *,
+        extra_formats: tuple[str, ...] = (),
         far_depth: float = 1e-3,
     ):
         if not 0.0 < far_depth < 1.0:
@@ -74,12 +76,15 @@ class FrustumLines:
                 "depth_compare": "greater-equal",
             }
         self.shader = shader_pipeline(
-            device, "frustum_lines.wgsl", lambda m: self._make(m, color_format, depth)
+            device,
+            "frustum_lines.wgsl",
+            lambda m: self._make(m, color_format, depth, extra_formats),
         )
         self._bind()
         self.shader.on_reload(self._bind)
 
-    def _make(self, m, color_format: str, depth) -> wgpu.GPURenderPipeline:
+    def _make(self, m, color_format: str, depth, extra=()) -> wgpu.GPURenderPipeline:
+        unwritten = [{"format": f, "write_mask": 0} for f in extra]
         return self.device.create_render_pipeline(
             label="frustum lines",
             layout="auto",
@@ -89,7 +94,7 @@ class FrustumLines:
             fragment={
                 "module": m,
                 "entry_point": "fs_lines",
-                "targets": [{"format": color_format}],
+                "targets": [{"format": color_format}, *unwritten],
             },
         )
 

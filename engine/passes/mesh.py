@@ -1,6 +1,7 @@
 """Pipelines that draw the scene's instances through the cull's indirect args and remap list.
 
-Bind groups: 0 = view uniform + transforms + colours + remap (vertex/fragment), 1 = the
+Bind groups: 0 = view uniform + transforms + colours + remap + last frame's transforms
+(vertex/fragment), 1 = the
 per-batch ``Draw`` uniform (dynamic offset; the remap base when ``indirect-first-instance`` is
 missing), 2 = the materials (``engine.materials.gpu``: material ids and table, shading
 uniform, texture arrays, samplers), 3 = shadow map + comparison sampler (colour pipelines
@@ -24,9 +25,13 @@ from engine.materials.gpu import material_layout
 from engine.materials.model import AlphaMode
 from engine.passes.bundles import BundleCache
 from engine.passes.resources import (
+    AMBIENT,
     DEPTH,
     DEPTH_FORMAT,
     DRAW_INPUTS,
+    FRAME_TARGETS,
+    MOTION,
+    NORMALS,
     SHADOW_FORMAT,
     SHADOW_MAP,
     SKY_HORIZON,
@@ -39,6 +44,7 @@ if TYPE_CHECKING:
 
 
 _V, _F = wgpu.ShaderStage.VERTEX, wgpu.ShaderStage.FRAGMENT
+_OUT_DEFINE = {NORMALS: "OUT_NORMALS", MOTION: "OUT_MOTION", AMBIENT: "OUT_AMBIENT"}
 #: Classes the Main passes draw, in batch order (BLEND is the Transparent pass's).
 OPAQUE_CLASSES = (0, 1, 2, 3)
 BLEND_CLASSES = (4, 5)
@@ -67,6 +73,7 @@ class MeshPipelines:
                 {"binding": 1, "visibility": _V, "buffer": ro},
                 {"binding": 2, "visibility": _V, "buffer": ro},
                 {"binding": 3, "visibility": _V, "buffer": ro},
+                {"binding": 4, "visibility": _V, "buffer": ro},
             ],
         )
         self.layout_draw = device.create_bind_group_layout(
@@ -91,7 +98,8 @@ class MeshPipelines:
                 {"binding": 1, "visibility": _F, "sampler": {"type": "comparison"}},
             ],
         )
-        self.shader = shader_pipeline(device, "mesh.wgsl", self._rebuild)
+        self.shader = shader_pipeline(device, "mesh.wgsl", lambda m: self._rebuild(m, ()))
+        self._shaders = {(): self.shader}  # per set of on-demand outputs (mesh.wgsl OUT_*)
         self.sampler = device.create_sampler(
             label="shadow pcf",
             compare="greater-equal",  # reverse-Z: lit when the receiver is nearer the sun
@@ -103,15 +111,26 @@ class MeshPipelines:
     def module(self) -> wgpu.GPUShaderModule:
         return self.shader.get()
 
-    def _rebuild(self, module: wgpu.GPUShaderModule) -> wgpu.GPUShaderModule:
-        """Hot reload: every pipeline made so far again from ``module`` (explicit layouts:
-        the bind groups stay); nothing is replaced unless all of them build."""
+    def _variant(self, outputs: tuple[str, ...]):
+        """mesh.wgsl built with the on-demand ``outputs`` (``FRAME_TARGETS`` names) at
+        locations 1, 2, ... in that order."""
+        if outputs not in self._shaders:
+            defines = {_OUT_DEFINE[n]: i for i, n in enumerate(outputs, 1)}
+            self._shaders[outputs] = shader_pipeline(
+                self.device, "mesh.wgsl", lambda m: self._rebuild(m, outputs), defines=defines
+            )
+        return self._shaders[outputs]
+
+    def _rebuild(self, module: wgpu.GPUShaderModule, outputs: tuple) -> wgpu.GPUShaderModule:
+        """Hot reload: every pipeline made so far from the variant with ``outputs`` again
+        from ``module`` (explicit layouts: the bind groups stay); nothing is replaced unless
+        all of them build."""
         self._building = module
         try:
-            made = {key: self._make(*key) for key in self._made}
+            made = {key: self._make(*key) for key in self._made if key[3] == outputs}
         finally:
             self._building = None
-        self._made = made
+        self._made.update(made)
         return module
 
     def _get(self, *key) -> wgpu.GPURenderPipeline:
@@ -119,13 +138,14 @@ class MeshPipelines:
             self._made[key] = self._make(*key)
         return self._made[key]
 
-    def _make(self, kind: str, fmt: str | None, cls: int = 0) -> wgpu.GPURenderPipeline:
+    def _make(self, kind: str, fmt: str | None, cls: int = 0, outputs: tuple = ()):
         v, d, m, sh = self.layout_view, self.layout_draw, self.layout_material, self.layout_shadow
         two_sided = cls % 2 == 1
         if kind == "main":
             fs = "fs_mask" if cls // 2 == AlphaMode.MASK else "fs_main"
-            return self._pipeline(f"mesh main {fmt} class {cls}", [v, d, m, sh], "vs_main", fs,
-                                  fmt, DEPTH_FORMAT, "none" if two_sided else "back")  # fmt: skip
+            label = " ".join(("mesh main", fmt, f"class {cls}", *outputs))
+            return self._pipeline(label, [v, d, m, sh], "vs_main", fs, fmt, DEPTH_FORMAT,
+                                  "none" if two_sided else "back", outputs=outputs)  # fmt: skip
         if kind == "material_view":  # the material debug views (View.Geometry)
             fs = "fs_material_view_mask" if cls // 2 == AlphaMode.MASK else "fs_material_view"
             label = f"mesh material view class {cls}"
@@ -143,9 +163,9 @@ class MeshPipelines:
         return self._pipeline("mesh ids", [v, d, m], "vs_main", "fs_id", "r32uint", DEPTH_FORMAT)
 
     def _pipeline(self, label, layouts, vs, fs, fmt, depth_format, cull_mode="back", *,
-                  blend=False, attributes=True):  # fmt: skip
+                  blend=False, attributes=True, outputs=()):  # fmt: skip
         layout = self.device.create_pipeline_layout(bind_group_layouts=layouts)
-        module = getattr(self, "_building", None) or self.module
+        module = getattr(self, "_building", None) or self._variant(outputs).get()
         buffers = [VERTEX_LAYOUT, ATTRIBUTE_LAYOUT] if attributes else [VERTEX_LAYOUT]
         desc = {
             "label": label,
@@ -162,37 +182,39 @@ class MeshPipelines:
             target = {"format": fmt} if fmt is not None else None
             if blend:
                 target["blend"] = _ALPHA_BLEND
+            extra = [{"format": FRAME_TARGETS[n][0]} for n in outputs]
             desc["fragment"] = {
                 "module": module,
                 "entry_point": fs,
-                "targets": [target] if target else [],
+                "targets": [target, *extra] if target else [],
             }
         return self.device.create_render_pipeline(**desc)
 
-    def main(self, color_format: str, cls: int = 0) -> wgpu.GPURenderPipeline:
+    def main(self, color_format: str, cls: int = 0, outputs: tuple[str, ...] = ()):
         """Lit colour pipeline of material class ``cls`` (0..3: OPAQUE / MASK, single / double
-        sided) writing linear colour to ``color_format``, depth32float."""
-        return self._get("main", color_format, cls)
+        sided) writing linear colour to ``color_format`` (location 0), depth32float, and the
+        on-demand targets ``outputs`` (``FRAME_TARGETS`` names, in that order) at 1, 2, ..."""
+        return self._get("main", color_format, cls, tuple(outputs))
 
     def material_view(self, color_format: str, cls: int) -> wgpu.GPURenderPipeline:
         """Writes the material input the shading uniform's view mode picks (debug views)."""
-        return self._get("material_view", color_format, cls)
+        return self._get("material_view", color_format, cls, ())
 
     def blend(self, color_format: str) -> wgpu.GPURenderPipeline:
         """The Transparent pass's pipeline: alpha blending, depth tested but not written."""
-        return self._get("blend", color_format)
+        return self._get("blend", color_format, 0, ())
 
     def shadow(self) -> wgpu.GPURenderPipeline:
         """Depth-only pipeline for the sun's shadow map (no face culling: thin casters)."""
-        return self._get("shadow", None)
+        return self._get("shadow", None, 0, ())
 
     def shadow_mask(self) -> wgpu.GPURenderPipeline:
         """The shadow map's MASK casters: alpha-tested at their material's cutoff."""
-        return self._get("shadow_mask", None)
+        return self._get("shadow_mask", None, 0, ())
 
     def ids(self) -> wgpu.GPURenderPipeline:
         """Writes the scene row of each instance to an ``r32uint`` target (debug, tests)."""
-        return self._get("ids", "r32uint")
+        return self._get("ids", "r32uint", 0, ())
 
     def view_group(self, view_uniform, gs, remap=None) -> wgpu.GPUBindGroup:
         """Group 0 over ``gs``'s buffers; ``remap``: another remap list (the Transparent
@@ -205,6 +227,7 @@ class MeshPipelines:
                 {"binding": 1, "resource": {"buffer": gs.transforms}},
                 {"binding": 2, "resource": {"buffer": gs.colors}},
                 {"binding": 3, "resource": {"buffer": remap or gs.remap}},
+                {"binding": 4, "resource": {"buffer": gs.prev_transforms}},
             ],
         )
 
@@ -231,7 +254,8 @@ class MainPass(RenderPass):
     """``Main.Early`` (region 0: last frame's visible set; clears colour and depth) or
     ``Main.Late`` (region 1: the newly visible; loads them, or clears in one-phase mode).
     Lit colour into the HDR target (the output without post), reverse-Z ``depth32float``
-    compared with ``greater``.
+    compared with ``greater``; and, while some pass reads them, the on-demand targets
+    (``FRAME_TARGETS``: normals, motion, ambient), cleared to the sky's values.
 
     Args:
         res: the frame's ``FrameResources``; ``name``: ``"Main.Early"`` or ``"Main.Late"``.
@@ -242,6 +266,8 @@ class MainPass(RenderPass):
         self.res, self.early = res, name == "Main.Early"
         self.region = 0 if self.early else 1
         self.bundles = BundleCache(res.device, name)
+
+    on_demand = tuple(FRAME_TARGETS)
 
     def enabled_by(self, settings) -> bool:
         return (settings.cull and settings.occlusion) if self.early else True
@@ -256,16 +282,26 @@ class MainPass(RenderPass):
         if self.res.settings.shadows:
             r += (SHADOW_MAP,)
         if not self._clears():
-            r += (DEPTH, self.res.color_name())
+            r += (DEPTH, self.res.color_name(), *self.res.frame_outputs())
         return r
 
     @property
     def writes(self) -> tuple[str, ...]:
-        return (DEPTH, self.res.color_name())
+        return (DEPTH, self.res.color_name(), *self.res.frame_outputs())
 
     def targets(self, ctx) -> dict:
         op = "clear" if self._clears() else "load"
         view, _ = self.res.color_target(ctx)
+        g = self.res.graph
+        extra = [
+            {
+                "view": g.view(n),
+                "clear_value": FRAME_TARGETS[n][1],
+                "load_op": op,
+                "store_op": "store",
+            }
+            for n in self.res.frame_outputs()
+        ]
         return {
             "color_attachments": [
                 {
@@ -273,7 +309,8 @@ class MainPass(RenderPass):
                     "clear_value": (*SKY_HORIZON, 1.0),
                     "load_op": op,
                     "store_op": "store",
-                }
+                },
+                *extra,
             ],
             "depth_stencil_attachment": {
                 "view": self.res.graph.view(DEPTH),
@@ -286,9 +323,9 @@ class MainPass(RenderPass):
     def record(self, ctx, rpass) -> None:
         r = self.res
         _, fmt = r.color_target(ctx)  # hot reload replaces the pipelines: a new key, a bundle
-
+        outputs = r.frame_outputs()
         spans = [(c, r.gs.class_ranges.get(c)) for c in OPAQUE_CLASSES]
-        pipes = [(r.mesh.main(fmt, c), span) for c, span in spans if span is not None]
+        pipes = [(r.mesh.main(fmt, c, outputs), span) for c, span in spans if span is not None]
 
         def commands(enc) -> None:
             r.bind_geometry(enc)
@@ -299,7 +336,8 @@ class MainPass(RenderPass):
                 r.gs.draw(enc, self.region, 1, r.draw_group, span)
 
         key = (*(p for p, _ in pipes), r.material_group, r.shadow.group, *r.geometry_key())
-        self.bundles.record(rpass, key, commands, color_formats=(fmt,), depth_format=DEPTH_FORMAT)
-        lines = None if self.early else r.frustum_lines(fmt)
+        formats = (fmt, *(FRAME_TARGETS[n][0] for n in outputs))
+        self.bundles.record(rpass, key, commands, color_formats=formats, depth_format=DEPTH_FORMAT)
+        lines = None if self.early else r.frustum_lines(formats)
         if lines is not None:  # F2: the frozen culling frustum, over the last main pass
             lines.record(ctx, rpass)

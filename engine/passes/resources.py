@@ -36,6 +36,10 @@ PYRAMID = "hiz.pyramid"  # the depth pyramid (Hi-Z)
 SHADOW_MAP = "shadow.map"  # the sun's depth map
 DEPTH = "frame.depth"  # reverse-Z depth32float at the output size
 HDR = "frame.hdr"  # linear HDR colour (rgba16float) Main draws into
+# on-demand targets (``Pass.on_demand``): the Main passes write each only while a pass reads it
+NORMALS = "frame.normals"  # oct view-space normal (xy), roughness, metallic (rgba16float)
+MOTION = "frame.motion"  # pixels to where the surface was last frame (rg16float)
+AMBIENT = "frame.ambient"  # the ambient (indirect) light, out of frame.hdr (rgba16float)
 HISTOGRAM = "post.histogram"  # luminance histogram (storage buffer of u32 bins)
 EXPOSURE = "post.exposure"  # adapted exposure (history pair: read as EXPOSURE@prev)
 BLOOM = "post.bloom"  # the bloom chain's result (half size, mip 0 of the up chain)
@@ -49,6 +53,14 @@ VIEW_OVERDRAW = "view.overdraw"  # fragments per pixel before / after the depth 
 DEPTH_FORMAT = "depth32float"
 SHADOW_FORMAT = "depth32float"
 HDR_FORMAT = "rgba16float"
+#: The on-demand targets in their fixed order (the Main passes' colour outputs 1, 2, 3 when
+#: all are wanted; the ones wanted take consecutive locations), format and clear value: the
+#: sky's (normal facing the camera, roughness 1, metallic 0; no motion, no ambient light).
+FRAME_TARGETS = {
+    NORMALS: ("rgba16float", (0.0, 0.0, 1.0, 0.0)),
+    MOTION: ("rg16float", (0.0, 0.0, 0.0, 0.0)),
+    AMBIENT: ("rgba16float", (0.0, 0.0, 0.0, 0.0)),
+}
 
 #: Main's clear colour: the sky's horizon, linear (Post draws the sky where depth is 0).
 SKY_HORIZON = (0.62, 0.72, 0.84)
@@ -74,8 +86,8 @@ class FrameResources:
         shadow: the sun's shadow map and fit (``ShadowMap``).
         pyramid: the Hi-Z ``DepthPyramid`` (resized with the graph).
         stats: the ``CullStats`` readback of the counters.
-        frustum_lines: ``fmt -> FrustumLines | None``: the frozen culling frustum to draw
-            over the last main pass into a target of that format, or None.
+        frustum_lines: ``formats -> FrustumLines | None``: the frozen culling frustum to draw
+            over the last main pass into a pass with those colour attachments, or None.
         prev_jitter: last frame's ``jitter``; size: the output size in pixels.
         jitter: this frame's sub-pixel offset of the projection in pixels ``(x right,
             y down)``, (0, 0) without TAA.
@@ -103,7 +115,7 @@ class FrameResources:
     shadow: ShadowMap
     pyramid: DepthPyramid
     stats: CullStats
-    frustum_lines: Callable[[str], FrustumLines | None]
+    frustum_lines: Callable[[tuple[str, ...]], FrustumLines | None]
     materials: Any = None  # engine.materials.gpu.GpuMaterials
     material_group: Any = None  # its bind group (group 2 of the mesh pipelines)
     transparent: Any = None  # engine.passes.transparent.TransparentResources
@@ -139,6 +151,12 @@ class FrameResources:
         key): groups 0 and 1, the vertex, index and indirect-argument buffers."""
         gs = self.gs
         return (self.view_group, self.draw_group, gs.vertices, gs.attributes, gs.indices, gs.args)
+
+    def frame_outputs(self) -> tuple[str, ...]:
+        """The on-demand targets (``FRAME_TARGETS`` order) some enabled pass reads now: what
+        the Main passes write beside the colour."""
+        g = self.graph
+        return tuple(n for n in FRAME_TARGETS if g.wanted(n))
 
     def color_name(self) -> str:
         """The resource Main draws into: ``HDR``, or ``OUTPUT`` without post."""

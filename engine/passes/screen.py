@@ -32,6 +32,16 @@ from engine.graph import OUTPUT, ComputePass, RenderPass, split_ref
 from engine.shader_registry import shader_pipeline
 
 WORKGROUP = 8  # ScreenCompute: @workgroup_size(8, 8)
+#: ``ScreenPass(blend=...)`` states: the target multiplied by the shader's output (modulate
+#: ``frame.ambient`` with an AO term, darken with a vignette), or the output added to it.
+MULTIPLY = {
+    "color": {"src_factor": "dst", "dst_factor": "zero", "operation": "add"},
+    "alpha": {"src_factor": "zero", "dst_factor": "one", "operation": "add"},
+}
+ADD = {
+    "color": {"src_factor": "one", "dst_factor": "one", "operation": "add"},
+    "alpha": {"src_factor": "zero", "dst_factor": "one", "operation": "add"},
+}
 _VIS = wgpu.ShaderStage.FRAGMENT | wgpu.ShaderStage.COMPUTE
 
 

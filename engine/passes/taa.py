@@ -2,7 +2,8 @@
 
 The standard frame renders with the projection offset by ``jitter(frame_index)`` (a Halton
 (2, 3) sequence of ``JITTER_SAMPLES`` sub-pixel offsets); this pass reprojects last frame's
-resolved image (``post.taa@prev``) with the camera's motion, clamps it to the current 3x3
+resolved image (``post.taa@prev``) along the frame's motion vectors (``frame.motion``: the
+camera's and the moving instances'), clamps it to the current 3x3
 neighbourhood and blends ``CURRENT_WEIGHT`` of the new frame in. It takes the current frame
 alone on a reset: the first frame, a resize (the graph clears the history), a knob change
 or a camera cut (``FrameResources.camera_cut``).
@@ -14,7 +15,7 @@ import numpy as np
 import wgpu
 
 from engine.graph import ComputePass, TextureDesc
-from engine.passes.resources import DEPTH, HDR, HDR_FORMAT, TAA, BindGroupCache
+from engine.passes.resources import DEPTH, HDR, HDR_FORMAT, MOTION, TAA, BindGroupCache
 from engine.shader_registry import shader_pipeline
 
 JITTER_SAMPLES = 16
@@ -57,9 +58,10 @@ def jittered_projection(proj: np.ndarray, jitter: tuple[float, float], size) -> 
 
 
 class TaaPass(ComputePass):
-    """``Post.TAA``: ``frame.hdr`` + ``frame.depth`` + ``post.taa@prev`` -> ``post.taa``."""
+    """``Post.TAA``: ``frame.hdr`` + ``frame.depth`` + ``frame.motion`` + ``post.taa@prev``
+    -> ``post.taa``."""
 
-    reads = (HDR, DEPTH, TAA + "@prev")
+    reads = (HDR, DEPTH, MOTION, TAA + "@prev")
     writes = (TAA,)
 
     def __init__(self, res, name: str = "Post.TAA"):
@@ -78,11 +80,11 @@ class TaaPass(ComputePass):
         )
         self.shader.on_reload(lambda: self._groups.clear())  # "auto" layout: new groups
         self.uniform = d.create_buffer(
-            label=name, size=208, usage=wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST
+            label=name, size=16, usage=wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST
         )
         self.sampler = d.create_sampler(label="taa", mag_filter="linear", min_filter="linear")
         self._groups = BindGroupCache()
-        self._data = np.zeros(52, np.float32)
+        self._data = np.zeros(4, np.float32)
         self.reset_frames = 0  # frames that took the current frame alone (tests, HUD)
 
     @property
@@ -106,6 +108,7 @@ class TaaPass(ComputePass):
                     {"binding": 3, "resource": g.view(TAA + "@prev")},
                     {"binding": 4, "resource": self.sampler},
                     {"binding": 5, "resource": g.view(TAA)},
+                    {"binding": 6, "resource": g.view(MOTION)},
                 ],
             )
 
@@ -116,10 +119,7 @@ class TaaPass(ComputePass):
         reset = r.camera_cut or r.graph.history_fresh(TAA) or r.prev_view_proj is None
         self.reset_frames += reset
         u = self._data
-        u[0:16] = r.inv_view_proj.T.ravel()
-        u[16:32] = r.view_proj.T.ravel()
-        u[32:48] = (r.view_proj if reset else r.prev_view_proj).T.ravel()
-        u[48] = 1.0 if reset else CURRENT_WEIGHT
+        u[0] = 1.0 if reset else CURRENT_WEIGHT
         r.device.queue.write_buffer(self.uniform, 0, u.tobytes())
         w, h = r.graph.size
         cpass.set_pipeline(self.pipeline)

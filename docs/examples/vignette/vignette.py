@@ -13,14 +13,10 @@ from engine.app import Sample, main
 from engine.commands import Float
 from engine.frame import StandardFrame
 from engine.knobs import Knob
-from engine.passes.screen import ScreenPass
+from engine.passes.screen import MULTIPLY, ScreenPass
 from engine.scene.procedural import city
 
 HERE = Path(__file__).parent
-MULTIPLY = {  # out = vignette * picture
-    "color": {"src_factor": "dst", "dst_factor": "zero", "operation": "add"},
-    "alpha": {"src_factor": "zero", "dst_factor": "one", "operation": "add"},
-}
 
 
 class Vignette(Sample):

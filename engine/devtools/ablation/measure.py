@@ -37,6 +37,7 @@ from engine.devtools.ablation.wgsl import (
     Module,
     Param,
     WgslSyntaxError,
+    const_int,
     entry_bindings,
     load_source,
     parse,
@@ -206,7 +207,7 @@ def _vertex_buffers(m: Module, f: Function) -> list[dict]:
         fmt = _VERTEX_FORMATS[scalar] + (f"x{n}" if n > 1 else "")
         if scalar == "f16" and n in (1, 3):
             raise AblationError(f"vertex input {p.name}: no vertex format for {p.type}")
-        attr = {"format": fmt, "offset": 0, "shader_location": int(loc)}
+        attr = {"format": fmt, "offset": 0, "shader_location": const_int(loc, m)}
         out.append({"array_stride": 16, "step_mode": "vertex", "attributes": [attr]})
     return out
 
@@ -225,7 +226,7 @@ def _color_targets(m: Module, f: Function) -> tuple[list[dict], bool]:
         scalar, n = scalar_of(p.type, m)
         kind = {"u32": "uint", "i32": "sint"}.get(scalar, "float")
         fmt = {1: "r32", 2: "rg32", 3: "rgba32", 4: "rgba32"}[n] + kind
-        targets[int(loc)] = {"format": fmt}
+        targets[const_int(loc, m)] = {"format": fmt}  # a literal or a const (a define's)
     return [targets.get(k) for k in range(max(targets, default=-1) + 1)], depth
 
 
@@ -314,6 +315,7 @@ class _Workload:
         if self.stage != "compute":
             if self.stage == "fragment":
                 self.colors, has_depth = _color_targets(m, f)
+                has_depth = has_depth or not any(self.colors)  # depth only: a shadow caster's
             else:
                 self.colors, has_depth = [{"format": "rgba8unorm"}], False
             w, h = size
@@ -494,10 +496,12 @@ def ablate(
     inner: int = 1,
     keep_alive: bool = True,
     adapter: str = "",
+    defines: dict | None = None,
 ) -> AblationResult:
     """Cost of each statement of ``entry`` in the WGSL file ``path`` (``// #include`` lines
-    are expanded). ``device`` needs the ``timestamp-query`` feature. See the module docstring
-    for what is drawn or dispatched. ``overrides``: values of the shader's ``override``
+    are expanded; ``defines`` picks the variant: ``{"OUT_NORMALS": 1}``). ``device`` needs
+    the ``timestamp-query`` feature. See the module docstring for what is drawn or
+    dispatched. ``overrides``: values of the shader's ``override``
     constants by name (``{"K": 8}``, or ``["K=8"]`` as ``--override`` gives them); an
     override without a default must be given one. ``keep_alive``: guards store a checksum
     of the live locals (``instrument`` module docstring) so the compiler cannot delete work
@@ -513,7 +517,7 @@ def ablate(
     """
     path = Path(path)
     try:
-        source, origin = load_source(path)
+        source, origin = load_source(path, defines)
     except OSError as e:
         raise AblationError(f"{path}: cannot read ({e.strerror or e})") from None
     except WgslSyntaxError as e:

@@ -15,10 +15,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.shader_registry import find_include
-from engine.textfile import NotUtf8, read_utf8
-
-_INCLUDE = re.compile(r'^\s*//\s*#include\s+"([^"]+)"\s*$')
+from engine.shader_registry import expand
+from engine.textfile import NotUtf8
 
 PUNCT = (
     "<<=",
@@ -111,35 +109,23 @@ def tokenize(src: str) -> list[Token]:
     return out
 
 
-def load_source(path: Path) -> tuple[str, list[tuple[str, int]]]:
-    """``path``'s text with Lantern's ``// #include "x.wgsl"`` lines expanded (relative to the
-    file), and for each line of the result its (file name, 1-based line) of origin.
+def load_source(path: Path, defines: dict | None = None) -> tuple[str, list[tuple[str, int]]]:
+    """``path``'s text expanded as the engine builds it (``engine.shader_registry.expand``:
+    ``// #include`` lines, each file once; ``// #if NAME`` blocks by ``defines``, the
+    variant of the shader to measure), and for each line of the result its (file name,
+    1-based line) of origin.
 
     Raises:
-        OSError: a file cannot be read. WgslSyntaxError: an include cycle, a file that
-            is not UTF-8 text or holds a NUL byte (``engine.textfile``: the byte's offset).
+        OSError: a file cannot be read. WgslSyntaxError: a file that is not UTF-8 text or
+            holds a NUL byte (``engine.textfile``: the byte's offset).
     """
-    lines: list[str] = []
-    origin: list[tuple[str, int]] = []
-
-    def add(p: Path, stack: tuple[Path, ...]) -> None:
-        if p in stack:
-            raise WgslSyntaxError(f"{p.name}: #include cycle")
-        try:  # a UTF-8 byte-order mark is stripped; NUL would end the text wgpu reads
-            text_of_file = read_utf8(p, nul=False)
-        except NotUtf8 as e:
-            where = f"{p.name}: " if stack else ""  # (the caller names the top file)
-            raise WgslSyntaxError(f"{where}{e.what}") from None
-        for k, text in enumerate(text_of_file.splitlines(), 1):
-            m = _INCLUDE.match(text)
-            if m:
-                add(find_include(m.group(1), p.parent), (*stack, p))  # as the shaders do
-            else:
-                lines.append(text)
-                origin.append((p.name, k))
-
-    add(Path(path), ())
-    return "\n".join(lines) + "\n", origin
+    try:
+        src = expand(Path(path), defines=defines or {})
+    except NotUtf8 as e:
+        name = Path(e.name).name
+        where = f"{name}: " if name != Path(path).name else ""  # (the caller names the top file)
+        raise WgslSyntaxError(f"{where}{e.what}") from None
+    return src.code + "\n", [(p.name, line) for p, line in src.origin]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -136,7 +136,8 @@ def write_exr(values: np.ndarray, path: str) -> None:
 
 
 class _SnapshotReader(TransferPass):
-    """Reads ``NAME@PASS`` so the graph keeps the snapshot; records nothing itself."""
+    """Reads ``NAME@PASS`` so the graph keeps the snapshot (or an on-demand ``NAME`` so its
+    writers write it); records nothing itself."""
 
     def __init__(self, ref: str):
         super().__init__("Dump", reads=(ref,))
@@ -225,8 +226,9 @@ class DumpTool:
                     f"--dump: pass {after!r} does not write {base!r} in this frame "
                     f"(passes that do: {who})"
                 )
-            if base not in graph.texture_names():
+            if graph.texture_desc(base) is None:
                 raise OptionError(f"--dump: {base!r} is not a graph texture; drop @{after}")
+        if after is not None or graph.on_demand(base):  # the read keeps it (or has it) written
             graph.add(_SnapshotReader(ref))
         self.request = (ref, path)
         ctx.frame_done.append(self._frame_done)
