@@ -16,7 +16,7 @@ from tests.helpers import ROOT
 from tools import check_site_links, docs_images, docs_reference
 
 README = ROOT / "README.md"
-IMAGE_BUDGET_KB = 400
+IMAGE_BUDGET_KB = 1000  # the textured city with the HUD alone is ~270 KB
 
 
 @pytest.fixture(scope="module")
