@@ -65,7 +65,8 @@ def _sample_rows(short: str, size, quick: bool, adapter: str | None) -> list[dic
     from engine.telemetry.compare import CompareError, load_run, variant_runs, warmup_frames
 
     variants = _variants(short)
-    block, rounds, plain = (QUICK_BLOCK, QUICK_ROUNDS, QUICK_PLAIN) if quick else (BLOCK, ROUNDS, PLAIN)  # fmt: skip
+    quick_counts = (QUICK_BLOCK, QUICK_ROUNDS, QUICK_PLAIN)
+    block, rounds, plain = quick_counts if quick else (BLOCK, ROUNDS, PLAIN)
     frames = block * len(variants) * rounds + 2 * block if variants else plain
     with tempfile.TemporaryDirectory() as tmp:
         jsonl = Path(tmp) / f"{short}.jsonl"
