@@ -106,7 +106,7 @@ def _row(short: str, variant: str | None, run) -> dict:
     total = np.nansum(table[:, seen], axis=0) if seen.any() else np.zeros(0)
     medians = {n: float(np.nanmedian(s)) for n, s in passes.items() if np.isfinite(s).any()}
     top = sorted(medians.items(), key=lambda kv: -kv[1])[:TOP]
-    q1, med, q3 = (np.percentile(total, [25, 50, 75]).tolist() if total.size else [None] * 3)
+    q1, med, q3 = np.percentile(total, [25, 50, 75]).tolist() if total.size else [None] * 3
     return {"sample": short, "variant": variant, "frames": int(total.size),
             "gpu_ms": {"median": med, "q1": q1, "q3": q3},
             "passes": [[n, round(ms, 4)] for n, ms in top]}  # fmt: skip
