@@ -33,6 +33,14 @@ class City(Sample):
     @classmethod
     def add_arguments(cls, parser) -> None:
         add_frame_arguments(parser, default_instances=DEFAULT_INSTANCES)
+        parser.add_argument(
+            "--materials",
+            choices=("city", "flat"),
+            default="city",
+            help="the procedural city's materials: city (textured, MASK foliage, BLEND glass) "
+            "or flat (one opaque material tinted per instance: the frame before materials, "
+            "comparable with older benchmark figures)",
+        )
 
     def build(self, graph) -> None:
         args = self.app.args
@@ -47,7 +55,11 @@ class City(Sample):
         else:
             from engine.scene.procedural import city
 
-            scene, path = city(args.instances or DEFAULT_INSTANCES, seed=args.seed)
+            scene, path = city(
+                args.instances or DEFAULT_INSTANCES,
+                seed=args.seed,
+                materials=args.materials == "city",
+            )
         if args.camera is not None:
             from engine.scene.camera import FixedPath
 

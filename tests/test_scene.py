@@ -328,6 +328,20 @@ def test_city_is_deterministic_by_seed_and_prefix_stable():
         assert np.array_equal(pa.at(t).target, pb.at(t).target)
 
 
+def test_flat_city_is_the_same_city_with_one_opaque_material():
+    from engine.materials.model import DEFAULT_MATERIAL, AlphaMode
+
+    textured, _ = city(3000, seed=3)
+    flat, _ = city(3000, seed=3, materials=False)
+    assert np.array_equal(flat.transforms, textured.transforms)
+    assert np.array_equal(flat.mesh_ids, textured.mesh_ids)
+    assert np.array_equal(flat.colors, textured.colors)
+    assert flat.materials == [DEFAULT_MATERIAL] and not flat.images
+    assert not np.any(flat.material_ids)
+    modes = {m.alpha_mode for m in textured.materials}
+    assert {AlphaMode.MASK, AlphaMode.BLEND} <= modes  # what flat leaves out
+
+
 def test_city_blocks_grow_in_rings_around_the_origin():
     cells = block_cells(25)
     assert len(np.unique(cells, axis=0)) == 25

@@ -58,12 +58,15 @@ def city_meshes() -> list[Mesh]:
     ]
 
 
-def city(instances: int, *, seed: int = 0) -> tuple[Scene, CameraPath]:
+def city(instances: int, *, seed: int = 0, materials: bool = True) -> tuple[Scene, CameraPath]:
     """Generate a city of exactly ``instances`` instances and a street-level fly-through.
 
     Args:
         instances: total instance count N >= 1 (1 is the ground alone).
         seed: random seed; the same (instances, seed) always gives the same scene.
+        materials: the city's textured materials (MASK foliage, BLEND glass, ...); False:
+            every instance the default opaque material tinted by its colour (the city before
+            materials, which benchmarks keep comparable with older figures).
     Returns:
         ``(scene, path)``: the scene (metres, +Y up, ground top at y = 0) and a camera path
         that drives around the downtown blocks at 5 m eye height, looking along the street.
@@ -105,9 +108,12 @@ def city(instances: int, *, seed: int = 0) -> tuple[Scene, CameraPath]:
     mesh_ids = np.concatenate([[MESH_BOX], ids.reshape(-1)[:count]]).astype(np.uint32)
     cols = np.concatenate([[(*_linear(ASPHALT), 1.0)], colors.reshape(-1, 4)[:count]])
     material_ids = np.concatenate([[cm.ASPHALT], mats.reshape(-1)[:count]]).astype(np.uint32)
-    materials, images = cm.city_materials()
+    if not materials:
+        scene = Scene(city_meshes(), transforms, mesh_ids, cols, sun_direction=SUN)
+        return scene, street_loop(n_blocks)
+    mats_, images = cm.city_materials()
     scene = Scene(city_meshes(), transforms, mesh_ids, cols, sun_direction=SUN,
-                  materials=materials, material_ids=material_ids, images=images)  # fmt: skip
+                  materials=mats_, material_ids=material_ids, images=images)  # fmt: skip
     return scene, street_loop(n_blocks)
 
 
