@@ -14,7 +14,10 @@ import pytest
 from frame_harness import Harness, random_scene
 from PIL import Image
 
+from engine.math3d import translation
 from engine.scene.camera import Camera
+from engine.scene.meshes import box, plane
+from engine.scene.scene import Mesh, Scene
 from engine.settings import FrameSettings
 from samples.s06_particles import (
     ARGS_DRAW_OFFSET,
@@ -236,6 +239,48 @@ def test_without_post_or_shadows_the_drops_draw_into_the_output(gpu):
     assert (with_drops != h.target.read_rgba()).any(axis=2).sum() > 20
 
 
+def roof_scene(roof: bool) -> Scene:
+    """A ground and, with ``roof``, a slab 12 m up between the sun and the emitter at the
+    origin: its shadow covers the fountain but the slab is out of the camera's view."""
+    meshes = [Mesh.from_lods("ground", [plane(1.0)]), Mesh.from_lods("box", [box()])]
+    sun = np.array([0.55, 0.62, 0.36]) / np.linalg.norm([0.55, 0.62, 0.36])
+    rows = [np.diag([60.0, 1.0, 60.0, 1.0])]
+    if roof:
+        rows.append(translation(*(sun * 12.0 / sun[1])) @ np.diag([8.0, 0.5, 8.0, 1.0]))
+    colors = np.tile([0.5, 0.5, 0.5, 1.0], (len(rows), 1)).astype(np.float32)
+    return Scene(meshes, np.array(rows, np.float32), np.array([0, 1][: len(rows)], np.uint32),
+                 colors, sun_direction=sun)  # fmt: skip
+
+
+def test_the_drops_are_shadowed_by_the_frames_shadow_map(gpu):
+    """The fountain seen from the side against the sky (looking up: nothing behind the drops
+    that shadows change): under the roof's shadow the drops are darker with shadows on than
+    off (the sun's light is gone, the sky's stays); without the roof, shadows on or off draw
+    the same drops (nothing shadows them)."""
+    cam = Camera(np.array([4.2, 0.3, -6.6]), np.array([0.0, 2.2, 0.0]), 35.0, 0.1)
+    config = ParticleConfig(emitter=(0.0, 0.0, 0.0), launch=(0.0, 6.0, 0.0), spread=1.0,
+                            lifetime=(1.0, 0.5), radius=(0.12, 0.05))  # fmt: skip
+    means = {}
+    for roof in (True, False):
+        h = Harness(gpu, roof_scene(roof), size=(96, 64), settings=FrameSettings(
+            taa=False, bloom=False, shadow_size=1024, exposure=1.0))  # fmt: skip
+        made = add_particles(h.frame, 1024, config, forces=lambda: (0.0, 0.0, 1.0))
+        h.render(cam, frames=40, dt=1 / 32)
+        made.draw.enabled = False
+        h.render(cam, dt=0.0)
+        sky = h.texture("frame.hdr")[..., :3]
+        made.draw.enabled = True
+        for shadows in (True, False):
+            h.frame.set_settings(shadows=shadows)
+            h.render(cam, dt=0.0)
+            hdr = h.texture("frame.hdr")[..., :3]
+            drops = np.abs(hdr - sky).max(axis=2) > 0.05
+            assert drops.sum() > 100, (roof, shadows)
+            means[roof, shadows] = hdr[drops].mean()
+    assert means[True, True] < 0.6 * means[True, False]
+    assert means[False, True] == pytest.approx(means[False, False], rel=1e-3)
+
+
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_both_variants_draw_the_reference_picture(variant, tmp_path, compare_reference):
     """Close to the fountain (drops several pixels wide at 160x90), after 1 s of prewarm:
@@ -254,12 +299,12 @@ def test_variant_cycle_records_both_and_compare_has_the_sort_row(tmp_path):
     ``lantern compare RUN.jsonl`` has the row ``gpu Particles.Sort`` with its interval."""
     run = tmp_path / "run.jsonl"
     r = run_sample("s06", "--capture", str(tmp_path / "x.png"), "--size", "64x36", "--frames",
-                   "112", "--variant-cycle", "8", "--gpu-profile", "--shadow-size", "256",
+                   "96", "--variant-cycle", "8", "--gpu-profile", "--shadow-size", "256",
                    "--particles", "2048", "--prewarm", "0.5", "--telemetry", str(run))  # fmt: skip
     assert r.returncode == 0, r.stderr
     frames = [json.loads(x) for x in run.read_text().splitlines()]
     seen = {x["frame"]: x.get("variant") for x in frames if x["type"] == "frame"}
-    assert len(seen) > 80 and all(v == VARIANTS[(i // 8) % 2] for i, v in seen.items())
+    assert len(seen) > 70 and all(v == VARIANTS[(i // 8) % 2] for i, v in seen.items())
     assert "Particles frame" in r.stdout  # the counter block's shutdown line
     c = subprocess.run([sys.executable, "-m", "engine.devtools", "compare", str(run),
                         "--settle", "2", "--fail-above", "1000"],
