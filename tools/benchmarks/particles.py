@@ -10,8 +10,11 @@ Printed per count and variant: the median GPU ms of ``Particles.Sort`` with its 
 ns a sorted element (the sort runs over every slot of the pool: bitonic over the next power
 of two, radix over the next multiple of 1,024), against bitonic the difference with its 95%
 interval and the Mann-Whitney p; and ``Particles.Simulate`` and ``Particles`` (the draw),
-which every variant shares, as control rows. The counter block's alive and drawn counts of
-the last frame say how many particles the passes had.
+which every variant shares, as control rows, and ``Particles.Simulate+Sort``, the two passes'
+sum frame by frame: the profiler's timestamp at a pass boundary ends one pass and starts the
+next, and where a GPU writes it late (lavapipe, before the bitonic sort's dispatches) part of
+the sort is billed to ``Particles.Simulate``; the sum holds it either way. The counter
+block's alive and drawn counts of the last frame say how many particles the passes had.
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ BLOCK, ROUNDS = 20, 8  # frames of a variant in a row; rounds of both
 QUICK_BLOCK, QUICK_ROUNDS = 10, 4  # 4: lantern compare needs 20 frames a variant
 SETTLE = 3  # records after each switch left out (lantern compare's default)
 PREWARM_S = 3.0
-ROWS = ("Particles.Sort", "Particles.Simulate", "Particles")
+SUM, SUM_ROW = ("Particles.Simulate", "Particles.Sort"), "Particles.Simulate+Sort"
+ROWS = ("Particles.Sort", SUM_ROW, "Particles.Simulate", "Particles")
 
 
 def run(gpu, args) -> None:
@@ -94,11 +98,14 @@ def _report(path: Path, count: int, last) -> None:
     sorted_n = {"bitonic": sort_size(count), "radix": radix_size(count)}
     seen = f"; last frame: {last.alive:,} alive, {last.drawn:,} drawn" if last else ""
     print(f"{count:,} particles{seen}")
-    print(f"  {'pass':<18} {'variant':<8} {'elements':>9} {'median ms':>10}  {'[quartiles]':<18} "
+    print(f"  {'pass':<23} {'variant':<8} {'elements':>9} {'median ms':>10}  {'[quartiles]':<18} "
           f"{'n':>4} {'ns/elem':>8}  {'vs bitonic':>10}  {'95% CI of diff (ms)':<21} "
           f"{'p (MWU)':>8}")  # fmt: skip
     try:
-        parts = variant_runs(load_run(path), SETTLE)
+        run = load_run(path)
+        if all(("gpu", name) in run.series for name in SUM):  # NaN where either is missing
+            run.series["gpu", SUM_ROW] = sum(run.series["gpu", name] for name in SUM)
+        parts = variant_runs(run, SETTLE)
         c = compare_runs(parts[0], parts[1], warmup=0)
     except CompareError as e:
         print(f"  n/a: {e}")
@@ -111,7 +118,7 @@ def _report(path: Path, count: int, last) -> None:
         for variant, values in zip(VARIANTS, (r.a, r.b), strict=True):
             n = sorted_n[variant] if name == "Particles.Sort" else count
             ns = statistics.median(values) * 1e6 / n
-            line = f"  {name:<18} {variant:<8} {n:9,d} {_spread(values)} {ns:8.3f}"
+            line = f"  {name:<23} {variant:<8} {n:9,d} {_spread(values)} {ns:8.3f}"
             if variant != VARIANTS[0]:
                 d = r.diff
                 ci = f"[{d.lo_ms:+.3f}, {d.hi_ms:+.3f}]"
