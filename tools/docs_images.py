@@ -33,7 +33,8 @@ THUMB = "320x180"
 VIEW = "480x270"  # room for the view legend (44 cells wide at scale 1)
 
 #: Pictures beyond (or instead of) the thumbnails' quick runs: name -> (sample, arguments).
-#: The city with the HUD is the README's; the views are the views page's.
+#: The city with the HUD is the README's; the views are the views page's; particles is
+#: the particles page's.
 CITY = ("--instances", "20000", "--camera", "150,60,150:0,0,0:50")  # above the rooftops
 EXTRA: dict[str, tuple[str, tuple[str, ...]]] = {
     "s13": ("s13", (*CITY, "--size", THUMB)),  # the thumbnail from above, not the street
@@ -55,6 +56,20 @@ EXTRA: dict[str, tuple[str, tuple[str, ...]]] = {
     "view_lod": ("s13", (*CITY, "--view", "lod", "--size", VIEW)),
     "view_overdraw": ("s13", (*CITY, "--view", "overdraw", "--size", VIEW)),
     "view_hiz": ("s13", (*CITY, "--view", "hiz:3", "--size", VIEW)),
+    "particles": (
+        "s06",
+        (
+            "--particles",
+            "65536",
+            "--gpu-profile",
+            "--overlay",
+            "cull",
+            "--size",
+            "640x360",
+            "--camera",
+            "31,3,40:27,3.5,27:55",
+        ),
+    ),  # the particles page: the fountain and the counter block in the HUD
 }
 
 
