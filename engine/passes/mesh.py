@@ -204,6 +204,42 @@ class MeshPipelines:
         """The Transparent pass's pipeline: alpha blending, depth tested but not written."""
         return self._get("blend", color_format, 0, ())
 
+    def technique(self, module: wgpu.GPUShaderModule, entry: str, targets: list[dict], *,
+                  draw_layout: wgpu.GPUBindGroupLayout | None = None,
+                  label: str = "") -> wgpu.GPURenderPipeline:  # fmt: skip
+        """A technique's own fragment stage over the scene's vertex stage, for the BLEND
+        instances (``TransparentResources.record_draws``): ``module`` includes
+        ``mesh.wgsl`` (``vs_main``, ``surface``, ``shade``) and defines fragment ``entry``;
+        no face culling (single-sided back faces are the shader's to drop, as ``fs_blend``
+        does), depth tested against ``frame.depth`` (reverse-Z ``greater``), never written.
+
+        Args:
+            module: the shader module (built by the caller's ``shader_pipeline``: it
+                hot-reloads with the caller's file and ``mesh.wgsl``).
+            entry: the fragment entry point.
+            targets: the fragment's colour target states (``[]``: none, e.g. a shader that
+                only writes storage buffers).
+            draw_layout: group 1's layout when the technique adds bindings after the
+                ``Draw`` uniform (``TransparentResources.draw_binding``); default
+                ``layout_draw``.
+            label: the pipeline's label.
+
+        Raises:
+            wgpu.GPUValidationError: the module does not fit the layouts or targets.
+        """
+        groups = [self.layout_view, draw_layout or self.layout_draw, self.layout_material,
+                  self.layout_shadow]  # fmt: skip
+        return self.device.create_render_pipeline(
+            label=label or f"technique {entry}",
+            layout=self.device.create_pipeline_layout(bind_group_layouts=groups),
+            vertex={"module": module, "entry_point": "vs_main",
+                    "buffers": [VERTEX_LAYOUT, ATTRIBUTE_LAYOUT]},
+            primitive={"topology": "triangle-list", "cull_mode": "none"},
+            depth_stencil={"format": DEPTH_FORMAT, "depth_write_enabled": False,
+                           "depth_compare": "greater"},
+            fragment={"module": module, "entry_point": entry, "targets": targets},
+        )  # fmt: skip
+
     def shadow(self) -> wgpu.GPURenderPipeline:
         """Depth-only pipeline for the sun's shadow map (no face culling: thin casters)."""
         return self._get("shadow", None, 0, ())
