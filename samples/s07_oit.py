@@ -59,13 +59,13 @@ from engine.passes.resources import (
     BindGroupCache,
 )
 from engine.passes.screen import ScreenPass
-from engine.scene.camera import OrbitPath
+from engine.scene.camera import CAMERA_FORMAT, FixedPath, OrbitPath, parse_camera
 from engine.scene.meshes import plane
 from engine.scene.procedural import MESH_SPHERE, city
 from engine.scene.scene import Mesh, Scene
 from engine.settings import FRAME_KNOBS, settings_from_args
 from engine.shader_registry import shader_pipeline
-from engine.tools.memory.table import describe
+from engine.tools.memory.table import describe, scan
 
 log = logging.getLogger("lantern")
 HERE = Path(__file__).resolve().parent
@@ -88,7 +88,7 @@ ACCUM, REVEAL = "oit.accum", "oit.reveal"  # the weighted blended variant's targ
 REFERENCE = "oit.reference"  # the exact composite (error measurement)
 ACCUM_FORMAT, REVEAL_FORMAT = "rgba16float", "r16float"
 
-POOL = Knob("oit-pool", Int(1, 64, what="nodes a pixel", metavar="N"), 8,
+POOL = Knob("oit-pool", Int(1, 64, what="nodes a pixel", metavar="N"), 4,
             "the linked variant's node pool, N nodes (16 bytes each) per output pixel on "
             "average, capped by the device's storage binding size")  # fmt: skip
 ERROR = Knob("oit-error", Switch(), False,
@@ -131,7 +131,7 @@ def glass_scene(*, panes: int = PANES, bubbles: int = BUBBLES, city_instances: i
     keep = (np.abs(pos[:, 0]) > 20.5) | (np.abs(pos[:, 2]) > 20.5)  # the central block goes
     keep[0] = True  # the ground stays
     rng = np.random.default_rng(seed + 7)
-    rows, ids, tints = [], [], []
+    rows, ids = [], []
     for _ in range(panes):
         w, h = rng.uniform(2.5, 7.0, 2)
         yaw, pitch, roll = rng.uniform(0, 2 * np.pi), *rng.uniform(-0.6, 0.6, 2)
@@ -469,6 +469,10 @@ class Oit:
         if want == self._applied:
             return
         self._applied = want
+        if self.variant != "sorted" and not f.settings.post:  # never a silent wrong picture
+            log.warning("s07: the %s variant composites into the HDR colour, which the frame "
+                        "has only with post on: no transparency is drawn ('post on' or "
+                        "'variant sorted')", self.variant)  # fmt: skip
         self.buffers.want(self.variant == "linked", self.error)
         for p in self.passes.values():
             if isinstance(p, VariantPass):
@@ -484,17 +488,19 @@ class Oit:
         """Bytes of what each variant holds now, as the memory table counts them (a
         variant that has not run yet holds its placeholders): ``sorted`` nothing of its
         own; ``wboit`` its two targets; ``linked`` its heads and pool; ``reference`` the
-        measurement's lists and composite; ``shared`` the counter block."""
+        measurement's lists and composite; ``shared`` what every variant uses: the counter
+        block and Transparent.Sort's buffers (keys, draws, the order)."""
         g = self.frame.graph
         made = set(g.texture_names())
         tex = lambda *ns: sum(describe("s07", n, g.texture(n)).bytes for n in ns if n in made)  # noqa: E731
         b = self.buffers
+        sort = sum(r.bytes for r in scan(g) if r.owner == "frame.transparent")
         return {"sorted": 0, "wboit": tex(ACCUM, REVEAL), "linked": b.bytes_of(HEADS, NODES),
                 "reference": b.bytes_of(REF_HEADS, REF_NODES) + tex(REFERENCE),
-                "shared": b.bytes_of(COUNTERS)}  # fmt: skip
+                "shared": b.bytes_of(COUNTERS) + sort}  # fmt: skip
 
 
-def add_oit(frame: StandardFrame, pool=lambda: POOL.default) -> Oit:
+def add_oit(frame: StandardFrame) -> Oit:
     """Put the OIT passes into ``frame`` (its knobs must include ``oit-pool`` and
     ``oit-error``: ``frame.add_knobs((POOL, ERROR))``): ``OIT.Draw`` in place of
     ``Transparent``, ``OIT.Resolve`` after it, the reset and the measurement around them.
@@ -616,6 +622,8 @@ class VariantStats:
                  if x and p not in ("OIT.Draw", "OIT.Resolve")]  # fmt: skip
         if parts:
             out.append("every variant (medians): " + ", ".join(parts))
+        out.append(f"memory every variant uses: {_mib(memory['shared'])} (Transparent.Sort, the "
+                   f"counter block); the error reference: {_mib(memory['reference'])}")  # fmt: skip
         return out
 
 
@@ -653,10 +661,16 @@ class OitSample(Sample):
     @classmethod
     def add_arguments(cls, parser) -> None:
         add_knob_arguments(parser, FRAME_KNOBS, "standard frame")
+        parser.add_argument("--camera", type=parse_camera, default=None,
+                            metavar=CAMERA_FORMAT,
+                            help="a fixed camera instead of the orbit around the glass "
+                                 "(world units, degrees), e.g. 10,9,22:0,7,0:40")  # fmt: skip
 
     def build(self, graph) -> None:
         args = self.app.args
         scene, self.path = glass_scene(seed=args.seed)
+        if args.camera is not None:
+            self.path = FixedPath(args.camera)
         self.frame = StandardFrame(self.app.gpu, graph, scene, settings_from_args(args))
         self.frame.add_knobs(self.knobs, args)  # 'oit-pool 2', 'oit-error on' in the console
         self.frame.register_commands(self.app.commands)

@@ -44,8 +44,9 @@ fn blend_fragment(in: VsOut, front: bool) -> vec4f {
 }
 
 // McGuire and Bavoil 2013, equation (9): w(z, a) = a * clamp(0.03 / (1e-5 + (|z| / 200)^4),
-// 1e-2, 3e3), z the view-space depth (metres here). It falls by 10x from 13 m to 24 m and
-// from 24 m to 42 m: nearer layers dominate the average, the more the farther apart.
+// 1e-2, 3e3), z the view-space depth (metres here). It levels off towards 3e3 nearer than
+// about 11 m and falls as z^-4 beyond (a tenth for 1.78x the depth): nearer layers dominate
+// the average, the more the farther apart they are.
 fn wboit_weight(z: f32, a: f32) -> f32 {
     let d = abs(z) / 200.0;
     return a * clamp(0.03 / (1e-5 + d * d * d * d), 1e-2, 3e3);

@@ -207,11 +207,12 @@ def test_a_pixel_deeper_than_layers_keeps_its_nearest_and_counts_the_rest(gpu):
                   colors.astype(np.float32), materials=[Material("ground", metallic=0.0), glass],
                   material_ids=np.array([0] + [1] * n, np.uint32))  # fmt: skip
     stack = Rig(gpu, scene, Camera(np.array([0.0, 3.0, 12.0]), np.array([0.0, 3.0, 0.0]), 40))
-    stack.render("linked", resolve=False)
+    stack.render("linked", resolve=False, pool=64)  # room for every fragment: none dropped
     background, lists = stack.hdr(), stack.lists()
-    stack.render("linked")
+    stack.render("linked", pool=64)
     picture, c = stack.hdr(), stack.counts()
     deep = [len(chain) for chain in lists]
+    assert c["dropped"] == 0 and c["fragments"] == sum(deep)
     assert max(deep) == n
     assert c["truncated"] == sum(max(0, k - LAYERS) for k in deep) > 0
     w = SIZE[0]
