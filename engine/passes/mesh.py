@@ -114,6 +114,13 @@ class MeshPipelines:
     def module(self) -> wgpu.GPUShaderModule:
         return self.shader.get()
 
+    @property
+    def texture_defines(self) -> dict[str, bool]:
+        """material.wgsl's texture defines the scene's pipelines are built with now
+        (``GpuMaterials.shader_defines``): a technique's own WGSL that includes
+        ``mesh.wgsl`` passes them to its ``shader_pipeline`` to sample the same textures."""
+        return dict(self._tex)
+
     def set_textures(self, textures: dict) -> None:
         """Build pipelines from now on for the texture defines ``textures`` (the
         ``textures`` knob switched; pipelines of both sets stay cached)."""
