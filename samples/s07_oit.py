@@ -713,6 +713,13 @@ class OitSample(Sample):
                 log.warning("s07: frame %d: %s fragment(s) %s: %s", c.frame_index, f"{n:,}",
                             what.replace("ref_", "reference "), why)  # fmt: skip
 
+    def close(self) -> None:
+        """Shutdown: the counts still in flight too (they arrive frames late), so a short run
+        (a capture of a few frames) still says what it dropped."""
+        self.oit.readback.drain()
+        for c in self.oit.readback.history:
+            self._warn(c)
+
     def report(self) -> str | None:
         if self.stats is None:
             return None

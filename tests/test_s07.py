@@ -295,3 +295,16 @@ def test_variants_switch_each_frame_and_the_report_has_each(tmp_path):
     assert rows["sorted"].split()[2] != "-" and rows["sorted"].split()[3] == "-"
     linked_bytes = 48 * 32 * 4 + 3 * 48 * 32 * 16  # heads + 3 nodes a pixel
     assert f"{linked_bytes / 1024:.1f} KiB" in rows["linked"]
+
+
+def test_a_short_run_says_what_a_full_pool_dropped(tmp_path):
+    """Two frames, one node a pixel: the counts arrive after the last frame, and the run
+    still warns that the pool was full (never a silent wrong picture)."""
+    r = run_sample("s07", "--capture", str(tmp_path / "x.png"), "--size", "48x32",
+                   "--frames", "2", "--variant", "linked", "--oit-pool", "1",
+                   "--shadow-size", "256")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    said = [x for x in (r.stdout + r.stderr).splitlines() if "dropped" in x]
+    assert len(said) == 1 and "(--oit-pool 1) was full: raise --oit-pool" in said[0], said
+    n = int(said[0].split(": ")[2].split()[0].replace(",", ""))
+    assert n > 0

@@ -60,16 +60,16 @@ EXTRA: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
+# into s07's cluster, where every pane intersects others; a pool that holds every fragment
+_OIT_VIEW = ("--overlay", "off", "--size", "400x300", "--oit-pool", "16",
+             "--camera", "16,11,30:0,7,0:22")  # fmt: skip
 #: Pictures of several runs of one sample side by side (its variants, left to right):
 #: name -> (sample, arguments of each panel).
 STRIPS: dict[str, tuple[str, tuple[tuple[str, ...], ...]]] = {
     "oit_variants": (
         "s07",
-        tuple(
-            ("--variant", v, "--overlay", "off", "--size", THUMB)
-            for v in ("sorted", "wboit", "linked")
-        ),
-    ),  # fmt: skip
+        tuple(("--variant", v, *_OIT_VIEW) for v in ("sorted", "wboit", "linked")),
+    ),
 }
 
 
