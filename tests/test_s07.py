@@ -308,3 +308,41 @@ def test_a_short_run_says_what_a_full_pool_dropped(tmp_path):
     assert len(said) == 1 and "(--oit-pool 1) was full: raise --oit-pool" in said[0], said
     n = int(said[0].split(": ")[2].split()[0].replace(",", ""))
     assert n > 0
+
+
+def _one_pane(textures: dict) -> Scene:
+    """A ground and one glass pane facing the camera, its base colour from the city's
+    facade texture (``textures``) or none: the images are glass_scene's."""
+    city, _ = glass_scene(panes=0, bubbles=0)
+    meshes = [Mesh.from_lods("box", [box()]), Mesh.from_lods("pane", [plane(0.5)])]
+    rot = np.array([[1, 0, 0, 0], [0, 0, -1, 0], [0, 1, 0, 0], [0, 0, 0, 1]], float)
+    rows = [np.diag([80.0, 1.0, 80.0, 1.0]) @ translation(0, -0.5, 0),
+            translation(0, 3, 0) @ rot @ np.diag([8.0, 1.0, 8.0, 1.0])]  # fmt: skip
+    colors = np.array([[0.5, 0.5, 0.5, 1.0], [0.9, 0.8, 0.7, 0.6]], np.float32)
+    glass = Material("glass", metallic=0.0, roughness=0.3, alpha_mode=AlphaMode.BLEND,
+                     double_sided=True, textures=textures)  # fmt: skip
+    return Scene(meshes, np.array(rows, np.float32), np.array([0, 1], np.uint32), colors,
+                 materials=[Material("ground", metallic=0.0), glass],
+                 material_ids=np.array([0, 1], np.uint32), images=city.images)  # fmt: skip
+
+
+def test_a_textured_blend_material_is_textured_in_every_variant(gpu):
+    """OIT.Draw's shaders take the frame's texture defines: one textured pane (nothing to
+    sort) is the same picture drawn by the frame's Transparent (``sorted``) and composited
+    by OIT.Resolve (``linked``), and it differs from the same pane untextured."""
+    from engine.materials.model import TextureRef, TextureSlot
+
+    camera = Camera(np.array([0.0, 3.0, 10.0]), np.array([0.0, 3.0, 0.0]), 40)
+    facade = {TextureSlot.BASE_COLOR: TextureRef(2)}
+    rig = Rig(gpu, _one_pane(facade), camera)
+    assert rig.h.frame.res.mesh.texture_defines.get("TEX0")
+    rig.render("sorted")
+    sorted_ = rig.hdr()[..., :3]
+    rig.render("linked")
+    linked, c = rig.hdr()[..., :3], rig.counts()
+    assert c["dropped"] == c["truncated"] == 0 and c["fragments"] > SIZE[0] * SIZE[1] // 2
+    plain = Rig(gpu, _one_pane({}), camera)
+    plain.render("sorted")
+    untextured = plain.hdr()[..., :3]
+    np.testing.assert_allclose(linked, sorted_, rtol=2**-8, atol=1e-3)
+    assert np.abs(sorted_ - untextured).max() > 0.05
