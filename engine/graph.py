@@ -680,18 +680,24 @@ class RenderGraph:
         self, name: str, *, size: int, usage: int, history: bool = False
     ) -> wgpu.GPUBuffer:
         """Declare (or replace) a graph-owned buffer of ``size`` bytes; ``history=True``
-        makes it a pair readable as ``name + "@prev"`` (``COPY_DST`` is added to clear it)."""
+        makes it a pair readable as ``name + "@prev"`` (``COPY_DST`` is added to clear it).
+        Replacing one (a pool resized) changes ``resource_key``: bind groups keyed on it
+        are made again with the new buffer."""
         names = (name, name + "@" + PREV) if history else (name,)
         if history:
             usage |= wgpu.BufferUsage.COPY_DST
             self._history.add(name)
             self._fresh.add(name)
+        replaced = False
         for n in names:
             old = self._buffers.get(n)
             if old is not None:
                 old.destroy()
+                replaced = True
             self._buffers[n] = self.device.create_buffer(label=n, size=max(4, size), usage=usage)
         self._swaps = None
+        if replaced:
+            self.generation += 1
         return self._buffers[name]
 
     def history_fresh(self, name: str) -> bool:

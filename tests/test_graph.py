@@ -190,6 +190,18 @@ def test_graph_owned_textures_follow_resize(device):
     assert graph.generation == 1
 
 
+def test_a_replaced_buffer_changes_the_resource_key(device):
+    """A pool resized by ``create_buffer`` under the same name is a new object: bind
+    groups keyed on ``resource_key`` must be made again (a new name changes nothing)."""
+    graph = _graph(device, [], size=(32, 16))
+    key, old = graph.resource_key(), graph.buffer("buf")
+    graph.create_buffer("other", size=16, usage=wgpu.BufferUsage.COPY_DST)
+    assert graph.resource_key() == key
+    graph.create_buffer("buf", size=128, usage=wgpu.BufferUsage.COPY_DST)
+    assert graph.resource_key() != key and graph.buffer("buf") is not old
+    assert graph.buffer("buf").size == 128
+
+
 def test_no_profiler_means_no_query_set_and_no_timestamp(device, monkeypatch):
     """Counts query-set creation, pass-descriptor timestamp_writes and encoder timestamps."""
     from engine.profiling import gpu as gpu_profiling

@@ -111,6 +111,49 @@ def test_an_inserted_compute_pass_feeds_an_inserted_render_pass(h, tmp_path):
     assert (got[:, :, 1:3] == 0).all()
 
 
+COUNT = """
+// #include "screen_common.wgsl"
+@group(0) @binding(1) var<uniform> params: vec4f;
+@group(0) @binding(2) var<storage, read_write> count: array<atomic<u32>, 2>;
+@group(0) @binding(3) var out_tex: texture_storage_2d<r32float, write>;
+@compute @workgroup_size(8, 8)
+fn cs_main(@builtin(global_invocation_id) id: vec3u) {
+    let size = textureDimensions(out_tex);
+    if (id.x >= size.x || id.y >= size.y) { return; }
+    atomicAdd(&count[0], u32(STEP));
+// #if ODD
+    if ((id.x & 1u) == 1u) { atomicAdd(&count[1], 1u); }
+// #endif
+    textureStore(out_tex, id.xy, vec4f(1.0));
+}
+"""
+
+
+def test_a_screen_pass_adds_to_a_storage_buffer_and_takes_defines(h, tmp_path):
+    """``storage=`` binds a graph buffer read-write after the inputs (the pass reads and
+    writes it); ``defines=`` picks the file's variant: each texel adds STEP (3) to
+    counter 0 and, with ODD, odd columns 1 to counter 1."""
+    import wgpu
+
+    (tmp_path / "c.wgsl").write_text(COUNT)
+    usage = wgpu.TextureUsage.STORAGE_BINDING
+    h.graph.create_texture("mine.grad", TextureDesc("r32float", usage))
+    buf = h.graph.create_buffer("mine.count", size=8, usage=wgpu.BufferUsage.STORAGE
+                                | wgpu.BufferUsage.COPY_SRC)  # fmt: skip
+    h.graph.import_resource("mine.count")  # zero: made by the graph, written by no pass
+    f = h.frame
+    with pytest.raises(GraphError, match="'mine.none' is not a graph buffer"):
+        ScreenCompute("Count", f.res, tmp_path / "c.wgsl", target="mine.grad",
+                      storage=("mine.none",), defines={"STEP": 3})  # fmt: skip
+    count = ScreenCompute("Count", f.res, tmp_path / "c.wgsl", target="mine.grad",
+                          storage=("mine.count",), defines={"STEP": 3, "ODD": True})  # fmt: skip
+    assert "mine.count" in count.reads and "mine.count" in count.writes
+    f.insert(count, after="Sky")
+    h.render(CAM, frames=1)
+    w, hh = h.graph.size
+    assert h.read(buf).tolist() == [3 * w * hh, (w // 2) * hh]
+
+
 def test_a_replaced_post_is_the_users_tone_map_of_the_hdr_target(h, tmp_path):
     """Post replaced by a Reinhard tone map: the output is ``x / (1 + x)`` of the HDR dump
     times the exposure, in numpy, to the 8-bit step; the HUD's pass would still come after."""

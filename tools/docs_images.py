@@ -4,6 +4,8 @@ pictures); any GPU will do, lavapipe included:
 
     python tools/docs_images.py                # every picture (about a minute on lavapipe)
     python tools/docs_images.py s13 hero       # only these (sample short names, extra names)
+    python tools/docs_images.py s07            # a sample's thumbnail and its strips (s07:
+                                               # oit_variants, the variants side by side)
     python tools/docs_reference.py             # then: the gallery tables name the new pictures
 
 Each picture is the sample's own command line (``python -m samples.sNN ... --capture``) in a
@@ -73,6 +75,19 @@ EXTRA: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
+# into s07's cluster, where every pane intersects others; a pool that holds every fragment
+_OIT_VIEW = ("--overlay", "off", "--size", "400x300", "--oit-pool", "16",
+             "--camera", "16,11,30:0,7,0:22")  # fmt: skip
+#: Pictures of several runs of one sample side by side (its variants, left to right):
+#: name -> (sample, arguments of each panel).
+STRIPS: dict[str, tuple[str, tuple[tuple[str, ...], ...]]] = {
+    "oit_variants": (
+        "s07",
+        tuple(("--variant", v, *_OIT_VIEW) for v in ("sorted", "wboit", "linked")),
+    ),
+}
+
+
 def _example_args(short: str, tmp: Path) -> tuple[str, ...]:
     """The sample's ``example_args`` (its quick demonstration run), ``{tmp}`` filled in."""
     from tools.docs_reference import sample_class
@@ -89,6 +104,23 @@ def jobs(tmp: Path) -> dict[str, tuple[str, tuple[str, ...]]]:
 
 def capture(short: str, args: tuple[str, ...], out: Path, frames: int = 16) -> None:
     """Run the sample headless and write its last frame, palette-reduced, to ``out``."""
+    _save(_run(short, args, frames), out)
+
+
+def capture_strip(short: str, panels: tuple[tuple[str, ...], ...], out: Path,
+                  frames: int = 16) -> None:  # fmt: skip
+    """Run the sample once per panel and write the last frames side by side, left to right
+    (one palette over all of them, so they compare), to ``out``."""
+    images = [_run(short, args, frames) for args in panels]
+    strip = Image.new("RGB", (sum(i.width for i in images), max(i.height for i in images)))
+    x = 0
+    for img in images:
+        strip.paste(img, (x, 0))
+        x += img.width
+    _save(strip, out)
+
+
+def _run(short: str, args: tuple[str, ...], frames: int) -> Image.Image:
     with tempfile.TemporaryDirectory() as tmp:
         raw = Path(tmp) / "raw.png"
         argv = [sys.executable, "-m", f"samples.{short}", *args, "--capture", str(raw)]
@@ -97,9 +129,12 @@ def capture(short: str, args: tuple[str, ...], out: Path, frames: int = 16) -> N
         r = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)
         if r.returncode != 0:
             raise SystemExit(f"{' '.join(argv[2:])}: exit {r.returncode}\n{r.stderr.strip()}")
-        img = Image.open(raw).convert("RGB")
-        small = img.quantize(256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
-        small.save(out, optimize=True)
+        return Image.open(raw).convert("RGB")
+
+
+def _save(img: Image.Image, out: Path) -> None:
+    small = img.quantize(256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+    small.save(out, optimize=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -110,13 +145,23 @@ def main(argv: list[str] | None = None) -> int:
     IMAGES.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         todo = jobs(Path(tmp))
-        unknown = [n for n in args.names if n not in todo]
+        unknown = [n for n in args.names if n not in todo and n not in STRIPS]
         if unknown:
-            ap.error(f"unknown picture(s) {', '.join(unknown)}; choose from {', '.join(todo)}")
-        for name in args.names or todo:
-            short, sample_args = todo[name]
+            ap.error(f"unknown picture(s) {', '.join(unknown)}; "
+                     f"choose from {', '.join([*todo, *STRIPS])}")  # fmt: skip
+        names = list(args.names) or [*todo, *STRIPS]
+        names += [
+            s
+            for n in args.names
+            for s, (short, _) in STRIPS.items()
+            if short == n and s not in names
+        ]  # a sample's strips with its thumbnail
+        for name in names:
             out = IMAGES / f"{name}.png"
-            capture(short, sample_args, out)
+            if name in STRIPS:
+                capture_strip(*STRIPS[name], out)
+            else:
+                capture(*todo[name], out)
             print(f"wrote {out.relative_to(ROOT)} ({out.stat().st_size / 1024:.0f} KB)")
     total = sum(p.stat().st_size for p in IMAGES.glob("*.png")) / 1024
     print(f"docs/images/: {total:.0f} KB in all (budget {args.budget_kb} KB)")

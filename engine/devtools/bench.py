@@ -32,6 +32,7 @@ SECTIONS = (
     "materials",
     "blur",
     "particles",
+    "oit",
     "samples",
 )  # each is tools/benchmarks/<name>.py with run(gpu, args)
 PROG = "lantern bench"  # tools/bench.py passes "bench.py"

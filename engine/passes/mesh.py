@@ -114,6 +114,13 @@ class MeshPipelines:
     def module(self) -> wgpu.GPUShaderModule:
         return self.shader.get()
 
+    @property
+    def texture_defines(self) -> dict[str, bool]:
+        """material.wgsl's texture defines the scene's pipelines are built with now
+        (``GpuMaterials.shader_defines``): a technique's own WGSL that includes
+        ``mesh.wgsl`` passes them to its ``shader_pipeline`` to sample the same textures."""
+        return dict(self._tex)
+
     def set_textures(self, textures: dict) -> None:
         """Build pipelines from now on for the texture defines ``textures`` (the
         ``textures`` knob switched; pipelines of both sets stay cached)."""
@@ -218,6 +225,42 @@ class MeshPipelines:
     def blend(self, color_format: str) -> wgpu.GPURenderPipeline:
         """The Transparent pass's pipeline: alpha blending, depth tested but not written."""
         return self._get("blend", color_format, 0, ())
+
+    def technique(self, module: wgpu.GPUShaderModule, entry: str, targets: list[dict], *,
+                  draw_layout: wgpu.GPUBindGroupLayout | None = None,
+                  label: str = "") -> wgpu.GPURenderPipeline:  # fmt: skip
+        """A technique's own fragment stage over the scene's vertex stage, for the BLEND
+        instances (``TransparentResources.record_draws``): ``module`` includes
+        ``mesh.wgsl`` (``vs_main``, ``surface``, ``shade``) and defines fragment ``entry``;
+        no face culling (single-sided back faces are the shader's to drop, as ``fs_blend``
+        does), depth tested against ``frame.depth`` (reverse-Z ``greater``), never written.
+
+        Args:
+            module: the shader module (built by the caller's ``shader_pipeline``: it
+                hot-reloads with the caller's file and ``mesh.wgsl``).
+            entry: the fragment entry point.
+            targets: the fragment's colour target states (``[]``: none, e.g. a shader that
+                only writes storage buffers).
+            draw_layout: group 1's layout when the technique adds bindings after the
+                ``Draw`` uniform (``TransparentResources.draw_binding``); default
+                ``layout_draw``.
+            label: the pipeline's label.
+
+        Raises:
+            wgpu.GPUValidationError: the module does not fit the layouts or targets.
+        """
+        groups = [self.layout_view, draw_layout or self.layout_draw, self.layout_material,
+                  self.layout_shadow]  # fmt: skip
+        return self.device.create_render_pipeline(
+            label=label or f"technique {entry}",
+            layout=self.device.create_pipeline_layout(bind_group_layouts=groups),
+            vertex={"module": module, "entry_point": "vs_main",
+                    "buffers": [VERTEX_LAYOUT, ATTRIBUTE_LAYOUT]},
+            primitive={"topology": "triangle-list", "cull_mode": "none"},
+            depth_stencil={"format": DEPTH_FORMAT, "depth_write_enabled": False,
+                           "depth_compare": "greater"},
+            fragment={"module": module, "entry_point": entry, "targets": targets},
+        )  # fmt: skip
 
     def shadow(self) -> wgpu.GPURenderPipeline:
         """Depth-only pipeline for the sun's shadow map (no face culling: thin casters)."""

@@ -10,7 +10,9 @@ Bindings of group 0, in this order (declare them so in your WGSL)::
     @binding(2 + i)    inputs[i]: a texture (by its format: texture_depth_2d, texture_2d<f32>
                        or texture_2d<u32>) or a buffer (var<storage, read>), by graph name;
                        ``NAME@prev`` is last frame's (a history resource)
-    @binding(2 + n)    ScreenCompute only: the target, texture_storage_2d<FORMAT, write>
+    next, for each     ``storage`` graph buffer, in order: var<storage, read_write> (counters
+                       a pass adds to, lists it updates: the pass reads and writes them)
+    next               ScreenCompute only: the target, texture_storage_2d<FORMAT, write>
     next               a linear clamp-to-edge sampler, when ``sampler=True``
 
 ``ScreenPass`` draws ``vs_fullscreen`` (yours to write, or include ``screen_common.wgsl``)
@@ -28,7 +30,7 @@ from pathlib import Path
 
 import wgpu
 
-from engine.graph import OUTPUT, ComputePass, RenderPass, split_ref
+from engine.graph import OUTPUT, ComputePass, GraphError, RenderPass, split_ref
 from engine.shader_registry import shader_pipeline
 
 WORKGROUP = 8  # ScreenCompute: @workgroup_size(8, 8)
@@ -59,8 +61,10 @@ class _Bound:
     """What both kinds share: the layout from the inputs' kinds, the params uniform, the
     bind group rebuilt when a named resource may be another object (resize, history)."""
 
-    def _setup(self, res, inputs: Sequence[str], params, sampler: bool, extra=()) -> None:
+    def _setup(self, res, inputs: Sequence[str], params, sampler: bool, extra=(),
+               storage: Sequence[str] = ()) -> None:  # fmt: skip
         self.res, self.inputs, self.params = res, tuple(inputs), params
+        self.storage = tuple(storage)
         d, g = res.device, res.graph
         entries = [
             {"binding": 0, "visibility": _VIS, "buffer": {"type": "uniform"}},
@@ -73,6 +77,12 @@ class _Bound:
             else:
                 kind = {"texture": {"sample_type": _sample_type(g.texture_format(ref))}}
             entries.append({"binding": 2 + i, "visibility": _VIS, **kind})
+        for name in self.storage:
+            if name not in g.buffer_names():
+                raise GraphError(f"pass {self.name!r}: storage {name!r} is not a graph buffer "
+                                 "(graph.create_buffer)")  # fmt: skip
+            entries.append({"binding": len(entries), "visibility": _VIS,
+                            "buffer": {"type": "storage"}})  # fmt: skip
         entries += [{"binding": len(entries), "visibility": _VIS, **e} for e in extra]
         if sampler:
             entries.append({"binding": len(entries), "visibility": _VIS,
@@ -94,6 +104,7 @@ class _Bound:
         out = [{"buffer": self.res.view_uniform}, {"buffer": self.uniform}]
         for ref in self.inputs:
             out.append({"buffer": g.buffer(ref)} if ref in g.buffer_names() else g.view(ref))
+        out += [{"buffer": g.buffer(name)} for name in self.storage]
         out += list(extra)
         if self.sampler is not None:
             out.append(self.sampler)
@@ -129,18 +140,24 @@ class ScreenPass(RenderPass, _Bound):
         blend: a ``wgpu`` blend state for the target (None: replace).
         load: keep what the target holds (True) or clear it first.
         sampler: bind a linear clamp sampler last.
+        storage: graph buffers bound ``read_write`` after the inputs (the pass reads and
+            writes them: counters it adds to).
+        defines: shader defines (``engine.shader_registry.expand``: ``// #if NAME``
+            blocks, integer constants), one WGSL file for several passes.
 
     Raises:
         wgpu.GPUValidationError: the shader does not compile or fit the bindings.
+        GraphError: a ``storage`` name that is not a graph buffer.
     """
 
     def __init__(self, name: str, res, shader: str | Path, *, inputs: Sequence[str] = (),
                  target: str = OUTPUT, entry: str = "fs_main", vertex: str = "vs_fullscreen",
                  params: Callable[[], bytes] | None = None, blend: dict | None = None,
-                 load: bool = True, sampler: bool = False):  # fmt: skip
-        RenderPass.__init__(self, name, reads=tuple(inputs), writes=(target,))
+                 load: bool = True, sampler: bool = False, storage: Sequence[str] = (),
+                 defines: dict | None = None):  # fmt: skip
+        RenderPass.__init__(self, name, reads=(*inputs, *storage), writes=(target, *storage))
         self.target = target
-        self._setup(res, inputs, params, sampler)
+        self._setup(res, inputs, params, sampler, storage=storage)
         fmt = res.graph.texture_format(target)
         self.load = load
 
@@ -154,7 +171,7 @@ class ScreenPass(RenderPass, _Bound):
                 fragment={"module": m, "entry_point": entry, "targets": [state]},
             )  # fmt: skip
 
-        self.shader = shader_pipeline(res.device, Path(shader), make, label=name)
+        self.shader = shader_pipeline(res.device, Path(shader), make, label=name, defines=defines)
 
     def targets(self, ctx) -> dict:
         view = ctx.output if self.target == OUTPUT else self.res.graph.view(self.target)
@@ -174,7 +191,8 @@ class ScreenCompute(ComputePass, _Bound):
     workgroups unless ``workgroup`` says otherwise), writing it as a storage texture.
 
     Args:
-        name, res, shader, inputs, params, sampler: as ``ScreenPass``.
+        name, res, shader, inputs, params, sampler, storage, defines: as ``ScreenPass``
+            (the target's binding follows the storage buffers).
         target: a graph texture with ``STORAGE_BINDING`` usage (its format must be a
             storage format: ``r32float``, ``rgba16float``, ``rgba8unorm``, ...).
         entry: the compute entry point (``@workgroup_size(8, 8)``).
@@ -185,12 +203,13 @@ class ScreenCompute(ComputePass, _Bound):
     def __init__(self, name: str, res, shader: str | Path, *, target: str,
                  inputs: Sequence[str] = (), entry: str = "cs_main",
                  params: Callable[[], bytes] | None = None, sampler: bool = False,
-                 workgroup: tuple[int, int] = (WORKGROUP, WORKGROUP)):  # fmt: skip
-        ComputePass.__init__(self, name, reads=tuple(inputs), writes=(target,))
+                 workgroup: tuple[int, int] = (WORKGROUP, WORKGROUP),
+                 storage: Sequence[str] = (), defines: dict | None = None):  # fmt: skip
+        ComputePass.__init__(self, name, reads=(*inputs, *storage), writes=(target, *storage))
         self.target, self.workgroup = target, tuple(workgroup)
         fmt = res.graph.texture_format(target)
-        storage = {"storage_texture": {"access": "write-only", "format": fmt}}
-        self._setup(res, inputs, params, sampler, extra=(storage,))
+        image = {"storage_texture": {"access": "write-only", "format": fmt}}
+        self._setup(res, inputs, params, sampler, extra=(image,), storage=storage)
 
         def make(m):
             layout = res.device.create_pipeline_layout(bind_group_layouts=[self.layout])
@@ -198,7 +217,7 @@ class ScreenCompute(ComputePass, _Bound):
                 label=name, layout=layout, compute={"module": m, "entry_point": entry}
             )
 
-        self.shader = shader_pipeline(res.device, Path(shader), make, label=name)
+        self.shader = shader_pipeline(res.device, Path(shader), make, label=name, defines=defines)
 
     def record(self, ctx, cpass) -> None:
         tex = self.res.graph.texture(self.target)

@@ -14,6 +14,12 @@ exact for non-intersecting convex instances; their own triangles are not sorted.
 
 The CPU records the same commands every frame (a render bundle of K draws, the sort's fixed
 dispatch list): K is the scene's BLEND instance count.
+
+A technique that draws the BLEND instances its own way (order-independent transparency: a
+weighted accumulation, per-pixel lists) replaces ``Transparent`` with a pass of its own that
+records the same K draws with its pipeline through ``TransparentResources.record_draws``
+(its WGSL includes ``mesh.wgsl`` for the vertex stage and the material and lighting
+functions; ``MeshPipelines.technique`` builds the pipeline).
 """
 
 from __future__ import annotations
@@ -85,6 +91,36 @@ class TransparentResources:
             entries=[{"binding": 0, "resource": {"buffer": self.draw_uniform, "size": 16}}],
         )
         self.view_group = res.mesh.view_group(res.view_uniform, gs, remap=self.order)
+
+    def draw_binding(self) -> dict:
+        """Binding 0 of a group 1 of one's own (``MeshPipelines.layout_draw``'s entry): the
+        ``Draw`` uniform ``record_draws`` offsets per slot where ``indirect-first-instance``
+        is missing; a technique adds its own bindings after it."""
+        return {"binding": 0, "resource": {"buffer": self.draw_uniform, "size": 16}}
+
+    def record_draws(self, enc, pipeline, draw_group=None) -> None:
+        """Record the K sorted BLEND draws (``Transparent.Sort``'s indirect args, back to
+        front; culled ones draw nothing) with ``pipeline``, a pipeline over the mesh layouts
+        (groups 0 to 3; ``MeshPipelines.technique``), into a render pass or bundle encoder.
+
+        Args:
+            enc: the render pass or render bundle encoder.
+            pipeline: the ``wgpu.GPURenderPipeline`` to draw with.
+            draw_group: group 1 (default: the frame's ``Draw`` uniform alone); one's own
+                must have ``draw_binding()`` as its binding 0 (a dynamic offset).
+        """
+        r, group = self.res, draw_group or self.draw_group
+        r.bind_geometry(enc, self.view_group)
+        enc.set_bind_group(2, r.material_group)
+        enc.set_bind_group(3, r.shadow.group)
+        enc.set_pipeline(pipeline)
+        first_instance = r.gs.first_instance
+        if first_instance:
+            enc.set_bind_group(1, group, [0])
+        for s in range(self.count):
+            if not first_instance:
+                enc.set_bind_group(1, group, [s * _DRAW_STRIDE])
+            enc.draw_indexed_indirect(self.args, 20 * s)
 
 
 class TransparentSortPass(ComputePass):
@@ -176,19 +212,9 @@ class TransparentPass(RenderPass):
         r, t = self.res, self.res.transparent
         _, fmt = r.color_target(ctx)
         pipe = r.mesh.blend(fmt)
-        first_instance = r.gs.first_instance
 
         def commands(enc) -> None:
-            r.bind_geometry(enc, t.view_group)
-            enc.set_bind_group(2, r.material_group)
-            enc.set_bind_group(3, r.shadow.group)
-            enc.set_pipeline(pipe)
-            if first_instance:
-                enc.set_bind_group(1, t.draw_group, [0])
-            for s in range(t.count):
-                if not first_instance:
-                    enc.set_bind_group(1, t.draw_group, [s * _DRAW_STRIDE])
-                enc.draw_indexed_indirect(t.args, 20 * s)
+            t.record_draws(enc, pipe)
 
         key = (pipe, t.view_group, r.material_group, r.shadow.group, r.gs.vertices)
         self.bundles.record(rpass, key, commands, color_formats=(fmt,), depth_format=DEPTH_FORMAT)
