@@ -48,6 +48,10 @@ class City(Sample):
             from engine.scene.procedural import city
 
             scene, path = city(args.instances or DEFAULT_INSTANCES, seed=args.seed)
+            if args.lights:
+                from engine.scene.city_lights import add_city_lights
+
+                add_city_lights(scene, args.lights, seed=args.seed)
         if args.camera is not None:
             from engine.scene.camera import FixedPath
 
@@ -66,8 +70,9 @@ class City(Sample):
         if args.cull_camera is not None:  # a capture of what a fixed culling camera culls
             self.frame.freeze_culling(True, camera=args.cull_camera)
         log.info(
-            "s13: %s instances, %d draw batches", f"{scene.count:,}", self.frame.gs.batch_count
-        )
+            "s13: %s instances, %d draw batches, %s lights", f"{scene.count:,}",
+            self.frame.gs.batch_count, f"{scene.lights.count:,}",
+        )  # fmt: skip
 
     def update(self, ctx) -> None:
         camera = self.path.at(ctx.time)

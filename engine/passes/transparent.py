@@ -24,6 +24,7 @@ import wgpu
 from engine.gpu_sort import GpuSort
 from engine.graph import ComputePass, RenderPass
 from engine.passes.bundles import BundleCache
+from engine.passes.lights import light_reads
 from engine.passes.resources import (
     DEPTH,
     DEPTH_FORMAT,
@@ -156,7 +157,8 @@ class TransparentPass(RenderPass):
 
     @property
     def reads(self) -> tuple[str, ...]:
-        return (*DRAW_INPUTS, TRANSPARENT_ORDER, DEPTH, self.res.color_name())
+        return (*DRAW_INPUTS, TRANSPARENT_ORDER, DEPTH, self.res.color_name(),
+                *light_reads(self.res, blend=True))  # fmt: skip
 
     @property
     def writes(self) -> tuple[str, ...]:
@@ -182,6 +184,7 @@ class TransparentPass(RenderPass):
             r.bind_geometry(enc, t.view_group)
             enc.set_bind_group(2, r.material_group)
             enc.set_bind_group(3, r.shadow.group)
+            enc.set_bind_group(4, r.lights.group)
             enc.set_pipeline(pipe)
             if first_instance:
                 enc.set_bind_group(1, t.draw_group, [0])
@@ -190,5 +193,5 @@ class TransparentPass(RenderPass):
                     enc.set_bind_group(1, t.draw_group, [s * _DRAW_STRIDE])
                 enc.draw_indexed_indirect(t.args, 20 * s)
 
-        key = (pipe, t.view_group, r.material_group, r.shadow.group, r.gs.vertices)
+        key = (pipe, t.view_group, r.material_group, r.shadow.group, r.lights.group, r.gs.vertices)
         self.bundles.record(rpass, key, commands, color_formats=(fmt,), depth_format=DEPTH_FORMAT)
