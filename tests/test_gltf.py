@@ -347,14 +347,14 @@ def test_required_extension_is_refused_by_name(tmp_path):
 
 def test_used_extensions_are_named_once_in_one_warning(tmp_path, caplog):
     doc, blob = two_nodes()
-    doc.extensionsUsed = ["KHR_texture_transform", "KHR_materials_unlit", "KHR_lights_punctual"]
+    doc.extensionsUsed = ["KHR_texture_transform", "KHR_materials_unlit", "KHR_materials_sheen"]
     save(doc, blob, tmp_path / "ext.gltf")
     with caplog.at_level(logging.WARNING, logger="lantern"):
         scene = load_gltf(str(tmp_path / "ext.gltf"))
     assert scene.count == 2
     lines = [r.getMessage() for r in caplog.records if "extension" in r.getMessage()]
     assert lines == [
-        f"{tmp_path / 'ext.gltf'}: ignoring glTF extension(s) KHR_lights_punctual, "
+        f"{tmp_path / 'ext.gltf'}: ignoring glTF extension(s) KHR_materials_sheen, "
         "KHR_materials_unlit (not implemented; the scene may look different)"
     ]
 

@@ -114,6 +114,30 @@ class LightSet:
         self._mark(start, start + k)
         return np.arange(start, start + k)
 
+    def extend(self, other: LightSet, start: int = 0, stop: int | None = None) -> None:
+        """Append ``other``'s lights ``start..stop`` (already checked: no validation).
+
+        Raises:
+            ValueError: more than ``MAX_LIGHTS`` in all.
+        """
+        stop = other.count if stop is None else min(stop, other.count)
+        k = max(stop - start, 0)
+        if self.count + k > MAX_LIGHTS:
+            raise ValueError(
+                f"lights: {self.count:,} + {k:,} is more than the {MAX_LIGHTS:,} a set holds"
+            )
+        self._grow(self.count + k)
+        for name, data in self._data.items():
+            data[self.count : self.count + k] = other._data[name][start:stop]
+        self._mark(self.count, self.count + k)
+        self.count += k
+
+    def truncate(self, count: int) -> None:
+        """Keep the first ``count`` lights (nothing to upload: the rest are just not drawn)."""
+        if count < self.count:
+            self.count = max(int(count), 0)
+            self.version += 1
+
     def set(self, indices, **fields) -> None:
         """Change the given fields (``add``'s names: position, kind, color, intensity, range,
         direction, inner_cone, outer_cone) of the lights ``indices`` (an int, a sequence or a

@@ -33,9 +33,19 @@ def add_city_lights(scene, count: int, *, seed: int = 0) -> LightSet:
     Raises:
         ValueError: ``count`` < 0, or windows wanted in a scene without buildings.
     """
+    scene.lights.extend(city_lights(scene, count, seed=seed))
+    return scene.lights
+
+
+def city_lights(scene, count: int, *, seed: int = 0) -> LightSet:
+    """A new ``LightSet`` of the city's first ``count`` lights (``add_city_lights``).
+
+    Raises:
+        ValueError: ``count`` < 0, or windows wanted in a scene without buildings.
+    """
     if count < 0:
         raise ValueError(f"lights: expected a count >= 0, got {count}")
-    lights = scene.lights
+    lights = LightSet()
     heads = scene.transforms[scene.material_ids == cm.LAMP][:, :3, 3]
     n_street = min(count, len(heads))
     if n_street:
