@@ -103,7 +103,7 @@ class LightsSample(Sample):
     category = "techniques"
     description = __doc__.splitlines()[0].split(": ", 1)[1]
     variants = LIGHT_PATHS
-    example_args = ("--instances", "2000", "--lights", "300")
+    example_args = ("--instances", "3000", "--lights", "1500")
 
     @classmethod
     def add_arguments(cls, parser) -> None:

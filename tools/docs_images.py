@@ -55,6 +55,12 @@ EXTRA: dict[str, tuple[str, tuple[str, ...]]] = {
     "view_lod": ("s13", (*CITY, "--view", "lod", "--size", VIEW)),
     "view_overdraw": ("s13", (*CITY, "--view", "overdraw", "--size", VIEW)),
     "view_hiz": ("s13", (*CITY, "--view", "hiz:3", "--size", VIEW)),
+    # the lights page: the night street and lights per cluster (s05)
+    "lights_night": ("s05", ("--instances", "3000", "--lights", "1500", "--size", "640x360")),
+    "view_lights": (
+        "s05",
+        ("--instances", "3000", "--lights", "1500", "--view", "lights", "--size", VIEW),
+    ),  # fmt: skip
 }
 
 
