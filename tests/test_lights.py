@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from engine.lights.gpu import CLUSTER_CAP, CLUSTERS, COUNTER_NAMES
-from engine.lights.model import LightSet
+from engine.lights.model import MAX_LIGHTS, LightSet
 from engine.lights.reference import assign_clusters, light_radiance
 from engine.materials.model import Material
 from engine.math3d import translation
@@ -229,3 +229,25 @@ def test_camera_inside_a_light_counts_and_stays_finite(gpu):
     _, _, got = _gpu_assignment(h)
     assert got["eye_inside"] == 1
     assert np.isfinite(h.texture(HDR)).all()
+
+
+def test_the_counter_block_reaches_the_frame_records(gpu):
+    """The ``lights`` block rides the records as the cull block does (HUD, telemetry, trace,
+    report and portal read ``record.counters``), a few frames late, never stalling."""
+    ls = _random_lights(80, 5)
+    h = Harness(gpu, _scene(ls), SIZE, PLAIN)
+    h.render(CAM, frames=8)
+    h.loop.drain()
+    ref = assign_clusters(h.frame.lights.records(), h.frame.res.cluster_view)
+    blocks = {c.block: c for c in h.loop.telemetry.latest.counters}
+    got = blocks["lights"].as_dict()
+    assert set(got) == set(COUNTER_NAMES) and "cull" in blocks
+    assert got["tested"] == 80
+    assert abs(got["pairs"] - ref.counters["pairs"]) <= int(ref.unsure.sum())
+
+
+def test_more_lights_than_a_set_holds_is_one_line():
+    ls = LightSet()
+    with pytest.raises(ValueError, match=r"is more than the 1,048,576 a set holds$"):
+        ls.add(np.zeros((MAX_LIGHTS + 1, 3)))
+    assert ls.count == 0

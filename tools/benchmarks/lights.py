@@ -7,7 +7,7 @@ The procedural city at night (``CITY`` instances) with its street lights and lit
 320x180, 256 and 4,096 lights, fewer frames, for a software rasteriser).
 
 CPU per frame is the frame loop's update + record + submit (the light set uploads only
-changed rows, so it should not grow with the count: the goal is CPU(65,536) <= 1.2 x
+changed rows, so it should not grow with the count: the goal is CPU(65,536) <= 1.1 x
 CPU(1)); the benchmark then waits for the GPU outside the timed span so a software GPU keeps
 in step. GPU figures are medians over the frames after ``WARMUP``.
 """
@@ -86,8 +86,11 @@ def run(gpu, args) -> None:
         cells = "  ".join(f"{p} {med[p]:.3f}" for p in PASSES if p in med)
         print(f"  {path:<9} {n:,} lights: {cells}  frame {med['frame']:.3f} ms GPU")
         stats = frame.res.light_stats.latest
-        if path == "clustered" and stats is not None:
-            print(f"    {stats.line()}")
+        if path == "clustered":
+            print(f"    Lights.Cluster {med.get('Lights.Cluster', 0.0):.3f} ms for {n:,} lights "
+                  "(goal <= 0.1 ms on the H200 at 16,384)")  # fmt: skip
+            if stats is not None:
+                print(f"    {stats.line()}")
     cpu = {}
     for count in QUICK_CPU_COUNTS if quick else CPU_COUNTS:
         frame, target, camera, loop = _setup(gpu, size, instances, count, "clustered", False)
@@ -95,4 +98,4 @@ def run(gpu, args) -> None:
         cpu[count] = statistics.median(t)
     (a, ta), (b, tb) = cpu.items()
     print(f"  CPU per frame (update + record + submit, clustered): {a:,} light(s) {ta:.3f} ms, "
-          f"{b:,} lights {tb:.3f} ms = {tb / ta:.2f}x (goal <= 1.2x)")  # fmt: skip
+          f"{b:,} lights {tb:.3f} ms = {tb / ta:.2f}x (goal <= 1.1x)")  # fmt: skip
