@@ -76,7 +76,12 @@ from engine.passes.cull import CullPass, CullResetPass, CullResources
 from engine.passes.exposure import ExposurePass, LuminancePass
 from engine.passes.frustum_lines import FrustumLines
 from engine.passes.hiz import DepthPyramid, HiZPass
-from engine.passes.lights import DeferredLightsPass, LightClusterPass, LightsResetPass
+from engine.passes.lights import (
+    DeferredLightsPass,
+    LightClusterPass,
+    LightsResetPass,
+    check_gbuffer,
+)
 from engine.passes.mesh import MainPass, MeshPipelines
 from engine.passes.post import PostPass
 from engine.passes.resources import (
@@ -314,6 +319,8 @@ class StandardFrame:
         """Apply new knobs: each pass's enable rule decides whether it runs; recreates what
         the knobs change (the shadow map); a temporal effect switched on starts afresh."""
         old = self.res.settings
+        fmt = HDR_FORMAT if settings.post else self.graph.output_format
+        check_gbuffer(self.device, settings, fmt)  # before anything changes
         if settings.taa and not old.taa:
             self.graph.reset_history(TAA)
         if settings.auto_exposure and not old.auto_exposure:

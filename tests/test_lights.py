@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ from engine.lights.model import MAX_LIGHTS, LightSet
 from engine.lights.reference import assign_clusters, light_radiance
 from engine.materials.model import Material
 from engine.math3d import translation
+from engine.passes.lights import check_gbuffer
 from engine.passes.resources import HDR
 from engine.scene.camera import Camera
 from engine.scene.meshes import box, plane
@@ -251,3 +253,14 @@ def test_more_lights_than_a_set_holds_is_one_line():
     with pytest.raises(ValueError, match=r"is more than the 1,048,576 a set holds$"):
         ls.add(np.zeros((MAX_LIGHTS + 1, 3)))
     assert ls.count == 0
+
+
+def test_a_device_too_small_for_the_g_buffer_is_one_line():
+    small = SimpleNamespace(limits={"max-color-attachments": 4,
+                                    "max-color-attachment-bytes-per-sample": 24})  # fmt: skip
+    deferred = replace(PLAIN, light_path="deferred", taa=True)
+    with pytest.raises(ValueError) as e:  # rgba16float 8 + normals 8 + albedo 8 + motion 4
+        check_gbuffer(small, deferred, "rgba16float")
+    assert "4 colour attachments of 28 bytes" in str(e.value) and "\n" not in str(e.value)
+    check_gbuffer(small, replace(deferred, taa=False), "rgba16float")  # 24 bytes: fits
+    check_gbuffer(small, replace(deferred, light_path="clustered"), "rgba16float")

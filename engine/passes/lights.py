@@ -47,6 +47,36 @@ def _lit(res) -> bool:
     return res.lights is not None and res.lights.count > 0
 
 
+#: WebGPU's render-target pixel byte cost of the formats the Main passes may write.
+_BYTE_COST = {"rgba16float": 8, "rg16float": 4, "rgba8unorm-srgb": 8, "rgba8unorm": 4,
+              "bgra8unorm": 4, "bgra8unorm-srgb": 8}  # fmt: skip
+
+
+def check_gbuffer(device, settings, color_format: str) -> None:
+    """The deferred path's Main passes write the colour, ``frame.normals``, ``frame.albedo``
+    and, with TAA, ``frame.motion``: check the device's colour-attachment limits hold them
+    (``create_gpu`` asks for the adapter's).
+
+    Raises:
+        ValueError: one line naming the limit, what the G-buffer needs and what to do.
+    """
+    if settings.light_path != "deferred":
+        return
+    from engine.passes.resources import FRAME_TARGETS, MOTION
+
+    names = [NORMALS, ALBEDO, *([MOTION] if settings.taa else [])]
+    formats = [color_format, *(FRAME_TARGETS[n][0] for n in names)]
+    count = device.limits.get("max-color-attachments", 8)
+    per_sample = device.limits.get("max-color-attachment-bytes-per-sample", 32)
+    need = sum(_BYTE_COST.get(f, 16) for f in formats)
+    if len(formats) > count or need > per_sample:
+        raise ValueError(
+            f"light-path deferred: the G-buffer needs {len(formats)} colour attachments of "
+            f"{need} bytes a pixel; this device allows {count} and {per_sample} bytes: use "
+            "the clustered path (light-path clustered) or another adapter"
+        )
+
+
 def light_reads(res, *, blend: bool = False) -> tuple[str, ...]:
     """What a pass shading with the lights reads now: the lights, and the cluster lists
     unless the path is plain forward; nothing without lights or for the deferred path's
