@@ -48,6 +48,7 @@ DEFAULT_INSTANCES = 20_000
 DEFAULT_LIGHTS = 2_000
 STOP_MS = 100.0  # a path whose median frame is slower drops out of the larger counts
 SETTLE = 3  # frames after each switch not measured (uploads, first use of a pipeline)
+MAX_BLOCK = 4  # a block waits at most this many times its frames for timed records
 CULL_PASSES = ("Lights.Reset", "Lights.Cluster")
 SHADE_PASSES = ("Main.Early", "Main.Late", "Lights.Deferred", "Transparent")
 COUNTS = (1, 64, 256, 1024, 4096, 16384, 65536)
@@ -148,7 +149,7 @@ class LightsSample(Sample):
         settings = replace(settings_from_args(args), night=True)
         self.frame = StandardFrame(self.app.gpu, graph, scene, settings)
         self.frame.register_commands(self.app.commands)
-        self._block_left = 0
+        self._block_run, self._finished = 0, False
         self._current: tuple[int, str] | None = None
         log.info("s05: %s instances, %s lights", f"{scene.count:,}", f"{self.lights.count:,}")
 
@@ -170,16 +171,26 @@ class LightsSample(Sample):
         self.frame.update(ctx, camera)
 
     def _sweep_step(self, ctx) -> None:
+        """Advance the sweep by one frame. A block runs ``SETTLE`` frames, then tags its
+        frames until ``frames`` of them came back timed (a record may come without GPU times
+        when every query pool was in flight), at most ``MAX_BLOCK`` x as long."""
         s = self.sweep
-        if self._block_left == 0:
+        if self._current is not None:
+            n = len(s.readings[self._current])
+            ran = self._block_run - SETTLE
+            if (ran >= s.frames and n >= s.frames) or ran >= MAX_BLOCK * s.frames:
+                self._current = None
+        if self._current is None:
+            if self._finished:
+                return
             if not s.blocks:
                 done = {c for c, _ in s.readings}
-                todo = [c for c in s.counts if c not in done and c > max(done, default=0)]
+                todo = [c for c in s.counts if c > max(done, default=0)]
                 if todo and s.active:
                     s.plan(todo[0])
                 if not s.blocks or not s.active:  # finished: a few frames for the readbacks
                     self.app.ctx.final_frame = ctx.frame_index + SETTLE + 3
-                    self._current, self._block_left = None, 1 << 30
+                    self._finished = True
                     return
             self._current = s.blocks.pop(0)
             count, path = self._current
@@ -187,10 +198,10 @@ class LightsSample(Sample):
             if path != self.app.loop.variant:
                 self.app.set_variant(path)
             s.readings.setdefault(self._current, [])
-            self._block_left = s.frames + SETTLE
-        if self._current is not None and self._block_left <= s.frames:
+            self._block_run = 0
+        if self._block_run >= SETTLE:
             s.tags[ctx.frame_index] = self._current
-        self._block_left -= 1
+        self._block_run += 1
 
     def _on_record(self, record) -> None:
         tag = self.sweep.tags.pop(record.frame_index, None)
@@ -209,7 +220,8 @@ class LightsSample(Sample):
 
 def format_sweep(s: Sweep) -> str:
     """The sweep's table (median ms per count and path) and its crossover lines."""
-    head = f"s05 sweep: GPU ms, medians of {s.rounds} x {s.frames} interleaved frames"
+    head = (f"s05 sweep: GPU ms, medians over {s.rounds} interleaved block(s) per path of at "
+            f"least {s.frames} timed frames each")  # fmt: skip
     lines = [head, f"{'lights':>7} {'path':<10} {'cull':>8} {'shade':>8} {'total':>8} "
                    f"{'frame':>8}  frames"]  # fmt: skip
     for count in s.counts:

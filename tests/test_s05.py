@@ -51,7 +51,7 @@ def test_a_tiny_sweep_prints_every_path_and_the_crossovers(tmp_path):
     seen = {(int(n), p) for n, p, *_ in rows}
     assert seen == {(n, p) for n in (1, 16) for p in LIGHT_PATHS}, r.stdout
     for n, p, cull, _shade, total, frame, frames in rows:
-        assert int(frames) == 2
+        assert int(frames) >= 2  # a block runs until 2 frames came back timed
         assert float(frame) >= float(total) > 0
         assert (float(cull) == 0) == (p == "forward"), (n, p, cull)  # forward assigns nothing
     assert "clustered over forward:" in r.stdout and "deferred over clustered:" in r.stdout
