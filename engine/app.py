@@ -437,17 +437,20 @@ def _print_graph(app: App) -> int:
 
 
 def _run_capture(app: App, sample: Sample, target: OffscreenTarget) -> None:
-    frames = app.ctx.final_frame + 1
     update = app.update(sample)
-    with Progress(frames) as progress:  # one \r-updated line on a terminal, else nothing
-        for i in range(frames):
+    i = 0
+    with Progress(app.ctx.final_frame + 1) as progress:  # one \r-updated line on a terminal
+        while i <= app.ctx.final_frame:  # a sample may move the last frame (s05's sweep)
             if app.interrupt.requested:
                 progress.close()
                 print(f"interrupted after {i} frame(s): {app.args.capture} not written")
                 return
             app.loop.frame(target.view, i * CAPTURE_DT, update)
             app.frame_done(target.texture)
-            progress.update(i + 1)
+            i += 1
+            progress.total = app.ctx.final_frame + 1
+            progress.update(i)
+    frames = i
     if app.args.capture is None:  # --dump alone: its tool wrote the file
         return
     try:

@@ -10,10 +10,13 @@ Passes, in order (each an object in ``engine/passes/`` that owns its pipeline, t
     Shadow.Cull  compute   casters vs the sun's volume, extended toward the sun
     Shadow       render    depth-only sun shadow map (indirect draws)
     Cull.Early   compute   last frame's visible set, frustum only
+    Lights.Reset transfer  last frame's light counters to the readback ring; counts cleared
+    Lights.Cluster compute the local lights assigned to view-space clusters (froxels)
     Main.Early   render    draw it: reverse-Z depth32float (clear 0, compare greater), HDR
     HiZ          compute   depth pyramid from that depth
     Cull.Late    compute   everything: frustum, sub-pixel, Hi-Z; newly visible queued
     Main.Late    render    draw the newly visible (colour and depth loaded)
+    Lights.Deferred render the deferred light path: the G-buffer lit by its cluster lights
     Sky          render    the sky model where nothing was drawn (depth still 0)
     Ambient      render    frame.ambient added to the colour (only while a pass reads it)
     Transparent.Sort compute BLEND instances Cull.Late kept, sorted back to front (GPU sort)
@@ -64,6 +67,7 @@ from engine.culling.stats import CullStats
 from engine.gpu import GpuError
 from engine.graph import Pass, RenderGraph, TextureDesc
 from engine.knobs import Knob
+from engine.lights.gpu import PATH_MODES, GpuLights, LightStats, cluster_view
 from engine.materials.gpu import GpuMaterials
 from engine.math3d import column_major, inverse4
 from engine.passes.ambient import AmbientPass
@@ -72,6 +76,12 @@ from engine.passes.cull import CullPass, CullResetPass, CullResources
 from engine.passes.exposure import ExposurePass, LuminancePass
 from engine.passes.frustum_lines import FrustumLines
 from engine.passes.hiz import DepthPyramid, HiZPass
+from engine.passes.lights import (
+    DeferredLightsPass,
+    LightClusterPass,
+    LightsResetPass,
+    check_gbuffer,
+)
 from engine.passes.mesh import MainPass, MeshPipelines
 from engine.passes.post import PostPass
 from engine.passes.resources import (
@@ -83,6 +93,7 @@ from engine.passes.resources import (
     HDR,
     HDR_FORMAT,
     INSTANCES,
+    LIGHTS,
     PYRAMID,
     SHADOW_MAP,
     SKY_HORIZON,
@@ -109,10 +120,13 @@ STANDARD_PASSES = (
     ("Shadow.Cull", CullPass),
     ("Shadow", ShadowPass),
     ("Cull.Early", CullPass),
+    ("Lights.Reset", LightsResetPass),
+    ("Lights.Cluster", LightClusterPass),
     ("Main.Early", MainPass),
     ("HiZ", HiZPass),
     ("Cull.Late", CullPass),
     ("Main.Late", MainPass),
+    ("Lights.Deferred", DeferredLightsPass),
     ("Sky", SkyPass),
     ("Ambient", AmbientPass),
     ("Transparent.Sort", TransparentSortPass),
@@ -127,6 +141,11 @@ PASS_NAMES = tuple(name for name, _ in STANDARD_PASSES)
 SKY_ZENITH = (0.16, 0.32, 0.68)
 GROUND = (0.30, 0.27, 0.23)
 SUN_COLOR = (3.0, 2.8, 2.5)
+#: The night knob's sky (zenith, horizon, ground; linear) and moon (in the sun's place).
+NIGHT_SKY = ((0.0015, 0.003, 0.010), (0.010, 0.013, 0.024), (0.008, 0.007, 0.006))
+MOON_COLOR = (0.03, 0.035, 0.05)
+#: Bind groups the standard frame's lit pipelines use (WebGPU's default allows 4).
+BIND_GROUPS = 5
 #: Texture LOD bias with TAA on: log2(render / display resolution) - 1 = -1 at native
 #: resolution, so the jittered frames resolve the next finer mip's detail (AMD FidelityFX
 #: Super Resolution 2 documentation, "Mipmap biasing").
@@ -183,7 +202,12 @@ class StandardFrame:
 
     Raises:
         ValueError: an empty scene or more than ``MAX_INSTANCES`` instances.
-        GpuError: the adapter's backend cannot run the frame's shaders (OpenGL).
+        GpuError: the adapter's backend cannot run the frame's shaders (OpenGL), or the
+            device allows fewer than ``BIND_GROUPS`` bind groups.
+
+    The scene's lights (``scene.lights``, also ``frame.lights``) are shaded on the path the
+    ``light_path`` knob picks; add and change them at any time (only changed rows are
+    uploaded, in the next ``update``).
     """
 
     def __init__(
@@ -202,13 +226,19 @@ class StandardFrame:
             )
         if scene.count > MAX_INSTANCES:
             raise ValueError(f"scene has {scene.count:,} instances; at most {MAX_INSTANCES:,}")
+        groups = gpu.device.limits.get("max-bind-groups", 4)
+        if groups < BIND_GROUPS:
+            raise GpuError(
+                f"the standard frame's lit pipelines use {BIND_GROUPS} bind groups and "
+                f"{gpu.summary} allows {groups}: use another adapter (--adapter)"
+            )
         self.gpu, self.graph, self.scene = gpu, graph, scene
         self.device = d = gpu.device
         settings = settings or FrameSettings()
         gs = GpuScene(d, scene, first_instance="indirect-first-instance" in gpu.features)
         stats = stats if stats is not None else CullStats(d)
         graph.add_readback(stats)
-        graph.import_resource(INSTANCES, VISIBILITY, GEOMETRY)
+        graph.import_resource(INSTANCES, VISIBILITY, GEOMETRY, LIGHTS)
         tex = wgpu.TextureUsage
         graph.create_texture(
             DEPTH,
@@ -245,6 +275,14 @@ class StandardFrame:
         )
         self.materials = self.res.materials = materials
         self.res.material_group = self.materials.group
+        self.lights = scene.lights
+        self.res.lights = GpuLights(d, scene.lights, mesh.layout_lights)
+        self.res.light_stats = LightStats(d)
+        graph.add_readback(self.res.light_stats)
+        self._sky = (SKY_ZENITH, SKY_HORIZON, GROUND, SUN_COLOR)
+        self._lights_written = False  # the light uniform last said there are lights
+        if settings.night:
+            self._set_sky(True)
         self.res.transparent = TransparentResources(self.res)
         self.gs, self.stats, self.pyramid = gs, stats, self.res.pyramid
         graph.import_texture(PYRAMID, lambda: self.res.pyramid.texture)  # readable by name
@@ -261,6 +299,8 @@ class StandardFrame:
         self.jitter_sequence = JITTER  # sub-pixel offsets (pixels) cycled with TAA on
         self.cut_distance = 0.1 * float(np.linalg.norm(scene.extent[1] - scene.extent[0]))
         self.passes = [graph.add(make(self.res, name)) for name, make in STANDARD_PASSES]
+        light_kinds = (LightsResetPass, LightClusterPass, DeferredLightsPass)
+        self._light_passes = [p for p in self.passes if isinstance(p, light_kinds)]
         self.res.output_pass = self.passes[-1]  # Post
         self.added: list = []  # passes a sample put in (insert / replace)
         self.knobs = dict((k.attr, k) for k in FRAME_KNOBS)  # attr -> Knob, the sample's too
@@ -279,11 +319,15 @@ class StandardFrame:
         """Apply new knobs: each pass's enable rule decides whether it runs; recreates what
         the knobs change (the shadow map); a temporal effect switched on starts afresh."""
         old = self.res.settings
+        fmt = HDR_FORMAT if settings.post else self.graph.output_format
+        check_gbuffer(self.device, settings, fmt)  # before anything changes
         if settings.taa and not old.taa:
             self.graph.reset_history(TAA)
         if settings.auto_exposure and not old.auto_exposure:
             self.graph.reset_history(EXPOSURE)
         self.res.settings = settings
+        if settings.night != old.night:
+            self._set_sky(settings.night)
         self.res.shadow.resize(settings.shadow_size)
         self.materials.set_params(
             mip_bias=TAA_MIP_BIAS if settings.taa and settings.post else 0.0,
@@ -294,6 +338,12 @@ class StandardFrame:
             if hasattr(p, "enabled_by"):
                 p.enabled = p.enabled_by(settings)
         self.res.cull.reset = True
+
+    def _set_sky(self, night: bool) -> None:
+        """The day's or the night's sky, sun (moon) and ambient light."""
+        zenith, horizon, ground = NIGHT_SKY if night else (SKY_ZENITH, SKY_HORIZON, GROUND)
+        self._sky = (zenith, horizon, ground, MOON_COLOR if night else SUN_COLOR)
+        self.materials.set_sky((zenith, horizon, ground))
 
     def set_settings(self, **changes) -> FrameSettings:
         """``configure(replace(settings, **changes))``; returns the new settings.
@@ -469,10 +519,29 @@ class StandardFrame:
             r.camera_cut = math.sqrt(sum(x * x for x in d)) > self.cut_distance
         fit = self._fit_sun(view_proj)
         r.sun_view_proj = fit.view_proj
+        self._update_lights(camera, view, jproj, ctx.size)
         self._update_frustum_lines(jittered, aspect)
         q = self.device.queue
         q.write_buffer(r.view_uniform, 0, self._view_bytes(camera, jittered, fit, view, jproj))
         q.write_buffer(r.cull.uniform, 0, self._cull_bytes(ctx.size, aspect, fit, view, jproj))
+
+    def _update_lights(self, camera, view, proj, size) -> None:
+        """Upload the changed lights, this frame's grid (slices from the near plane to the
+        scene's farthest corner) and turn the light passes on or off with the count."""
+        g = self.res.lights
+        g.upload()
+        for p in self._light_passes:
+            p.enabled = p.enabled_by(self.settings)
+        if not g.count and not self._lights_written:  # nothing to say (again): no write
+            return
+        self._lights_written = g.count > 0
+        lo, hi = self.scene.extent
+        pairs = zip(lo.tolist(), hi.tolist(), camera.eye.tolist(), strict=True)
+        corner = [max(abs(a - x), abs(b - x)) for a, b, x in pairs]
+        far = math.sqrt(sum(c * c for c in corner))  # the farthest corner of the extent
+        cv = cluster_view(view, proj, size, float(camera.near), far)
+        self.res.cluster_view = cv
+        g.write_params(cv, PATH_MODES[self.settings.light_path])
 
     def _view_bytes(self, camera, view_proj, fit, view, proj) -> bytes:
         """The ``View`` uniform (``VIEW_DTYPE``) in one ``struct.pack`` of plain numbers in
@@ -487,13 +556,13 @@ class StandardFrame:
             s.fog_density,
             *np.asarray(self.scene.sun_direction).tolist(),
             1.0 if s.shadows else 0.0,
-            *SUN_COLOR,
+            *self._sky[3],  # the sun (the moon at night)
             fit.texel_world,
-            *SKY_ZENITH,
+            *self._sky[0],
             s.shadow_size,
-            *SKY_HORIZON,
+            *self._sky[1],
             1.0 if s.auto_exposure else s.exposure,
-            *GROUND,
+            *self._sky[2],
             0.0,
             *column_major(view),
             *column_major(proj),

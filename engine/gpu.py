@@ -219,6 +219,10 @@ def create_gpu(
             "max-buffer-size",
             "max-texture-array-layers",
             "max-texture-dimension-2d",
+            # the lit pipelines' fifth group (the lights), the deferred path's G-buffer
+            "max-bind-groups",
+            "max-color-attachments",
+            "max-color-attachment-bytes-per-sample",
         )
         if k in adapter.limits
     }

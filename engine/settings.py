@@ -14,7 +14,12 @@ from dataclasses import dataclass
 from engine.commands import Arg, Choice, CommandError, Int, Switch
 from engine.culling.cull import LOD_BASE_PX, MAX_INSTANCES
 from engine.knobs import Knob, add_knob_arguments, values_from_args
+from engine.lights.model import MAX_LIGHTS
 from engine.scene.camera import CAMERA_FORMAT, parse_camera
+
+#: How the local lights are shaded (``engine.passes.lights``): every light in every fragment,
+#: the fragment's cluster's lights, or a G-buffer lit by a fullscreen pass.
+LIGHT_PATHS = ("clustered", "forward", "deferred")
 
 #: Shadow map sizes in texels: a power of two in this range (inclusive).
 SHADOW_SIZES = (256, 8192)
@@ -87,9 +92,13 @@ class FrameSettings:
             (world units) are shadowed (None: ``engine.passes.shadow.SHADOW_DISTANCE``, 90).
         lod_base_px: projected diameter in pixels below which LOD 1 is used (halving per LOD).
         textures: sample the materials' textures (off: factors only, the untextured cost).
+        light_path: how the local lights are shaded, one of ``LIGHT_PATHS``: ``clustered``
+            (clustered forward: ``Lights.Cluster`` assigns them to froxels), ``forward``
+            (every light in every fragment) or ``deferred`` (G-buffer + ``Lights.Deferred``).
+        night: the night sky (a dim sky and a moon in the sun's place) instead of the day's.
 
     Raises:
-        ValueError: a bad ``shadow_size``, ``exposure`` or a negative number.
+        ValueError: a bad ``shadow_size``, ``exposure``, ``light_path`` or a negative number.
     """
 
     shadows: bool = True
@@ -104,6 +113,8 @@ class FrameSettings:
     bloom: bool = True
     taa: bool = True
     textures: bool = True
+    light_path: str = "clustered"
+    night: bool = False
 
     def __post_init__(self):
         try:
@@ -113,6 +124,9 @@ class FrameSettings:
         check_exposure(self.exposure)
         if self.fog_density < 0 or self.lod_base_px <= 0:
             raise ValueError("fog_density must be >= 0 and lod_base_px > 0")
+        if self.light_path not in LIGHT_PATHS:
+            raise ValueError(f"light_path: expected one of {', '.join(LIGHT_PATHS)}, "
+                             f"got {self.light_path!r}")  # fmt: skip
 
     @property
     def auto_exposure(self) -> bool:
@@ -207,7 +221,17 @@ FRAME_KNOBS = (
     Knob("bloom", Switch(), True, "energy-conserving bloom (Post.Bloom)"),
     Knob("taa", Switch(), True, "temporal anti-aliasing (Post.TAA)"),
     Knob("textures", Switch(), True, "material textures (off: factors only, untextured)"),
+    Knob(
+        "light-path",
+        Choice(*LIGHT_PATHS),
+        FrameSettings.light_path,
+        "how the local lights are shaded: clustered (Lights.Cluster assigns them to froxels), "
+        "forward (every light in every fragment) or deferred (G-buffer + Lights.Deferred)",
+    ),
+    Knob("night", Switch(), False, "the night sky: a dim sky and a moon in the sun's place"),
 )
+
+lights_type = Int(0, MAX_LIGHTS, what="a light count").argparse_type()
 
 
 def add_frame_arguments(parser: argparse.ArgumentParser, *, default_instances: int) -> None:
@@ -226,6 +250,14 @@ def add_frame_arguments(parser: argparse.ArgumentParser, *, default_instances: i
         metavar="N",
         help=f"instances, 1..{MAX_INSTANCES:,}: the procedural city's size (default "
         f"{default_instances:,}), or with --scene the file repeated on a grid up to N",
+    )
+    g.add_argument(
+        "--lights",
+        type=lights_type,
+        default=0,
+        metavar="N",
+        help=f"local lights, 0..{MAX_LIGHTS:,}: the procedural city's street lights (spot) "
+        "and lit windows (point); ignored with --scene (its KHR_lights_punctual lights)",
     )
     g.add_argument(
         "--camera",

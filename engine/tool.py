@@ -144,7 +144,8 @@ class ToolContext:
         loop: the ``FrameLoop``; ``loop.between_frames`` runs callables on the frame thread.
         options: the parsed command line (``argparse.Namespace``); tools read their own flags.
         window: the ``engine.surfaces.WindowSurface`` of a window run, else None (headless).
-        final_frame: the index of a capture run's last frame (the one written out), else
+        final_frame: the index of a capture run's last frame (the one written out; a sample
+            may move it, before or during the run, to end the run earlier or later), else
             None: views show their newest figures on it.
         hud: the HUD service (``engine.hud.service.Hud``): panels, mode, notice, per-pass
             notes, an area kept clear; None where no HUD runs (a test's bare context).

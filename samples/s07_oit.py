@@ -322,7 +322,7 @@ class LinkedBuild(RenderPass):
                 {"binding": 3, "resource": {"buffer": g.buffer(COUNTERS)}},
                 {"binding": 4, "resource": g.view(DEPTH)}]))  # fmt: skip
         pipe = self.shader.get()
-        key = (pipe, group, self.res.material_group, self.res.shadow.group, self.res.gs.vertices)
+        key = t.bundle_key(pipe, group)
         self.bundles.record(rpass, key, lambda enc: t.record_draws(enc, pipe, group),
                             color_formats=(), depth_format=DEPTH_FORMAT)  # fmt: skip
 
@@ -360,7 +360,7 @@ class WboitAccumulate(RenderPass):
 
     def record(self, ctx, rpass) -> None:
         t, pipe = self.res.transparent, self.shader.get()
-        key = (pipe, self.res.material_group, self.res.shadow.group, self.res.gs.vertices)
+        key = t.bundle_key(pipe)
         self.bundles.record(rpass, key, lambda enc: t.record_draws(enc, pipe),
                             color_formats=(ACCUM_FORMAT, REVEAL_FORMAT),
                             depth_format=DEPTH_FORMAT)  # fmt: skip
@@ -716,6 +716,8 @@ class OitSample(Sample):
     def close(self) -> None:
         """Shutdown: the counts still in flight too (they arrive frames late), so a short run
         (a capture of a few frames) still says what it dropped."""
+        if not hasattr(self, "oit"):  # build did not get that far
+            return
         self.oit.readback.drain()
         for c in self.oit.readback.history:
             self._warn(c)

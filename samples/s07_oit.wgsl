@@ -36,7 +36,7 @@ const SLOT_DROPPED: u32 = C_DROPPED;
 fn blend_fragment(in: VsOut, front: bool) -> vec4f {
     let s = surface(in, front);
     let two_sided = (material_flags(materials[material_ids[in.id]]) & 4u) != 0u;
-    let colour = shade(in, s);
+    let colour = shade(in, s, light_params.modes.z);  // the lights as Transparent has them
     if (!front && !two_sided) {
         return vec4f(0.0, 0.0, 0.0, -1.0);
     }

@@ -60,6 +60,10 @@ class City(Sample):
                 seed=args.seed,
                 materials=args.materials == "city",
             )
+            if args.lights:
+                from engine.scene.city_lights import add_city_lights
+
+                add_city_lights(scene, args.lights, seed=args.seed)
         if args.camera is not None:
             from engine.scene.camera import FixedPath
 
@@ -78,8 +82,9 @@ class City(Sample):
         if args.cull_camera is not None:  # a capture of what a fixed culling camera culls
             self.frame.freeze_culling(True, camera=args.cull_camera)
         log.info(
-            "s13: %s instances, %d draw batches", f"{scene.count:,}", self.frame.gs.batch_count
-        )
+            "s13: %s instances, %d draw batches, %s lights", f"{scene.count:,}",
+            self.frame.gs.batch_count, f"{scene.lights.count:,}",
+        )  # fmt: skip
 
     def update(self, ctx) -> None:
         camera = self.path.at(ctx.time)

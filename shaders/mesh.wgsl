@@ -8,7 +8,8 @@
 // The Main passes' on-demand outputs (engine/passes/resources.py FRAME_TARGETS), each compiled
 // in only while a pass reads it, at the location its define holds: OUT_NORMALS (the
 // octahedral view-space shading normal, roughness, metallic), OUT_MOTION (motion vectors,
-// pixels), OUT_AMBIENT (the ambient light, then left out of the colour).
+// pixels), OUT_AMBIENT (the ambient light, then left out of the colour), OUT_ALBEDO (the
+// linear base colour: the deferred path's G-buffer with OUT_NORMALS).
 // #include "mesh_view.wgsl"
 
 // #include "mesh_draw.wgsl"
@@ -16,6 +17,8 @@
 // #include "material.wgsl"
 
 // #include "brdf.wgsl"
+
+// #include "mesh_lights.wgsl"
 
 @group(3) @binding(0) var shadow_map: texture_depth_2d;
 @group(3) @binding(1) var shadow_sampler: sampler_comparison;
@@ -165,15 +168,15 @@ fn surface(in: VsOut, front: bool) -> Surface {
 }
 
 // Outgoing radiance towards the eye, in two parts: direct (sun through the BRDF and the
-// shadow map, emissive) and ambient (the sky's SH x material occlusion), each attenuated by
-// distance fog (exponential, density eye.w per world unit), whose in-scattered horizon sky
-// goes with the direct part.
+// shadow map, emissive, the local lights `light_mode` picks: lights_shade.wgsl) and ambient
+// (the sky's SH x material occlusion), each attenuated by distance fog (exponential, density
+// eye.w per world unit), whose in-scattered horizon sky goes with the direct part.
 struct Lit {
     direct: vec3f,
     ambient: vec3f,
 };
 
-fn lighting(in: VsOut, s: Surface) -> Lit {
+fn lighting(in: VsOut, s: Surface, light_mode: u32) -> Lit {
     let l = view.sun_dir.xyz;
     let to_eye = view.eye.xyz - in.world;
     let dist = length(to_eye);
@@ -182,13 +185,18 @@ fn lighting(in: VsOut, s: Surface) -> Lit {
     let vis = select(0.0, sun_visibility(in.world, s.ng), ndl > 0.0);
     let sun = brdf(s.base.rgb, s.metallic, s.roughness, s.n, v, l) * (PI * view.sun_color.rgb);
     let kept = exp(-dist * view.eye.w);  // 1 - fog
-    let direct = (sun * max(ndl, 0.0) * vis + s.emissive) * kept + sky_color(view, -v) * (1.0 - kept);
+    let depth = -dot(vec4f(view.view[0].z, view.view[1].z, view.view[2].z, view.view[3].z),
+                     vec4f(in.world, 1.0));  // view depth
+    let local = local_lights(light_mode, in.clip.xy, depth, in.world, s.n, v, s.base.rgb,
+                             s.metallic, s.roughness);
+    let direct = (sun * max(ndl, 0.0) * vis + s.emissive + local) * kept
+        + sky_color(view, -v) * (1.0 - kept);
     let amb = ambient(s.base.rgb, s.metallic, s.roughness, s.n, v) * s.occlusion * kept;
     return Lit(direct, amb);
 }
 
-fn shade(in: VsOut, s: Surface) -> vec3f {
-    let lit = lighting(in, s);
+fn shade(in: VsOut, s: Surface, light_mode: u32) -> vec3f {
+    let lit = lighting(in, s, light_mode);
     return lit.direct + lit.ambient;
 }
 
@@ -204,10 +212,13 @@ struct MainOut {
 // #if OUT_AMBIENT
     @location(OUT_AMBIENT) ambient: vec4f,
 // #endif
+// #if OUT_ALBEDO
+    @location(OUT_ALBEDO) albedo: vec4f,
+// #endif
 };
 
 fn main_out(in: VsOut, s: Surface) -> MainOut {
-    let lit = lighting(in, s);
+    let lit = lighting(in, s, light_params.modes.y);
     var out: MainOut;
     out.color = vec4f(lit.direct + lit.ambient, 1.0);
 // #if OUT_AMBIENT
@@ -220,6 +231,9 @@ fn main_out(in: VsOut, s: Surface) -> MainOut {
 // #endif
 // #if OUT_MOTION
     out.motion = vec4f(motion_pixels(view, in.clip.xy, in.prev_clip), 0.0, 0.0);
+// #endif
+// #if OUT_ALBEDO
+    out.albedo = vec4f(s.base.rgb, 1.0);
 // #endif
     return out;
 }
@@ -245,7 +259,7 @@ fn fs_blend(in: VsOut, @builtin(front_facing) front: bool) -> @location(0) vec4f
     if (!front && !two_sided) {  // one pipeline draws both: single-sided back faces go here
         discard;
     }
-    return vec4f(shade(in, s), clamp(s.base.a, 0.0, 1.0));
+    return vec4f(shade(in, s, light_params.modes.z), clamp(s.base.a, 0.0, 1.0));
 }
 
 // Debug views of the material inputs (engine/tools/views, View.Geometry): shading.params.z

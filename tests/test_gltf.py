@@ -347,14 +347,14 @@ def test_required_extension_is_refused_by_name(tmp_path):
 
 def test_used_extensions_are_named_once_in_one_warning(tmp_path, caplog):
     doc, blob = two_nodes()
-    doc.extensionsUsed = ["KHR_texture_transform", "KHR_materials_unlit", "KHR_lights_punctual"]
+    doc.extensionsUsed = ["KHR_texture_transform", "KHR_materials_unlit", "KHR_materials_sheen"]
     save(doc, blob, tmp_path / "ext.gltf")
     with caplog.at_level(logging.WARNING, logger="lantern"):
         scene = load_gltf(str(tmp_path / "ext.gltf"))
     assert scene.count == 2
     lines = [r.getMessage() for r in caplog.records if "extension" in r.getMessage()]
     assert lines == [
-        f"{tmp_path / 'ext.gltf'}: ignoring glTF extension(s) KHR_lights_punctual, "
+        f"{tmp_path / 'ext.gltf'}: ignoring glTF extension(s) KHR_materials_sheen, "
         "KHR_materials_unlit (not implemented; the scene may look different)"
     ]
 
@@ -627,3 +627,47 @@ def test_a_utf8_byte_order_mark_is_accepted(tmp_path):
     path.write_bytes(b"\xef\xbb\xbf" + _named(_asset_json(), "café").encode())
     ref = load_gltf(str(ASSETS / "two_nodes.gltf"))
     assert np.array_equal(load_gltf(str(path)).transforms, ref.transforms)
+
+
+def _with_lights(tmp_path, lights: list[dict]) -> Path:
+    """two_nodes with ``KHR_lights_punctual``: light 0 on the parent, light 1 (if any) on the
+    child."""
+    doc, blob = two_nodes()
+    doc.extensionsUsed = ["KHR_lights_punctual"]
+    doc.extensions = {"KHR_lights_punctual": {"lights": lights}}
+    for i in range(min(len(lights), 2)):
+        doc.nodes[i].extensions = {"KHR_lights_punctual": {"light": i}}
+    save(doc, blob, tmp_path / "lit.gltf")
+    return tmp_path / "lit.gltf"
+
+
+def test_punctual_lights_are_placed_by_their_nodes(tmp_path):
+    spot = {"type": "spot", "color": [1.0, 0.5, 0.25], "intensity": 40.0, "range": 9.0,
+            "spot": {"innerConeAngle": 0.2, "outerConeAngle": 0.6}}  # fmt: skip
+    scene = load_gltf(str(_with_lights(tmp_path, [spot, {"type": "point"}])))
+    ls = scene.lights
+    assert ls.count == 2
+    # parent: (1, 2, 3), 90 degrees about +Y, so its -Z points along -X
+    np.testing.assert_allclose(ls.position[0], [1, 2, 3], atol=1e-6)
+    np.testing.assert_allclose(ls.direction[0], [-1, 0, 0], atol=1e-6)
+    np.testing.assert_allclose(ls.color[0], [1.0, 0.5, 0.25])
+    assert ls.intensity[0] == 40.0 and ls.range[0] == 9.0
+    np.testing.assert_allclose([ls.inner[0], ls.outer[0]], [0.2, 0.6], rtol=1e-6)
+    # child: (1, 0, 0) in the parent, scale 2: at (1, 2, 2); the extension's defaults
+    np.testing.assert_allclose(ls.position[1], [1, 2, 2], atol=1e-6)
+    assert ls.intensity[1] == 1.0 and ls.kind[1] == 0
+    assert ls.range[1] > 0  # no range: cut off where it falls to CUTOFF_LUX
+
+
+@pytest.mark.parametrize(
+    ("light", "words"),
+    [
+        ({"type": "point", "range": -1.0}, "range -1.0"),
+        ({"type": "spot", "spot": {"innerConeAngle": 0.9, "outerConeAngle": 0.5}}, "cone"),
+        ({"type": "area"}, "type 'area'"),
+    ],
+)
+def test_bad_punctual_lights_are_refused_in_one_line(tmp_path, light, words):
+    with pytest.raises(SceneError) as e:
+        load_gltf(str(_with_lights(tmp_path, [light])))
+    assert words in str(e.value) and "\n" not in str(e.value)

@@ -30,7 +30,7 @@ LAYERS = (
               "shader_registry", "safe_write", "math3d", "interrupt", "progress",
               "pass_descriptors", "logtail", "textfile", "counters", "gpu_sort")),
     ("core", ("graph", "loop", "telemetry", "commands", "profiling.sink", "options")),
-    ("producers", ("profiling", "scene", "culling", "passes", "materials")),
+    ("producers", ("profiling", "scene", "culling", "passes", "materials", "lights")),
     ("frame", ("frame", "settings", "knobs")),
     ("services", ("hud", "flamechart")),
     ("tools", ("tool", "tools")),

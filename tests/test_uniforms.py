@@ -11,10 +11,13 @@ import pytest
 
 from engine.culling.cull import CULL_DTYPE, cull_uniform
 from engine.frame import VIEW_DTYPE
+from engine.lights.gpu import PARAMS_DTYPE as LIGHT_PARAMS_DTYPE
+from engine.lights.model import LIGHT_DTYPE
 
 SHADERS = Path(__file__).resolve().parents[1] / "shaders"
 # WGSL (size, alignment) of the member types these structs use (WGSL spec, "Memory Layout")
-SIZES = {"mat4x4f": (64, 16), "vec4f": (16, 16), "vec4u": (16, 16), "f32": (4, 4), "u32": (4, 4)}
+SIZES = {"mat4x4f": (64, 16), "vec4f": (16, 16), "vec4u": (16, 16), "vec3f": (12, 16),
+         "f32": (4, 4), "u32": (4, 4)}  # fmt: skip
 
 
 def wgsl_layout(file: str, struct: str) -> list[tuple[str, int, int]]:
@@ -35,7 +38,12 @@ def wgsl_layout(file: str, struct: str) -> list[tuple[str, int, int]]:
 
 @pytest.mark.parametrize(
     "file,struct,dtype",
-    [("cull.wgsl", "Cull", CULL_DTYPE), ("frame_common.wgsl", "View", VIEW_DTYPE)],
+    [
+        ("cull.wgsl", "Cull", CULL_DTYPE),
+        ("frame_common.wgsl", "View", VIEW_DTYPE),
+        ("lights_common.wgsl", "LightParams", LIGHT_PARAMS_DTYPE),
+        ("lights_common.wgsl", "Light", LIGHT_DTYPE),  # a storage array's element: 16-aligned
+    ],
 )
 def test_dtype_mirrors_the_wgsl_struct(file, struct, dtype):
     layout = wgsl_layout(file, struct)

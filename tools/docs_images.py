@@ -72,6 +72,12 @@ EXTRA: dict[str, tuple[str, tuple[str, ...]]] = {
             "31,3,40:27,3.5,27:55",
         ),
     ),  # the particles page: the fountain and the counter block in the HUD
+    # the lights page: the night street and lights per cluster (s05)
+    "lights_night": ("s05", ("--instances", "3000", "--lights", "1500", "--size", "640x360")),
+    "view_lights": (
+        "s05",
+        ("--instances", "3000", "--lights", "1500", "--view", "lights", "--size", VIEW),
+    ),  # fmt: skip
 }
 
 

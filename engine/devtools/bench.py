@@ -33,6 +33,7 @@ SECTIONS = (
     "blur",
     "particles",
     "oit",
+    "lights",
     "samples",
 )  # each is tools/benchmarks/<name>.py with run(gpu, args)
 PROG = "lantern bench"  # tools/bench.py passes "bench.py"

@@ -351,7 +351,7 @@ class Hud:
             self._gpu_seen,
             now,
             tuple(ctx.size),
-            self.final_frame is not None and ctx.frame_index == self.final_frame,
+            self.ctx.final_frame is not None and ctx.frame_index == self.ctx.final_frame,
             self.notes,
             self.notes_version,
             () if latest is None else latest.counters,

@@ -411,6 +411,14 @@ class GpuMaterials:
             max_anisotropy=aniso,
         )
 
+    def set_sky(self, sky) -> None:
+        """The ambient light of another sky ``(zenith, horizon, ground)`` (the night knob):
+        its SH written to the shading uniform."""
+        self.sh = sky_sh(*sky).astype(np.float32)
+        self._params, params = None, self._params
+        if params is not None:
+            self.set_params(mip_bias=params[0], textured=params[1] > 0.5, view=params[2])
+
     def shader_defines(self, textured: bool) -> dict[str, bool]:
         """The material.wgsl variant for this scene (``// #if`` defines): ``TEX0``..``TEX4``
         the texture slots some material uses, ``SRGB0``..``SRGB5`` / ``LIN0``..``LIN5``

@@ -21,10 +21,13 @@ from typing import TYPE_CHECKING
 import wgpu
 
 from engine.graph import RenderPass
+from engine.lights.gpu import light_layout
 from engine.materials.gpu import material_layout
 from engine.materials.model import AlphaMode
 from engine.passes.bundles import BundleCache
+from engine.passes.lights import light_reads
 from engine.passes.resources import (
+    ALBEDO,
     AMBIENT,
     DEPTH,
     DEPTH_FORMAT,
@@ -44,7 +47,12 @@ if TYPE_CHECKING:
 
 
 _V, _F = wgpu.ShaderStage.VERTEX, wgpu.ShaderStage.FRAGMENT
-_OUT_DEFINE = {NORMALS: "OUT_NORMALS", MOTION: "OUT_MOTION", AMBIENT: "OUT_AMBIENT"}
+_OUT_DEFINE = {
+    NORMALS: "OUT_NORMALS",
+    MOTION: "OUT_MOTION",
+    AMBIENT: "OUT_AMBIENT",
+    ALBEDO: "OUT_ALBEDO",
+}
 #: Classes the Main passes draw, in batch order (BLEND is the Transparent pass's).
 OPAQUE_CLASSES = (0, 1, 2, 3)
 BLEND_CLASSES = (4, 5)
@@ -94,6 +102,7 @@ class MeshPipelines:
             ],
         )
         self.layout_material = material_layout(device)
+        self.layout_lights = light_layout(device)  # group 4 of Main and Transparent
         self.layout_shadow = device.create_bind_group_layout(
             label="mesh shadow map",
             entries=[
@@ -158,13 +167,14 @@ class MeshPipelines:
 
     def _make(self, kind: str, fmt: str | None, cls: int, outputs: tuple, tex: tuple):
         v, d, m, sh = self.layout_view, self.layout_draw, self.layout_material, self.layout_shadow
+        lit = self.layout_lights
         two_sided = cls % 2 == 1
         if kind == "main":
             fs = "fs_mask" if cls // 2 == AlphaMode.MASK else "fs_main"
             label = " ".join(("mesh main", fmt, f"class {cls}", *outputs))
             cull = "none" if two_sided else "back"
-            return self._pipeline(label, [v, d, m, sh], "vs_main", fs, fmt, DEPTH_FORMAT, cull,
-                                  outputs=outputs, tex=tex)  # fmt: skip
+            return self._pipeline(label, [v, d, m, sh, lit], "vs_main", fs, fmt, DEPTH_FORMAT,
+                                  cull, outputs=outputs, tex=tex)  # fmt: skip
         if kind == "material_view":  # the material debug views (View.Geometry)
             fs = "fs_material_view_mask" if cls // 2 == AlphaMode.MASK else "fs_material_view"
             label = f"mesh material view class {cls}"
@@ -172,8 +182,8 @@ class MeshPipelines:
             return self._pipeline(label, [v, d, m, sh], "vs_main", fs, fmt, DEPTH_FORMAT, cull,
                                   tex=tex)  # fmt: skip
         if kind == "blend":
-            return self._pipeline(f"mesh blend {fmt}", [v, d, m, sh], "vs_main", "fs_blend", fmt,
-                                  DEPTH_FORMAT, "none", blend=True, tex=tex)  # fmt: skip
+            return self._pipeline(f"mesh blend {fmt}", [v, d, m, sh, lit], "vs_main", "fs_blend",
+                                  fmt, DEPTH_FORMAT, "none", blend=True, tex=tex)  # fmt: skip
         if kind == "shadow":
             return self._pipeline("mesh shadow", [v, d], "vs_shadow", None, None, SHADOW_FORMAT,
                                   "none", attributes=False, tex=tex)  # fmt: skip
@@ -250,7 +260,7 @@ class MeshPipelines:
             wgpu.GPUValidationError: the module does not fit the layouts or targets.
         """
         groups = [self.layout_view, draw_layout or self.layout_draw, self.layout_material,
-                  self.layout_shadow]  # fmt: skip
+                  self.layout_shadow, self.layout_lights]  # fmt: skip
         return self.device.create_render_pipeline(
             label=label or f"technique {entry}",
             layout=self.device.create_pipeline_layout(bind_group_layouts=groups),
@@ -336,7 +346,7 @@ class MainPass(RenderPass):
 
     @property
     def reads(self) -> tuple[str, ...]:
-        r = DRAW_INPUTS
+        r = DRAW_INPUTS + light_reads(self.res)
         if self.res.settings.shadows:
             r += (SHADOW_MAP,)
         if not self._clears():
@@ -389,11 +399,13 @@ class MainPass(RenderPass):
             r.bind_geometry(enc)
             enc.set_bind_group(2, r.material_group)
             enc.set_bind_group(3, r.shadow.group)
+            enc.set_bind_group(4, r.lights.group)
             for p, span in pipes:  # one pipeline per material class, its batches in one go
                 enc.set_pipeline(p)
                 r.gs.draw(enc, self.region, 1, r.draw_group, span)
 
-        key = (*(p for p, _ in pipes), r.material_group, r.shadow.group, *r.geometry_key())
+        key = (*(p for p, _ in pipes), r.material_group, r.shadow.group, r.lights.group,
+               *r.geometry_key())  # fmt: skip
         formats = (fmt, *(FRAME_TARGETS[n][0] for n in outputs))
         self.bundles.record(rpass, key, commands, color_formats=formats, depth_format=DEPTH_FORMAT)
         lines = None if self.early else r.frustum_lines(formats)

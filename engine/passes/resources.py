@@ -40,6 +40,10 @@ HDR = "frame.hdr"  # linear HDR colour (rgba16float) Main draws into
 NORMALS = "frame.normals"  # oct view-space normal (xy), roughness, metallic (rgba16float)
 MOTION = "frame.motion"  # pixels to where the surface was last frame (rg16float)
 AMBIENT = "frame.ambient"  # the ambient (indirect) light, out of frame.hdr (rgba16float)
+ALBEDO = "frame.albedo"  # linear base colour (rgba8unorm-srgb): the deferred G-buffer's
+LIGHTS = "lights.buffer"  # the local lights: CPU uploads of changed rows (imported)
+CLUSTERS = "lights.clusters"  # per cluster: its light count and sorted light list
+LIGHT_COUNTERS = "lights.counters"  # the counter block ``lights``
 HISTOGRAM = "post.histogram"  # luminance histogram (storage buffer of u32 bins)
 EXPOSURE = "post.exposure"  # adapted exposure (history pair: read as EXPOSURE@prev)
 BLOOM = "post.bloom"  # the bloom chain's result (half size, mip 0 of the up chain)
@@ -53,13 +57,15 @@ VIEW_OVERDRAW = "view.overdraw"  # fragments per pixel before / after the depth 
 DEPTH_FORMAT = "depth32float"
 SHADOW_FORMAT = "depth32float"
 HDR_FORMAT = "rgba16float"
-#: The on-demand targets in their fixed order (the Main passes' colour outputs 1, 2, 3 when
+#: The on-demand targets in their fixed order (the Main passes' colour outputs 1, 2, 3, 4 when
 #: all are wanted; the ones wanted take consecutive locations), format and clear value: the
-#: sky's (normal facing the camera, roughness 1, metallic 0; no motion, no ambient light).
+#: sky's (normal facing the camera, roughness 1, metallic 0; no motion, no ambient light, no
+#: base colour).
 FRAME_TARGETS = {
     NORMALS: ("rgba16float", (0.0, 0.0, 1.0, 0.0)),
     MOTION: ("rg16float", (0.0, 0.0, 0.0, 0.0)),
     AMBIENT: ("rgba16float", (0.0, 0.0, 0.0, 0.0)),
+    ALBEDO: ("rgba8unorm-srgb", (0.0, 0.0, 0.0, 0.0)),
 }
 
 #: Main's clear colour: the sky's horizon, linear (Post draws the sky where depth is 0).
@@ -98,6 +104,8 @@ class FrameResources:
         cull_camera: the frozen culling camera while culling is frozen (F2), else None.
         frozen: the ``FrozenCulling`` (the frozen camera's pyramid copy and the culler's
             classes for it; ``engine.culling.frozen``), or None.
+        lights: the ``engine.lights.gpu.GpuLights`` (light buffer, cluster lists, the
+            lights' bind group); light_stats: its counter block's readback (``LightStats``).
         sun_view_proj: ``(4, 4)`` world -> sun shadow clip of this frame's fit.
         output_pass: the pass that draws the picture into the output: ``Post``, or what a
             sample put in its place (``StandardFrame.replace``); a debug view turns it off.
@@ -131,6 +139,9 @@ class FrameResources:
     output_pass: Any = None  # the pass drawing the picture to the output (Post, or its stand-in)
     sun_view_proj: Any = None  # (4, 4) world -> sun shadow clip of this frame's fit
     frozen: Any = None  # engine.culling.frozen.FrozenCulling
+    lights: Any = None  # engine.lights.gpu.GpuLights
+    light_stats: Any = None  # engine.lights.gpu.LightStats
+    cluster_view: Any = None  # this frame's engine.lights.gpu.ClusterView (with lights)
 
     def cull_pyramid(self):
         """The pyramid view the culler tests occlusion against: the frozen camera's copy

@@ -30,6 +30,7 @@ import wgpu
 from engine.gpu_sort import GpuSort
 from engine.graph import ComputePass, RenderPass
 from engine.passes.bundles import BundleCache
+from engine.passes.lights import light_reads
 from engine.passes.resources import (
     DEPTH,
     DEPTH_FORMAT,
@@ -101,7 +102,7 @@ class TransparentResources:
     def record_draws(self, enc, pipeline, draw_group=None) -> None:
         """Record the K sorted BLEND draws (``Transparent.Sort``'s indirect args, back to
         front; culled ones draw nothing) with ``pipeline``, a pipeline over the mesh layouts
-        (groups 0 to 3; ``MeshPipelines.technique``), into a render pass or bundle encoder.
+        (groups 0 to 4; ``MeshPipelines.technique``), into a render pass or bundle encoder.
 
         Args:
             enc: the render pass or render bundle encoder.
@@ -113,6 +114,7 @@ class TransparentResources:
         r.bind_geometry(enc, self.view_group)
         enc.set_bind_group(2, r.material_group)
         enc.set_bind_group(3, r.shadow.group)
+        enc.set_bind_group(4, r.lights.group)
         enc.set_pipeline(pipeline)
         first_instance = r.gs.first_instance
         if first_instance:
@@ -121,6 +123,14 @@ class TransparentResources:
             if not first_instance:
                 enc.set_bind_group(1, group, [s * _DRAW_STRIDE])
             enc.draw_indexed_indirect(self.args, 20 * s)
+
+    def bundle_key(self, *extra) -> tuple:
+        """What the draws ``record_draws`` records depend on (the bind groups and vertex
+        buffers it sets), plus ``extra`` (the caller's pipeline, its own groups): a render
+        bundle cache key that changes whenever the recorded bundle would."""
+        r = self.res
+        groups = (self.view_group, r.material_group, r.shadow.group, r.lights.group)
+        return (*groups, r.gs.vertices, *extra)
 
 
 class TransparentSortPass(ComputePass):
@@ -192,7 +202,8 @@ class TransparentPass(RenderPass):
 
     @property
     def reads(self) -> tuple[str, ...]:
-        return (*DRAW_INPUTS, TRANSPARENT_ORDER, DEPTH, self.res.color_name())
+        return (*DRAW_INPUTS, TRANSPARENT_ORDER, DEPTH, self.res.color_name(),
+                *light_reads(self.res, blend=True))  # fmt: skip
 
     @property
     def writes(self) -> tuple[str, ...]:
@@ -216,5 +227,5 @@ class TransparentPass(RenderPass):
         def commands(enc) -> None:
             t.record_draws(enc, pipe)
 
-        key = (pipe, t.view_group, r.material_group, r.shadow.group, r.gs.vertices)
+        key = t.bundle_key(pipe)
         self.bundles.record(rpass, key, commands, color_formats=(fmt,), depth_format=DEPTH_FORMAT)

@@ -10,8 +10,9 @@ and its material. Materials are the complete metallic-roughness model (section 3
 NORMAL get flat normals (as the specification requires); zero-length normals are recomputed
 from the faces around the vertex, with one warning; without indices, indices are generated.
 TEXCOORD_0, TEXCOORD_1 and TANGENT are read; a normal-mapped primitive without TANGENT gets
-per-vertex tangents from its UVs (``engine.scene.meshes.generate_tangents``). Skins, morph
-targets, cameras and lights are ignored.
+per-vertex tangents from its UVs (``engine.scene.meshes.generate_tangents``). Point and spot
+lights of ``KHR_lights_punctual`` become the scene's lights (``engine.scene.gltf_lights``).
+Skins, morph targets, cameras and directional lights are ignored.
 
 Types: a field the loader reads with the wrong JSON type is a SceneError. A wrong type in a
 core glTF field it does not read (a scene's ``name``, a camera's ``yfov``) makes the asset
@@ -40,8 +41,10 @@ from urllib.parse import unquote
 
 import numpy as np
 
+from engine.lights.model import SPOT, LightSet
 from engine.materials.model import DEFAULT_MATERIAL, TextureSlot
 from engine.scene.camera import CameraPath, OrbitPath
+from engine.scene.gltf_lights import LIGHTS_PUNCTUAL, LightReader
 from engine.scene.gltf_materials import EMISSIVE_STRENGTH, TEXTURE_TRANSFORM, MaterialReader
 from engine.scene.gltf_materials import SCHEMA as MATERIAL_SCHEMA
 from engine.scene.meshes import MeshData, flat_normals, generate_tangents
@@ -113,7 +116,8 @@ def repeat_grid(scene: Scene, copies: int) -> Scene:
     original's centre, spaced 1.25× its larger horizontal size.
 
     Returns a new Scene with ``scene.count * copies`` instances (copy-major order: rows
-    ``k * scene.count ...`` are copy ``k``), sharing ``scene.meshes``.
+    ``k * scene.count ...`` are copy ``k``) and its lights copied likewise, sharing
+    ``scene.meshes``.
     Raises ValueError for ``copies`` < 1.
     """
     if int(copies) != copies or copies < 1:
@@ -127,6 +131,21 @@ def repeat_grid(scene: Scene, copies: int) -> Scene:
     offsets[:, 2] = (k // side - (side - 1) / 2) * spacing
     transforms = np.tile(scene.transforms, (copies, 1, 1))
     transforms[:, :3, 3] += np.repeat(offsets, scene.count, axis=0)
+    lights = LightSet()
+    src = scene.lights
+    if src.count:
+        n = src.count
+        kinds = np.where(src.kind == SPOT, "spot", "point")
+        lights.add(
+            np.repeat(offsets, n, axis=0) + np.tile(src.position, (copies, 1)),
+            kind=np.tile(kinds, copies),
+            color=np.tile(src.color, (copies, 1)),
+            intensity=np.tile(src.intensity, copies),
+            range=np.tile(src.range, copies),
+            direction=np.tile(src.direction, (copies, 1)),
+            inner_cone=np.tile(src.inner, copies),
+            outer_cone=np.tile(src.outer, copies),
+        )
     return Scene(
         scene.meshes,
         transforms,
@@ -136,6 +155,7 @@ def repeat_grid(scene: Scene, copies: int) -> Scene:
         materials=scene.materials,
         material_ids=np.tile(scene.material_ids, copies),
         images=scene.images,
+        lights=lights,
     )
 
 
@@ -167,7 +187,9 @@ def default_camera(scene: Scene, aspect: float = 1.0) -> CameraPath:
 SUPPORTED = "Lantern loads glTF 2.0 (.gltf or .glb); convert it, e.g. in Blender (glTF 2.0 export)"
 # Extensions this loader implements; one listed in ``extensionsRequired`` and not here is an
 # error (glTF 2.0 section 3.12: a loader must refuse what it cannot honour).
-IMPLEMENTED_EXTENSIONS: frozenset[str] = frozenset({TEXTURE_TRANSFORM, EMISSIVE_STRENGTH})
+IMPLEMENTED_EXTENSIONS: frozenset[str] = frozenset(
+    {TEXTURE_TRANSFORM, EMISSIVE_STRENGTH, LIGHTS_PUNCTUAL}
+)
 OTHER_FORMATS = {
     ".obj": "Wavefront OBJ",
     ".mtl": "Wavefront material",
@@ -483,6 +505,7 @@ class _Loader:
     def __init__(self, path: Path, doc, obj: dict):
         self.path, self.doc = path, doc
         self.reader = MaterialReader(path, obj, self._view_bytes, self.fail)
+        self.light_reader = LightReader(path, obj, self.fail)
         self.material_index: dict[int | None, int] = {}  # glTF material (None: none) -> ours
         self.material_ids: list[int] = []
         self.buffers: dict[int, bytes] = {}
@@ -501,6 +524,7 @@ class _Loader:
         if not self.transforms:
             raise self.fail("no triangle primitives to render")
         images = self.reader.decode_images()
+        self.light_reader.warn()
         order = sorted(self.material_index, key=self.material_index.get)
         materials = [DEFAULT_MATERIAL if m is None else self.reader.material(m) for m in order]
         return Scene(
@@ -511,6 +535,7 @@ class _Loader:
             materials=materials,
             material_ids=np.array(self.material_ids, np.uint32),
             images=images,
+            lights=self.light_reader.lights,
         )
 
     def _roots(self) -> list[int]:
@@ -538,6 +563,7 @@ class _Loader:
             raise self.fail(f"node {index} has a transform beyond float32 range (|value| > 3.4e38)")
         if node.mesh is not None:
             self._add_mesh(node.mesh, world)
+        self.light_reader.visit(index, world)
         for child in node.children or []:
             self._visit(child, world, path | {index})
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.lights.model import LightSet
 from engine.materials.model import DEFAULT_MATERIAL, Image, Material
 from engine.scene.meshes import MeshData
 
@@ -87,6 +88,8 @@ class Scene:
             uint32 index it per instance. An instance's base colour is its material's (factor
             x texture) times its ``colors`` row (a per-instance tint; white for glTF files).
         images: decoded ``engine.materials.model.Image`` list the materials' textures index.
+        lights: the scene's point and spot lights (``engine.lights.model.LightSet``; add and
+            change them there: the frame uploads what changed).
         extent: world AABB ``(min xyz, max xyz)`` of all instances (float32 ``(3,)`` each),
             exact for each mesh's transformed local AABB; instances whose bounding sphere is
             not usable (:func:`usable_spheres`: a scale so large it overflows) are left out.
@@ -106,6 +109,7 @@ class Scene:
         materials: Sequence[Material] | None = None,
         material_ids: np.ndarray | None = None,
         images: Sequence[Image] = (),
+        lights: LightSet | None = None,
     ):
         """Without ``materials`` every instance gets ``DEFAULT_MATERIAL`` (a dielectric
         tinted by its colour). Raises ValueError (naming the argument, and the first bad row
@@ -143,6 +147,7 @@ class Scene:
             )
         self.material_ids = ids.astype(np.uint32)
         self.images = list(images)
+        self.lights = lights if lights is not None else LightSet()
         for m in self.materials:
             for slot, ref in m.textures.items():
                 if not 0 <= ref.image < len(self.images):

@@ -23,6 +23,9 @@ culled     (culling frozen: F2 or --cull-camera) the instances the frozen camera
            ghosted over the normal picture in their reason's colour (``ViewCulledPass``)
 wireframe  the drawn triangles' edges over the normal picture (``ViewWirePass``: vertex
            pulling, barycentrics from the vertex stage)
+lights     the local lights per cluster (froxel) at each pixel's depth, Turbo on log2 over
+           1 .. the cluster cap, white where a cluster is at the cap (the light clusters
+           ``Lights.Cluster`` built this frame; not on the forward light path)
 cost       measured GPU ns per pixel: each fragment that passes the depth test adds its draw's
            ns per fragment (``--gpu-profile draws``: draw time / fragment invocations); Turbo
            on log2 ns over ``cost_range``, ticks at powers of two
@@ -46,6 +49,7 @@ import wgpu
 
 from engine.graph import ComputePass, RenderPass, TextureDesc
 from engine.passes.resources import (
+    CLUSTERS,
     DEPTH,
     DEPTH_FORMAT,
     DRAW_INPUTS,
@@ -166,6 +170,8 @@ class ViewPass(RenderPass):
                 {"binding": 7, "visibility": _T, "texture": {"sample_type": "uint"}},
                 {"binding": 8, "visibility": _T, "texture": tex},
                 {"binding": 9, "visibility": _T, "texture": tex},
+                {"binding": 10, "visibility": _T, "buffer": {"type": "uniform"}},
+                {"binding": 11, "visibility": _T, "buffer": {"type": "read-only-storage"}},
             ],
         )
         fmt = res.graph.output_format
@@ -217,6 +223,8 @@ class ViewPass(RenderPass):
     @property
     def reads(self) -> tuple[str, ...]:
         r = BY_NAME[self.name_shown].reads
+        if CLUSTERS in r and not self.res.lights.count:  # no lights: nothing builds them,
+            r = tuple(x for x in r if x != CLUSTERS)  # and the view shows none everywhere
         if self.name_shown == "luminance" and self.res.settings.auto_exposure:
             r += (EXPOSURE,)
         return r
@@ -276,6 +284,8 @@ class ViewPass(RenderPass):
                     "binding": 9,
                     "resource": g.view(VIEW_MATERIAL) if has_ids else self._blank.create_view(),
                 },
+                {"binding": 10, "resource": {"buffer": r.lights.params}},
+                {"binding": 11, "resource": {"buffer": r.lights.counts}},
             ]
             grp = r.device.create_bind_group(label="view", layout=self.layout, entries=entries)
             self._group = (key, grp)

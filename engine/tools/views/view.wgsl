@@ -3,6 +3,8 @@
 // The output is an -srgb target: values written here are linear and encoded by the target.
 // #include "frame_common.wgsl"
 
+// #include "lights_common.wgsl"
+
 struct ViewParams {
     pad_view: u32,
     level: u32,      // hiz: pyramid level
@@ -35,6 +37,8 @@ struct Exposure {
 @group(0) @binding(7) var ids: texture_2d<u32>;  // ids, lod: scene row + 1, LOD + 1
 @group(0) @binding(8) var overdraw: texture_2d<f32>;  // fragments: before, after depth test
 @group(0) @binding(9) var material_input: texture_2d<f32>;  // the material view's input
+@group(0) @binding(10) var<uniform> light_params: LightParams;  // lights: the cluster grid
+@group(0) @binding(11) var<storage, read> cluster_counts: array<u32>;  // lights per cluster
 
 const OVERDRAW_MAX: f32 = 32.0;  // engine/tools/views/passes.py
 
@@ -356,4 +360,43 @@ fn fs_mip(@builtin(position) frag: vec4f) -> @location(0) vec4f {
     let level = material_texel(frag).r;
     let c = select(turbo9(u32(clamp(level, 0.0, 8.0))), vec3f(0.2), level < 0.0);
     return sky_or(frag, c);
+}
+
+// -- the local lights per cluster (engine/lights; Lights.Cluster's counts) -------------------
+
+// Lights in the cluster of each pixel's depth as Turbo on log2 1 .. CLUSTER_CAP, white at the
+// cap, the tiles' edges darkened; the bottom strip is the ramp, a white tick per power of two.
+fn lights_view(frag: vec2f, size: vec2i) -> vec3f {
+    let top = log2(f32(CLUSTER_CAP));
+    let px = vec2i(frag);
+    if (px.y >= size.y - LEGEND_PX) {
+        let e = top * (frag.x / f32(size.x));  // log2 of the count at this column
+        if (abs(e - round(e)) * f32(size.x) / top < 1.0) {
+            return vec3f(1.0);
+        }
+        return ramp(e / top);
+    }
+    let depth = textureLoad(depth, px, 0);
+    if (depth <= 0.0) {
+        return SKY;
+    }
+    let h = view.inv_view_proj * vec4f(frag.x * view.size.z * 2.0 - 1.0,
+                                       1.0 - frag.y * view.size.w * 2.0, depth, 1.0);
+    let p = (light_params.view * vec4f(h.xyz / h.w, 1.0)).xyz;
+    var n = 0u;
+    if (light_params.modes.x > 0u) {
+        n = cluster_counts[cluster_index(frag, -p.z)];
+    }
+    var c = select(ramp(log2(f32(max(n, 1u))) / top), SKY * 0.5, n == 0u);
+    if (n >= CLUSTER_CAP) {
+        c = vec3f(1.0);
+    }
+    let tile = frag * light_params.grid.xy;  // tile coordinates: their edges darkened
+    let edge = min(fract(tile), 1.0 - fract(tile)) / light_params.grid.xy;  // pixels to an edge
+    return select(c, c * 0.45, any(edge < vec2f(0.75)));
+}
+
+@fragment
+fn fs_lights(@builtin(position) frag: vec4f) -> @location(0) vec4f {
+    return vec4f(lights_view(frag.xy, vec2i(textureDimensions(depth))), 1.0);
 }

@@ -9,9 +9,13 @@ drawn again first (``View.Geometry``), and its legend.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
+from engine.lights.gpu import CLUSTER_CAP, CLUSTER_X, CLUSTER_Y, CLUSTER_Z
 from engine.passes.resources import (
+    CLUSTERS,
     DEPTH,
     HDR,
     PYRAMID,
@@ -37,6 +41,9 @@ class DebugView:
             ``"cost"``, ``"material:N"``: the material input N of ``MATERIAL_VIEWS``), or
             None: it reads only what the frame made.
         over: drawn over the normal picture by a pass of its own (no ``fs_<name>`` entry).
+        refuse: ``refuse(settings or parsed args)``: ``(one-line reason, flag)`` when a
+            non-switch knob's value starves it (the lights view on the forward light path),
+            else None.
     """
 
     name: str
@@ -46,6 +53,7 @@ class DebugView:
     needs_what: str = ""
     geometry: str | None = None
     over: bool = False
+    refuse: Callable[[Any], tuple[str, str] | None] | None = None
 
     @property
     def entry(self) -> str:
@@ -57,7 +65,8 @@ class DebugView:
         that turn back on what it needs), or None."""
         off = [k for k in FRAME_KNOBS if k.attr in self.needs and not getattr(settings, k.attr)]
         if not off:
-            return None
+            refused = self.refuse(settings) if self.refuse is not None else None
+            return None if refused is None else refused[0]
         flags = " / ".join(k.flag for k in off)
         commands = " / ".join(f"{k.command or k.name} on" for k in off)
         return f"view {self.name} needs {self.needs_what}: drop {flags} (or '{commands}')"
@@ -66,7 +75,21 @@ class DebugView:
         """The first flag on the parsed command line that starves it (``--no-shadows``), or
         None."""
         off = [k for k in FRAME_KNOBS if k.attr in self.needs and not getattr(args, k.attr, True)]
-        return off[0].flag if off else None
+        if off:
+            return off[0].flag
+        refused = self.refuse(args) if self.refuse is not None else None
+        return None if refused is None else refused[1]
+
+
+def _needs_clusters(settings) -> tuple[str, str] | None:
+    """The lights view reads the light clusters, which the forward light path never builds."""
+    if getattr(settings, "light_path", "clustered") != "forward":
+        return None
+    return (
+        "view lights needs the light clusters, which the forward light path does not build: "
+        "'light-path clustered' (or deferred)",
+        "--light-path forward",
+    )
 
 
 HIZ_NEEDS = ("cull", "occlusion")
@@ -137,6 +160,14 @@ VIEWS = (
         )
     ),  # drawn again by View.Geometry with the mesh shader (MASK cut-outs honoured)
     DebugView("culled", "", over=True),  # legend: the tool (the culler's counts)
+    DebugView(
+        "lights",
+        f"lights per cluster at each pixel's depth ({CLUSTER_X}x{CLUSTER_Y} tiles x "
+        f"{CLUSTER_Z} slices), Turbo on log2 1..{CLUSTER_CAP} (bottom strip; ticks at powers "
+        "of two); white: a cluster at the cap (lights dropped); dark blue: none",
+        (DEPTH, CLUSTERS),
+        refuse=_needs_clusters,
+    ),
     DebugView(
         "wireframe",
         "the drawn triangles' edges over the picture (vertex pulling, barycentrics from the "

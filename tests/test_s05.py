@@ -1,0 +1,71 @@
+"""s05, the lights sample: the three light paths draw one reference picture of the night
+city (the 8-bit sRGB G-buffer of the deferred path within 3 steps), the night city of s13
+with --lights, a tiny --sweep's table and crossover lines, and its bad input in one line."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from engine.settings import LIGHT_PATHS
+from tests.helpers import run_sample
+
+SMALL = ("--size", "160x90", "--frames", "3", "--instances", "1500", "--shadow-size", "512",
+         "--overlay", "off")  # fmt: skip
+
+
+@pytest.mark.parametrize("variant", LIGHT_PATHS)
+def test_every_light_path_draws_the_reference_picture(variant, tmp_path, compare_reference):
+    out = tmp_path / f"{variant}.png"
+    r = run_sample("s05", "--capture", str(out), *SMALL, "--lights", "800",
+                   "--variant", variant)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    rgb = np.asarray(Image.open(out).convert("RGB"))
+    assert rgb.mean() > 4  # lit, not black
+    compare_reference("s05_lights_160x90", rgb, tolerance=3)
+
+
+def test_the_night_city_with_lights(tmp_path, compare_reference):
+    out = tmp_path / "night.png"
+    r = run_sample("s13", "--capture", str(out), *SMALL, "--lights", "400", "--night",
+                   "--gpu-profile")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    m = re.search(r"Lights frame \d+: tested (\d+), visible (\d+), pairs (\d+)", r.stdout)
+    assert m, r.stdout
+    tested, visible, pairs = map(int, m.groups())
+    assert tested == 400 and 0 < visible <= 400 and pairs >= visible
+    compare_reference("s13_night_city_160x90", np.asarray(Image.open(out).convert("RGB")), 2)
+
+
+def test_a_tiny_sweep_prints_every_path_and_the_crossovers(tmp_path):
+    r = run_sample("s05", "--capture", str(tmp_path / "s.png"), "--size", "64x36",
+                   "--instances", "300", "--no-shadows", "--gpu-profile", "--sweep",
+                   "--sweep-counts", "1,16", "--sweep-frames", "2", "--sweep-rounds", "1",
+                   "--sweep-stop-ms", "100000")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    rows = re.findall(r"^\s+(\d+) (\w+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\d+)$",
+                      r.stdout, re.M)  # fmt: skip
+    seen = {(int(n), p) for n, p, *_ in rows}
+    assert seen == {(n, p) for n in (1, 16) for p in LIGHT_PATHS}, r.stdout
+    for n, p, cull, _shade, total, frame, frames in rows:
+        assert int(frames) >= 2  # a block runs until 2 frames came back timed
+        assert float(frame) >= float(total) > 0
+        assert (float(cull) == 0) == (p == "forward"), (n, p, cull)  # forward assigns nothing
+    assert "clustered over forward:" in r.stdout and "deferred over clustered:" in r.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (("--sweep", "--capture", "x.png"), "add --gpu-profile"),
+        (("--sweep-counts", "16,4"), "increasing counts"),
+    ],
+)
+def test_bad_sweep_options_are_one_line(args, words, tmp_path):
+    r = run_sample("s05", *args, "--size", "32x18")
+    assert r.returncode == 2
+    last = r.stderr.strip().splitlines()[-1]
+    assert words in last and "Traceback" not in r.stderr
