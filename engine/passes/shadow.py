@@ -222,28 +222,43 @@ def shadow_region(
     Raises:
         ValueError: a singular or non-finite ``view_proj``, or an infinite ``distance``.
     """
-    return shadow_regions(view_proj, [start, distance], extent)[0]
+    return shadow_regions(view_proj, [(start, distance)], extent)[0]
 
 
-def shadow_regions(view_proj: np.ndarray, depths, extent) -> list[tuple[np.ndarray, float]]:
-    """:func:`shadow_region` of each slice between consecutive view ``depths`` (a cascade's
-    splits; a None first depth is the near plane), the camera's inverse computed once.
+def shadow_regions(view_proj: np.ndarray, slices, extent) -> list[tuple[np.ndarray, float]]:
+    """:func:`shadow_region` of each ``(start, distance)`` view-depth slice (a None start is
+    the near plane), the camera's inverse computed once.
 
     Raises:
         ValueError: as :func:`shadow_region`.
     """
     m = np.asarray(view_proj, np.float64)
     near = float(m[2, 3])  # perspective_reverse_z: row 2 is (0, 0, 0, near)
-    d = [near if depths[0] is None else max(float(depths[0]), near)]
-    for x in depths[1:]:
-        d.append(max(float(x), d[-1], near))
+    bounds = []
+    for start, distance in slices:
+        a = near if start is None else max(float(start), near)
+        bounds.append((a, max(float(distance), a)))
     try:
         inv = inverse4(m)
-        return [
-            _region(_slice_corners(inv, near, a, b), extent) for a, b in zip(d, d[1:], strict=False)
-        ]
+        return [_region(_slice_corners(inv, near, a, b), extent) for a, b in bounds]
     except ZeroDivisionError:  # a corner at infinity: no finite slice to shadow
-        raise ValueError(f"shadow region: no finite view slice to distance {d[-1]}") from None
+        far = bounds[-1][1]
+        raise ValueError(f"shadow region: no finite view slice to distance {far}") from None
+
+
+def cascade_slices(splits) -> list[tuple[float, float]]:
+    """The view-depth slice each cascade is fitted to: from its split, pulled toward the
+    camera by the previous cascade's blend band (``BLEND_BAND`` of that cascade's range,
+    counted from 0 for the first, as ``shaders/shadow_cascades.wgsl`` blends), to its end, so
+    a receiver in a band is inside both cascades it is blended from."""
+    out = []
+    for c in range(len(splits) - 1):
+        start = splits[c]
+        if c > 0:
+            prev = splits[c - 1] if c > 1 else 0.0
+            start -= BLEND_BAND * (splits[c] - prev)
+        out.append((start, splits[c + 1]))
+    return out
 
 
 def _region(corners: list, extent) -> tuple[np.ndarray, float]:
@@ -369,8 +384,9 @@ class ShadowMap:
     ) -> CascadeFit:
         """The sun's cascades for a camera ``view_proj`` (4, 4): receivers up to view depth
         ``radius`` (world units; None: ``SHADOW_DISTANCE``) in ``scene``'s extent, split into
-        ``cascades`` slices (:func:`cascade_splits` with ``lam``), each fitted by
-        :func:`fit_sun` (``snap``). A camera that did not move reuses the last fit.
+        ``cascades`` slices (:func:`cascade_splits` with ``lam``, overlapping by the blend
+        bands: :func:`cascade_slices`), each fitted by :func:`fit_sun` (``snap``). A camera
+        that did not move reuses the last fit.
 
         Raises:
             ValueError: as :func:`cascade_splits` and :func:`shadow_region`.
@@ -385,7 +401,7 @@ class ShadowMap:
         splits = cascade_splits(near, far, cascades, lam)
         fits = tuple(
             fit_sun(scene.sun_direction, c, r, extent, self.size, snap=snap)
-            for c, r in shadow_regions(view_proj, [None, *splits[1:]], extent)
+            for c, r in shadow_regions(view_proj, cascade_slices(splits), extent)
         )
         fit = CascadeFit(fits, tuple(splits))
         self._last = (key, fit)

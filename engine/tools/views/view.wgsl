@@ -386,8 +386,10 @@ fn cascades_view(px: vec2i, size: vec2i) -> vec3f {
         return ramp((log2(max(texels, 1e-12)) + top) / (2.0 * top));
     }
     let colour = mix(cascade_colour(c), cascade_colour(c + 1u), pick.y);
-    let n = normalize(cross(f.dy, f.dx));
-    let lambert = abs(dot(n, view.sun_dir.xyz));
+    let n = cross(f.dy, f.dx);
+    let len = length(n);  // 0 (or not finite) where the footprint degenerates: unshaded
+    let ok = len > 1e-30 && len < 1e30;
+    let lambert = select(1.0, abs(dot(n / select(1.0, len, ok), view.sun_dir.xyz)), ok);
     return colour * (0.35 + 0.65 * lambert);
 }
 
