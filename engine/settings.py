@@ -285,6 +285,14 @@ def add_frame_arguments(parser: argparse.ArgumentParser, *, default_instances: i
         "other: captures of what it culls (the views and the debug lines show why)",
     )
     g.add_argument(
+        "--shadow-camera",
+        type=parse_camera,
+        default=None,
+        metavar=CAMERA_FORMAT,
+        help="fit the shadow cascades to this camera while rendering from the other: how "
+        "they follow a camera, seen from outside (--view cascades shows them)",
+    )
+    g.add_argument(
         "--scene",
         type=scene_type,
         metavar="FILE",

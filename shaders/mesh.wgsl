@@ -262,13 +262,13 @@ fn fs_id(in: VsOut) -> @location(0) u32 {
 @vertex
 fn vs_shadow(@location(0) pos: vec3f, @builtin(instance_index) ii: u32) -> @builtin(position) vec4f {
     let id = remap[draw.base + ii];
-    return view.cascade_view_proj[draw.cascade] * (transforms[id] * vec4f(pos, 1.0));
+    return cascade_clip(draw.cascade, (transforms[id] * vec4f(pos, 1.0)).xyz);
 }
 
 @vertex
 fn vs_shadow_mask(v: VsIn, @builtin(instance_index) ii: u32) -> VsOut {
     var out = transform_vertex(v, ii);
-    out.clip = view.cascade_view_proj[draw.cascade] * vec4f(out.world, 1.0);
+    out.clip = cascade_clip(draw.cascade, out.world);
     return out;
 }
 

@@ -6,11 +6,20 @@
 @group(3) @binding(0) var shadow_map: texture_depth_2d_array;
 @group(3) @binding(1) var shadow_sampler: sampler_comparison;
 
+// World point p in cascade c's shadow clip space (orthographic: w = 1). The translation is
+// added last, on its own: a texel-snapped cascade's translation is a whole number of texels,
+// exact in float32, so a moved cascade puts every caster and receiver exactly whole texels
+// further (a matrix product could add it first, and round the rest differently each time).
+fn cascade_clip(c: u32, p: vec3f) -> vec4f {
+    let m = view.cascade_view_proj[c];
+    return vec4f((m * vec4f(p, 0.0)).xyz + m[3].xyz, 1.0);
+}
+
 // Cascade c's visibility of the sun at `world` (pushed 1.5 of its texels along the normal
 // `n`): lit where the receiver is at least as close to the sun as the stored caster depth;
 // outside the cascade's box lit (nothing there was rendered into it).
 fn cascade_visibility(world: vec3f, n: vec3f, c: u32) -> f32 {
-    let p = view.cascade_view_proj[c] * vec4f(world + n * (1.5 * view.cascade_texel[c]), 1.0);
+    let p = cascade_clip(c, world + n * (1.5 * view.cascade_texel[c]));
     let uv = p.xy * vec2f(0.5, -0.5) + 0.5;
     if (any(uv < vec2f(0.0)) || any(uv > vec2f(1.0)) || p.z > 1.0 || p.z < 0.0) {
         return 1.0;

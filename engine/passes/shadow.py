@@ -165,18 +165,22 @@ def fit_sun(
     c = floats3(focus)
     texel = 2.0 * radius / map_size
     f = [r[0] * c[0] + r[1] * c[1] + r[2] * c[2] for r in rot[:3]]  # the focus in light view
-    fx, fy = f[0], f[1]
-    if snap:
-        fx, fy = math.floor(fx / texel) * texel, math.floor(fy / texel) * texel
     near = -f[2] - radius - caster_reach(sun, c, radius, extent) - 1.0  # depth along the view
     far = max(-f[2] + radius, near + 1.0)
-    # the orthographic projection shifted by the texel snap, times the rotation: each row of
-    # the product is a scaled rotation row plus a w term
+    # the orthographic projection shifted by the focus, times the rotation: each row of the
+    # product is a scaled rotation row plus a w term
     o = orthographic(radius, radius, near, far).tolist()
     sx, sz, tz = o[0][0], o[2][2], o[2][3]
+    if snap:  # a whole number k of texels: the shift is k * 2 / map_size in NDC, exact in
+        # float32 (a power of two times k), so the shadow clip position of a vertex moves by
+        # exactly whole texels as k changes and rasterises the same, texel for texel
+        tx = -2.0 * math.floor(f[0] / texel) / map_size
+        ty = -2.0 * math.floor(f[1] / texel) / map_size
+    else:
+        tx, ty = -(sx * f[0]), -(sx * f[1])
     rows = [
-        [sx * v for v in rot[0][:3]] + [-(sx * fx)],
-        [sx * v for v in rot[1][:3]] + [-(sx * fy)],
+        [sx * v for v in rot[0][:3]] + [tx],
+        [sx * v for v in rot[1][:3]] + [ty],
         [sz * v for v in rot[2][:3]] + [tz],
         [0.0, 0.0, 0.0, 1.0],
     ]

@@ -107,7 +107,8 @@ class ViewTool:
             metavar="NAME",
             help="start with a debug view in place of the tone-mapped picture: "
             + ", ".join(NAMES)
-            + " (hiz:N for Hi-Z level N); F3 / 'view NAME' switch it",
+            + " (hiz:N for Hi-Z level N, overdraw:after, cascades:texels); F3 / 'view NAME' "
+            "switch it",
         )
 
     @classmethod
