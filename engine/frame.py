@@ -159,6 +159,7 @@ VIEW_DTYPE = np.dtype(
         ("cascade_split", "<f4", 4),  # view depth where cascade c ends (world units)
         ("cascade_texel", "<f4", 4),  # cascade c's shadow texel size (world units)
         ("cascade_params", "<f4", 4),  # cascades in use, blend band, 1 / map size, snapped
+        ("cascade_depth", "<f4", 4),  # the fitted camera's view depth: dot(xyz, p) + w
     ]
 )
 _VIEW_PACK = struct.Struct("<" + "f" * (VIEW_DTYPE.itemsize // 4))  # every field is f32
@@ -531,6 +532,7 @@ class StandardFrame:
             1.0 / r.size[0],
             1.0 / r.size[1],
             *self._cascade_floats(fit),
+            *self._cascade_depth(view),
         )  # eye, sun_dir, sun_color, sky_zenith, sky_horizon, ground: consecutive vec4f
 
     def _cascade_floats(self, fit) -> list[float]:
@@ -545,6 +547,15 @@ class StandardFrame:
         out += [*fit.splits[1:], *pad, *(f.texel_world for f in fit.cascades), *pad]
         out += [float(n), BLEND_BAND, 1.0 / s.shadow_size, 1.0 if s.shadow_snap else 0.0]
         return out
+
+    def _cascade_depth(self, view) -> list[float]:
+        """The ``View`` uniform's ``cascade_depth``: the row giving the view depth (world
+        units, along the look direction) of a world point for the camera the cascades are
+        fitted to (``view``, the rendering camera's, unless ``fit_shadows_to`` set another),
+        so a pixel picks its cascade by the depth the splits were cut on."""
+        cam = self.shadow_camera
+        row = (view if cam is None else cam.view())[2]
+        return [-float(v) for v in row]
 
     def _update_frustum_lines(self, view_proj, aspect) -> None:
         if self.cull_camera is None or not self.show_frustum:

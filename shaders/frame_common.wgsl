@@ -19,6 +19,7 @@ struct View {
     cascade_split: vec4f,      // view depth (world units) where cascade c ends (engine/passes/shadow.py)
     cascade_texel: vec4f,      // cascade c's shadow texel size, world units
     cascade_params: vec4f,     // x: cascades in use; y: blend band, a fraction of a cascade's depth range; z: 1 / map size; w: 1 texel-snapped, 0 not
+    cascade_depth: vec4f,      // the fitted camera's view depth of world p: dot(xyz, p) + w (the rendering camera's unless fitted to another)
 };
 
 // The sky without the sun (engine/materials/ambient.py has its numpy twin: the ambient light).

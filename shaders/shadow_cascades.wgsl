@@ -59,7 +59,7 @@ fn cascade_pick(d: f32) -> CascadePick {
 }
 
 fn cascaded_sun_visibility(world: vec3f, n: vec3f) -> f32 {
-    let pick = cascade_pick(-(view.view * vec4f(world, 1.0)).z);
+    let pick = cascade_pick(dot(view.cascade_depth.xyz, world) + view.cascade_depth.w);
     let vis = cascade_visibility(world, n, pick.c);
     if (pick.next <= 0.0) {
         return vis;

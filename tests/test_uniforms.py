@@ -113,6 +113,7 @@ def _view_reference(frame, camera, view_proj, fit, view, proj) -> bytes:
         u["cascade_texel"][c] = f.texel_world
     u["cascade_split"][:n] = fit.splits[1:]
     u["cascade_params"] = (n, BLEND_BAND, 1 / s.shadow_size, 1.0 if s.shadow_snap else 0.0)
+    u["cascade_depth"] = -view[2]  # the rendering camera's (no other fitted)
     return u.tobytes()
 
 

@@ -35,6 +35,11 @@ VIEW = "480x270"  # room for the view legend (44 cells wide at scale 1)
 #: Pictures beyond (or instead of) the thumbnails' quick runs: name -> (sample, arguments).
 #: The city with the HUD is the README's; the views are the views page's.
 CITY = ("--instances", "20000", "--camera", "150,60,150:0,0,0:50")  # above the rooftops
+STREET = ("--instances", "20000", "--cascades", "4", "--frames", "30")  # the drive, 4 cascades
+#: the street camera's cascades (--shadow-camera: the drive's camera at frame 30) from above
+ABOVE, STREET_CAM = "-60,120,260:-100,0,189", "-125.3,5,189:-85.3,3.5,189"
+OUTSIDE = ("--instances", "20000", "--cascades", "4", "--frames", "4",
+           f"--camera={ABOVE}", f"--shadow-camera={STREET_CAM}")  # fmt: skip
 EXTRA: dict[str, tuple[str, tuple[str, ...]]] = {
     "s13": ("s13", (*CITY, "--size", THUMB)),  # the thumbnail from above, not the street
     "hero": (
@@ -55,6 +60,9 @@ EXTRA: dict[str, tuple[str, tuple[str, ...]]] = {
     "view_lod": ("s13", (*CITY, "--view", "lod", "--size", VIEW)),
     "view_overdraw": ("s13", (*CITY, "--view", "overdraw", "--size", VIEW)),
     "view_hiz": ("s13", (*CITY, "--view", "hiz:3", "--size", VIEW)),
+    "view_cascades": ("s13", (*STREET, "--view", "cascades", "--size", VIEW)),
+    "view_cascades_texels": ("s13", (*STREET, "--view", "cascades:texels", "--size", VIEW)),
+    "view_cascades_outside": ("s13", (*OUTSIDE, "--view", "cascades", "--size", VIEW)),
 }
 
 

@@ -55,14 +55,15 @@ def moved(camera: Camera, offset) -> Camera:
 
 
 def lateral(camera: Camera) -> np.ndarray:
-    """The default direction of the steps: the camera's right and forward halfway (unit,
-    horizontal), so the cascades' slices slide sideways and along the view at once."""
+    """The default direction of the steps: the camera's right (unit, horizontal; a strafe).
+    The cascades' boxes slide (along both of the light's axes unless the sun is overhead a
+    street) while each point's view depth, and so its cascade and blend weight, stays: what
+    changes is only where the texel grid lies, the shimmer. A step along the view also moves
+    the blend bands over the ground, a transition snapping is not meant to hide."""
     fwd = np.asarray(camera.target, np.float64) - np.asarray(camera.eye, np.float64)
     fwd[1] = 0.0
     fwd /= max(np.linalg.norm(fwd), 1e-12)
-    right = np.array([-fwd[2], 0.0, fwd[0]])
-    d = fwd + right
-    return d / np.linalg.norm(d)
+    return np.array([-fwd[2], 0.0, fwd[0]])
 
 
 def measure_shimmer(

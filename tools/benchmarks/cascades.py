@@ -128,9 +128,11 @@ def _shimmer(gpu, size, instances: int, *, steps: int) -> None:
             s = FrameSettings(cascades=n, shadow_snap=snap)
             got[snap] = measure_shimmer(gpu, scene, cam, s, size=size, steps=steps)
         a, b = got[True], got[False]
+        px = size[0] * size[1]
         print(
-            f"  {n} cascade{'s' if n > 1 else ' '}: snapped {a.mean:.4f} (worst step "
-            f"{a.worst:.4f}; goal 0)  unsnapped {b.mean:.4f} (worst {b.worst:.4f}); "
+            f"  {n} cascade{'s' if n > 1 else ' '}: snapped {a.mean:.5f} (worst step "
+            f"{round(a.worst * px)} of {px:,} pixels; goal 0)  unsnapped {b.mean:.4f} (worst "
+            f"{b.worst:.4f}); "
             f"step {a.step * 100:.2f} cm, texel {a.texel * 100:.2f} cm; still frames "
             f"{max(a.still, b.still):.4f}",
             flush=True,

@@ -371,7 +371,7 @@ fn cascades_view(px: vec2i, size: vec2i) -> vec3f {
         return SKY;
     }
     let f = footprint(px, size, d);
-    let pick = pick_cascade(params.near / d);
+    let pick = pick_cascade(dot(view.cascade_depth.xyz, f.p) + view.cascade_depth.w);
     let c = u32(pick.x);
     let t = cascade_texel(f.p, c);
     if (t.z < 0.5) {
