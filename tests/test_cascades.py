@@ -318,3 +318,55 @@ def test_cascades_view_against_numpy(gpu):
             assert np.abs(rgb[y, x] - want).max() <= 6, (x, y, rgb[y, x], want)
             checked += 1
     assert checked > 200
+
+
+def test_cascades_of_another_camera_seen_from_outside(gpu):
+    """Fitted to another camera (``fit_shadows_to``, ``--shadow-camera``): the uniform's
+    ``cascade_depth`` is that camera's view depth, and each pixel of the view from above
+    shows the cascade numpy picks by that depth (not by the depth from the picture's camera)."""
+    from engine.tools.dump.tool import read_texture
+    from engine.tools.views.reference import CASCADE_COLOURS, cascade_pick
+    from engine.tools.views.tool import ViewTool
+    from tests.tool_fakes import make_ctx
+
+    size = (128, 72)
+    scene = random_scene(60, seed=2, spread=60.0)
+    h = Harness(gpu, scene, size, FrameSettings(cascades=4, taa=False, shadow_radius=70.0))
+    ctx = make_ctx(gpu, h.graph, view=None)
+    ctx.install(ViewTool())
+    street = Camera(np.array([0.0, 3.0, 50.0]), np.array([0.0, 0.0, 0.0]), 60.0, 0.1)
+    above = Camera(np.array([30.0, 90.0, 80.0]), np.array([0.0, 0.0, 20.0]), 60.0, 0.1)
+    h.frame.fit_shadows_to(street)
+    assert ctx.commands.execute("view cascades").ok
+    h.render(above, 2, hooks=ctx.updates)
+    row = -street.view().astype(np.float64)[2]  # world -> the street camera's view depth
+    np.testing.assert_allclose(h.frame._cascade_depth(above.view()), row, rtol=1e-6)
+    rgb = h.target.read_rgba()[..., :3].astype(np.float64) / 255
+    depth = read_texture(gpu.device, h.graph.texture("frame.depth"))[..., 0]
+    fit = h.frame.res.cascade_fit
+    inv = np.linalg.inv(h.frame.res.view_proj.astype(np.float64))
+    ys, xs = np.mgrid[0 : size[1], 0 : size[0]]
+    ndc = np.stack([(xs + 0.5) / size[0] * 2 - 1, 1 - (ys + 0.5) / size[1] * 2, depth,
+                    np.ones_like(depth)], -1)  # fmt: skip
+    with np.errstate(divide="ignore", invalid="ignore"):
+        world = ndc @ inv.T
+        world = world[..., :3] / world[..., 3:]
+        d = world @ row[:3] + row[3]  # the street camera's depth of each surface (sky: nan)
+    c, w = cascade_pick(d, fit.splits, BLEND_BAND)
+    edge = np.min(np.abs(d[..., None] - np.asarray(fit.splits)[None, None, 1:]), axis=-1)
+    lin = np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
+    grey = np.ptp(rgb, axis=-1) < 0.02  # outside every box, or the sky
+    unit = lin / np.maximum(np.linalg.norm(lin, axis=-1, keepdims=True), 1e-9)
+    cols = np.asarray(CASCADE_COLOURS, np.float64)
+    cols = cols / np.linalg.norm(cols, axis=-1, keepdims=True)
+    got = np.argmax(unit @ cols.T, axis=-1)
+    sure = (depth > 0) & ~grey & (w == 0) & (edge > 1e-3 * np.abs(d)) & (d > 0)
+    sure &= d < fit.splits[-1]
+    assert len({int(k) for k in c[sure]}) >= 3, "several of the street camera's cascades"
+    assert sure.sum() > 300
+    assert (got[sure] == c[sure]).all()
+    # by the picture's own depth many of them would be another cascade: the view really
+    # follows the fitted camera
+    own = cascade_pick(np.where(depth > 0, 0.1 / np.maximum(depth, 1e-30), np.inf), fit.splits,
+                       BLEND_BAND)[0]  # fmt: skip
+    assert (own[sure] != c[sure]).sum() > 200
