@@ -7,8 +7,9 @@ Passes, in order (each an object in ``engine/passes/`` that owns its pipeline, t
     Cull.Reset   transfer  copy last frame's counters to the readback ring; reset indirect
                            args (template copy) and clear the eight counters; moved
                            instances' transforms in, their old ones kept as the previous
-    Shadow.Cull  compute   casters vs the sun's volume, extended toward the sun
-    Shadow       render    depth-only sun shadow map (indirect draws)
+    Shadow.Cull  compute   casters vs each shadow cascade's volume, extended toward the sun
+    Shadow.C0..3 render    depth-only sun shadow map of each cascade (indirect draws; one
+                           cascade by default, ``cascades`` knob up to four)
     Cull.Early   compute   last frame's visible set, frustum only
     Lights.Reset transfer  last frame's light counters to the readback ring; counts cleared
     Lights.Cluster compute the local lights assigned to view-space clusters (froxels)
@@ -63,7 +64,7 @@ from engine.culling.cull import (
 )
 from engine.culling.frozen import FrozenCulling
 from engine.culling.gpu_scene import GpuScene
-from engine.culling.stats import CullStats
+from engine.culling.stats import CascadeStats, CullStats
 from engine.gpu import GpuError
 from engine.graph import Pass, RenderGraph, TextureDesc
 from engine.knobs import Knob
@@ -101,7 +102,7 @@ from engine.passes.resources import (
     VISIBILITY,
     FrameResources,
 )
-from engine.passes.shadow import ShadowMap, ShadowPass, frustum_planes
+from engine.passes.shadow import BLEND_BAND, MAX_CASCADES, ShadowMap, ShadowPass, frustum_planes
 from engine.passes.sky import SkyPass
 from engine.passes.taa import JITTER, TaaPass, jittered_projection
 from engine.passes.transparent import (
@@ -118,7 +119,10 @@ log = logging.getLogger("lantern")
 STANDARD_PASSES = (
     ("Cull.Reset", CullResetPass),
     ("Shadow.Cull", CullPass),
-    ("Shadow", ShadowPass),
+    ("Shadow.C0", ShadowPass),
+    ("Shadow.C1", ShadowPass),
+    ("Shadow.C2", ShadowPass),
+    ("Shadow.C3", ShadowPass),
     ("Cull.Early", CullPass),
     ("Lights.Reset", LightsResetPass),
     ("Lights.Cluster", LightClusterPass),
@@ -157,7 +161,7 @@ VIEW_DTYPE = np.dtype(
     [
         ("view_proj", "<f4", (4, 4)),  # world -> clip of the rendering camera (reverse-Z)
         ("inv_view_proj", "<f4", (4, 4)),  # clip -> world
-        ("light_view_proj", "<f4", (4, 4)),  # world -> sun shadow clip
+        ("light_view_proj", "<f4", (4, 4)),  # world -> sun shadow clip (cascade 0)
         ("eye", "<f4", 4),  # camera position; w: fog density per world unit
         ("sun_dir", "<f4", 4),  # unit vector towards the sun; w: shadows on (1) / off (0)
         ("sun_color", "<f4", 4),  # linear sun radiance; w: shadow texel size, world units
@@ -170,9 +174,15 @@ VIEW_DTYPE = np.dtype(
         ("prev_view_proj", "<f4", (4, 4)),  # last frame's world -> clip, unjittered
         ("jitter", "<f4", 4),  # xy: sub-pixel offset (pixels, x right, y down); zw: last frame
         ("size", "<f4", 4),  # xy: output size in pixels; zw: 1 / size
+        ("cascade_view_proj", "<f4", (MAX_CASCADES, 4, 4)),  # world -> cascade c's shadow clip
+        ("cascade_split", "<f4", 4),  # view depth where cascade c ends (world units)
+        ("cascade_texel", "<f4", 4),  # cascade c's shadow texel size (world units)
+        ("cascade_params", "<f4", 4),  # cascades in use, blend band, 1 / map size, snapped
+        ("cascade_depth", "<f4", 4),  # the fitted camera's view depth: dot(xyz, p) + w
     ]
 )
 _VIEW_PACK = struct.Struct("<" + "f" * (VIEW_DTYPE.itemsize // 4))  # every field is f32
+_ZERO_MATRICES = [0.0] * (16 * MAX_CASCADES)
 assert all(VIEW_DTYPE.fields[n][0].base == np.float32 for n in VIEW_DTYPE.names)
 
 
@@ -235,9 +245,13 @@ class StandardFrame:
         self.gpu, self.graph, self.scene = gpu, graph, scene
         self.device = d = gpu.device
         settings = settings or FrameSettings()
-        gs = GpuScene(d, scene, first_instance="indirect-first-instance" in gpu.features)
+        gs = GpuScene(d, scene, first_instance="indirect-first-instance" in gpu.features,
+                      cascades=settings.cascades)  # fmt: skip
         stats = stats if stats is not None else CullStats(d)
         graph.add_readback(stats)
+        cascade_stats = tuple(CascadeStats(d, c) for c in range(MAX_CASCADES))
+        for c in cascade_stats:
+            graph.add_readback(c)
         graph.import_resource(INSTANCES, VISIBILITY, GEOMETRY, LIGHTS)
         tex = wgpu.TextureUsage
         graph.create_texture(
@@ -268,10 +282,11 @@ class StandardFrame:
             view_group=mesh.view_group(view_uniform, gs),
             draw_group=mesh.draw_group(gs),
             cull=CullResources(d, gs),
-            shadow=ShadowMap(d, mesh, settings.shadow_size),
+            shadow=ShadowMap(d, mesh, settings.shadow_size, settings.cascades),
             pyramid=DepthPyramid(d, graph.size),
             stats=stats,
             frustum_lines=self.frustum_lines,
+            cascade_stats=cascade_stats,
         )
         self.materials = self.res.materials = materials
         self.res.material_group = self.materials.group
@@ -293,6 +308,7 @@ class StandardFrame:
         self.counters = self.res.cull.counters
         self.camera = None
         self.cull_camera = None  # frozen culling camera (F2) or None
+        self.shadow_camera = None  # the camera the cascades are fitted to, if not the render one
         self.show_frustum = True  # draw the frozen culling frustum (while frozen)
         self._lines: dict[tuple, FrustumLines] = {}  # per attachment formats, made when drawn
         self._frustum: tuple | None = None  # (inverse frozen view-proj, view-proj) to draw
@@ -328,7 +344,7 @@ class StandardFrame:
         self.res.settings = settings
         if settings.night != old.night:
             self._set_sky(settings.night)
-        self.res.shadow.resize(settings.shadow_size)
+        self._set_cascades(settings)
         self.materials.set_params(
             mip_bias=TAA_MIP_BIAS if settings.taa and settings.post else 0.0,
             textured=settings.textures,
@@ -344,6 +360,17 @@ class StandardFrame:
         zenith, horizon, ground = NIGHT_SKY if night else (SKY_ZENITH, SKY_HORIZON, GROUND)
         self._sky = (zenith, horizon, ground, MOON_COLOR if night else SUN_COLOR)
         self.materials.set_sky((zenith, horizon, ground))
+
+    def _set_cascades(self, settings: FrameSettings) -> None:
+        """The map array's size and layers, a cull region per cascade (new region buffers:
+        the bind groups over them made anew), and which cascades' counter blocks are read."""
+        r, n = self.res, settings.cascades
+        r.shadow.resize(settings.shadow_size, n)
+        if self.gs.set_cascades(n):
+            r.view_group = r.mesh.view_group(r.view_uniform, self.gs)
+            r.draw_group = r.mesh.draw_group(self.gs)
+        for c in r.cascade_stats:
+            c.set_active(settings.shadows and c.cascade < n)
 
     def set_settings(self, **changes) -> FrameSettings:
         """``configure(replace(settings, **changes))``; returns the new settings.
@@ -517,7 +544,7 @@ class StandardFrame:
         else:
             d = [a - b for a, b in zip(camera.eye.tolist(), last.eye.tolist(), strict=True)]
             r.camera_cut = math.sqrt(sum(x * x for x in d)) > self.cut_distance
-        fit = self._fit_sun(view_proj)
+        fit = r.cascade_fit = self._fit_sun(view_proj, aspect)
         r.sun_view_proj = fit.view_proj
         self._update_lights(camera, view, jproj, ctx.size)
         self._update_frustum_lines(jittered, aspect)
@@ -573,7 +600,31 @@ class StandardFrame:
             *r.size,
             1.0 / r.size[0],
             1.0 / r.size[1],
+            *self._cascade_floats(fit),
+            *self._cascade_depth(view),
         )  # eye, sun_dir, sun_color, sky_zenith, sky_horizon, ground: consecutive vec4f
+
+    def _cascade_floats(self, fit) -> list[float]:
+        """The ``View`` uniform's cascade fields: each cascade's matrix (unused ones 0), the
+        splits, the texel sizes, (count, blend band, 1 / map size, snapped)."""
+        s, n = self.settings, len(fit.cascades)
+        out = []
+        for f in fit.cascades:
+            out += column_major(f.view_proj)
+        out += _ZERO_MATRICES[: 16 * (MAX_CASCADES - n)]
+        pad = [0.0] * (MAX_CASCADES - n)
+        out += [*fit.splits[1:], *pad, *(f.texel_world for f in fit.cascades), *pad]
+        out += [float(n), BLEND_BAND, 1.0 / s.shadow_size, 1.0 if s.shadow_snap else 0.0]
+        return out
+
+    def _cascade_depth(self, view) -> list[float]:
+        """The ``View`` uniform's ``cascade_depth``: the row giving the view depth (world
+        units, along the look direction) of a world point for the camera the cascades are
+        fitted to (``view``, the rendering camera's, unless ``fit_shadows_to`` set another),
+        so a pixel picks its cascade by the depth the splits were cut on."""
+        cam = self.shadow_camera
+        row = (view if cam is None else cam.view())[2]
+        return [-float(v) for v in row]
 
     def _update_frustum_lines(self, view_proj, aspect) -> None:
         if self.cull_camera is None or not self.show_frustum:
@@ -597,8 +648,22 @@ class StandardFrame:
         lines.set_view(self._frustum[1])
         return lines
 
-    def _fit_sun(self, view_proj):
-        return self.res.shadow.fit(view_proj, self.scene, self.settings.shadow_radius)
+    def _fit_sun(self, view_proj, aspect: float):
+        """The cascades fitted to the rendering camera's ``view_proj`` (unjittered), or to
+        ``shadow_camera``'s at the same ``aspect`` (``fit_shadows_to``)."""
+        s, cam = self.settings, self.shadow_camera
+        if cam is not None:
+            view_proj = cam.proj(aspect) @ cam.view()
+        return self.res.shadow.fit(view_proj, self.scene, s.shadow_radius, cascades=s.cascades,
+                                   lam=s.cascade_lambda, snap=s.shadow_snap)  # fmt: skip
+
+    def fit_shadows_to(self, camera) -> None:
+        """Fit the shadow cascades to ``camera`` (an ``engine.scene.camera.Camera``) while
+        rendering from the frame's camera; None: to the rendering camera again. The hook the
+        shimmer measure uses (``engine.devtools.shimmer``: the picture's camera fixed, only
+        the fitted one moving) and a way to look at one camera's cascades from elsewhere
+        (the ``cascades`` debug view, ``lines``), as ``freeze_culling`` does for the cull."""
+        self.shadow_camera = self.res.shadow_camera = camera
 
     def _cull_bytes(self, size, aspect, fit, view, proj) -> bytes:
         """The cull uniform; ``view`` and ``proj`` (jittered) are the rendering camera's,
@@ -622,7 +687,7 @@ class StandardFrame:
         return cull_uniform(
             view=view,
             planes=frustum_planes(proj @ view),
-            light_planes=fit.planes,
+            light_planes=[c.planes for c in fit.cascades],
             eye=cam.eye,
             p00=float(proj[0, 0]),
             p11=float(proj[1, 1]),

@@ -27,7 +27,8 @@ class ReadbackClient(Protocol):
     """A GPU -> CPU readback the frame loop drives (e.g. ``engine.culling.stats.CullStats``).
 
     ``channel`` names its results in ``FrameRecord.readbacks`` (``"cull"``): the loop puts
-    each client's newest result there, so a new readback needs no change here.
+    each client's newest result there, so a new readback needs no change here. A client may
+    have an ``active`` attribute: while it is False its channel is left out of the records.
     """
 
     channel: str
@@ -159,8 +160,12 @@ class FrameLoop:
         self._collect(prof, final=True)
 
     def _keep(self, client: ReadbackClient, result) -> None:
-        """Hold a readback client's newest result for the next record (by its channel)."""
-        if result is not None:
+        """Hold a readback client's newest result for the next record (by its channel); a
+        client that says it is not ``active`` (e.g. a shadow cascade the frame no longer
+        has) has none."""
+        if not getattr(client, "active", True):
+            self._readbacks.pop(client.channel, None)
+        elif result is not None:
             self._readbacks[client.channel] = result
 
     def _collect(self, prof, *, final: bool) -> None:

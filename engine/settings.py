@@ -11,10 +11,11 @@ import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from engine.commands import Arg, Choice, CommandError, Int, Switch
-from engine.culling.cull import LOD_BASE_PX, MAX_INSTANCES
+from engine.commands import Arg, Choice, CommandError, Float, Int, Switch
+from engine.culling.cull import LOD_BASE_PX, MAX_CASCADES, MAX_INSTANCES
 from engine.knobs import Knob, add_knob_arguments, values_from_args
 from engine.lights.model import MAX_LIGHTS
+from engine.passes.shadow import DEFAULT_LAMBDA
 from engine.scene.camera import CAMERA_FORMAT, parse_camera
 
 #: How the local lights are shaded (``engine.passes.lights``): every light in every fragment,
@@ -37,6 +38,9 @@ def check_shadow_size(size) -> int:
         raise ValueError(f"expected a power of two from {lo:,} to {hi:,}, got {size!r}")
     return size
 
+
+#: The practical split scheme's default weight of the logarithmic split (Zhang et al. 2006).
+CASCADE_LAMBDA = DEFAULT_LAMBDA
 
 #: A fixed exposure multiplier's range (inclusive).
 EXPOSURE_RANGE = (0.01, 100.0)
@@ -79,6 +83,12 @@ class FrameSettings:
     Attributes:
         shadows: render the sun shadow map. ``shadow_size``: its size in texels, a power of
             two in 256..8192.
+        cascades: shadow cascades, 1..4 (``Shadow.C0`` .. ``Shadow.C3``, each a
+            ``shadow_size`` square layer of ``shadow.map``; 1: one map over the whole
+            shadow distance). ``cascade_lambda``: the practical split scheme's weight of the
+            logarithmic split, 0..1 (``engine.passes.shadow.cascade_splits``).
+        shadow_snap: move each cascade by whole shadow texels only (off: it follows the
+            camera continuously and static shadows shimmer; for comparison).
         cull: GPU culling on (off: every instance is drawn, LODs still chosen).
         occlusion: two-phase Hi-Z occlusion culling on (needs ``cull``).
         post: HDR target + the post chain (off: Main renders to the output).
@@ -98,7 +108,8 @@ class FrameSettings:
         night: the night sky (a dim sky and a moon in the sun's place) instead of the day's.
 
     Raises:
-        ValueError: a bad ``shadow_size``, ``exposure``, ``light_path`` or a negative number.
+        ValueError: a bad ``shadow_size``, ``exposure``, ``light_path``, ``cascades``,
+            ``cascade_lambda`` or a negative number.
     """
 
     shadows: bool = True
@@ -115,12 +126,20 @@ class FrameSettings:
     textures: bool = True
     light_path: str = "clustered"
     night: bool = False
+    cascades: int = 1
+    cascade_lambda: float = CASCADE_LAMBDA
+    shadow_snap: bool = True
 
     def __post_init__(self):
         try:
             check_shadow_size(self.shadow_size)
         except ValueError as e:
             raise ValueError(f"shadow_size: {e}") from None
+        c = self.cascades
+        if not (isinstance(c, int) and not isinstance(c, bool) and 1 <= c <= MAX_CASCADES):
+            raise ValueError(f"cascades: expected 1 to {MAX_CASCADES}, got {c!r}")
+        if not 0.0 <= self.cascade_lambda <= 1.0:
+            raise ValueError(f"cascade_lambda: expected 0 to 1, got {self.cascade_lambda!r}")
         check_exposure(self.exposure)
         if self.fog_density < 0 or self.lod_base_px <= 0:
             raise ValueError("fog_density must be >= 0 and lod_base_px > 0")
@@ -208,6 +227,29 @@ FRAME_KNOBS = (
         confirm_help=f"over {SHADOW_CONFIRM_MIB} MiB: add confirm",
     ),
     Knob(
+        "cascades",
+        Int(1, MAX_CASCADES),
+        FrameSettings.cascades,
+        "sun shadow cascades (Shadow.C0..C3), each a shadow-size layer of shadow.map",
+        describe=lambda n: (
+            f"cascades: {n}"
+            + (" (one map over the shadow distance)" if n == 1 else " (practical split scheme)")
+        ),
+    ),
+    Knob(
+        "cascade-lambda",
+        Float(0.0, 1.0, what="a weight"),
+        FrameSettings.cascade_lambda,
+        "cascade splits: weight of the logarithmic split against the uniform one (Zhang et "
+        "al. 2006)",
+    ),
+    Knob(
+        "shadow-snap",
+        Switch(),
+        True,
+        "texel snapping of the shadow cascades (off: static shadows shimmer as the camera moves)",
+    ),
+    Knob(
         "post", Switch(), True, "HDR target and post chain (without it Main draws to the output)"
     ),  # fmt: skip
     Knob(
@@ -273,6 +315,14 @@ def add_frame_arguments(parser: argparse.ArgumentParser, *, default_instances: i
         metavar=CAMERA_FORMAT,
         help="freeze culling at this camera (as F2 does in a window) while rendering from the "
         "other: captures of what it culls (the views and the debug lines show why)",
+    )
+    g.add_argument(
+        "--shadow-camera",
+        type=parse_camera,
+        default=None,
+        metavar=CAMERA_FORMAT,
+        help="fit the shadow cascades to this camera while rendering from the other: how "
+        "they follow a camera, seen from outside (--view cascades shows them)",
     )
     g.add_argument(
         "--scene",

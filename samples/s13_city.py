@@ -81,6 +81,8 @@ class City(Sample):
         self.frame.register_commands(self.app.commands, freeze=self.freeze)
         if args.cull_camera is not None:  # a capture of what a fixed culling camera culls
             self.frame.freeze_culling(True, camera=args.cull_camera)
+        if args.shadow_camera is not None:  # the cascades of another camera, seen from this one
+            self.frame.fit_shadows_to(args.shadow_camera)
         log.info(
             "s13: %s instances, %d draw batches, %s lights", f"{scene.count:,}",
             self.frame.gs.batch_count, f"{scene.lights.count:,}",

@@ -1,6 +1,7 @@
 // GPU-driven culling, two-phase after zeux/niagara: one thread per instance, workgroup 64.
 // Specification: engine/culling/reference.py (numpy) classifies exactly as this file does.
-//   cull_shadow: casters vs the sun's volume (extended toward the sun), region 2
+//   cull_shadow: casters vs each cascade's volume (extended toward the sun), one dispatch row
+//                per cascade (global_invocation_id.y = cascade c), region 2 + c
 //   cull_early : instances visible last frame, frustum only, region 0 (drawn by Main.Early)
 //   cull_late  : everything: frustum, sub-pixel, Hi-Z; writes visibility; newly visible,
 //                region 1 (drawn by Main.Late)
@@ -29,17 +30,26 @@ const C_OCCLUDED: u32 = 3u;
 const C_VISIBLE: u32 = 4u;
 const C_DRAWN_EARLY: u32 = 5u;
 const C_DRAWN_LATE: u32 = 6u;
-const C_SHADOW_CASTERS: u32 = 7u;
+const C_SHADOW_CASTERS: u32 = 7u;  // summed over the cascades: draws into the shadow maps
+
+// Each shadow cascade's own counter block (engine/culling/counters.py CASCADE_COUNTER_NAMES),
+// in the same buffer after the eight: cascade c's at CASCADE_BASE + c * CASCADE_BLOCK.
+const SC_TESTED: u32 = 0u;   // instances tested against the cascade's volume
+const SC_CULLED: u32 = 1u;   // outside it (or unusable bounds): not drawn into the cascade
+const SC_CASTERS: u32 = 2u;  // kept: drawn into the cascade's map (region 2 + c)
+const CASCADE_BASE: u32 = 8u;
+const CASCADE_BLOCK: u32 = 3u;
+const MAX_CASCADES: u32 = 4u;
 
 struct Cull {
     view: mat4x4f,                  // world -> view of the culling camera (looks down -Z)
     planes: array<vec4f, 6>,        // camera frustum planes, world; inside: dot(p.xyz, c) + p.w >= 0
-    light_planes: array<vec4f, 6>,  // sun volume planes (sides + far; no near: extended to the sun)
+    light_planes: array<vec4f, 24>, // each cascade's volume planes at 6 c (sides + far; no near: extended to the sun)
     eye: vec4f,                     // xyz: culling camera position; w: LOD 0 size in pixels
     proj: vec4f,                    // x: P00, y: P11, z: near, w: output height in pixels
     screen: vec4f,                  // xy: output size px; zw: pyramid level-0 size in texels
     counts: vec4u,                  // x: instances N, y: flags, z: batches B, w: remap region T
-    misc: vec4u,                    // x: pyramid mip count, y: camera planes, z: light planes
+    misc: vec4u,                    // x: pyramid mip count, y: camera planes, z: light planes per cascade, w: cascades
     jitter: vec4f,                  // xy: the projection's sub-pixel offset, pixels (x right, y down)
 };
 
@@ -57,10 +67,11 @@ struct MeshInfo {
 @group(0) @binding(4) var<storage, read_write> state: array<u32>;  // class | lod << 2
 @group(0) @binding(5) var<storage, read_write> args: array<atomic<u32>>;
 @group(0) @binding(6) var<storage, read_write> remap: array<u32>;
-@group(0) @binding(7) var<storage, read_write> counters: array<atomic<u32>, 8>;
+@group(0) @binding(7) var<storage, read_write> counters: array<atomic<u32>, 20>;  // 8 + 4 x 3
 @group(0) @binding(8) var pyramid: texture_2d<f32>;
 
 var<workgroup> wg_counts: array<atomic<u32>, 8>;
+var<workgroup> wg_cascade: array<atomic<u32>, 3>;  // cull_shadow: the workgroup's cascade
 
 fn count(c: u32) {
     atomicAdd(&wg_counts[c], 1u);
@@ -99,11 +110,21 @@ fn usable(b: vec4f) -> bool {
     return all((bitcast<vec4u>(b) & vec4u(0x7fffffffu)) <= vec4u(MAX_WORLD_BITS));
 }
 
-// Outside one of the camera's planes (light == false) or the sun volume's (light == true).
-fn outside(c: vec3f, r: f32, light: bool) -> bool {
-    let n = select(cull.misc.y, cull.misc.z, light);
-    for (var k = 0u; k < n; k++) {
-        let p = select(cull.planes[k], cull.light_planes[k], light);
+// Outside one of the camera's planes.
+fn outside(c: vec3f, r: f32) -> bool {
+    for (var k = 0u; k < cull.misc.y; k++) {
+        let p = cull.planes[k];
+        if (dot(p.xyz, c) + p.w < -r) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// Outside one of the planes of the sun volume of cascade `cascade`.
+fn outside_cascade(c: vec3f, r: f32, cascade: u32) -> bool {
+    for (var k = 0u; k < cull.misc.z; k++) {
+        let p = cull.light_planes[6u * cascade + k];
         if (dot(p.xyz, c) + p.w < -r) {
             return true;
         }
@@ -183,7 +204,7 @@ fn classify(c: vec3f, r: f32) -> u32 {
     if ((cull.counts.y & FLAG_CULL) == 0u) {
         return CLASS_VISIBLE;
     }
-    if (outside(c, r, false)) {
+    if (outside(c, r)) {
         return CLASS_FRUSTUM;
     }
     let v = (cull.view * vec4f(c, 1.0)).xyz;
@@ -222,7 +243,7 @@ fn cull_early(@builtin(global_invocation_id) gid: vec3u, @builtin(local_invocati
     let id = gid.x;
     if (id < cull.counts.x && was_visible(id)) {
         let b = bounds[id];
-        let culled = !usable(b) || ((cull.counts.y & FLAG_CULL) != 0u && outside(b.xyz, b.w, false));
+        let culled = !usable(b) || ((cull.counts.y & FLAG_CULL) != 0u && outside(b.xyz, b.w));
         if (!culled) {
             emit(0u, id, select_lod(b.xyz, b.w, meshes[mesh_ids[id]].lod_count));
             count(C_DRAWN_EARLY);
@@ -254,17 +275,33 @@ fn cull_late(@builtin(global_invocation_id) gid: vec3u, @builtin(local_invocatio
     flush_counts(lid);
 }
 
+// One thread per (instance, cascade): a workgroup tests 64 instances against one cascade.
 @compute @workgroup_size(64)
 fn cull_shadow(@builtin(global_invocation_id) gid: vec3u, @builtin(local_invocation_index) lid: u32) {
     clear_counts(lid);
+    if (lid < CASCADE_BLOCK) {
+        atomicStore(&wg_cascade[lid], 0u);
+    }
+    workgroupBarrier();
     let id = gid.x;
-    if (id < cull.counts.x) {
+    let cascade = gid.y;
+    if (id < cull.counts.x && cascade < MAX_CASCADES) {
         let b = bounds[id];
-        let culled = !usable(b) || ((cull.counts.y & FLAG_CULL) != 0u && outside(b.xyz, b.w, true));
-        if (!culled) {
-            emit(2u, id, select_lod(b.xyz, b.w, meshes[mesh_ids[id]].lod_count));
+        let culled = !usable(b) || ((cull.counts.y & FLAG_CULL) != 0u && outside_cascade(b.xyz, b.w, cascade));
+        atomicAdd(&wg_cascade[SC_TESTED], 1u);
+        if (culled) {
+            atomicAdd(&wg_cascade[SC_CULLED], 1u);
+        } else {
+            emit(2u + cascade, id, select_lod(b.xyz, b.w, meshes[mesh_ids[id]].lod_count));
             count(C_SHADOW_CASTERS);
+            atomicAdd(&wg_cascade[SC_CASTERS], 1u);
         }
     }
     flush_counts(lid);
+    if (lid < CASCADE_BLOCK && cascade < MAX_CASCADES) {
+        let v = atomicLoad(&wg_cascade[lid]);
+        if (v != 0u) {
+            atomicAdd(&counters[CASCADE_BASE + cascade * CASCADE_BLOCK + lid], v);
+        }
+    }
 }

@@ -15,6 +15,11 @@ struct View {
     prev_view_proj: mat4x4f,   // last frame's world -> clip, unjittered (motion, reprojection)
     jitter: vec4f,             // xy: this frame's sub-pixel offset, pixels (x right, y down); zw: last's
     size: vec4f,               // xy: output size in pixels; zw: 1 / size
+    cascade_view_proj: array<mat4x4f, 4>,  // world -> shadow clip of cascade c (0: light_view_proj)
+    cascade_split: vec4f,      // view depth (world units) where cascade c ends (engine/passes/shadow.py)
+    cascade_texel: vec4f,      // cascade c's shadow texel size, world units
+    cascade_params: vec4f,     // x: cascades in use; y: blend band, a fraction of a cascade's depth range; z: 1 / map size; w: 1 texel-snapped, 0 not
+    cascade_depth: vec4f,      // the fitted camera's view depth of world p: dot(xyz, p) + w (the rendering camera's unless fitted to another)
 };
 
 // The sky without the sun (engine/materials/ambient.py has its numpy twin: the ambient light).

@@ -1,10 +1,10 @@
 // Instanced meshes drawn by indexed indirect draws: instance_index (+ draw.base) indexes the
 // remap list written by the cull, which holds the scene row of the instance. Each instance
 // has a glTF metallic-roughness material (material.wgsl), lit by the sun through the BRDF of
-// brdf.wgsl with the shadow map, and by the sky's SH; then fog.
+// brdf.wgsl with the cascaded shadow maps (shadow_cascades.wgsl), and by the sky's SH; then fog.
 // Entry points: vs_main + fs_main (OPAQUE), fs_mask (MASK: alpha test), fs_blend (BLEND,
 // the Transparent pass), fs_id (scene rows); vs_shadow (opaque casters, depth only) and
-// vs_shadow_mask + fs_shadow_mask (MASK casters, alpha-tested).
+// vs_shadow_mask + fs_shadow_mask (MASK casters, alpha-tested), into cascade draw.cascade.
 // The Main passes' on-demand outputs (engine/passes/resources.py FRAME_TARGETS), each compiled
 // in only while a pass reads it, at the location its define holds: OUT_NORMALS (the
 // octahedral view-space shading normal, roughness, metallic), OUT_MOTION (motion vectors,
@@ -20,8 +20,7 @@
 
 // #include "mesh_lights.wgsl"
 
-@group(3) @binding(0) var shadow_map: texture_depth_2d;
-@group(3) @binding(1) var shadow_sampler: sampler_comparison;
+// #include "shadow_cascades.wgsl"
 
 struct VsIn {
     @location(0) pos: vec3f,
@@ -78,27 +77,12 @@ fn transform_vertex(v: VsIn, ii: u32) -> VsOut {
     return out;
 }
 
-// 3x3 PCF of 2x2-filtered comparisons (a 4x4-texel tent), reverse-Z: lit where the
-// receiver is at least as close to the sun as the stored caster depth.
+// The sun's visibility through the cascaded shadow maps (shadow_cascades.wgsl).
 fn sun_visibility(world: vec3f, n: vec3f) -> f32 {
     if (view.sun_dir.w < 0.5) {
         return 1.0;
     }
-    let texel_world = view.sun_color.w;
-    let p = view.light_view_proj * vec4f(world + n * (1.5 * texel_world), 1.0);
-    let uv = p.xy * vec2f(0.5, -0.5) + 0.5;
-    if (any(uv < vec2f(0.0)) || any(uv > vec2f(1.0)) || p.z > 1.0 || p.z < 0.0) {
-        return 1.0;
-    }
-    let texel = 1.0 / view.sky_zenith.w;
-    var lit = 0.0;
-    for (var y = -1; y <= 1; y++) {
-        for (var x = -1; x <= 1; x++) {
-            let o = vec2f(f32(x), f32(y)) * texel;
-            lit += textureSampleCompareLevel(shadow_map, shadow_sampler, uv + o, p.z + 2e-4);
-        }
-    }
-    return lit / 9.0;
+    return cascaded_sun_visibility(world, n);
 }
 
 struct Surface {
@@ -306,13 +290,13 @@ fn fs_id(in: VsOut) -> @location(0) u32 {
 @vertex
 fn vs_shadow(@location(0) pos: vec3f, @builtin(instance_index) ii: u32) -> @builtin(position) vec4f {
     let id = remap[draw.base + ii];
-    return view.light_view_proj * (transforms[id] * vec4f(pos, 1.0));
+    return cascade_clip(draw.cascade, (transforms[id] * vec4f(pos, 1.0)).xyz);
 }
 
 @vertex
 fn vs_shadow_mask(v: VsIn, @builtin(instance_index) ii: u32) -> VsOut {
     var out = transform_vertex(v, ii);
-    out.clip = view.light_view_proj * vec4f(out.world, 1.0);
+    out.clip = cascade_clip(draw.cascade, out.world);
     return out;
 }
 

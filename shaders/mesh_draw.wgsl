@@ -2,7 +2,7 @@
 
 struct Draw {
     base: u32,  // remap offset added to instance_index (0 when first_instance does it)
-    pad0: u32,
+    cascade: u32,  // the shadow cascade a shadow region's draws render (0 elsewhere)
     pad1: u32,
     pad2: u32,
 };

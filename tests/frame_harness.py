@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import wgpu
 
-from engine.culling.gpu_scene import REGIONS
 from engine.culling.reference import CullView
 from engine.frame import StandardFrame
 from engine.graph import RenderGraph
@@ -75,13 +74,23 @@ class Harness:
     def counters(self) -> dict[str, int]:
         from engine.culling.counters import COUNTER_NAMES
 
-        return dict(zip(COUNTER_NAMES, self.read(self.frame.counters).tolist(), strict=True))
+        v = self.read(self.frame.counters)[: len(COUNTER_NAMES)]
+        return dict(zip(COUNTER_NAMES, v.tolist(), strict=True))
+
+    def cascade_counters(self, cascade: int) -> dict[str, int]:
+        """Shadow cascade ``cascade``'s counter block of the last frame (blocking read)."""
+        from engine.culling.counters import CASCADE_COUNTER_NAMES, cascade_offset
+
+        at = cascade_offset(cascade) // 4
+        v = self.read(self.frame.counters)[at : at + len(CASCADE_COUNTER_NAMES)]
+        return dict(zip(CASCADE_COUNTER_NAMES, v.tolist(), strict=True))
 
     def drawn(self, region: str) -> np.ndarray:
-        """Scene rows drawn by a region in the last frame (sorted)."""
+        """Scene rows drawn by a region in the last frame (sorted): ``"early"``, ``"late"``,
+        ``"shadow.c0"`` .. (a shadow cascade's casters)."""
         gs = self.frame.gs
-        r = REGIONS.index(region)
-        args = self.read(gs.args).reshape(len(REGIONS), gs.batch_count, 5)
+        r = gs.regions.index(region)
+        args = self.read(gs.args).reshape(len(gs.regions), gs.batch_count, 5)
         remap = self.read(gs.remap)
         out = []
         for b in range(gs.batch_count):

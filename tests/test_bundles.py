@@ -19,7 +19,7 @@ from engine.shaders import SHADER_DIR
 SIZE, OTHER = (64, 48), (80, 40)
 CAM = Camera(np.array([6.0, 7.0, 16.0]), np.array([0.0, 1.0, 0.0]), 60.0, 0.1)
 BASE = FrameSettings(exposure=1.5, shadow_size=512)  # fixed exposure: no adaptation state
-BUNDLED = ("Shadow", "Main.Early", "Main.Late", "Sky", "Post")
+BUNDLED = ("Shadow.C0", "Main.Early", "Main.Late", "Sky", "Post")
 
 
 def _harness(gpu, settings: FrameSettings, size=SIZE) -> Harness:
@@ -75,7 +75,7 @@ def test_steady_frames_replay_their_bundles_and_a_resize_rebuilds_post(gpu):
     h = _harness(gpu, BASE)
     h.render(CAM, 3)
     warm = _builds(h)
-    assert warm == {"Shadow": 1, "Main.Early": 1, "Main.Late": 1, "Sky": 1, "Post": 2}
+    assert warm == {"Shadow.C0": 1, "Main.Early": 1, "Main.Late": 1, "Sky": 1, "Post": 2}
     h.render(CAM, 6)
     assert _builds(h) == warm
     h.resize(OTHER)

@@ -251,7 +251,7 @@ def test_standard_frame_names_each_batch(gpu):
     assert all(label.split(" LOD")[0] in meshes for label in labels)
     assert len(set(labels)) == len(labels)
     not_blend = [lb for lb, b in zip(labels, frame.gs.batches, strict=True) if b.pipeline_class < 4]
-    for name in ("Shadow", "Main.Early", "Main.Late"):
+    for name in ("Shadow.C0", "Main.Early", "Main.Late"):
         assert [d.label for d in by_pass[name].draws] == not_blend
     assert [d.label for d in by_pass["HiZ"].draws][0] == "HiZ#0"
     # every instance drawn early or late went through exactly one batch's vertex shader

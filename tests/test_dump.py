@@ -20,7 +20,7 @@ def test_wgsl_struct_layouts_follow_wgsl_alignment():
     from engine.shaders import load_wgsl
 
     view = wgsl_struct_dtype(load_wgsl("frame_common.wgsl"), "View")
-    assert view.itemsize == VIEW_DTYPE.itemsize == 7 * 64 + 8 * 16
+    assert view.itemsize == VIEW_DTYPE.itemsize == 11 * 64 + 12 * 16
     assert view.names == VIEW_DTYPE.names
     assert [view.fields[n][1] for n in view.names] == [VIEW_DTYPE.fields[n][1] for n in view.names]
     src = "struct S { a: vec3f, b: f32, c: vec2<u32>, d: array<f32, 3>, e: vec4i, };"

@@ -57,11 +57,12 @@ def test_passes_are_objects_with_their_own_enable_rules(gpu, scene):
 
     h = Harness(gpu, scene, settings=FrameSettings(exposure="auto"))
     # no BLEND material in this scene: the Transparent passes are off; nothing reads
-    # frame.ambient: the Ambient compose is off
-    names = tuple(n for n in PASS_NAMES if not n.startswith("Transparent") and n != "Ambient")
+    # frame.ambient: the Ambient compose is off; one shadow cascade
+    extra = ("Ambient", "Shadow.C1", "Shadow.C2", "Shadow.C3")
+    names = tuple(n for n in PASS_NAMES if not n.startswith("Transparent") and n not in extra)
     assert h.graph.pass_names() == list(names)
     kinds = [type(p) for p in h.frame.passes]
-    assert kinds == [CullResetPass, CullPass, ShadowPass, CullPass, MainPass, HiZPass,
+    assert kinds == [CullResetPass, CullPass, *[ShadowPass] * 4, CullPass, MainPass, HiZPass,
                      CullPass, MainPass, SkyPass, AmbientPass, TransparentSortPass, TransparentPass,
                      LuminancePass, ExposurePass, BloomPass, TaaPass, PostPass]  # fmt: skip
     assert [p.entry for p in h.frame.passes if isinstance(p, CullPass)] == [
@@ -73,7 +74,7 @@ def test_passes_are_objects_with_their_own_enable_rules(gpu, scene):
     # each knob switches exactly the passes whose rule names it
     expect = {
         (): names,
-        ("occlusion",): ("Cull.Reset", "Shadow.Cull", "Shadow", "Cull.Late", "Main.Late")
+        ("occlusion",): ("Cull.Reset", "Shadow.Cull", "Shadow.C0", "Cull.Late", "Main.Late")
         + post_chain,
         ("shadows",): tuple(n for n in names if not n.startswith("Shadow")),
         ("post",): names[: -len(post_chain)],
@@ -89,6 +90,12 @@ def test_passes_are_objects_with_their_own_enable_rules(gpu, scene):
         assert h.graph.pass_names() == list(names), off
         h.graph.validate()  # every enabled combination reads only what was written before
         h.frame.set_settings(**on)
+    # a cascade a pass each, after the one cull of them all
+    h.frame.set_settings(cascades=3)
+    shadow = [n for n in h.graph.pass_names() if n.startswith("Shadow")]
+    assert shadow == ["Shadow.Cull", "Shadow.C0", "Shadow.C1", "Shadow.C2"]
+    h.graph.validate()
+    h.frame.set_settings(cascades=1)
     # Main.Late loads colour and depth only in two-phase mode
     late = h.graph.pass_named("Main.Late")
     assert "frame.depth" in late.reads
@@ -235,7 +242,7 @@ def test_shadow_caster_behind_camera(gpu):
     h.render(cam, 2)
     cls, _ = h.state()
     assert cls[1] == ref.FRUSTUM  # behind the camera
-    assert 1 in set(h.drawn("shadow")) and h.counters()["shadow_casters"] == 2
+    assert 1 in set(h.drawn("shadow.c0")) and h.counters()["shadow_casters"] == 2
     with_shadow = h.target.read_rgba()[:, :, :3].astype(int).sum(axis=2)
     h.frame.set_settings(shadows=False)
     h.render(cam, 2)
@@ -387,7 +394,7 @@ def test_non_finite_and_huge_instances_are_frustum_culled_on_the_gpu(gpu):
         c = check_invariants(h)
         cls, lod = h.state()
         assert (cls[bad] == ref.FRUSTUM).all()
-        for region in ("early", "late", "shadow"):
+        for region in ("early", "late", "shadow.c0"):
             assert not set(bad) & set(h.drawn(region)), region
         bounds = h.read(gs.bounds, np.float32).reshape(-1, 4)
         assert (

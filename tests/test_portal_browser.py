@@ -192,7 +192,7 @@ def test_page_agrees_with_a_real_s13_run(browser, tmp_path):
             frames[obj["seq"]] = obj
     rec = frames[page["seq"]]
     gpu = [names[i] for i, _, _ in rec["gpu"]]
-    assert gpu[:3] == ["Cull.Reset", "Shadow.Cull", "Shadow"] and "DebugOverlay" in gpu
+    assert gpu[:3] == ["Cull.Reset", "Shadow.Cull", "Shadow.C0"] and "DebugOverlay" in gpu
     assert page["passes"] == gpu  # GPU profiling only: no CPU-only scopes
     window = [frames[q]["gpu"] for q in page["barSeqs"]]
     assert page["barSeqs"][-1] == page["seq"]

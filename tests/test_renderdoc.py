@@ -154,7 +154,7 @@ def test_s13_capture_replayed_by_renderdoc(s13_capture):
     assert f"renderdoc: wrote {rdc_path} (frame 2;" in out.stderr
     summary = rdc.summarize(str(rdc_path), durations=False, texture=("capture", str(d / "r.raw")))
     passes, per_pass, session = _telemetry(d / "t.jsonl", 2)
-    assert {"Shadow", "Main.Early", "Main.Late", "Post", "DebugOverlay"} <= set(passes)
+    assert {"Shadow.C0", "Main.Early", "Main.Late", "Post", "DebugOverlay"} <= set(passes)
     _check_capture(summary, passes, per_pass, 2, "s13")
     # a named graph texture, with the format and size Lantern gave it
     hdr = [t for t in summary["textures"] if t["name"] == HDR]

@@ -77,15 +77,27 @@ def test_cull_uniform_puts_each_value_in_its_field():
     u = np.frombuffer(data, CULL_DTYPE)[0]
     raw = np.frombuffer(data, np.float32)
     assert raw[1] == view[1, 0]  # column-major: the second float is row 1 of column 0
-    assert (u["light_planes"][:5] == 2.0).all() and (u["light_planes"][5] == 0.0).all()
-    assert tuple(u["counts"]) == (1234, 5, 12, 99) and tuple(u["misc"]) == (10, 6, 5, 0)
+    assert (u["light_planes"][:5] == 2.0).all() and (u["light_planes"][5:] == 0.0).all()
+    assert tuple(u["counts"]) == (1234, 5, 12, 99) and tuple(u["misc"]) == (10, 6, 5, 1)
     assert tuple(u["proj"]) == pytest.approx((0.5, 0.75, 0.1, 360.0))
+    # three cascades' planes: cascade c at rows 6 c .. 6 c + 4, the rest zero
+    cascades = [np.full((5, 4), 10.0 + c) for c in range(3)]
+    data = cull_uniform(view=view, planes=np.ones((6, 4)), light_planes=cascades,
+                        eye=(1.0, 2.0, 3.0), p00=0.5, p11=0.75, near=0.1, screen=(640, 360),
+                        pyramid=(512, 256), levels=10, count=1234, flags=5, batches=12,
+                        region_slots=99, lod_base_px=160.0)  # fmt: skip
+    u = np.frombuffer(data, CULL_DTYPE)[0]
+    want = np.zeros((24, 4), np.float32)
+    for c in range(3):
+        want[6 * c : 6 * c + 5] = 10.0 + c
+    assert (u["light_planes"] == want).all() and tuple(u["misc"]) == (10, 6, 5, 3)
 
 
 def _view_reference(frame, camera, view_proj, fit, view, proj) -> bytes:
     """The ``View`` uniform packed field by field into a ``VIEW_DTYPE`` record."""
     from engine.frame import GROUND, SKY_ZENITH, SUN_COLOR
     from engine.passes.resources import SKY_HORIZON
+    from engine.passes.shadow import BLEND_BAND
 
     s = frame.settings
     u = np.zeros((), VIEW_DTYPE)
@@ -103,11 +115,18 @@ def _view_reference(frame, camera, view_proj, fit, view, proj) -> bytes:
     u["prev_view_proj"] = (r.view_proj if r.prev_view_proj is None else r.prev_view_proj).T
     u["jitter"] = (*r.jitter, *r.prev_jitter)
     u["size"] = (*r.size, 1 / r.size[0], 1 / r.size[1])
+    n = len(fit.cascades)
+    for c, f in enumerate(fit.cascades):
+        u["cascade_view_proj"][c] = f.view_proj.T
+        u["cascade_texel"][c] = f.texel_world
+    u["cascade_split"][:n] = fit.splits[1:]
+    u["cascade_params"] = (n, BLEND_BAND, 1 / s.shadow_size, 1.0 if s.shadow_snap else 0.0)
+    u["cascade_depth"] = -view[2]  # the rendering camera's (no other fitted)
     return u.tobytes()
 
 
-@pytest.mark.parametrize("exposure", ["auto", 2.5])
-def test_view_uniform_packing_matches_the_structured_dtype(gpu, exposure):
+@pytest.mark.parametrize("exposure,cascades", [("auto", 1), (2.5, 3)])
+def test_view_uniform_packing_matches_the_structured_dtype(gpu, exposure, cascades):
     """The per-frame packer (one struct.pack in field order) writes what a ``VIEW_DTYPE``
     record filled field by field holds, byte for byte, for a jittered camera."""
     from frame_harness import Harness, random_scene
@@ -115,12 +134,13 @@ def test_view_uniform_packing_matches_the_structured_dtype(gpu, exposure):
     from engine.scene.camera import Camera
     from engine.settings import FrameSettings
 
-    h = Harness(gpu, random_scene(5, 0), settings=FrameSettings(exposure=exposure))
+    settings = FrameSettings(exposure=exposure, cascades=cascades, shadow_snap=cascades == 1)
+    h = Harness(gpu, random_scene(5, 0), settings=settings)
     cam = Camera(np.array([3.0, 4.0, 9.0]), np.array([0.5, 1.0, 0.0]), 50.0, 0.2)
     h.render(cam, frames=2)
     f = h.frame
     vp = cam.proj(96 / 64) @ cam.view() + np.float32(0.01)  # any matrix: it is copied
-    fit = f.res.shadow.fit(vp, f.scene, None)
+    fit = f.res.shadow.fit(vp, f.scene, None, cascades=cascades)
     view, proj = cam.view(), cam.proj(96 / 64) + 0.001  # any matrices: they are copied
     got = f._view_bytes(cam, vp, fit, view, proj)
     want = np.frombuffer(_view_reference(f, cam, vp, fit, view, proj), np.float32)

@@ -231,13 +231,15 @@ def test_view_off_adds_no_pass_and_no_upload(gpu):
 def test_view_commands_bad_input_is_one_line_and_changes_nothing(gpu, ground):
     ground.command("view depth")
     r = ground.command("view bogus")
-    assert not r.ok and "depth, hiz, shadow, luminance, normals, nan" in r.text
+    assert not r.ok and "depth, hiz, shadow, cascades, luminance, normals, nan" in r.text
     n = ground.h.frame.pyramid.levels
     for level in (n, 99):  # the pyramid's own range, however far out
         r = ground.command(f"view hiz {level}")
         assert not r.ok and f"levels 0..{n - 1}" in r.text, r.text
     r = ground.command("view overdraw 5")
     assert not r.ok and "0 counts before the depth test, 1 after" in r.text
+    r = ground.command("view cascades 2")
+    assert not r.ok and "0 shows the cascade index, 1 the texel density" in r.text
     r = ground.command("view depth 2")
     assert not r.ok and "takes no level" in r.text
     assert ground.tool.current == "depth"
@@ -257,6 +259,7 @@ def test_f3_cycles_every_view_then_off(gpu, ground):
         "depth",
         "hiz",
         "shadow",
+        "cascades",
         "luminance",
         "normals",
         "nan",
@@ -293,7 +296,11 @@ def test_view_option_parses_names_and_levels():
 
     assert parse_view("hiz:3") == ("hiz", 3)
     assert parse_view("nan") == ("nan", None)
-    for bad, msg in (("dept", "views: depth"), ("hiz:x", "hiz:N"), ("depth:1", "no level")):
+    assert parse_view("cascades:texels") == ("cascades", 1)
+    assert parse_view("cascades:index") == ("cascades", 0)
+    bad_cases = (("dept", "views: depth"), ("hiz:x", "hiz:N"), ("depth:1", "no level"),
+                 ("cascades:2", "cascades:index|texels"))  # fmt: skip
+    for bad, msg in bad_cases:
         with pytest.raises(ValueError, match=msg):
             parse_view(bad)
 
@@ -303,7 +310,8 @@ def test_random_scene_views_render(gpu):
     the normal picture."""
     v = Viewed(gpu, random_scene(40, seed=3))
     normal = v.render()
-    for name in ("depth", "hiz", "shadow", "luminance", "normals", "nan", "ids", "lod", "overdraw"):
+    for name in ("depth", "hiz", "shadow", "cascades", "luminance", "normals", "nan", "ids", "lod",
+                 "overdraw"):  # fmt: skip
         assert v.command(f"view {name}").ok
         assert np.abs(v.render(1) - normal).mean() > 5, name
 

@@ -38,6 +38,11 @@ VIEW = "480x270"  # room for the view legend (44 cells wide at scale 1)
 #: The city with the HUD is the README's; the views are the views page's; particles is
 #: the particles page's.
 CITY = ("--instances", "20000", "--camera", "150,60,150:0,0,0:50")  # above the rooftops
+STREET = ("--instances", "20000", "--cascades", "4", "--frames", "30")  # the drive, 4 cascades
+#: the street camera's cascades (--shadow-camera: the drive's camera at frame 30) from above
+ABOVE, STREET_CAM = "-60,120,260:-100,0,189", "-125.3,5,189:-85.3,3.5,189"
+OUTSIDE = ("--instances", "20000", "--cascades", "4", "--frames", "4",
+           f"--camera={ABOVE}", f"--shadow-camera={STREET_CAM}")  # fmt: skip
 EXTRA: dict[str, tuple[str, tuple[str, ...]]] = {
     "s13": ("s13", (*CITY, "--size", THUMB)),  # the thumbnail from above, not the street
     "hero": (
@@ -78,6 +83,9 @@ EXTRA: dict[str, tuple[str, tuple[str, ...]]] = {
         "s05",
         ("--instances", "3000", "--lights", "1500", "--view", "lights", "--size", VIEW),
     ),  # fmt: skip
+    "view_cascades": ("s13", (*STREET, "--view", "cascades", "--size", VIEW)),
+    "view_cascades_texels": ("s13", (*STREET, "--view", "cascades:texels", "--size", VIEW)),
+    "view_cascades_outside": ("s13", (*OUTSIDE, "--view", "cascades", "--size", VIEW)),
 }
 
 

@@ -1,11 +1,13 @@
 """The GPU culler's eight counters: the counter block ``cull`` (``engine.counters``), named by
-the ``C_*`` constants of ``shaders/cull.wgsl``."""
+the ``C_*`` constants of ``shaders/cull.wgsl``; and each shadow cascade's block
+(``cascade0`` .. ``cascade3``, the ``SC_*`` constants), after them in the same buffer."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from engine.counters import Counts, counter_names
+from engine.culling.cull import MAX_CASCADES
 from engine.resources import shader_path
 
 #: In buffer order: tested (instances examined by Cull.Late), frustum_culled (outside the view
@@ -13,6 +15,21 @@ from engine.resources import shader_path
 #: Hi-Z pyramid), visible (passed every test), drawn_early, drawn_late, shadow_casters.
 COUNTER_NAMES = counter_names(shader_path("cull.wgsl"), "C_")
 NUM_COUNTERS = len(COUNTER_NAMES)
+#: A shadow cascade's block, in buffer order: tested (instances tested against its volume),
+#: culled (outside it, or unusable bounds), casters (kept: drawn into its map).
+CASCADE_COUNTER_NAMES = counter_names(shader_path("cull.wgsl"), "SC_")
+#: u32 words of the counters buffer: the eight, then one block per cascade.
+COUNTER_WORDS = NUM_COUNTERS + MAX_CASCADES * len(CASCADE_COUNTER_NAMES)
+
+
+def cascade_block(cascade: int) -> str:
+    """The counter block (readback channel) of shadow cascade ``cascade``: ``cascade0``..."""
+    return f"cascade{cascade}"
+
+
+def cascade_offset(cascade: int) -> int:
+    """Byte offset of cascade ``cascade``'s block in the counters buffer."""
+    return 4 * (NUM_COUNTERS + cascade * len(CASCADE_COUNTER_NAMES))
 
 
 @dataclass(frozen=True, init=False)

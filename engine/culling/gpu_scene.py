@@ -15,11 +15,18 @@ Buffers (N instances, B batches = one per (group, LOD), T remap slots per region
 * ``mesh_ids`` ``(N,)`` uint32 draw group per instance, ``colors`` ``(N, 4)`` float32 linear RGBA
 * ``vertices`` (position, normal: 24 B) and ``attributes`` (tangent, uv0, uv1: 32 B) per vertex
 * ``meshes``: per group ``(first_batch, lod_count, remap_base, capacity)`` uint32
-* ``args``: 3 regions (early, late, shadow) x B indexed indirect draws of 20 bytes
-  ``(index_count, instance_count, first_index, base_vertex, first_instance)``; ``args_template``
-  is the same with ``instance_count = 0``, copied over ``args`` by ``Cull.Reset``
-* ``remap``: 3 regions of T uint32 scene rows; LOD batch ``l`` of mesh ``m`` owns ``capacity[m]``
-  slots (every instance of the mesh fits in any one of its LODs), so T <= 4 N.
+* ``args``: R regions (early, late, then one per shadow cascade: ``regions``) x B indexed
+  indirect draws of 20 bytes ``(index_count, instance_count, first_index, base_vertex,
+  first_instance)``; ``args_template`` is the same with ``instance_count = 0``, copied over
+  ``args`` by ``Cull.Reset``
+* ``remap``: R regions of T uint32 scene rows; LOD batch ``l`` of mesh ``m`` owns
+  ``capacity[m]`` slots (every instance of the mesh fits in any one of its LODs), so T <= 4 N.
+* ``draw_uniform``: one 256-byte ``Draw`` entry ``(remap base, cascade)`` per region (per
+  (region, batch) without ``indirect-first-instance``), bound with a dynamic offset.
+
+The region count follows the frame's cascades (``set_cascades``): a change makes new
+``args``, ``remap`` and ``draw_uniform`` buffers (bind groups and bundles over them are keyed
+on the buffer objects), so one cascade costs what the single shadow map did.
 
 Only row ranges from ``scene.take_dirty()`` are re-uploaded (``upload_dirty``): per-frame CPU
 cost follows the number of changed rows, not N. New transforms go to a staging buffer and
@@ -38,7 +45,7 @@ import wgpu
 
 from engine.materials.model import CLASS_NAMES, AlphaMode
 
-REGIONS = ("early", "late", "shadow")
+BASE_REGIONS = ("early", "late")  # then "shadow.c0", "shadow.c1", ...: one per cascade
 ARGS_STRIDE = 20  # bytes of one indexed indirect draw
 DRAW_UNIFORM_STRIDE = 256  # dynamic-offset alignment of the per-batch Draw uniform
 
@@ -66,12 +73,13 @@ class GpuScene:
         first_instance: True when the device has ``indirect-first-instance``; False selects
             the fallback where ``first_instance`` is 0 and a dynamic-offset uniform carries
             each batch's remap base.
+        cascades: shadow cascades, each a cull region of its own (``set_cascades``).
 
     Raises:
         ValueError: a scene without meshes or instances.
     """
 
-    def __init__(self, device: wgpu.GPUDevice, scene, *, first_instance: bool):
+    def __init__(self, device: wgpu.GPUDevice, scene, *, first_instance: bool, cascades: int = 1):
         if not scene.meshes:
             raise ValueError("scene has no meshes: add at least one mesh")
         if scene.count < 1:
@@ -84,6 +92,7 @@ class GpuScene:
         self._groups()
         self._geometry()
         self._tables()
+        self._regions(cascades)
         self._instances()
 
     # -- draw groups: (pipeline class, mesh) pairs in use, sorted by class -----------------
@@ -153,11 +162,18 @@ class GpuScene:
         self.mesh_table = self.device.create_buffer_with_data(
             label="cull meshes", data=info.tobytes(), usage="STORAGE"
         )
-        nb = len(self.batches)
-        bases = np.zeros((len(REGIONS), nb), np.uint32)  # remap index of each batch's slot 0
-        template = np.zeros((len(REGIONS), nb, 5), np.uint32)
+        self._lods, self._cap, self._base = lods, cap, base
+
+    def _regions(self, cascades: int) -> None:
+        """The per-region buffers for early, late and ``cascades`` shadow regions."""
+        lods, cap, base = self._lods, self._cap, self._base
+        self.cascades = cascades
+        self.regions = (*BASE_REGIONS, *(f"shadow.c{c}" for c in range(cascades)))
+        nr, nb = len(self.regions), len(self.batches)
+        bases = np.zeros((nr, nb), np.uint32)  # remap index of each batch's slot 0
+        template = np.zeros((nr, nb, 5), np.uint32)
         group_of = np.repeat(np.arange(len(self.groups)), lods)  # batch -> group
-        for r in range(len(REGIONS)):
+        for r in range(nr):
             for b, bt in enumerate(self.batches):
                 g = group_of[b]
                 bases[r, b] = r * self.region_slots + base[g] + bt.lod * cap[g]
@@ -175,16 +191,33 @@ class GpuScene:
         )
         self.remap = self.device.create_buffer(
             label="cull remap",
-            size=len(REGIONS) * self.region_slots * 4,
+            size=nr * self.region_slots * 4,
             usage=_STORAGE | wgpu.BufferUsage.COPY_SRC,
         )
-        # Draw uniform: fallback has one 256-byte entry per (region, batch); else one of 0.
-        entries = bases.reshape(-1) if not self.first_instance else np.zeros(1, np.uint32)
+        # Draw uniform: (remap base, cascade) per region, or per (region, batch) in the
+        # fallback (the base there); the shadow regions' cascade picks the light's matrix.
+        cascade = np.maximum(np.arange(nr) - len(BASE_REGIONS), 0).astype(np.uint32)
+        if self.first_instance:
+            entries, of = np.zeros(nr, np.uint32), cascade
+        else:
+            entries, of = bases.reshape(-1), np.repeat(cascade, nb)
         draw = np.zeros((len(entries), DRAW_UNIFORM_STRIDE // 4), np.uint32)
-        draw[:, 0] = entries
+        draw[:, 0], draw[:, 1] = entries, of
         self.draw_uniform = self.device.create_buffer_with_data(
             label="draw bases", data=draw.tobytes(), usage="UNIFORM"
         )
+
+    def set_cascades(self, cascades: int) -> bool:
+        """Give the shadow ``cascades`` a cull region each; returns True when that made new
+        ``args``, ``remap`` and ``draw_uniform`` buffers (what binds them must bind anew)."""
+        if cascades == self.cascades:
+            return False
+        self._regions(cascades)
+        return True
+
+    def shadow_region(self, cascade: int) -> int:
+        """The region index of ``cascade``'s casters."""
+        return len(BASE_REGIONS) + cascade
 
     @property
     def batch_count(self) -> int:
@@ -279,7 +312,8 @@ class GpuScene:
         bind_group,
         batches: tuple[int, int] | None = None,
     ) -> None:
-        """Record the indexed indirect draws of ``region`` (0 early, 1 late, 2 shadow),
+        """Record the indexed indirect draws of ``region`` (0 early, 1 late, 2 + c shadow
+        cascade c),
         batches ``batches`` (``(first, stop)``; default all B): one multi-draw with
         ``indirect-first-instance`` (one draw per batch into a render bundle encoder, which
         has no multi-draw), else one draw per batch. When the pass encoder times draws
@@ -297,13 +331,13 @@ class GpuScene:
         if self.first_instance and not bundle:
             from wgpu.backends.wgpu_native.extras import multi_draw_indexed_indirect
 
-            rpass.set_bind_group(draw_group, bind_group, [0])
+            rpass.set_bind_group(draw_group, bind_group, [region * DRAW_UNIFORM_STRIDE])
             multi_draw_indexed_indirect(
                 rpass, self.args, offset=(region * nb + first) * ARGS_STRIDE, count=stop - first
             )
             return
         if self.first_instance:
-            rpass.set_bind_group(draw_group, bind_group, [0])
+            rpass.set_bind_group(draw_group, bind_group, [region * DRAW_UNIFORM_STRIDE])
         for b in range(first, stop):
             k = region * nb + b
             if not self.first_instance:
@@ -315,7 +349,7 @@ class GpuScene:
         if self._labels is None:
             self._labels = self.batch_labels
         if self.first_instance:
-            rpass.set_bind_group(draw_group, bind_group, [0])
+            rpass.set_bind_group(draw_group, bind_group, [region * DRAW_UNIFORM_STRIDE])
         for b in range(first, stop):
             k = region * nb + b
             if not self.first_instance:

@@ -35,6 +35,7 @@ SECTIONS = (
     "oit",
     "lights",
     "samples",
+    "cascades",
 )  # each is tools/benchmarks/<name>.py with run(gpu, args)
 PROG = "lantern bench"  # tools/bench.py passes "bench.py"
 _CHECKOUT_TOOLS = Path(__file__).resolve().parents[2] / "tools"

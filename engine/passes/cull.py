@@ -1,6 +1,6 @@
 """The cull passes of the standard frame (shaders/cull.wgsl): ``Cull.Reset`` (transfer),
-``Shadow.Cull``, ``Cull.Early`` and ``Cull.Late`` (compute), and the state they share
-(``CullResources``).
+``Shadow.Cull`` (every shadow cascade in one dispatch), ``Cull.Early`` and ``Cull.Late``
+(compute), and the state they share (``CullResources``).
 
 Two-phase occlusion culling after zeux/niagara (Arseny Kapoulkine, "niagara" renderer,
 2020); the numpy specification of every decision is ``engine.culling.reference``.
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import wgpu
 
-from engine.culling.counters import NUM_COUNTERS
+from engine.culling.counters import COUNTER_WORDS
 from engine.culling.cull import (
     CULL_UNIFORM_SIZE,
     cull_bind_group,
@@ -31,9 +31,9 @@ _ENTRY = {"Shadow.Cull": "cull_shadow", "Cull.Early": "cull_early", "Cull.Late":
 
 
 class CullResources:
-    """The cull's uniform, counters and bind group layout, and ``reset``: the next
-    ``Cull.Reset`` makes the cull ignore last frame's visibility (first frame, resize, knob
-    change, freeze).
+    """The cull's uniform, counters (the eight, then each shadow cascade's block) and bind
+    group layout, and ``reset``: the next ``Cull.Reset`` makes the cull ignore last frame's
+    visibility (first frame, resize, knob change, freeze).
 
     Args:
         device: the ``wgpu.GPUDevice``; ``gs``: the ``GpuScene`` bound to the cull.
@@ -44,7 +44,7 @@ class CullResources:
         self.workgroups = workgroups(gs.count)
         self.counters = device.create_buffer(
             label="cull counters",
-            size=NUM_COUNTERS * 4,
+            size=COUNTER_WORDS * 4,
             usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST,
         )
         self.uniform = device.create_buffer(
@@ -54,23 +54,25 @@ class CullResources:
         )
         self.layout = cull_bind_group_layout(device)
         self.reset = True
-        self._group: tuple | None = None  # (pyramid view, bind group)
+        self._group: tuple | None = None  # (pyramid view, args buffer, bind group)
 
     def group(self, pyramid_view) -> wgpu.GPUBindGroup:
-        """The bind group over the pyramid's current view (rebuilt when it was recreated)."""
-        if self._group is None or self._group[0] is not pyramid_view:
-            g = cull_bind_group(
+        """The bind group over the pyramid's current view and the scene's current regions
+        (rebuilt when either was recreated: a resize, a cascade count)."""
+        g = self._group
+        if g is None or g[0] is not pyramid_view or g[1] is not self.gs.args:
+            group = cull_bind_group(
                 self.device, self.layout, self.uniform, self.gs, self.counters, pyramid_view
             )
-            self._group = (pyramid_view, g)
-        return self._group[1]
+            self._group = (pyramid_view, self.gs.args, group)
+        return self._group[2]
 
 
 class CullResetPass(TransferPass):
-    """``Cull.Reset``: copy last frame's counters into the readback ring (before clearing
-    them), restore the indirect arguments from their template, clear the counters; moved
-    instances' transforms into place, their old ones kept as the previous
-    (``GpuScene.record_moves``)."""
+    """``Cull.Reset``: copy last frame's counters into the readback rings (the eight, and
+    the block of each cascade that frame had) before clearing them, restore the indirect
+    arguments from their template, clear the counters; moved instances' transforms into
+    place, their old ones kept as the previous (``GpuScene.record_moves``)."""
 
     writes = (ARGS, COUNTERS, INSTANCES)
 
@@ -78,6 +80,7 @@ class CullResetPass(TransferPass):
         super().__init__(name)
         self.res = res
         self._last_recorded: int | None = None
+        self._last_cascades = 0  # cascades the last recorded frame culled
 
     def enabled_by(self, settings: FrameSettings) -> bool:
         return True
@@ -86,7 +89,12 @@ class CullResetPass(TransferPass):
         r = self.res
         if self._last_recorded is not None:
             r.stats.record_copy(encoder, r.cull.counters, self._last_recorded)
+            for c in r.cascade_stats[: self._last_cascades]:
+                if c.active:
+                    c.record_copy(encoder, r.cull.counters, self._last_recorded)
         self._last_recorded = ctx.frame_index
+        s = r.settings
+        self._last_cascades = s.cascades if s.shadows else 0
         r.gs.record_moves(encoder)
         r.gs.reset_args(encoder)
         encoder.clear_buffer(r.cull.counters)
@@ -94,9 +102,11 @@ class CullResetPass(TransferPass):
 
 
 class CullPass(ComputePass):
-    """One cull phase: ``Shadow.Cull`` (casters vs the sun's volume extended toward the sun),
-    ``Cull.Early`` (last frame's visible set, frustum only) or ``Cull.Late`` (everything:
-    frustum, sub-pixel, Hi-Z; newly visible queued). One thread per instance.
+    """One cull phase: ``Shadow.Cull`` (casters vs each shadow cascade's volume extended
+    toward the sun: one thread per instance and cascade, cascade ``c`` into region ``2 + c``
+    and its own counter block), ``Cull.Early`` (last frame's visible set, frustum only) or
+    ``Cull.Late`` (everything: frustum, sub-pixel, Hi-Z; newly visible queued). One thread per
+    instance.
 
     Args:
         res: the frame's ``FrameResources`` (``cull``, ``pyramid``, ``settings``).
@@ -145,4 +155,5 @@ class CullPass(ComputePass):
         r = self.res
         cpass.set_pipeline(self.pipeline)
         cpass.set_bind_group(0, r.cull.group(r.cull_pyramid()))
-        cpass.dispatch_workgroups(r.cull.workgroups, 1, 1)
+        rows = r.settings.cascades if self.entry == "cull_shadow" else 1
+        cpass.dispatch_workgroups(r.cull.workgroups, rows, 1)

@@ -4,8 +4,9 @@ Bind groups: 0 = view uniform + transforms + colours + remap + last frame's tran
 (vertex/fragment), 1 = the
 per-batch ``Draw`` uniform (dynamic offset; the remap base when ``indirect-first-instance`` is
 missing), 2 = the materials (``engine.materials.gpu``: material ids and table, shading
-uniform, texture arrays, samplers), 3 = shadow map + comparison sampler (colour pipelines
-only, so the Shadow pass can render into the map without also binding it).
+uniform, texture arrays, samplers), 3 = the shadow map array (one layer per cascade) +
+comparison sampler (colour pipelines only, so the Shadow passes can render into the map
+without also binding it).
 
 Pipelines by material class (``Material.pipeline_class``: alpha mode x double-sided): OPAQUE
 and MASK each single- and double-sided (back-face culling on or off), MASK with an alpha
@@ -106,7 +107,11 @@ class MeshPipelines:
         self.layout_shadow = device.create_bind_group_layout(
             label="mesh shadow map",
             entries=[
-                {"binding": 0, "visibility": _F, "texture": {"sample_type": "depth"}},
+                {
+                    "binding": 0,
+                    "visibility": _F,
+                    "texture": {"sample_type": "depth", "view_dimension": "2d-array"},
+                },
                 {"binding": 1, "visibility": _F, "sampler": {"type": "comparison"}},
             ],
         )
@@ -273,7 +278,8 @@ class MeshPipelines:
         )  # fmt: skip
 
     def shadow(self) -> wgpu.GPURenderPipeline:
-        """Depth-only pipeline for the sun's shadow map (no face culling: thin casters)."""
+        """Depth-only pipeline for a cascade of the sun's shadow map (no face culling: thin
+        casters); the ``Draw`` uniform's ``cascade`` picks the light's matrix."""
         return self._get("shadow", None, 0, ())
 
     def shadow_mask(self) -> wgpu.GPURenderPipeline:

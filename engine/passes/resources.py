@@ -33,7 +33,7 @@ ARGS = "cull.args"  # indirect draw arguments, per region and batch
 REMAP = "cull.remap"  # instance remap lists the draws read
 COUNTERS = "cull.counters"  # the eight atomic counters
 PYRAMID = "hiz.pyramid"  # the depth pyramid (Hi-Z)
-SHADOW_MAP = "shadow.map"  # the sun's depth map
+SHADOW_MAP = "shadow.map"  # the sun's depth maps: one array layer per cascade
 DEPTH = "frame.depth"  # reverse-Z depth32float at the output size
 HDR = "frame.hdr"  # linear HDR colour (rgba16float) Main draws into
 # on-demand targets (``Pass.on_demand``): the Main passes write each only while a pass reads it
@@ -89,9 +89,10 @@ class FrameResources:
             its bind group, group 2 of the mesh pipelines.
         view_uniform: the ``View`` uniform buffer (``engine.frame.VIEW_DTYPE``).
         cull: the cull's uniform, counters, layout and bind group (``CullResources``).
-        shadow: the sun's shadow map and fit (``ShadowMap``).
+        shadow: the sun's shadow map array and fit (``ShadowMap``).
         pyramid: the Hi-Z ``DepthPyramid`` (resized with the graph).
-        stats: the ``CullStats`` readback of the counters.
+        stats: the ``CullStats`` readback of the counters; ``cascade_stats``: each shadow
+            cascade's block (``CascadeStats``, active while the frame has that cascade).
         frustum_lines: ``formats -> FrustumLines | None``: the frozen culling frustum to draw
             over the last main pass into a pass with those colour attachments, or None.
         prev_jitter: last frame's ``jitter``; size: the output size in pixels.
@@ -106,7 +107,11 @@ class FrameResources:
             classes for it; ``engine.culling.frozen``), or None.
         lights: the ``engine.lights.gpu.GpuLights`` (light buffer, cluster lists, the
             lights' bind group); light_stats: its counter block's readback (``LightStats``).
-        sun_view_proj: ``(4, 4)`` world -> sun shadow clip of this frame's fit.
+        sun_view_proj: ``(4, 4)`` world -> sun shadow clip of this frame's fit (cascade 0).
+        cascade_fit: this frame's ``engine.passes.shadow.CascadeFit`` (every cascade's
+            projection, planes and texel size, and the splits).
+        shadow_camera: the camera the cascades are fitted to when it is not the rendering
+            camera (``StandardFrame.fit_shadows_to``), else None.
         output_pass: the pass that draws the picture into the output: ``Post``, or what a
             sample put in its place (``StandardFrame.replace``); a debug view turns it off.
     """
@@ -138,6 +143,9 @@ class FrameResources:
     cull_camera: Any = None  # the frozen culling camera (F2), or None
     output_pass: Any = None  # the pass drawing the picture to the output (Post, or its stand-in)
     sun_view_proj: Any = None  # (4, 4) world -> sun shadow clip of this frame's fit
+    cascade_fit: Any = None  # engine.passes.shadow.CascadeFit of this frame
+    cascade_stats: tuple = ()  # engine.culling.stats.CascadeStats, one per possible cascade
+    shadow_camera: Any = None  # the camera the cascades are fitted to, if not the render one
     frozen: Any = None  # engine.culling.frozen.FrozenCulling
     lights: Any = None  # engine.lights.gpu.GpuLights
     light_stats: Any = None  # engine.lights.gpu.LightStats

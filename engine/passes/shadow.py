@@ -1,15 +1,19 @@
-"""The sun's shadow in one place: its orthographic projection fitted to the view, frustum
-planes, the map (``ShadowMap``) and the ``Shadow`` pass that renders it.
+"""The sun's shadow in one place: cascaded shadow maps fitted to the view, frustum planes,
+the map array (``ShadowMap``) and the ``Shadow.C0`` .. ``Shadow.C3`` passes that render it.
 
 The shadowed region (the receivers) is what the camera sees: its view frustum from the near
 plane to a shadow distance, clipped to the scene's extent (:func:`shadow_region`); one
-instance far away does not stretch it. The light's box covers that region's bounding sphere
-(snapped to whole shadow texels so edges do not shimmer as the camera moves). Its near side is
-pushed back toward the sun only as far as the scene reaches inside the column the region
-sweeps toward the sun (what can cast into it), so every caster is inside; the cull therefore
-tests casters against the sides and the far plane only (extended toward the light), never
-against the camera frustum. Single-cascade stable fitting after Valient 2008, "Stable
-Rendering of Cascaded Shadow Maps" (ShaderX6).
+instance far away does not stretch it. That depth range is split into 1 to ``MAX_CASCADES``
+slices by the practical split scheme (:func:`cascade_splits`, Zhang et al. 2006), and each
+slice gets its own map (a layer of one texture array): the light's box covers the slice's
+bounding sphere, whose radius does not change as the camera turns, and is snapped to whole
+shadow texels so static shadows do not shimmer as the camera moves
+(``engine.devtools.shimmer`` measures it). Its near side is pushed back toward the sun only
+as far as the scene reaches inside the column the slice sweeps toward the sun (what can cast
+into it), so every caster is inside; the cull therefore tests casters against the sides and
+the far plane only (extended toward the light), never against the camera frustum. Stable
+fitting after Valient 2008, "Stable Rendering of Cascaded Shadow Maps" (ShaderX6). One
+cascade is the single map of before: the same region, fit and picture.
 """
 
 from __future__ import annotations
@@ -21,12 +25,18 @@ from dataclasses import dataclass
 import numpy as np
 import wgpu
 
+from engine.culling.cull import MAX_CASCADES  # layers of the map array: Shadow.C0 .. C3
 from engine.graph import RenderPass
 from engine.math3d import floats3, inverse4, look_at, orthographic
 from engine.passes.bundles import BundleCache
 from engine.passes.resources import DRAW_INPUTS, SHADOW_FORMAT, SHADOW_MAP
 
 SHADOW_DISTANCE = 90.0  # default view depth (world units, metres in the city) shadowed
+#: The practical split scheme's weight of the logarithmic split (Zhang et al. 2006 use 0.5).
+DEFAULT_LAMBDA = 0.5
+#: Width of the band at the far end of each cascade (a fraction of its depth range) over
+#: which the next cascade is blended in, so a cascade boundary is no visible seam.
+BLEND_BAND = 0.1
 
 
 @dataclass
@@ -38,6 +48,61 @@ class SunFit:
     view_proj: np.ndarray
     planes: np.ndarray
     texel_world: float
+
+
+@dataclass
+class CascadeFit:
+    """The sun's cascades for one camera.
+
+    Attributes:
+        cascades: one ``SunFit`` per cascade, nearest first (cascade ``c`` is layer ``c`` of
+            the map array).
+        splits: ``len(cascades) + 1`` view depths (world units, increasing): cascade ``c``
+            shadows receivers from ``splits[c]`` to ``splits[c + 1]``; ``splits[0]`` is the
+            camera's near plane, ``splits[-1]`` the shadow distance.
+    """
+
+    cascades: tuple[SunFit, ...]
+    splits: tuple[float, ...]
+
+    @property
+    def view_proj(self) -> np.ndarray:
+        """Cascade 0's world -> shadow clip (the single map's with one cascade)."""
+        return self.cascades[0].view_proj
+
+    @property
+    def texel_world(self) -> float:
+        """Cascade 0's texel size in world units."""
+        return self.cascades[0].texel_world
+
+
+def cascade_splits(near: float, far: float, count: int, lam: float = DEFAULT_LAMBDA) -> list[float]:
+    """The practical split scheme (Zhang, Sun, Xu & Lo 2006, "Parallel-Split Shadow Maps for
+    Large-scale Virtual Environments", VRCIA; GPU Gems 3, ch. 10): split ``i`` of ``N`` at view
+    depth ``lam * n * (f / n)^(i / N) + (1 - lam) * (n + (f - n) * i / N)``, the logarithmic
+    split (even texel density in perspective) blended with the uniform one.
+
+    Args:
+        near, far: view depths (world units) of the first and last boundary, ``0 < near < far``.
+        count: cascades ``N``, 1..``MAX_CASCADES``.
+        lam: the logarithmic split's weight in [0, 1] (1: logarithmic, 0: uniform).
+    Returns:
+        ``N + 1`` increasing depths, ``[near, ..., far]``.
+    Raises:
+        ValueError: ``count``, ``lam``, ``near`` or ``far`` out of range.
+    """
+    if not (isinstance(count, int) and 1 <= count <= MAX_CASCADES):
+        raise ValueError(f"cascades: expected 1..{MAX_CASCADES}, got {count!r}")
+    if not 0.0 <= lam <= 1.0:
+        raise ValueError(f"cascade lambda: expected 0..1, got {lam!r}")
+    if not 0.0 < near < far < math.inf:
+        raise ValueError(f"cascade splits need 0 < near < far, got {near!r}, {far!r}")
+    out = [near]
+    for i in range(1, count):
+        t = i / count
+        out.append(lam * near * (far / near) ** t + (1.0 - lam) * (near + (far - near) * t))
+    out.append(far)
+    return out
 
 
 def frustum_planes(view_proj: np.ndarray, *, near: bool = True, far: bool = False) -> np.ndarray:
@@ -78,14 +143,19 @@ def fit_sun(
     radius: float,
     extent: tuple[np.ndarray, np.ndarray],
     map_size: int,
+    *,
+    snap: bool = True,
 ) -> SunFit:
-    """Fit the shadow projection.
+    """Fit one shadow projection (a cascade).
 
     Args:
         sun_dir: ``(3,)`` unit vector toward the sun.
         focus: ``(3,)`` world centre of the shadowed region; ``radius`` its radius (world units).
         extent: scene world AABB ``(min xyz, max xyz)``; casters are all inside it.
         map_size: shadow map size in texels.
+        snap: move the box by whole texels only (its centre floored to the texel grid in
+            light space), so a moving camera leaves static shadows unchanged (Valient 2008);
+            False: follow the focus continuously (what shimmers, for comparison).
     Returns:
         the projection whose box holds the sphere and, toward the sun, every part of
         ``extent`` that can shadow it (:func:`caster_reach`).
@@ -95,16 +165,22 @@ def fit_sun(
     c = floats3(focus)
     texel = 2.0 * radius / map_size
     f = [r[0] * c[0] + r[1] * c[1] + r[2] * c[2] for r in rot[:3]]  # the focus in light view
-    fx, fy = math.floor(f[0] / texel) * texel, math.floor(f[1] / texel) * texel
     near = -f[2] - radius - caster_reach(sun, c, radius, extent) - 1.0  # depth along the view
     far = max(-f[2] + radius, near + 1.0)
-    # the orthographic projection shifted by the texel snap, times the rotation: each row of
-    # the product is a scaled rotation row plus a w term
+    # the orthographic projection shifted by the focus, times the rotation: each row of the
+    # product is a scaled rotation row plus a w term
     o = orthographic(radius, radius, near, far).tolist()
     sx, sz, tz = o[0][0], o[2][2], o[2][3]
+    if snap:  # a whole number k of texels: the shift is k * 2 / map_size in NDC, exact in
+        # float32 (a power of two times k), so the shadow clip position of a vertex moves by
+        # exactly whole texels as k changes and rasterises the same, texel for texel
+        tx = -2.0 * math.floor(f[0] / texel) / map_size
+        ty = -2.0 * math.floor(f[1] / texel) / map_size
+    else:
+        tx, ty = -(sx * f[0]), -(sx * f[1])
     rows = [
-        [sx * v for v in rot[0][:3]] + [-(sx * fx)],
-        [sx * v for v in rot[1][:3]] + [-(sx * fy)],
+        [sx * v for v in rot[0][:3]] + [tx],
+        [sx * v for v in rot[1][:3]] + [ty],
         [sz * v for v in rot[2][:3]] + [tz],
         [0.0, 0.0, 0.0, 1.0],
     ]
@@ -128,31 +204,68 @@ def caster_reach(sun_dir, focus, radius: float, extent) -> float:
     return max(min(exits, default=0.0), 0.0)
 
 
-def shadow_region(view_proj: np.ndarray, distance: float, extent) -> tuple[np.ndarray, float]:
+def shadow_region(
+    view_proj: np.ndarray, distance: float, extent, *, start: float | None = None
+) -> tuple[np.ndarray, float]:
     """The sphere to shadow: centre ``(3,)`` float64 and radius (world units).
 
-    The receivers are the camera's view frustum from its near plane to view depth
-    ``distance``, inside ``extent``. Of the frustum slice's bounding sphere and the sphere of
-    the slice's AABB clipped to ``extent``, the smaller is used, or the sphere of the whole
-    ``extent`` when it is no larger than the slice's (then the fit does not move as the
-    camera turns). The radius is rounded up to a power of 2^(1/8), so the texel size stays
-    fixed while the clipped box changes a little.
+    The receivers are the camera's view frustum from view depth ``start`` (default: its near
+    plane) to ``distance``, inside ``extent``. Of the frustum slice's bounding sphere and the
+    sphere of the slice's AABB clipped to ``extent``, the smaller is used, or the sphere of
+    the whole ``extent`` when it is no larger than the slice's (then the fit does not move as
+    the camera turns). The radius is rounded up to a power of 2^(1/8), so the texel size
+    stays fixed while the clipped box changes a little.
 
     Args:
         view_proj: ``(4, 4)`` the camera's world→clip, reverse-Z infinite perspective
             (``engine.math3d.perspective_reverse_z`` @ view); NDC depth = near / view depth.
         distance: shadow distance, view depth in world units (> the camera's near plane).
         extent: receivers' world AABB ``(min xyz, max xyz)`` (the scene's).
+        start: the slice's first view depth (a cascade's split; None: the near plane).
 
     Raises:
         ValueError: a singular or non-finite ``view_proj``, or an infinite ``distance``.
     """
+    return shadow_regions(view_proj, [(start, distance)], extent)[0]
+
+
+def shadow_regions(view_proj: np.ndarray, slices, extent) -> list[tuple[np.ndarray, float]]:
+    """:func:`shadow_region` of each ``(start, distance)`` view-depth slice (a None start is
+    the near plane), the camera's inverse computed once.
+
+    Raises:
+        ValueError: as :func:`shadow_region`.
+    """
     m = np.asarray(view_proj, np.float64)
     near = float(m[2, 3])  # perspective_reverse_z: row 2 is (0, 0, 0, near)
+    bounds = []
+    for start, distance in slices:
+        a = near if start is None else max(float(start), near)
+        bounds.append((a, max(float(distance), a)))
     try:
-        corners = _slice_corners(inverse4(m), near, max(distance, near))
+        inv = inverse4(m)
+        return [_region(_slice_corners(inv, near, a, b), extent) for a, b in bounds]
     except ZeroDivisionError:  # a corner at infinity: no finite slice to shadow
-        raise ValueError(f"shadow region: no finite view slice to distance {distance}") from None
+        far = bounds[-1][1]
+        raise ValueError(f"shadow region: no finite view slice to distance {far}") from None
+
+
+def cascade_slices(splits) -> list[tuple[float, float]]:
+    """The view-depth slice each cascade is fitted to: from its split, pulled toward the
+    camera by the previous cascade's blend band (``BLEND_BAND`` of that cascade's range,
+    counted from 0 for the first, as ``shaders/shadow_cascades.wgsl`` blends), to its end, so
+    a receiver in a band is inside both cascades it is blended from."""
+    out = []
+    for c in range(len(splits) - 1):
+        start = splits[c]
+        if c > 0:
+            prev = splits[c - 1] if c > 1 else 0.0
+            start -= BLEND_BAND * (splits[c] - prev)
+        out.append((start, splits[c + 1]))
+    return out
+
+
+def _region(corners: list, extent) -> tuple[np.ndarray, float]:
     slice_c, slice_r = _slice_sphere(corners)
     lo, hi = floats3(extent[0]), floats3(extent[1])
     whole_r = _length([b - a for a, b in zip(lo, hi, strict=True)]) / 2.0
@@ -171,14 +284,15 @@ def shadow_region(view_proj: np.ndarray, distance: float, extent) -> tuple[np.nd
     return np.array(center), radius
 
 
-def _slice_corners(inv: list, near: float, distance: float) -> list[list[float]]:
-    """World corners (8 x 3, in (x, y, near/far) order) of the view slice from ``near`` to
-    ``distance``: the NDC corners ``(x, y, near / depth, 1)`` through ``inv`` (rows of the
-    inverse view-projection), divided by w."""
+def _slice_corners(inv: list, near: float, start: float, distance: float) -> list[list[float]]:
+    """World corners (8 x 3, in (x, y, start/end) order) of the view slice from view depth
+    ``start`` to ``distance`` (``near``: the camera's near plane): the NDC corners
+    ``(x, y, near / depth, 1)`` through ``inv`` (rows of the inverse view-projection), divided
+    by w."""
     out = []
     for x in (-1.0, 1.0):
         for y in (-1.0, 1.0):
-            for d in (near, distance):
+            for d in (start, distance):
                 z = near / d
                 h = [r[0] * x + r[1] * y + r[2] * z + r[3] for r in inv]
                 out.append([h[0] / h[3], h[1] / h[3], h[2] / h[3]])
@@ -215,67 +329,117 @@ def _slice_sphere(corners: list) -> tuple[list[float], float]:
     return [cx, cy, cz], math.sqrt(r2)
 
 
-# -- the map and its pass ----------------------------------------------------------------------
+# -- the map array and its passes ---------------------------------------------------------------
 class ShadowMap:
-    """The sun's depth map (``SHADOW_FORMAT``, ``size`` x ``size`` texels), the bind group the
-    main pipeline samples it through, and its per-frame fit.
+    """The sun's depth maps (``SHADOW_FORMAT``, ``size`` x ``size`` texels, one array layer
+    per cascade), the bind group the main pipelines sample them through (a ``2d-array``
+    view) and the per-frame fit.
 
     Args:
         device: the ``wgpu.GPUDevice``; ``mesh``: the ``MeshPipelines`` (its shadow layout).
-        size: texels per side (checked by ``FrameSettings``).
+        size: texels per side (checked by ``FrameSettings``); ``layers``: cascades, 1..4.
+
+    Attributes:
+        texture: the ``size x size x layers`` array; ``view``: all layers (``2d-array``);
+            ``layer_views``: one ``2d`` view per layer (cascade ``c`` renders into ``c``).
     """
 
-    def __init__(self, device, mesh, size: int):
+    def __init__(self, device, mesh, size: int, layers: int = 1):
         self.device, self.mesh = device, mesh
         self.texture = None
-        self._last: tuple | None = None  # (inputs, SunFit) of the last fit
-        self.resize(size)
+        self._last: tuple | None = None  # (inputs, CascadeFit) of the last fit
+        self.resize(size, layers)
 
-    def resize(self, size: int) -> None:
-        """Recreate the map at ``size`` texels per side (no-op when unchanged)."""
+    def resize(self, size: int, layers: int | None = None) -> None:
+        """Recreate the map at ``size`` texels per side and ``layers`` cascades (None: as
+        now); no-op when unchanged."""
+        layers = self.layers if layers is None else layers
         if self.texture is not None:
-            if self.size == size:
+            if (self.size, self.layers) == (size, layers):
                 return
             self.texture.destroy()
-        self.size = size
+        self.size, self.layers = size, layers
         self.texture = self.device.create_texture(
             label="shadow map",
-            size=(size, size, 1),
+            size=(size, size, layers),
             format=SHADOW_FORMAT,
             usage=wgpu.TextureUsage.RENDER_ATTACHMENT
             | wgpu.TextureUsage.TEXTURE_BINDING
             | wgpu.TextureUsage.COPY_SRC,  # --dump, tests
         )
-        self.view = self.texture.create_view()
+        self.view = self.texture.create_view(dimension="2d-array")
+        self.layer_views = [
+            self.texture.create_view(
+                label=f"shadow map C{c}", dimension="2d", base_array_layer=c, array_layer_count=1
+            )
+            for c in range(layers)
+        ]
         self.group = self.mesh.shadow_group(self.view)
 
-    def fit(self, view_proj: np.ndarray, scene, radius: float | None) -> SunFit:
-        """The sun's projection for a camera ``view_proj`` (4, 4): receivers up to view depth
-        ``radius`` (world units; None: ``SHADOW_DISTANCE``) in ``scene``'s extent. A camera
-        that did not move reuses the last fit."""
-        key = (np.asarray(view_proj).tobytes(), radius, self.size, id(scene))
+    def fit(
+        self,
+        view_proj: np.ndarray,
+        scene,
+        radius: float | None,
+        *,
+        cascades: int = 1,
+        lam: float = DEFAULT_LAMBDA,
+        snap: bool = True,
+    ) -> CascadeFit:
+        """The sun's cascades for a camera ``view_proj`` (4, 4): receivers up to view depth
+        ``radius`` (world units; None: ``SHADOW_DISTANCE``) in ``scene``'s extent, split into
+        ``cascades`` slices (:func:`cascade_splits` with ``lam``, overlapping by the blend
+        bands: :func:`cascade_slices`), each fitted by :func:`fit_sun` (``snap``). A camera
+        that did not move reuses the last fit.
+
+        Raises:
+            ValueError: as :func:`cascade_splits` and :func:`shadow_region`.
+        """
+        key = (np.asarray(view_proj).tobytes(), radius, self.size, id(scene), cascades, lam,
+               snap)  # fmt: skip
         if self._last is not None and self._last[0] == key:
             return self._last[1]
         extent = scene.extent
-        center, r = shadow_region(view_proj, radius or SHADOW_DISTANCE, extent)
-        fit = fit_sun(scene.sun_direction, center, r, extent, self.size)
+        near = float(np.asarray(view_proj, np.float64)[2, 3])
+        far = max(radius or SHADOW_DISTANCE, near * (1.0 + 1e-6))
+        splits = cascade_splits(near, far, cascades, lam)
+        fits = tuple(
+            fit_sun(scene.sun_direction, c, r, extent, self.size, snap=snap)
+            for c, r in shadow_regions(view_proj, cascade_slices(splits), extent)
+        )
+        fit = CascadeFit(fits, tuple(splits))
         self._last = (key, fit)
         return fit
 
 
+def cascade_of(name: str) -> int:
+    """The cascade a shadow pass renders: ``"Shadow.C2"`` -> 2.
+
+    Raises:
+        ValueError: not a ``Shadow.C<k>`` name with ``k < MAX_CASCADES``.
+    """
+    head, _, k = name.rpartition(".C")
+    if head != "Shadow" or not k.isdigit() or int(k) >= MAX_CASCADES:
+        last = MAX_CASCADES - 1
+        raise ValueError(f"a shadow pass is named Shadow.C0 .. Shadow.C{last}, got {name!r}")
+    return int(k)
+
+
 class ShadowPass(RenderPass):
-    """``Shadow``: depth-only sun shadow map (reverse-Z, cleared to 0), one indexed indirect
-    draw per batch of the shadow region: opaque casters depth-only, MASK casters
-    alpha-tested at their cutoff; BLEND instances cast no shadow (glass, foliage cards drawn
-    blended are not occluders).
+    """``Shadow.C<k>``: cascade ``k``'s depth map (layer ``k`` of ``shadow.map``; reverse-Z,
+    cleared to 0), one indexed indirect draw per batch of the cascade's cull region: opaque
+    casters depth-only, MASK casters alpha-tested at their cutoff; BLEND instances cast no
+    shadow (glass, foliage cards drawn blended are not occluders). Enabled while shadows are
+    on and the frame has more than ``k`` cascades.
 
     Args:
         res: the frame's ``FrameResources`` (``shadow``, ``mesh``, ``gs``).
+        name: ``"Shadow.C0"`` .. ``"Shadow.C3"``.
     """
 
-    def __init__(self, res, name: str = "Shadow"):
+    def __init__(self, res, name: str = "Shadow.C0"):
         super().__init__(name, reads=DRAW_INPUTS, writes=(SHADOW_MAP,))
-        self.res = res
+        self.res, self.cascade = res, cascade_of(name)
         self.bundles = BundleCache(res.device, name)
 
     @property
@@ -283,13 +447,13 @@ class ShadowPass(RenderPass):
         return self.res.mesh.shadow()
 
     def enabled_by(self, settings) -> bool:
-        return settings.shadows
+        return settings.shadows and self.cascade < settings.cascades
 
     def targets(self, ctx) -> dict:
         return {
             "color_attachments": [],
             "depth_stencil_attachment": {
-                "view": self.res.shadow.view,
+                "view": self.res.shadow.layer_views[self.cascade],
                 "depth_clear_value": 0.0,
                 "depth_load_op": "clear",
                 "depth_store_op": "store",
@@ -298,6 +462,7 @@ class ShadowPass(RenderPass):
 
     def record(self, ctx, rpass) -> None:
         r = self.res
+        region = r.gs.shadow_region(self.cascade)
         opaque = r.gs.batch_range((0, 1))  # depth only
         mask = r.gs.batch_range((2, 3))  # alpha-tested; BLEND casts no shadow
         pipes = [(self.pipeline, opaque)] if opaque else []
@@ -310,7 +475,7 @@ class ShadowPass(RenderPass):
                 enc.set_pipeline(pipe)
                 if span is mask:
                     enc.set_bind_group(2, r.material_group)
-                r.gs.draw(enc, 2, 1, r.draw_group, span)
+                r.gs.draw(enc, region, 1, r.draw_group, span)
 
         key = (*(p for p, _ in pipes), r.material_group, *r.geometry_key())
         self.bundles.record(rpass, key, commands, color_formats=(), depth_format=SHADOW_FORMAT)

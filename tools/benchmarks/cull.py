@@ -72,7 +72,7 @@ def run(gpu, args) -> None:
     med = {k: statistics.median(v) for k, v in per.items()}
     both = med.get("Cull.Early", 0.0) + med.get("Cull.Late", 0.0)
     print(f"GPU at N={n:,}, {SIZE[0]}x{SIZE[1]} (median of {len(hist)} frames):")
-    for name in ("Shadow.Cull", "Cull.Early", "Cull.Late", "HiZ", "Shadow", "Main.Early",
+    for name in ("Shadow.Cull", "Cull.Early", "Cull.Late", "HiZ", "Shadow.C0", "Main.Early",
                  "Main.Late", "Post"):  # fmt: skip
         if name in med:
             print(f"  {name:<12} {med[name]:8.3f} ms")

@@ -34,7 +34,7 @@ from engine.tools import HUD_TOOLS
 
 SIZE = (1920, 1080)
 PASSES = (
-    "Cull.Reset", "Shadow.Cull", "Shadow", "Cull.Early", "Main.Early",
+    "Cull.Reset", "Shadow.Cull", "Shadow.C0", "Cull.Early", "Main.Early",
     "HiZ", "Cull.Late", "Main.Late", "Post", "DebugOverlay",
 )  # fmt: skip
 

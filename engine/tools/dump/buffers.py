@@ -15,8 +15,13 @@ import re
 
 import numpy as np
 
-from engine.culling.counters import COUNTER_NAMES
-from engine.culling.gpu_scene import REGIONS
+from engine.culling.counters import (
+    CASCADE_COUNTER_NAMES,
+    COUNTER_NAMES,
+    COUNTER_WORDS,
+    MAX_CASCADES,
+    cascade_block,
+)
 from engine.passes.resources import ARGS, COUNTERS, EXPOSURE, HISTOGRAM, REMAP
 from engine.shaders import load_wgsl
 
@@ -106,28 +111,31 @@ def buffer_tables(res, graph) -> dict:
     gs = res.gs
     labels = gs.batch_labels
 
+    counter_rows = [*COUNTER_NAMES] + [f"{cascade_block(c)}.{n}" for c in range(MAX_CASCADES)
+                                for n in CASCADE_COUNTER_NAMES]  # fmt: skip
+
     def counters(data: bytes) -> np.ndarray:
-        v = np.frombuffer(data, np.uint32, len(COUNTER_NAMES))
-        out = np.zeros(len(v), [("counter", "U16"), ("value", "<u4")])
-        out["counter"], out["value"] = COUNTER_NAMES, v
+        v = np.frombuffer(data, np.uint32, COUNTER_WORDS)
+        out = np.zeros(len(v), [("counter", "U24"), ("value", "<u4")])
+        out["counter"], out["value"] = counter_rows, v
         return out
 
     def args(data: bytes) -> np.ndarray:
         dt = wgsl_struct_dtype(DRAW_INDEXED_INDIRECT_WGSL, "DrawIndexedIndirect")
-        nb = gs.batch_count
-        rows = np.frombuffer(data, dt, len(REGIONS) * nb)
-        out = np.zeros(len(rows), [("region", "U8"), ("batch", "U32")] + _fields(dt))
-        out["region"] = np.repeat(REGIONS, nb)
-        out["batch"] = np.tile(labels, len(REGIONS))
+        nb, regions = gs.batch_count, gs.regions
+        rows = np.frombuffer(data, dt, len(regions) * nb)
+        out = np.zeros(len(rows), [("region", "U10"), ("batch", "U32")] + _fields(dt))
+        out["region"] = np.repeat(regions, nb)
+        out["batch"] = np.tile(labels, len(regions))
         for f in dt.names:
             out[f] = rows[f]
         return out
 
     def remap(data: bytes) -> np.ndarray:
         v = np.frombuffer(data, np.uint32)
-        t = gs.region_slots
-        out = np.zeros(len(v), [("region", "U8"), ("slot", "<u4"), ("row", "<u4")])
-        out["region"] = np.asarray(REGIONS)[np.minimum(np.arange(len(v)) // t, len(REGIONS) - 1)]
+        t, regions = gs.region_slots, gs.regions
+        out = np.zeros(len(v), [("region", "U10"), ("slot", "<u4"), ("row", "<u4")])
+        out["region"] = np.asarray(regions)[np.minimum(np.arange(len(v)) // t, len(regions) - 1)]
         out["slot"], out["row"] = np.arange(len(v)) % t, v
         return out
 

@@ -101,9 +101,10 @@ class LinesTool:
         w, h = frame_ctx.size
         frozen = np.asarray(cam.proj(w / h) @ cam.view(), np.float64)
         self.lines.frustum(np.linalg.inv(frozen), FROZEN_FRUSTUM, far_depth=1e-3)
-        if r.sun_view_proj is not None and r.settings.shadows:
-            inv = np.linalg.inv(np.asarray(r.sun_view_proj, np.float64))
-            self.lines.frustum(inv, SUN_VOLUME, near_depth=1.0, far_depth=0.0)
+        if r.cascade_fit is not None and r.settings.shadows:  # each cascade's box
+            for fit in r.cascade_fit.cascades:
+                inv = np.linalg.inv(np.asarray(fit.view_proj, np.float64))
+                self.lines.frustum(inv, SUN_VOLUME, near_depth=1.0, far_depth=0.0)
         classes = r.frozen.classes if r.frozen is not None else None
         key = (id(r.cull_camera), id(classes))
         if key != self._frozen_key:

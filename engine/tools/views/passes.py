@@ -9,7 +9,11 @@ depth      view distance ``z = near / d`` of the reverse-Z depth on a log scale:
            diagonal; the sky (d = 0) dark blue
 hiz        Hi-Z pyramid level N (default 1) at output size, shown like depth
 shadow     the sun's shadow map (reverse-Z orthographic depth, white nearest the sun),
-           letterboxed
+           letterboxed; with cascades, their layers side by side (C0 left)
+cascades   the shadow cascade of each pixel in its colour (``CASCADE_COLOURS``, mixed in the
+           blend bands, lit by normals from depth), grey outside every cascade;
+           ``cascades:texels``: shadow-map texels per pixel (square root of the area ratio)
+           as Turbo on log2 over -4..+4
 luminance  log2 luminance of the HDR target as false colour (Turbo) over ``EV_RANGE``; the
            bottom strip is the ramp with a white tick at middle grey for the current exposure
 normals    world-space normals reconstructed from depth (``n * 0.5 + 0.5``)
@@ -75,6 +79,10 @@ OVERDRAW_MAX = 32
 OVERDRAW_CEILING = 2048.0
 
 HERE = Path(__file__).parent  # this package's WGSL
+#: The cascades view's two pictures (its level): the cascade index, the texel density.
+CASCADES_MODES = ("index", "texels")
+#: cascades:texels: log2 of shadow-map texels per pixel at the ramp's two ends.
+TEXELS_LOG2 = (-4.0, 4.0)
 #: log2 luminance at the two ends of the luminance view's ramp (scene-referred, linear HDR).
 EV_RANGE = (-8.0, 8.0)
 PARAMS_DTYPE = np.dtype(
@@ -112,9 +120,12 @@ def parse_view(text: str) -> tuple[str, int | None]:
         return name, None
     if name == "overdraw" and level in ("before", "after"):
         return name, 0 if level == "before" else 1
+    if name == "cascades" and level in CASCADES_MODES:
+        return name, CASCADES_MODES.index(level)
     if name != "hiz":
         raise ValueError(
-            f"view {name} takes no level (only hiz:N and overdraw:before|after do), got {text!r}"
+            f"view {name} takes no level (only hiz:N, overdraw:before|after and "
+            f"cascades:index|texels do), got {text!r}"
         )
     try:
         n = int(level)
@@ -165,7 +176,11 @@ class ViewPass(RenderPass):
                 {"binding": 2, "visibility": _T, "texture": {"sample_type": "depth"}},
                 {"binding": 3, "visibility": _T, "texture": tex},
                 {"binding": 4, "visibility": _T, "texture": tex},
-                {"binding": 5, "visibility": _T, "texture": {"sample_type": "depth"}},
+                {
+                    "binding": 5,
+                    "visibility": _T,
+                    "texture": {"sample_type": "depth", "view_dimension": "2d-array"},
+                },
                 {"binding": 6, "visibility": _T, "buffer": {"type": "read-only-storage"}},
                 {"binding": 7, "visibility": _T, "texture": {"sample_type": "uint"}},
                 {"binding": 8, "visibility": _T, "texture": tex},
@@ -238,8 +253,8 @@ class ViewPass(RenderPass):
         if self.name_shown == "cost":
             p["ev_lo"], p["ev_hi"] = np.log2(self.cost_range)
             return p.tobytes()
-        if self.name_shown == "overdraw":
-            p["level"] = self.level  # 0: before, 1: after the depth test
+        if self.name_shown in ("overdraw", "cascades"):
+            p["level"] = self.level  # overdraw 0: before, 1: after the depth test
         else:
             p["level"] = min(self.level, self.levels() - 1)
         p["auto_exposure"] = 1 if self.res.settings.auto_exposure else 0
@@ -251,9 +266,10 @@ class ViewPass(RenderPass):
             base = self.res.pyramid.base
             p["num"], p["den"] = base, size
             p["dims"] = [max(1, b >> int(p["level"])) for b in base]
-        elif self.name_shown == "shadow":
-            side, n = min(size), self.res.shadow.size
-            p["num"], p["den"] = (n, n), (side, side)
+        elif self.name_shown == "shadow":  # the layers side by side, each a square
+            sm = self.res.shadow
+            side = max(1, min(size[1], size[0] // sm.layers))
+            p["num"], p["den"] = (sm.size, sm.size), (side, side)
         p["ratio"] = p["num"] / np.maximum(p["den"], 1)
         return p.tobytes()
 
@@ -718,6 +734,7 @@ class WireArgsPass(ComputePass):
 
 
 __all__ = [
+    "CASCADES_MODES",
     "EV_RANGE",
     "OVERDRAW_CEILING",
     "OVERDRAW_MAX",

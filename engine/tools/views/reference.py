@@ -36,6 +36,39 @@ TURBO9 = np.array(
 )
 
 
+#: sRGB colours of shadow cascades 0..3 in the cascades view (shaders/view.wgsl), and names.
+CASCADE_COLOURS = np.array(
+    [
+        (0.20, 0.80, 0.20),
+        (0.25, 0.45, 0.95),
+        (0.95, 0.85, 0.20),
+        (0.90, 0.15, 0.15),
+    ]
+)
+CASCADE_COLOUR_NAMES = ("green", "blue", "yellow", "red")
+
+
+def cascade_pick(depth: np.ndarray, splits, band: float) -> tuple[np.ndarray, np.ndarray]:
+    """The cascade of each view depth and the next cascade's weight in its blend band, as the
+    shading (``shaders/shadow_cascades.wgsl`` ``cascade_pick``) and the cascades view choose:
+    the first cascade whose end (``splits[1:]``, a ``CascadeFit``'s) is not below the depth
+    (the last one beyond every split); the weight rises linearly from 0 at ``band`` of the
+    cascade's depth range (from 0 for the first) before its end to 1 at it.
+
+    Returns:
+        ``(c, next)``: int64 and float64 arrays shaped like ``depth``.
+    """
+    d = np.asarray(depth, np.float64)
+    ends = np.asarray(splits[1:], np.float64)
+    n = len(ends)
+    c = np.minimum(np.searchsorted(ends[:-1], d, side="left"), n - 1)
+    end = ends[c]
+    start = np.where(c > 0, ends[np.maximum(c - 1, 0)], 0.0)
+    width = band * (end - start)
+    w = np.clip((d - (end - width)) / np.maximum(width, 1e-6), 0.0, 1.0)
+    return c, np.where(c + 1 >= n, 0.0, w)
+
+
 def ramp(t: np.ndarray) -> np.ndarray:
     """The luminance view's colour of ``t`` in [0, 1] (clamped): ``(..., 3)`` sRGB-encoded."""
     x = np.clip(np.asarray(t, np.float64), 0.0, 1.0) * 8.0

@@ -18,11 +18,13 @@ from engine.commands import Arg, CommandError, Int
 from engine.culling.pyramid import pyramid_base, pyramid_levels
 from engine.culling.reference import VISIBLE
 from engine.passes.resources import frame_resources
+from engine.passes.shadow import BLEND_BAND
 from engine.tool import Key, OptionError
 from engine.tools.views.panel import ViewPanel
 from engine.tools.views.passes import (
     OVERDRAW_CEILING,
     OVERDRAW_MAX,
+    TEXELS_LOG2,
     ViewCulledPass,
     ViewGeometryPass,
     ViewPass,
@@ -31,6 +33,7 @@ from engine.tools.views.passes import (
     parse_view,
     view_type,
 )
+from engine.tools.views.reference import CASCADE_COLOUR_NAMES
 from engine.tools.views.views import BY_NAME, NAMES
 
 log = logging.getLogger("lantern")
@@ -104,7 +107,8 @@ class ViewTool:
             metavar="NAME",
             help="start with a debug view in place of the tone-mapped picture: "
             + ", ".join(NAMES)
-            + " (hiz:N for Hi-Z level N); F3 / 'view NAME' switch it",
+            + " (hiz:N for Hi-Z level N, overdraw:after, cascades:texels); F3 / 'view NAME' "
+            "switch it",
         )
 
     @classmethod
@@ -234,6 +238,13 @@ class ViewTool:
                     "(view overdraw:before, view overdraw:after)"
                 )
             vp.level = 0 if level is None else level
+        elif name == "cascades":
+            if level not in (None, 0, 1):
+                raise CommandError(
+                    f"cascades level {level}: 0 shows the cascade index, 1 the texel density "
+                    "(view cascades:index, view cascades:texels)"
+                )
+            vp.level = 0 if level is None else level
         elif level is not None:
             raise CommandError(f"view {name} takes no level (only hiz does)")
         if BY_NAME[name].geometry is not None:
@@ -303,12 +314,35 @@ class ViewTool:
                 f">={OVERDRAW_CEILING:.0f}); 'view overdraw:{'before' if vp.level else 'after'}'"
                 " for the other count; drawn again (View.Geometry)"
             )
+        if name == "cascades":
+            return self._describe_cascades(vp.level)
         if name == "hiz":
             w, h = (max(1, b >> vp.level) for b in self.res.pyramid.base)
             was = self.clamped_from
             gone = "" if was is None else f" (level {was} is gone at this size)"
             return f"hiz level {vp.level} ({w}x{h}) of {vp.levels()}{gone}, shown like depth"
         return f"{name}: {BY_NAME[name].legend.format(far=vp.far)}"
+
+    def _describe_cascades(self, level: int) -> str:
+        """The cascades view's legend: its colours and splits, or the density ramp."""
+        fit, s = self.res.cascade_fit, self.res.settings
+        splits = "" if fit is None else "/".join(f"{d:.3g}" for d in fit.splits)
+        snap = "texel-snapped" if s.shadow_snap else "NOT snapped (shadow-snap off)"
+        if level == 1:
+            lo, hi = TEXELS_LOG2
+            return (
+                f"cascades:texels: shadow-map texels per pixel (sqrt of the area ratio) of "
+                f"each pixel's cascade, Turbo on log2 {2**lo:g}..{2**hi:g}, a tick per power "
+                "of two; below 1 a texel spans several pixels (blocky), above 1 the map is "
+                f"sampled sparsely (aliasing); grey: no cascade; {s.cascades} cascade(s), {snap}"
+            )
+        names = ", ".join(f"C{c} {CASCADE_COLOUR_NAMES[c]}" for c in range(s.cascades))
+        return (
+            f"cascades: the shadow cascade of each pixel, {names}; mixed in the blend bands "
+            f"(the last {BLEND_BAND:.0%} of each); grey: no cascade (unshadowed); splits at "
+            f"view depth {splits} (lambda {s.cascade_lambda:g}), {snap}; "
+            "'view cascades:texels' for the texel density"
+        )
 
     # -- per frame -------------------------------------------------------------------------
     def _update(self, frame_ctx) -> None:

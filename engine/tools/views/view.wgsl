@@ -32,7 +32,7 @@ struct Exposure {
 @group(0) @binding(2) var depth: texture_depth_2d;
 @group(0) @binding(3) var hdr: texture_2d<f32>;
 @group(0) @binding(4) var pyramid: texture_2d<f32>;
-@group(0) @binding(5) var shadow_map: texture_depth_2d;
+@group(0) @binding(5) var shadow_map: texture_depth_2d_array;  // one layer per cascade
 @group(0) @binding(6) var<storage, read> exposure: Exposure;
 @group(0) @binding(7) var ids: texture_2d<u32>;  // ids, lod: scene row + 1, LOD + 1
 @group(0) @binding(8) var overdraw: texture_2d<f32>;  // fragments: before, after depth test
@@ -272,14 +272,134 @@ fn fs_hiz(@builtin(position) frag: vec4f) -> @location(0) vec4f {
 
 @fragment
 fn fs_shadow(@builtin(position) frag: vec4f) -> @location(0) vec4f {
-    // the square map letterboxed in the output; reverse-Z ortho: white nearest the sun
+    // the cascades' square maps side by side, letterboxed in the output; reverse-Z ortho:
+    // white nearest the sun
     let size = vec2i(textureDimensions(depth));
-    let side = min(size.x, size.y);
-    let q = vec2i(frag.xy) - (size - vec2i(side)) / 2;
-    if (any(q < vec2i(0)) || any(q >= vec2i(side))) {
+    let n = i32(textureNumLayers(shadow_map));
+    let side = min(size.y, size.x / n);
+    let q = vec2i(frag.xy) - (size - vec2i(side * n, side)) / 2;
+    if (any(q < vec2i(0)) || q.x >= side * n || q.y >= side) {
         return vec4f(vec3f(0.02), 1.0);
     }
-    return vec4f(vec3f(textureLoad(shadow_map, scaled_floor(vec2u(q)), 0)), 1.0);
+    let layer = q.x / side;
+    let t = scaled_floor(vec2u(vec2i(q.x - layer * side, q.y)));
+    return vec4f(vec3f(textureLoad(shadow_map, t, layer, 0)), 1.0);
+}
+
+// -- cascades: which cascade shadows each pixel, and how many of its texels a pixel spans --
+
+const TEXELS_LOG2: f32 = 4.0;  // texels view: log2 texels per pixel over -4 .. +4
+
+fn cascade_colour(c: u32) -> vec3f {  // engine/tools/views/reference.py CASCADE_COLOURS (sRGB)
+    switch c {
+        case 0u: { return srgb_to_linear(vec3f(0.20, 0.80, 0.20)); }
+        case 1u: { return srgb_to_linear(vec3f(0.25, 0.45, 0.95)); }
+        case 2u: { return srgb_to_linear(vec3f(0.95, 0.85, 0.20)); }
+        default: { return srgb_to_linear(vec3f(0.90, 0.15, 0.15)); }
+    }
+}
+
+// The cascade of view depth d and the next one's weight in its blend band: the shading's
+// choice (shaders/shadow_cascades.wgsl cascade_pick), repeated here on purpose (this file
+// binds no shadow sampler).
+fn pick_cascade(d: f32) -> vec2f {
+    let count = u32(view.cascade_params.x);
+    var c = 0u;
+    while (c + 1u < count && d > view.cascade_split[c]) {
+        c++;
+    }
+    if (c + 1u >= count) {
+        return vec2f(f32(c), 0.0);
+    }
+    let end = view.cascade_split[c];
+    let start = select(0.0, view.cascade_split[max(c, 1u) - 1u], c > 0u);
+    let band = view.cascade_params.y * (end - start);
+    return vec2f(f32(c), clamp((d - (end - band)) / max(band, 1e-6), 0.0, 1.0));
+}
+
+// Cascade c's shadow-map texel coordinates of world point p (x right, y down), and whether
+// p is inside its box.
+fn cascade_texel(p: vec3f, c: u32) -> vec3f {
+    let s = view.cascade_view_proj[c] * vec4f(p, 1.0);
+    let uv = s.xy * vec2f(0.5, -0.5) + 0.5;
+    let inside = all(uv >= vec2f(0.0)) && all(uv <= vec2f(1.0)) && s.z >= 0.0 && s.z <= 1.0;
+    return vec3f(uv / view.cascade_params.z, select(0.0, 1.0, inside));
+}
+
+// World position of the pixel and its steps to the next pixel right and down, each taken
+// toward the nearer neighbour (at a silhouette the other one is on another surface).
+struct Footprint {
+    p: vec3f,
+    dx: vec3f,
+    dy: vec3f,
+};
+
+fn footprint(px: vec2i, size: vec2i, d: f32) -> Footprint {
+    let m = view.inv_view_proj;
+    let h = homogeneous(px, size, d);
+    let p = h.xyz / h.w;
+    let sx = m[0] * (2.0 / f32(size.x));
+    let sy = m[1] * (-2.0 / f32(size.y));
+    let xr = min(px.x + 1, size.x - 1);
+    let xl = max(px.x - 1, 0);
+    let yd = min(px.y + 1, size.y - 1);
+    let yu = max(px.y - 1, 0);
+    let hr = h + sx * f32(xr - px.x) + m[2] * (textureLoad(depth, vec2i(xr, px.y), 0) - d);
+    let hl = h + sx * f32(xl - px.x) + m[2] * (textureLoad(depth, vec2i(xl, px.y), 0) - d);
+    let hd = h + sy * f32(yd - px.y) + m[2] * (textureLoad(depth, vec2i(px.x, yd), 0) - d);
+    let hu = h + sy * f32(yu - px.y) + m[2] * (textureLoad(depth, vec2i(px.x, yu), 0) - d);
+    let r = (hr.xyz / hr.w - p) / f32(max(xr - px.x, 1));
+    let l = (p - hl.xyz / hl.w) / f32(max(px.x - xl, 1));
+    let dn = (hd.xyz / hd.w - p) / f32(max(yd - px.y, 1));
+    let up = (p - hu.xyz / hu.w) / f32(max(px.y - yu, 1));
+    let dx = select(r, l, (dot(l, l) < dot(r, r) && xl != px.x) || xr == px.x);
+    let dy = select(dn, up, (dot(up, up) < dot(dn, dn) && yu != px.y) || yd == px.y);
+    return Footprint(p, dx, dy);
+}
+
+// level 0: the cascade per pixel in its colour (mixed in the blend bands), lit by the sun
+// through normals from depth so the scene stays readable; grey where no cascade's box holds
+// the surface (unshadowed). level 1: texels of the pixel's cascade across one pixel (the
+// square root of the area ratio) as Turbo on log2 over -4..+4, ticks per power of two.
+fn cascades_view(px: vec2i, size: vec2i) -> vec3f {
+    let top = TEXELS_LOG2;
+    if (params.level == 1u && px.y >= size.y - LEGEND_PX) {
+        let e = -top + 2.0 * top * (f32(px.x) + 0.5) / f32(size.x);
+        if (abs(e - round(e)) * f32(size.x) / (2.0 * top) < 1.0) {
+            return vec3f(1.0);
+        }
+        return ramp((e + top) / (2.0 * top));
+    }
+    let d = textureLoad(depth, px, 0);
+    if (d <= 0.0) {
+        return SKY;
+    }
+    let f = footprint(px, size, d);
+    let pick = pick_cascade(dot(view.cascade_depth.xyz, f.p) + view.cascade_depth.w);
+    let c = u32(pick.x);
+    let t = cascade_texel(f.p, c);
+    if (t.z < 0.5) {
+        return vec3f(0.12);  // outside every cascade: unshadowed
+    }
+    if (params.level == 1u) {
+        let m = view.cascade_view_proj[c];
+        let k = vec2f(0.5, 0.5) / view.cascade_params.z;  // NDC -> texels
+        let a = (m * vec4f(f.dx, 0.0)).xy * k;
+        let b = (m * vec4f(f.dy, 0.0)).xy * k;
+        let texels = sqrt(abs(a.x * b.y - a.y * b.x));
+        return ramp((log2(max(texels, 1e-12)) + top) / (2.0 * top));
+    }
+    let colour = mix(cascade_colour(c), cascade_colour(c + 1u), pick.y);
+    let n = cross(f.dy, f.dx);
+    let len = length(n);  // 0 (or not finite) where the footprint degenerates: unshaded
+    let ok = len > 1e-30 && len < 1e30;
+    let lambert = select(1.0, abs(dot(n / select(1.0, len, ok), view.sun_dir.xyz)), ok);
+    return colour * (0.35 + 0.65 * lambert);
+}
+
+@fragment
+fn fs_cascades(@builtin(position) frag: vec4f) -> @location(0) vec4f {
+    return vec4f(cascades_view(vec2i(frag.xy), vec2i(textureDimensions(depth))), 1.0);
 }
 
 @fragment

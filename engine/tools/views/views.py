@@ -108,11 +108,14 @@ VIEWS = (
     ),
     DebugView(
         "shadow",
-        "sun shadow map, white nearest the sun (reverse-Z orthographic)",
+        "sun shadow map, white nearest the sun (reverse-Z orthographic); with cascades, "
+        "C0 .. C3 left to right",
         (DEPTH, SHADOW_MAP),
         ("shadows",),
         "the sun's shadow map",
     ),
+    DebugView("cascades", "", (DEPTH, SHADOW_MAP), ("shadows",), "the sun's shadow map"),
+    # legend: the tool (the splits; cascades:texels for the texel density)
     DebugView(
         "luminance",
         "log2 luminance -8..+8 as Turbo; bottom strip: the ramp, white tick = middle grey at "

@@ -1,0 +1,68 @@
+// Cascaded sun shadows (engine/passes/shadow.py): the map array, the cascade of a receiver by
+// its view depth with a blend band into the next, and 3x3 PCF of 2x2-filtered comparisons
+// (a 4x4-texel tent), reverse-Z. Included by mesh.wgsl (sun_visibility). The numpy twin of
+// the cascade choice is engine/passes/shadow.py cascade_weights (the debug view shows it).
+
+@group(3) @binding(0) var shadow_map: texture_depth_2d_array;
+@group(3) @binding(1) var shadow_sampler: sampler_comparison;
+
+// World point p in cascade c's shadow clip space (orthographic: w = 1). The translation is
+// added last, on its own: a texel-snapped cascade's translation is a whole number of texels,
+// exact in float32, so a moved cascade puts every caster and receiver exactly whole texels
+// further (a matrix product could add it first, and round the rest differently each time).
+fn cascade_clip(c: u32, p: vec3f) -> vec4f {
+    let m = view.cascade_view_proj[c];
+    return vec4f((m * vec4f(p, 0.0)).xyz + m[3].xyz, 1.0);
+}
+
+// Cascade c's visibility of the sun at `world` (pushed 1.5 of its texels along the normal
+// `n`): lit where the receiver is at least as close to the sun as the stored caster depth;
+// outside the cascade's box lit (nothing there was rendered into it).
+fn cascade_visibility(world: vec3f, n: vec3f, c: u32) -> f32 {
+    let p = cascade_clip(c, world + n * (1.5 * view.cascade_texel[c]));
+    let uv = p.xy * vec2f(0.5, -0.5) + 0.5;
+    if (any(uv < vec2f(0.0)) || any(uv > vec2f(1.0)) || p.z > 1.0 || p.z < 0.0) {
+        return 1.0;
+    }
+    let texel = view.cascade_params.z;
+    var lit = 0.0;
+    for (var y = -1; y <= 1; y++) {
+        for (var x = -1; x <= 1; x++) {
+            let o = vec2f(f32(x), f32(y)) * texel;
+            lit += textureSampleCompareLevel(shadow_map, shadow_sampler, uv + o, i32(c), p.z + 2e-4);
+        }
+    }
+    return lit / 9.0;
+}
+
+// The cascade of view depth d (the first whose split is not below it; the last one beyond
+// every split) and the weight of the next cascade: 0 before the band at the far end of the
+// cascade (cascade_params.y of its depth range), rising linearly to 1 at its split.
+struct CascadePick {
+    c: u32,
+    next: f32,
+};
+
+fn cascade_pick(d: f32) -> CascadePick {
+    let count = u32(view.cascade_params.x);
+    var c = 0u;
+    while (c + 1u < count && d > view.cascade_split[c]) {
+        c++;
+    }
+    if (c + 1u >= count) {
+        return CascadePick(c, 0.0);
+    }
+    let end = view.cascade_split[c];
+    let start = select(0.0, view.cascade_split[max(c, 1u) - 1u], c > 0u);
+    let band = view.cascade_params.y * (end - start);
+    return CascadePick(c, clamp((d - (end - band)) / max(band, 1e-6), 0.0, 1.0));
+}
+
+fn cascaded_sun_visibility(world: vec3f, n: vec3f) -> f32 {
+    let pick = cascade_pick(dot(view.cascade_depth.xyz, world) + view.cascade_depth.w);
+    let vis = cascade_visibility(world, n, pick.c);
+    if (pick.next <= 0.0) {
+        return vis;
+    }
+    return mix(vis, cascade_visibility(world, n, pick.c + 1u), pick.next);
+}
