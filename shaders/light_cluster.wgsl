@@ -2,12 +2,15 @@
 // bounding sphere touches, then sorts each cluster's list by light index. Numpy twin:
 // engine/lights/reference.py assign_clusters.
 //
-// cs_assign, one thread per light: the sphere (centre in view space, radius = range) is
-// tested against each tile column's two bounding planes and each tile row's two (planes
-// through the eye; conservative at a tile's corners, as tiled shading's per-tile frustum
-// test is) and its view-depth range [d - r, d + r] picks the slices; each (slice, row,
-// column) of those appends the light to its cluster: an atomic count, the index stored while
-// the count is below CLUSTER_CAP (the rest are counted as dropped, never silently).
+// cs_assign, one thread per light and depth slice: the sphere (centre in view space, radius =
+// range) is tested against each tile column's two bounding planes and each tile row's two
+// (planes through the eye; conservative at a tile's corners, as tiled shading's per-tile
+// frustum test is) and its view-depth range [d - r, d + r] picks the slices; each (row,
+// column) of the thread's slice appends the light to its cluster: an atomic count, the index
+// stored while the count is below CLUSTER_CAP (the rest are counted as dropped, never
+// silently). A thread per slice, not per light: a light around the camera touches every
+// cluster, and one thread appending all 3,456 one atomic after another took 0.85 ms on an
+// H200; a slice holds at most CLUSTER_X x CLUSTER_Y of them.
 // cs_finish, one workgroup per cluster: the list sorted by light index (rank sort in
 // workgroup memory), so shading adds the lights in one order whatever order the atomics
 // took; clusters at the cap and the largest demand counted.
@@ -65,13 +68,19 @@ fn row_mask(p: vec3f, r: f32) -> u32 {
     return mask;
 }
 
-fn assign(i: u32) {
+fn assign(i: u32, z: u32) {
     let light = lights[i];
     let p = (light_params.view * vec4f(light.position, 1.0)).xyz;
     let d = -p.z;
     let r = light.range;
-    count(L_TESTED, 1u);
+    if (z == 0u) {
+        count(L_TESTED, 1u);
+    }
     if (!(d + r > light_params.slices[0].x)) {  // wholly behind the near plane (or NaN)
+        return;
+    }
+    let z0 = depth_slice(d - r);
+    if (z < z0 || z > depth_slice(d + r)) {
         return;
     }
     let xs = column_mask(p, r);
@@ -79,30 +88,29 @@ fn assign(i: u32) {
     if (xs == 0u || ys == 0u) {
         return;
     }
-    count(L_VISIBLE, 1u);
-    if (dot(p, p) < r * r) {
-        count(L_EYE_INSIDE, 1u);
+    if (z == z0) {  // the light's first slice counts the light once
+        count(L_VISIBLE, 1u);
+        if (dot(p, p) < r * r) {
+            count(L_EYE_INSIDE, 1u);
+        }
     }
-    let z1 = depth_slice(d + r);
     var stored = 0u;
     var dropped = 0u;
-    for (var z = depth_slice(d - r); z <= z1; z++) {
-        var rows = ys;
-        while (rows != 0u) {
-            let y = countTrailingZeros(rows);
-            rows &= rows - 1u;
-            var cols = xs;
-            while (cols != 0u) {
-                let x = countTrailingZeros(cols);
-                cols &= cols - 1u;
-                let c = (z * CLUSTER_Y + y) * CLUSTER_X + x;
-                let k = atomicAdd(&cluster_counts[c], 1u);
-                if (k < CLUSTER_CAP) {
-                    cluster_lights[c * CLUSTER_CAP + k] = i;
-                    stored += 1u;
-                } else {
-                    dropped += 1u;
-                }
+    var rows = ys;
+    while (rows != 0u) {
+        let y = countTrailingZeros(rows);
+        rows &= rows - 1u;
+        var cols = xs;
+        while (cols != 0u) {
+            let x = countTrailingZeros(cols);
+            cols &= cols - 1u;
+            let c = (z * CLUSTER_Y + y) * CLUSTER_X + x;
+            let k = atomicAdd(&cluster_counts[c], 1u);
+            if (k < CLUSTER_CAP) {
+                cluster_lights[c * CLUSTER_CAP + k] = i;
+                stored += 1u;
+            } else {
+                dropped += 1u;
             }
         }
     }
@@ -118,7 +126,7 @@ fn cs_assign(@builtin(global_invocation_id) gid: vec3u,
     }
     workgroupBarrier();
     if (gid.x < light_params.modes.x) {
-        assign(gid.x);
+        assign(gid.x, gid.y);  // dispatched (lights / 64, CLUSTER_Z)
     }
     workgroupBarrier();
     if (lid < COUNTERS) {

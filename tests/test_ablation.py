@@ -105,7 +105,7 @@ def test_layout_matches_the_wgsl_rules():
     assert layout("array<Row>", nested, runtime_count=3) == (48, 4)
     assert layout("array<vec4<f32>>", nested, runtime_count=3) == (48, 16)
     cull = parse(load_source(ROOT / "shaders" / "cull.wgsl")[0])
-    assert layout("Cull", cull)[0] == 64 + 6 * 16 + 6 * 16 + 6 * 16
+    assert layout("Cull", cull)[0] == 64 + 6 * 16 + 24 * 16 + 6 * 16  # 24: 4 cascades x 6
 
 
 @pytest.fixture(scope="module")

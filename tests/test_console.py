@@ -169,7 +169,7 @@ def test_register_rejects_bad_declarations():
 
 def test_completion(registry):
     r = registry.reg
-    assert r.complete("sha") == ("shadow", ["shadow-size", "shadows"])
+    assert r.complete("sha") == ("shadow", ["shadow-size", "shadow-snap", "shadows"])
     assert r.complete("shadows") == ("shadows ", ["shadows"])
     assert r.complete("overlay t") == ("overlay timeline ", ["timeline"])
     assert r.complete("profile gpu o") == ("profile gpu o", ["on", "off"])
@@ -256,7 +256,7 @@ def test_console_tab_with_several_candidates_prints_them(registry):
     type_text(c, "s")
     c.on_key(KEY_TAB)
     assert c.line == "s"
-    assert c.output[-1][0] == "shadow-size  shadows  stats"
+    assert c.output[-1][0] == "shadow-size  shadow-snap  shadows  stats"
 
 
 def test_console_draws_output_and_prompt(registry):

@@ -64,7 +64,7 @@ def test_dump_counters_table_and_depth_npy(tmp_path):
 
 def test_dump_bad_input_is_one_line(tmp_path):
     cases = {
-        ("nope", "x.npy"): "textures: frame.ambient, frame.depth",
+        ("nope", "x.npy"): "textures: frame.albedo, frame.ambient, frame.depth",
         ("frame.hdr@Post", "x.npy"): "passes that do: Main.Early",
         ("cull.args", "x.png"): "write it as .npy or .csv",
         ("frame.depth", "x.txt"): "must end in .npy, .png, .exr or .csv",

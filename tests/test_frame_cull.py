@@ -48,6 +48,7 @@ def test_passes_are_objects_with_their_own_enable_rules(gpu, scene):
     from engine.passes.cull import CullPass, CullResetPass
     from engine.passes.exposure import ExposurePass, LuminancePass
     from engine.passes.hiz import HiZPass
+    from engine.passes.lights import DeferredLightsPass, LightClusterPass, LightsResetPass
     from engine.passes.mesh import MainPass
     from engine.passes.post import PostPass
     from engine.passes.shadow import ShadowPass
@@ -57,14 +58,16 @@ def test_passes_are_objects_with_their_own_enable_rules(gpu, scene):
 
     h = Harness(gpu, scene, settings=FrameSettings(exposure="auto"))
     # no BLEND material in this scene: the Transparent passes are off; nothing reads
-    # frame.ambient: the Ambient compose is off; one shadow cascade
-    extra = ("Ambient", "Shadow.C1", "Shadow.C2", "Shadow.C3")
+    # frame.ambient: the Ambient compose is off; one shadow cascade; no local lights
+    extra = ("Ambient", "Shadow.C1", "Shadow.C2", "Shadow.C3", "Lights.Reset", "Lights.Cluster",
+             "Lights.Deferred")  # fmt: skip
     names = tuple(n for n in PASS_NAMES if not n.startswith("Transparent") and n not in extra)
     assert h.graph.pass_names() == list(names)
     kinds = [type(p) for p in h.frame.passes]
-    assert kinds == [CullResetPass, CullPass, *[ShadowPass] * 4, CullPass, MainPass, HiZPass,
-                     CullPass, MainPass, SkyPass, AmbientPass, TransparentSortPass, TransparentPass,
-                     LuminancePass, ExposurePass, BloomPass, TaaPass, PostPass]  # fmt: skip
+    assert kinds == [CullResetPass, CullPass, *[ShadowPass] * 4, CullPass, LightsResetPass,
+                     LightClusterPass, MainPass, HiZPass, CullPass, MainPass, DeferredLightsPass,
+                     SkyPass, AmbientPass, TransparentSortPass, TransparentPass, LuminancePass,
+                     ExposurePass, BloomPass, TaaPass, PostPass]  # fmt: skip
     assert [p.entry for p in h.frame.passes if isinstance(p, CullPass)] == [
         "cull_shadow",
         "cull_early",

@@ -88,7 +88,7 @@ def test_bad_input_is_one_line_and_changes_nothing(insp):
     insp.run(f"inspect {HDR}", frames=1)
     before = insp.tool.selection
     cases = {
-        "inspect nope": "textures: frame.ambient, frame.depth, frame.hdr",
+        "inspect nope": "textures: frame.albedo, frame.ambient, frame.depth, frame.hdr",
         f"inspect {PYRAMID} mip 40": "mips 0..",
         f"inspect {HDR} layer 1": "layers 0..0",
         f"inspect {DEPTH} channel g": "has r",

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import wgpu
 
 from engine.graph import ComputePass, RenderPass, TransferPass
-from engine.lights.gpu import CLUSTERS
+from engine.lights.gpu import CLUSTER_Z, CLUSTERS
 from engine.passes.resources import (
     ALBEDO,
     DEPTH,
@@ -157,10 +157,14 @@ class LightClusterPass(ComputePass):
     def record(self, ctx, cpass) -> None:
         pipes = self.shader.get()
         n = self.res.lights.count
-        for entry, groups in (("cs_assign", -(-n // _WG)), ("cs_finish", CLUSTERS)):
+        # cs_assign: a thread per light and depth slice; cs_finish: a workgroup per cluster
+        for entry, groups in (
+            ("cs_assign", (-(-n // _WG), CLUSTER_Z)),
+            ("cs_finish", (CLUSTERS, 1)),
+        ):
             cpass.set_pipeline(pipes[entry])
             cpass.set_bind_group(0, self._group(pipes[entry], entry))
-            cpass.dispatch_workgroups(groups, 1, 1)
+            cpass.dispatch_workgroups(*groups, 1)
 
 
 class DeferredLightsPass(RenderPass):
