@@ -221,7 +221,13 @@ class StandardFrame:
             graph.create_texture(name, TextureDesc(fmt, tex.RENDER_ATTACHMENT), lazy=True)
         u = wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST
         view_uniform = d.create_buffer(label="view", size=VIEW_DTYPE.itemsize, usage=u)
-        mesh = MeshPipelines(d)
+        # Anisotropic filtering (x8) for trilinear textures, except on a CPU adapter:
+        # lavapipe's software anisotropic filtering took minutes for one 160x90 city frame.
+        cpu = gpu.adapter.info.get("adapter_type") == "CPU"
+        materials = GpuMaterials(
+            d, scene, (SKY_ZENITH, SKY_HORIZON, GROUND), anisotropy=1 if cpu else 8
+        )
+        mesh = MeshPipelines(d, materials.shader_defines(settings.textures))
         self.res = FrameResources(
             device=d,
             graph=graph,
@@ -237,12 +243,7 @@ class StandardFrame:
             stats=stats,
             frustum_lines=self.frustum_lines,
         )
-        # Anisotropic filtering (x8) for trilinear textures, except on a CPU adapter:
-        # lavapipe's software anisotropic filtering took minutes for one 160x90 city frame.
-        cpu = gpu.adapter.info.get("adapter_type") == "CPU"
-        self.materials = self.res.materials = GpuMaterials(
-            d, scene, (SKY_ZENITH, SKY_HORIZON, GROUND), anisotropy=1 if cpu else 8
-        )
+        self.materials = self.res.materials = materials
         self.res.material_group = self.materials.group
         self.res.transparent = TransparentResources(self.res)
         self.gs, self.stats, self.pyramid = gs, stats, self.res.pyramid
@@ -288,6 +289,7 @@ class StandardFrame:
             mip_bias=TAA_MIP_BIAS if settings.taa and settings.post else 0.0,
             textured=settings.textures,
         )
+        self.res.mesh.set_textures(self.materials.shader_defines(settings.textures))
         for p in [*self.passes, *self.added]:
             if hasattr(p, "enabled_by"):
                 p.enabled = p.enabled_by(settings)

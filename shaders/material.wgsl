@@ -119,36 +119,76 @@ fn sample_array(t: texture_2d_array<f32>, w: u32, uv: vec2f, dx: vec2f, dy: vec2
     let st = vec2f(wrap(uv.x, (w >> 23u) & 3u, h.x), wrap(uv.y, (w >> 25u) & 3u, h.y));
     let layer = i32(w & 0xffffu);
     switch s {
+// #if SAMP0
         case 0u: { return textureSampleGrad(t, samp0, st, layer, gx, gy); }
+// #endif
+// #if SAMP1
         case 1u: { return textureSampleGrad(t, samp1, st, layer, gx, gy); }
+// #endif
+// #if SAMP2
         case 2u: { return textureSampleGrad(t, samp2, st, layer, gx, gy); }
+// #endif
+// #if SAMP3
         case 3u: { return textureSampleGrad(t, samp3, st, layer, gx, gy); }
+// #endif
+// #if SAMP4
         case 4u: { return textureSampleGrad(t, samp4, st, layer, gx, gy); }
+// #endif
+// #if SAMP5
         case 5u: { return textureSampleGrad(t, samp5, st, layer, gx, gy); }
+// #endif
+// #if SAMP6
         case 6u: { return textureSampleGrad(t, samp6, st, layer, gx, gy); }
+// #endif
         default: { return textureSampleGrad(t, samp7, st, layer, gx, gy); }
     }
 }
 
 fn sample_srgb(slot: u32, w: u32, uv: vec2f, dx: vec2f, dy: vec2f) -> vec4f {
     switch slot {
+// #if SRGB0
         case 0u: { return sample_array(srgb0, w, uv, dx, dy); }
+// #endif
+// #if SRGB1
         case 1u: { return sample_array(srgb1, w, uv, dx, dy); }
+// #endif
+// #if SRGB2
         case 2u: { return sample_array(srgb2, w, uv, dx, dy); }
+// #endif
+// #if SRGB3
         case 3u: { return sample_array(srgb3, w, uv, dx, dy); }
+// #endif
+// #if SRGB4
         case 4u: { return sample_array(srgb4, w, uv, dx, dy); }
-        default: { return sample_array(srgb5, w, uv, dx, dy); }
+// #endif
+// #if SRGB5
+        case 5u: { return sample_array(srgb5, w, uv, dx, dy); }
+// #endif
+        default: { return vec4f(1.0); }  // no array of the scene's
     }
 }
 
 fn sample_linear(slot: u32, w: u32, uv: vec2f, dx: vec2f, dy: vec2f) -> vec4f {
     switch slot {
+// #if LIN0
         case 0u: { return sample_array(lin0, w, uv, dx, dy); }
+// #endif
+// #if LIN1
         case 1u: { return sample_array(lin1, w, uv, dx, dy); }
+// #endif
+// #if LIN2
         case 2u: { return sample_array(lin2, w, uv, dx, dy); }
+// #endif
+// #if LIN3
         case 3u: { return sample_array(lin3, w, uv, dx, dy); }
+// #endif
+// #if LIN4
         case 4u: { return sample_array(lin4, w, uv, dx, dy); }
-        default: { return sample_array(lin5, w, uv, dx, dy); }
+// #endif
+// #if LIN5
+        case 5u: { return sample_array(lin5, w, uv, dx, dy); }
+// #endif
+        default: { return vec4f(1.0); }  // no array of the scene's
     }
 }
 

@@ -118,10 +118,24 @@ fn surface(in: VsOut, front: bool) -> Surface {
     let m = materials[material_ids[in.id]];
     var ng = normalize(in.normal);
     let uvs = texcoords(in, ng);  // derivatives first: uniform control flow
-    var tex: array<vec4f, 5>;
-    for (var k = 0u; k < 5u; k++) {
-        tex[k] = fetch(m, k, uvs);
-    }
+    // only the slots some material of the scene uses (GpuMaterials.shader_defines): every
+    // sample the shader holds may run, taken or not
+    var tex = array<vec4f, 5>(vec4f(1.0), vec4f(1.0), vec4f(1.0), vec4f(1.0), vec4f(1.0));
+// #if TEX0
+    tex[TEX_BASE] = fetch(m, TEX_BASE, uvs);
+// #endif
+// #if TEX1
+    tex[TEX_MR] = fetch(m, TEX_MR, uvs);
+// #endif
+// #if TEX2
+    tex[TEX_NORMAL] = fetch(m, TEX_NORMAL, uvs);
+// #endif
+// #if TEX3
+    tex[TEX_OCCLUSION] = fetch(m, TEX_OCCLUSION, uvs);
+// #endif
+// #if TEX4
+    tex[TEX_EMISSIVE] = fetch(m, TEX_EMISSIVE, uvs);
+// #endif
     var s: Surface;
     s.base = m.base_color * tex[TEX_BASE] * in.color;
     s.roughness = clamp(m.params.y * tex[TEX_MR].g, 0.0, 1.0);
@@ -293,7 +307,10 @@ fn vs_shadow_mask(v: VsIn, @builtin(instance_index) ii: u32) -> VsOut {
 fn fs_shadow_mask(in: VsOut) {
     let m = materials[material_ids[in.id]];
     let uvs = texcoords(in, normalize(in.normal));
-    let alpha = m.base_color.a * fetch(m, TEX_BASE, uvs).a * in.color.a;
+    var alpha = m.base_color.a * in.color.a;
+// #if TEX0
+    alpha *= fetch(m, TEX_BASE, uvs).a;
+// #endif
     if (alpha < m.alpha.x) {
         discard;
     }

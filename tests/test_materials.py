@@ -517,3 +517,34 @@ def test_world_uv_has_no_mip_spike_along_triangle_edges(gpu):
     # 2 UV units per metre, 64 texels each: texels per pixel from the footprint along x
     want = np.log2(np.maximum(np.abs(np.gradient(uv[..., 0], axis=1)) * 2 * 64, 1e-9))
     assert np.allclose(level[inside], np.maximum(want[inside], 0.0), atol=0.1)
+
+
+def test_the_lit_shader_samples_only_what_the_scene_uses(gpu):
+    """``shader_defines``: the texture slots, arrays and samplers the scene's materials use,
+    nothing else (every sample in the shader may run: unused ones made the Main passes 14x
+    slower on lavapipe); none with the ``textures`` knob off; and the variant compiles."""
+    from engine.materials.gpu import GpuMaterials
+    from engine.materials.model import NEAREST, Sampler
+    from engine.passes.mesh import MeshPipelines
+    from engine.scene.scene import Mesh
+
+    pixel_art = Sampler(mag_filter=NEAREST, min_filter=NEAREST)  # no mipmaps: sampler 0
+    scene = Scene(
+        [Mesh.from_lods("quad", [quad(1.0)])],
+        np.eye(4, dtype=np.float32)[None].repeat(2, 0),
+        np.zeros(2, np.uint32),
+        np.ones((2, 4), np.float32),
+        materials=[
+            Material("base", textures={TextureSlot.BASE_COLOR: TextureRef(0, pixel_art)}),
+            Material("bumpy", textures={TextureSlot.NORMAL: TextureRef(1)}),
+        ],  # fmt: skip
+        material_ids=np.array([0, 1], np.uint32),
+        images=[Image("c", checker(64)), Image("n", checker(64))],
+    )
+    m = GpuMaterials(gpu.device, scene, ((0.2,) * 3, (0.5,) * 3, (0.3,) * 3))
+    want = {"TEX0": True, "TEX2": True, "SRGB0": True, "LIN0": True, "SAMP0": True}
+    assert m.shader_defines(True) == want and m.shader_defines(False) == {}
+    pipes = MeshPipelines(gpu.device, m.shader_defines(True))
+    assert pipes.main("rgba16float", 0) is not None
+    pipes.set_textures({})
+    assert pipes.main("rgba16float", 0) is not None

@@ -9,7 +9,7 @@ pictures); any GPU will do, lavapipe included:
 Each picture is the sample's own command line (``python -m samples.sNN ... --capture``) in a
 process of its own, so what it shows is what a user's run shows. The PNGs are reduced to a
 256-colour palette (Pillow) to keep the committed pictures small: ``--budget-kb`` (default
-400) is checked over all of ``docs/images/`` and the tool exits 1 above it.
+1000) is checked over all of ``docs/images/`` and the tool exits 1 above it.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def capture(short: str, args: tuple[str, ...], out: Path, frames: int = 16) -> N
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="tools/docs_images.py", description=__doc__.split("\n")[0])
     ap.add_argument("names", nargs="*", help="pictures to make (default: all)")
-    ap.add_argument("--budget-kb", type=int, default=400, help="all of docs/images/ (KB)")
+    ap.add_argument("--budget-kb", type=int, default=1000, help="all of docs/images/ (KB)")
     args = ap.parse_args(argv)
     IMAGES.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:

@@ -400,7 +400,7 @@ class GpuMaterials:
 
     def _sampler(self, index: int) -> wgpu.GPUSampler:
         mag, mini, mip = (("nearest", "linear")[(index >> b) & 1] for b in range(3))
-        aniso = 1  # all linear: anisotropic filtering too
+        aniso = self.anisotropy if index == SAMPLERS - 1 else 1  # WebGPU: only all-linear
         return self.device.create_sampler(
             label=f"material {mag}/{mini}/{mip}",
             address_mode_u="repeat",
@@ -410,6 +410,32 @@ class GpuMaterials:
             mipmap_filter=mip,
             max_anisotropy=aniso,
         )
+
+    def shader_defines(self, textured: bool) -> dict[str, bool]:
+        """The material.wgsl variant for this scene (``// #if`` defines): ``TEX0``..``TEX4``
+        the texture slots some material uses, ``SRGB0``..``SRGB5`` / ``LIN0``..``LIN5``
+        the arrays they live in, ``SAMP0``..``SAMP6`` the samplers besides the trilinear one.
+        Every texture sample in the shader is then one the scene can take: a GPU may run
+        every arm of a per-fragment switch (lavapipe does, masked), so sampling code for
+        arrays and samplers no material uses cost 14x the Main passes' time before. Empty
+        with ``textured`` False or no textures: the lit shader samples nothing."""
+        if not textured:
+            return {}
+        out: dict[str, bool] = {}
+        for m in self.scene.materials:
+            for slot, ref in m.textures.items():
+                srgb = slot in SRGB_SLOTS
+                arr, _ = self.arrays.location[(ref.image, srgb)]
+                out[f"TEX{int(slot)}"] = True
+                out[f"{'SRGB' if srgb else 'LIN'}{arr}"] = True
+                index = sampler_index(ref)
+                if ref.sampler.mipmaps == 0:  # min or mag by the footprint (sample_array)
+                    mag, mini = index & 1, (index >> 1) & 1
+                    samplers = {mag | mag << 1, mini | mini << 1}
+                else:
+                    samplers = {index}
+                out.update({f"SAMP{i}": True for i in samplers if i != SAMPLERS - 1})
+        return dict(sorted(out.items()))
 
     def set_params(self, *, mip_bias: float, textured: bool, view: int | None = None) -> None:
         """Write the shading uniform when its values change (TAA's mip bias, the

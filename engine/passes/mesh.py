@@ -60,10 +60,13 @@ class MeshPipelines:
 
     Args:
         device: the ``wgpu.GPUDevice``.
+        textures: material.wgsl's defines for the scene's textures
+            (``GpuMaterials.shader_defines``); ``set_textures`` changes them.
     """
 
-    def __init__(self, device: wgpu.GPUDevice):
+    def __init__(self, device: wgpu.GPUDevice, textures: dict | None = None):
         self.device = device
+        self._tex = tuple(sorted((textures or {}).items()))
         self._made: dict[tuple, wgpu.GPURenderPipeline] = {}
         ro = {"type": "read-only-storage"}
         self.layout_view = device.create_bind_group_layout(
@@ -98,8 +101,8 @@ class MeshPipelines:
                 {"binding": 1, "visibility": _F, "sampler": {"type": "comparison"}},
             ],
         )
-        self.shader = shader_pipeline(device, "mesh.wgsl", lambda m: self._rebuild(m, ()))
-        self._shaders = {(): self.shader}  # per set of on-demand outputs (mesh.wgsl OUT_*)
+        self._shaders: dict[tuple, object] = {}  # per (on-demand outputs, texture defines)
+        self.shader = self._variant((), self._tex)  # compiled now: a broken shader fails here
         self.sampler = device.create_sampler(
             label="shadow pcf",
             compare="greater-equal",  # reverse-Z: lit when the receiver is nearer the sun
@@ -111,61 +114,73 @@ class MeshPipelines:
     def module(self) -> wgpu.GPUShaderModule:
         return self.shader.get()
 
-    def _variant(self, outputs: tuple[str, ...]):
-        """mesh.wgsl built with the on-demand ``outputs`` (``FRAME_TARGETS`` names) at
-        locations 1, 2, ... in that order."""
-        if outputs not in self._shaders:
-            defines = {_OUT_DEFINE[n]: i for i, n in enumerate(outputs, 1)}
-            self._shaders[outputs] = shader_pipeline(
-                self.device, "mesh.wgsl", lambda m: self._rebuild(m, outputs), defines=defines
-            )
-        return self._shaders[outputs]
+    def set_textures(self, textures: dict) -> None:
+        """Build pipelines from now on for the texture defines ``textures`` (the
+        ``textures`` knob switched; pipelines of both sets stay cached)."""
+        self._tex = tuple(sorted(textures.items()))
+        self.shader = self._variant((), self._tex)
 
-    def _rebuild(self, module: wgpu.GPUShaderModule, outputs: tuple) -> wgpu.GPUShaderModule:
-        """Hot reload: every pipeline made so far from the variant with ``outputs`` again
-        from ``module`` (explicit layouts: the bind groups stay); nothing is replaced unless
-        all of them build."""
+    def _variant(self, outputs: tuple[str, ...], tex: tuple):
+        """mesh.wgsl built with the on-demand ``outputs`` (``FRAME_TARGETS`` names) at
+        locations 1, 2, ... in that order, and the texture defines ``tex``."""
+        key = (outputs, tex)
+        if key not in self._shaders:
+            defines = {**dict(tex), **{_OUT_DEFINE[n]: i for i, n in enumerate(outputs, 1)}}
+            self._shaders[key] = shader_pipeline(
+                self.device, "mesh.wgsl", lambda m: self._rebuild(m, key), defines=defines
+            )
+        return self._shaders[key]
+
+    def _rebuild(self, module: wgpu.GPUShaderModule, variant: tuple) -> wgpu.GPUShaderModule:
+        """Hot reload: every pipeline made so far from ``variant`` (outputs, texture
+        defines) again from ``module`` (explicit layouts: the bind groups stay); nothing is
+        replaced unless all of them build."""
         self._building = module
         try:
-            made = {key: self._make(*key) for key in self._made if key[3] == outputs}
+            made = {key: self._make(*key) for key in self._made if key[3:] == variant}
         finally:
             self._building = None
         self._made.update(made)
         return module
 
-    def _get(self, *key) -> wgpu.GPURenderPipeline:
+    def _get(self, kind: str, fmt: str | None, cls: int, outputs: tuple):
+        key = (kind, fmt, cls, outputs, self._tex)
         if key not in self._made:
             self._made[key] = self._make(*key)
         return self._made[key]
 
-    def _make(self, kind: str, fmt: str | None, cls: int = 0, outputs: tuple = ()):
+    def _make(self, kind: str, fmt: str | None, cls: int, outputs: tuple, tex: tuple):
         v, d, m, sh = self.layout_view, self.layout_draw, self.layout_material, self.layout_shadow
         two_sided = cls % 2 == 1
         if kind == "main":
             fs = "fs_mask" if cls // 2 == AlphaMode.MASK else "fs_main"
             label = " ".join(("mesh main", fmt, f"class {cls}", *outputs))
-            return self._pipeline(label, [v, d, m, sh], "vs_main", fs, fmt, DEPTH_FORMAT,
-                                  "none" if two_sided else "back", outputs=outputs)  # fmt: skip
+            cull = "none" if two_sided else "back"
+            return self._pipeline(label, [v, d, m, sh], "vs_main", fs, fmt, DEPTH_FORMAT, cull,
+                                  outputs=outputs, tex=tex)  # fmt: skip
         if kind == "material_view":  # the material debug views (View.Geometry)
             fs = "fs_material_view_mask" if cls // 2 == AlphaMode.MASK else "fs_material_view"
             label = f"mesh material view class {cls}"
             cull = "none" if two_sided else "back"
-            return self._pipeline(label, [v, d, m, sh], "vs_main", fs, fmt, DEPTH_FORMAT, cull)
+            return self._pipeline(label, [v, d, m, sh], "vs_main", fs, fmt, DEPTH_FORMAT, cull,
+                                  tex=tex)  # fmt: skip
         if kind == "blend":
             return self._pipeline(f"mesh blend {fmt}", [v, d, m, sh], "vs_main", "fs_blend", fmt,
-                                  DEPTH_FORMAT, "none", blend=True)  # fmt: skip
+                                  DEPTH_FORMAT, "none", blend=True, tex=tex)  # fmt: skip
         if kind == "shadow":
             return self._pipeline("mesh shadow", [v, d], "vs_shadow", None, None, SHADOW_FORMAT,
-                                  "none", attributes=False)  # fmt: skip
+                                  "none", attributes=False, tex=tex)  # fmt: skip
         if kind == "shadow_mask":
             return self._pipeline("mesh shadow mask", [v, d, m], "vs_shadow_mask",
-                                  "fs_shadow_mask", None, SHADOW_FORMAT, "none")  # fmt: skip
-        return self._pipeline("mesh ids", [v, d, m], "vs_main", "fs_id", "r32uint", DEPTH_FORMAT)
+                                  "fs_shadow_mask", None, SHADOW_FORMAT, "none",
+                                  tex=tex)  # fmt: skip
+        return self._pipeline("mesh ids", [v, d, m], "vs_main", "fs_id", "r32uint", DEPTH_FORMAT,
+                              tex=tex)  # fmt: skip
 
     def _pipeline(self, label, layouts, vs, fs, fmt, depth_format, cull_mode="back", *,
-                  blend=False, attributes=True, outputs=()):  # fmt: skip
+                  blend=False, attributes=True, outputs=(), tex=()):  # fmt: skip
         layout = self.device.create_pipeline_layout(bind_group_layouts=layouts)
-        module = getattr(self, "_building", None) or self._variant(outputs).get()
+        module = getattr(self, "_building", None) or self._variant(outputs, tex).get()
         buffers = [VERTEX_LAYOUT, ATTRIBUTE_LAYOUT] if attributes else [VERTEX_LAYOUT]
         desc = {
             "label": label,
