@@ -61,6 +61,7 @@ VARIANTS = {
     ),
     "hemisphere": (("ao", "hemisphere", "cs_main", RAW), ("denoise", "denoise", "cs_full", AO)),
 }
+HEADER = f"  {'variant':<12} {'MAE':>7} {'MAE occl.':>9} {'pixels':>15}  GPU ms"
 CITY = 3000  # instances of the procedural city
 KNOBS = (
     Knob("radius", Float(0.05, 20.0), 1.0, "R: the AO radius, world units (m)"),
@@ -137,10 +138,14 @@ class Ssao(ComputePass):
         for v in VARIANTS:
             self.run(self.stages[v])
             err = np.abs(read_texture(d, g.texture(AO))[..., 0] - ref)
-            mae = lambda m: float(err[m].mean()) if m.any() else float("nan")  # noqa: E731
-            out[v] = (mae(geometry), mae(occluded), int(geometry.sum()), int(occluded.sum()))
+            n = int(geometry.sum()), int(occluded.sum())
+            out[v] = (_mean(err, geometry), _mean(err, occluded), *n)
         self.run(self.stages[current])
         return out
+
+
+def _mean(err: np.ndarray, mask: np.ndarray) -> float:
+    return float(err[mask].mean()) if mask.any() else float("nan")
 
 
 def _compute(res, name: str, wgsl: str, entry: str, target: str, params, prev=()):
@@ -217,7 +222,7 @@ class SsaoSample(Sample):
                  f"({REFERENCE_DIRECTIONS} directions x {REFERENCE_STEPS} steps); mean absolute "
                  f"error of the AO over the pixels with geometry, and over those the reference "
                  f"finds below {OCCLUDED}; GPU ms of SSAO: median over the frames of the variant",
-                 f"  {'variant':<12} {'MAE':>7} {'MAE occl.':>9} {'pixels':>15} {'GPU ms':>8}"]  # fmt: skip
+                 HEADER]  # fmt: skip
         for v, (mae, occl, n, n_occl) in self.ssao.errors().items():
             t = self.times.get(v)
             gpu = f"{statistics.median(t):8.3f} ({len(t)} frames)" if t else "     n/a (not run)"
