@@ -31,6 +31,7 @@ SECTIONS = (
     "renderdoc",
     "materials",
     "blur",
+    "ssao",
     "samples",
 )  # each is tools/benchmarks/<name>.py with run(gpu, args)
 PROG = "lantern bench"  # tools/bench.py passes "bench.py"
