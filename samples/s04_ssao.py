@@ -199,6 +199,7 @@ class SsaoSample(Sample):
         self.frame.register_commands(self.app.commands)
         knob = self.frame.knob
         self.ssao = add_ssao(self.frame, lambda: ssao_params(*(knob(k.name) for k in KNOBS[:5])))
+        self.ssao.reference.enabled = knob("reference")  # before the first frame: --dump
         self.times: dict[str, list[float]] = {}  # variant -> GPU ms of SSAO, frame by frame
         self.app.telemetry.subscribe(self._timed)
 

@@ -56,6 +56,16 @@ EXTRA: dict[str, tuple[str, tuple[str, ...]]] = {
     "view_overdraw": ("s13", (*CITY, "--view", "overdraw", "--size", VIEW)),
     "view_hiz": ("s13", (*CITY, "--view", "hiz:3", "--size", VIEW)),
 }
+#: Pictures of a graph texture instead of the frame (``--dump TEXTURE``): name -> (sample,
+#: arguments, texture). s04's AO: raw and denoised, each variant, and the reference.
+STREET = ("--camera=-128.8,5,189:-88.8,3.5,189:60", "--size", THUMB)  # s04's first frame
+DUMPS: dict[str, tuple[str, tuple[str, ...], str]] = {
+    "s04_raw": ("s04", STREET, "ssao.raw"),
+    "s04_ao": ("s04", STREET, "ssao.ao"),
+    "s04_ao_half": ("s04", ("--variant", "gtao-half", *STREET), "ssao.ao"),
+    "s04_ao_hemisphere": ("s04", ("--variant", "hemisphere", *STREET), "ssao.ao"),
+    "s04_reference": ("s04", ("--reference", *STREET), "ssao.reference"),
+}
 
 
 def _example_args(short: str, tmp: Path) -> tuple[str, ...]:
@@ -72,11 +82,15 @@ def jobs(tmp: Path) -> dict[str, tuple[str, tuple[str, ...]]]:
     return out
 
 
-def capture(short: str, args: tuple[str, ...], out: Path, frames: int = 16) -> None:
-    """Run the sample headless and write its last frame, palette-reduced, to ``out``."""
+def capture(short: str, args: tuple[str, ...], out: Path, frames: int = 16, dump: str = "") -> None:
+    """Run the sample headless and write its last frame (or the graph texture ``dump``),
+    palette-reduced, to ``out``."""
     with tempfile.TemporaryDirectory() as tmp:
         raw = Path(tmp) / "raw.png"
-        argv = [sys.executable, "-m", f"samples.{short}", *args, "--capture", str(raw)]
+        frame = Path(tmp) / "frame.png" if dump else raw
+        argv = [sys.executable, "-m", f"samples.{short}", *args, "--capture", str(frame)]
+        if dump:
+            argv += ["--dump", dump, str(raw)]
         if "--frames" not in args:
             argv += ["--frames", str(frames)]
         r = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)
@@ -94,14 +108,14 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     IMAGES.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        todo = jobs(Path(tmp))
+        todo = {**jobs(Path(tmp)), **{n: j[:2] for n, j in DUMPS.items()}}
         unknown = [n for n in args.names if n not in todo]
         if unknown:
             ap.error(f"unknown picture(s) {', '.join(unknown)}; choose from {', '.join(todo)}")
         for name in args.names or todo:
             short, sample_args = todo[name]
             out = IMAGES / f"{name}.png"
-            capture(short, sample_args, out)
+            capture(short, sample_args, out, dump=DUMPS[name][2] if name in DUMPS else "")
             print(f"wrote {out.relative_to(ROOT)} ({out.stat().st_size / 1024:.0f} KB)")
     total = sum(p.stat().st_size for p in IMAGES.glob("*.png")) / 1024
     print(f"docs/images/: {total:.0f} KB in all (budget {args.budget_kb} KB)")
