@@ -203,3 +203,23 @@ def test_the_s04_picture_and_the_shutdown_report(tmp_path, compare_reference):
     assert "frames)" in " ".join(rows["gtao-half"]) and "n/a" in " ".join(rows["gtao"])
     bad = run_sample("s04", "--capture", str(tmp_path / "x.png"), "--variant", "nope")
     assert bad.returncode != 0 and "nope" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_the_raw_and_the_denoised_ao_are_inspectable(gpu, rig):
+    """``inspect ssao.raw`` and ``inspect ssao.ao`` (the console's resource viewer): their
+    GPU statistics equal numpy's of the textures read back."""
+    from engine.tools.inspector.tool import InspectorTool
+    from tests.test_inspect import check
+    from tests.tool_fakes import make_ctx
+
+    h, ssao, _, _ = rig
+    ctx = make_ctx(gpu, h.graph)
+    tool = ctx.install(InspectorTool())
+    for name in ("ssao.raw", AO):
+        r = ctx.commands.execute(f"inspect {name}")
+        assert r.ok, r.text
+        h.render(CAM, 3)
+        stats = tool.readback.drain()
+        check(stats, read(h, name)[..., 0].astype(np.float32))
+        assert stats.lo < 0.6 and stats.hi == 1.0
+    ctx.commands.execute("inspect off")
