@@ -20,6 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import numpy as np
 from PIL import Image
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,7 +65,7 @@ DUMPS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "s04_ao": ("s04", STREET, "ssao.ao"),
     "s04_ao_half": ("s04", ("--variant", "gtao-half", *STREET), "ssao.ao"),
     "s04_ao_hemisphere": ("s04", ("--variant", "hemisphere", *STREET), "ssao.ao"),
-    "s04_reference": ("s04", ("--reference", *STREET), "ssao.reference"),
+    "s04_reference": ("s04", ("--reference", "--frames", "4", *STREET), "ssao.reference"),
 }
 
 
@@ -83,10 +84,11 @@ def jobs(tmp: Path) -> dict[str, tuple[str, tuple[str, ...]]]:
 
 
 def capture(short: str, args: tuple[str, ...], out: Path, frames: int = 16, dump: str = "") -> None:
-    """Run the sample headless and write its last frame (or the graph texture ``dump``),
-    palette-reduced, to ``out``."""
+    """Run the sample headless and write its last frame, palette-reduced, to ``out``; with
+    ``dump``, that graph texture's first channel instead, 0..1 as black..white (not
+    range-mapped, so two such pictures compare)."""
     with tempfile.TemporaryDirectory() as tmp:
-        raw = Path(tmp) / "raw.png"
+        raw = Path(tmp) / ("raw.npy" if dump else "raw.png")
         frame = Path(tmp) / "frame.png" if dump else raw
         argv = [sys.executable, "-m", f"samples.{short}", *args, "--capture", str(frame)]
         if dump:
@@ -96,7 +98,11 @@ def capture(short: str, args: tuple[str, ...], out: Path, frames: int = 16, dump
         r = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)
         if r.returncode != 0:
             raise SystemExit(f"{' '.join(argv[2:])}: exit {r.returncode}\n{r.stderr.strip()}")
-        img = Image.open(raw).convert("RGB")
+        if dump:
+            values = np.clip(np.load(raw).astype(np.float64)[..., 0], 0.0, 1.0)
+            img = Image.fromarray(np.round(values * 255).astype(np.uint8)).convert("RGB")
+        else:
+            img = Image.open(raw).convert("RGB")
         small = img.quantize(256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
         small.save(out, optimize=True)
 
