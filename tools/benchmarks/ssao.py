@@ -19,7 +19,8 @@ import tempfile
 from pathlib import Path
 
 from samples.s04_ssao import CITY, HEADER, OCCLUDED, VARIANTS, add_ssao, ssao_params
-from tools.benchmarks.blur import SETTLE, _row, _spread
+
+from .blur import SETTLE, _row, _spread
 
 SIZE, QUICK_SIZE = (1920, 1080), (320, 180)
 BLOCK, ROUNDS = 20, 8  # frames of a variant in a row; rounds of all variants
