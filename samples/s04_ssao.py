@@ -1,22 +1,14 @@
 """s04: screen-space ambient occlusion three ways, measured against a brute-force reference.
 
-The pass ``SSAO`` (before ``Ambient``) reads the frame's depth and view-space normals and
-writes the AO (0 occluded .. 1 open) into ``ssao.ao``; ``SSAO.Apply`` multiplies the frame's
-ambient light ``frame.ambient`` by ``ao^intensity`` (the ambient hook: the sun, emission and
-fog stay as they were). The variants, each switched at run time (``--variant``, ``variant
-NAME|next`` in the console or the portal):
-
-    gtao        horizon-based (GTAO, Jimenez et al. 2016), full resolution   s04_ssao_gtao.wgsl
-    gtao-half   the same at half resolution, then a depth-aware upsample
-    hemisphere  points in the normal's hemisphere, full resolution     s04_ssao_hemisphere.wgsl
-
-each followed by the same depth-aware (bilateral) denoise (s04_ssao_denoise.wgsl). Their raw
-AO is ``ssao.raw`` (``ssao.raw.half``), the denoised one ``ssao.ao``: ``--dump ssao.raw
-raw.png``, ``inspect ssao.ao``. ``--reference`` adds ``SSAO.Reference``: cosine-weighted
-visibility within the radius R, marched against the depth buffer with the thickness T (256
-directions x 32 steps a pixel, s04_ssao_reference.wgsl) into ``ssao.reference``. With
---gpu-profile the shutdown report gives each variant's mean absolute error against it on the
-last frame and its GPU time; ``tools/bench.py ssao`` measures both at 1920x1080.
+``SSAO`` (before ``Ambient``) reads the frame's depth and view-space normals and writes the
+AO (0 occluded .. 1 open) into ``ssao.ao``; ``SSAO.Apply`` multiplies ``frame.ambient`` by
+``ao^intensity`` (the ambient hook: sun, emission and fog untouched). Variants (``--variant``,
+``variant NAME|next``): ``gtao`` (horizon-based, Jimenez et al. 2016), ``gtao-half`` (the same
+at half resolution, depth-aware upsample), ``hemisphere`` (points in the normal's
+hemisphere), each with a depth-aware denoise (``ssao.raw`` -> ``ssao.ao``). ``--reference``
+adds ``SSAO.Reference`` (``ssao.reference``: cosine-weighted visibility within R, thickness
+T). With --gpu-profile the shutdown report gives each variant's mean absolute error against
+it and its GPU time. See docs/ssao.md.
 
     python -m samples.s04 --gpu-profile --variant-cycle 30 --telemetry run.jsonl
     lantern compare run.jsonl
