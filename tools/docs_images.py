@@ -22,6 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import numpy as np
 from PIL import Image
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -100,6 +101,16 @@ STRIPS: dict[str, tuple[str, tuple[tuple[str, ...], ...]]] = {
         tuple(("--variant", v, *_OIT_VIEW) for v in ("sorted", "wboit", "linked")),
     ),
 }
+#: Pictures of a graph texture instead of the frame (``--dump TEXTURE``): name -> (sample,
+#: arguments, texture). s04's AO: raw and denoised, each variant, and the reference.
+S04_VIEW = ("--camera=-128.8,5,189:-88.8,3.5,189:60", "--size", THUMB)  # s04's first frame
+DUMPS: dict[str, tuple[str, tuple[str, ...], str]] = {
+    "s04_raw": ("s04", S04_VIEW, "ssao.raw"),
+    "s04_ao": ("s04", S04_VIEW, "ssao.ao"),
+    "s04_ao_half": ("s04", ("--variant", "gtao-half", *S04_VIEW), "ssao.ao"),
+    "s04_ao_hemisphere": ("s04", ("--variant", "hemisphere", *S04_VIEW), "ssao.ao"),
+    "s04_reference": ("s04", ("--reference", "--frames", "4", *S04_VIEW), "ssao.reference"),
+}
 
 
 def _example_args(short: str, tmp: Path) -> tuple[str, ...]:
@@ -116,9 +127,11 @@ def jobs(tmp: Path) -> dict[str, tuple[str, tuple[str, ...]]]:
     return out
 
 
-def capture(short: str, args: tuple[str, ...], out: Path, frames: int = 16) -> None:
-    """Run the sample headless and write its last frame, palette-reduced, to ``out``."""
-    _save(_run(short, args, frames), out)
+def capture(short: str, args: tuple[str, ...], out: Path, frames: int = 16, dump: str = "") -> None:
+    """Run the sample headless and write its last frame, palette-reduced, to ``out``; with
+    ``dump``, that graph texture's first channel instead, 0..1 as black..white (not
+    range-mapped, so two such pictures compare)."""
+    _save(_run(short, args, frames, dump), out)
 
 
 def capture_strip(short: str, panels: tuple[tuple[str, ...], ...], out: Path,
@@ -134,15 +147,21 @@ def capture_strip(short: str, panels: tuple[tuple[str, ...], ...], out: Path,
     _save(strip, out)
 
 
-def _run(short: str, args: tuple[str, ...], frames: int) -> Image.Image:
+def _run(short: str, args: tuple[str, ...], frames: int, dump: str = "") -> Image.Image:
     with tempfile.TemporaryDirectory() as tmp:
-        raw = Path(tmp) / "raw.png"
-        argv = [sys.executable, "-m", f"samples.{short}", *args, "--capture", str(raw)]
+        raw = Path(tmp) / ("raw.npy" if dump else "raw.png")
+        frame = Path(tmp) / "frame.png" if dump else raw
+        argv = [sys.executable, "-m", f"samples.{short}", *args, "--capture", str(frame)]
+        if dump:
+            argv += ["--dump", dump, str(raw)]
         if "--frames" not in args:
             argv += ["--frames", str(frames)]
         r = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)
         if r.returncode != 0:
             raise SystemExit(f"{' '.join(argv[2:])}: exit {r.returncode}\n{r.stderr.strip()}")
+        if dump:
+            values = np.clip(np.load(raw).astype(np.float64)[..., 0], 0.0, 1.0)
+            return Image.fromarray(np.round(values * 255).astype(np.uint8)).convert("RGB")
         return Image.open(raw).convert("RGB")
 
 
@@ -158,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     IMAGES.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        todo = jobs(Path(tmp))
+        todo = {**jobs(Path(tmp)), **{n: j[:2] for n, j in DUMPS.items()}}
         unknown = [n for n in args.names if n not in todo and n not in STRIPS]
         if unknown:
             ap.error(f"unknown picture(s) {', '.join(unknown)}; "
@@ -175,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
             if name in STRIPS:
                 capture_strip(*STRIPS[name], out)
             else:
-                capture(*todo[name], out)
+                capture(*todo[name], out, dump=DUMPS[name][2] if name in DUMPS else "")
             print(f"wrote {out.relative_to(ROOT)} ({out.stat().st_size / 1024:.0f} KB)")
     total = sum(p.stat().st_size for p in IMAGES.glob("*.png")) / 1024
     print(f"docs/images/: {total:.0f} KB in all (budget {args.budget_kb} KB)")

@@ -34,8 +34,9 @@ SECTIONS = (
     "particles",
     "oit",
     "lights",
-    "samples",
+    "ssao",
     "cascades",
+    "samples",
 )  # each is tools/benchmarks/<name>.py with run(gpu, args)
 PROG = "lantern bench"  # tools/bench.py passes "bench.py"
 _CHECKOUT_TOOLS = Path(__file__).resolve().parents[2] / "tools"

@@ -1,0 +1,110 @@
+"""s04's SSAO variants (issue 26): quality against the brute-force reference and GPU time.
+
+s04's frame (the city down its street, ``SSAO`` and ``SSAO.Apply`` before ``Ambient``) at
+1920x1080 (``--quick``: 320x180) records the variants in turn, ``BLOCK`` frames each, for
+``ROUNDS`` rounds, back to back, as ``--variant-cycle`` does; the records go through
+``lantern compare``'s own path (a ``--telemetry`` file, ``variant_runs``, ``compare_runs``).
+Printed per variant: the median GPU ms of ``SSAO`` (all its dispatches: AO, denoise,
+upsample) with its quartiles, and against gtao the difference of medians with its 95%
+bootstrap interval and the Mann-Whitney p; ``SSAO.Apply``, the same in every variant, is the
+control row. Then each variant's mean absolute error (AO in 0..1) against ``SSAO.Reference``
+(cosine-weighted visibility within R, thickness T, 256 directions x 32 steps) on the last
+frame's depth and normals, over the pixels with geometry and over those the reference finds
+below 0.9 (where the AO shows). R = 1 m, T = 0.5 m, 16 samples, denoise on.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from samples.s04_ssao import CITY, HEADER, OCCLUDED, VARIANTS, add_ssao, ssao_params
+
+from .blur import SETTLE, _row, _spread
+
+SIZE, QUICK_SIZE = (1920, 1080), (320, 180)
+BLOCK, ROUNDS = 20, 8  # frames of a variant in a row; rounds of all variants
+QUICK_BLOCK, QUICK_ROUNDS = 10, 5
+KNOBS = (1.0, 0.5, 1.0, 16, True)  # radius, thickness, intensity, samples, denoise
+
+
+def run(gpu, args) -> None:
+    quick = getattr(args, "quick", False)
+    size = QUICK_SIZE if quick else SIZE
+    block, rounds = (QUICK_BLOCK, QUICK_ROUNDS) if quick else (BLOCK, ROUNDS)
+    print(f"s04 SSAO at {size[0]}x{size[1]}, R {KNOBS[0]} m, T {KNOBS[1]} m, {KNOBS[3]} "
+          f"samples: {rounds} rounds of {block} frames of each variant in turn, back to back; "
+          f"{SETTLE} after a switch and the warm-up left out")  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "ssao.jsonl"
+        errors = _record(gpu, size, block, rounds, path, shadow=512 if quick else 2048)
+        _report(path)
+    print(f"error against the reference on the last frame (MAE occl.: where it is < {OCCLUDED})")
+    print(HEADER.rsplit("  ", 1)[0])
+    for v, (mae, occl, n, n_occl) in errors.items():
+        print(f"  {v:<12} {mae:7.4f} {occl:9.4f} {f'{n}/{n_occl}':>15}")
+
+
+def _record(gpu, size, block: int, rounds: int, path: Path, shadow: int) -> dict:
+    """``--variant-cycle block`` for ``rounds`` rounds into the telemetry file ``path``;
+    returns ``Ssao.errors()`` on the last frame."""
+    from engine.frame import StandardFrame
+    from engine.graph import RenderGraph
+    from engine.loop import FrameLoop
+    from engine.profiling import FrameProfiler
+    from engine.scene.procedural import city
+    from engine.settings import FrameSettings
+    from engine.surfaces import OffscreenTarget
+    from engine.tools.export.jsonl import JsonLinesWriter
+
+    scene, camera_path = city(CITY, seed=0)
+    target = OffscreenTarget(gpu.device, size)
+    graph = RenderGraph(gpu.device, output_format=target.format, size=size)
+    frame = StandardFrame(gpu, graph, scene, FrameSettings(shadow_size=shadow))
+    ssao = add_ssao(frame, lambda: ssao_params(*KNOBS))
+    graph.profiler = FrameProfiler(gpu, gpu=True, cpu=False)
+    loop = FrameLoop(gpu, graph)
+    writer = JsonLinesWriter(str(path), {"sample": "s04", "size": list(size)})
+    loop.telemetry.subscribe(writer)
+    timer, skipped, waits = graph.profiler.gpu, 0, 0
+    names = list(VARIANTS)
+    for i in range(block * len(names) * rounds):
+        if i % block == 0 and timer is not None and timer.skipped_frames > skipped:
+            # a GPU slower than the recording (a software one) left frames untimed: wait for
+            # it at the switch, whose first frames are not compared
+            gpu.queue.read_buffer(frame.counters)
+            skipped, waits = timer.skipped_frames, waits + 1
+        loop.variant = names[(i // block) % len(names)]
+        ssao.set_variant(loop.variant)
+        loop.frame(target.view, i / 60, lambda ctx: frame.update(ctx, camera_path.at(ctx.time)))
+    loop.drain()
+    writer.close()
+    if waits:
+        print(
+            f"  (the GPU fell behind: waited for it at {waits} of {len(names) * rounds} switches)"
+        )
+    return ssao.errors()
+
+
+def _report(path: Path) -> None:
+    from engine.devtools.compare import compare_runs
+    from engine.telemetry.compare import CompareError, load_run, variant_runs
+
+    print(f"  {'pass':<11} {'variant':<11} {'median ms':>10}  {'[quartiles]':<18} {'n':>4}  "
+          f"{'vs gtao':>8}  {'95% CI of diff (ms)':<21} {'p (MWU)':>8}")  # fmt: skip
+    try:
+        parts = variant_runs(load_run(path), SETTLE)
+        comparisons = [compare_runs(parts[0], p, warmup=0) for p in parts[1:]]
+    except CompareError as e:
+        print(f"  n/a: {e}")
+        return
+    for name in ("SSAO", "SSAO.Apply"):  # SSAO.Apply: the same work in every variant (control)
+        if _row(comparisons[0], name) is None:
+            print(f"  {name}: no GPU readings (no timestamp-query?)")
+            continue
+        print(f"  {name:<11} {'gtao':<11} {_spread(_row(comparisons[0], name).a)}")
+        for c, variant in zip(comparisons, list(VARIANTS)[1:], strict=True):
+            r = _row(c, name)
+            d, ci = r.diff, f"[{r.diff.lo_ms:+.3f}, {r.diff.hi_ms:+.3f}]"
+            print(f"  {name:<11} {variant:<11} {_spread(r.b)}  {d.pct:+7.1f}%  {ci:<21} "
+                  f"{d.p_value:8.2g}")  # fmt: skip
