@@ -463,11 +463,12 @@ class ShadowPass(RenderPass):
     def record(self, ctx, rpass) -> None:
         r = self.res
         region = r.gs.shadow_region(self.cascade)
-        opaque = r.gs.batch_range((0, 1))  # depth only
-        mask = r.gs.batch_range((2, 3))  # alpha-tested; BLEND casts no shadow
-        pipes = [(self.pipeline, opaque)] if opaque else []
-        if mask:
-            pipes.append((r.mesh.shadow_mask(), mask))
+        # depth only: single-sided (back faces culled), double-sided; then alpha-tested
+        # MASK casters; BLEND casts no shadow
+        spans = ((self.pipeline, r.gs.batch_range((0,))),
+                 (r.mesh.shadow(two_sided=True), r.gs.batch_range((1,))),
+                 (r.mesh.shadow_mask(), mask := r.gs.batch_range((2, 3))))  # fmt: skip
+        pipes = [(pipe, span) for pipe, span in spans if span]
 
         def commands(enc) -> None:
             r.bind_geometry(enc)
