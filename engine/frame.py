@@ -557,6 +557,7 @@ class StandardFrame:
         scene's farthest corner) and turn the light passes on or off with the count."""
         g = self.res.lights
         g.upload()
+        self.res.mesh.set_lights(g.count > 0)
         for p in self._light_passes:
             p.enabled = p.enabled_by(self.settings)
         if not g.count and not self._lights_written:  # nothing to say (again): no write

@@ -171,8 +171,13 @@ fn lighting(in: VsOut, s: Surface, light_mode: u32) -> Lit {
     let kept = exp(-dist * view.eye.w);  // 1 - fog
     let depth = -dot(vec4f(view.view[0].z, view.view[1].z, view.view[2].z, view.view[3].z),
                      vec4f(in.world, 1.0));  // view depth
-    let local = local_lights(light_mode, in.clip.xy, depth, in.world, s.n, v, s.base.rgb,
-                             s.metallic, s.roughness);
+    // only in pipelines of a scene with local lights (MeshPipelines.set_lights): the loop's
+    // registers, even never run, cost the sun-only frame occupancy
+    var local = vec3f(0.0);
+// #if LOCAL_LIGHTS
+    local = local_lights(light_mode, in.clip.xy, depth, in.world, s.n, v, s.base.rgb,
+                         s.metallic, s.roughness);
+// #endif
     let direct = (sun * max(ndl, 0.0) * vis + s.emissive + local) * kept
         + sky_color(view, -v) * (1.0 - kept);
     let amb = ambient(s.base.rgb, s.metallic, s.roughness, s.n, v) * s.occlusion * kept;

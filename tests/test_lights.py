@@ -152,8 +152,12 @@ def test_one_point_light_at_a_known_pixel_equals_the_brdf_reference(gpu, path):
     h = Harness(gpu, _scene(ls), SIZE, replace(PLAIN, light_path=path))
     h.render(CAM)
     dark = _hdr(h)
+    # no light: the lit pipelines are built without the local lights' loop; one added at run
+    # time switches them to the variant with it
+    assert h.frame.res.mesh.texture_defines["LOCAL_LIGHTS"] is False
     ls.add([1.0, 1.2, 3.0], color=(1.0, 0.8, 0.6), intensity=4.0, range=6.0)
     h.render(CAM)
+    assert h.frame.res.mesh.texture_defines["LOCAL_LIGHTS"] is True
     added = _hdr(h) - dark
     px = (72, 50)  # a ground pixel 1.3 m from the light's foot, no box in front
     world = _ray_ground((px[0] + 0.5, px[1] + 0.5))

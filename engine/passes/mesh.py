@@ -75,7 +75,8 @@ class MeshPipelines:
 
     def __init__(self, device: wgpu.GPUDevice, textures: dict | None = None):
         self.device = device
-        self._tex = tuple(sorted((textures or {}).items()))
+        self._textures, self._lights = dict(textures or {}), False
+        self._tex = self._defines()
         self._made: dict[tuple, wgpu.GPURenderPipeline] = {}
         ro = {"type": "read-only-storage"}
         self.layout_view = device.create_bind_group_layout(
@@ -130,16 +131,30 @@ class MeshPipelines:
 
     @property
     def texture_defines(self) -> dict[str, bool]:
-        """material.wgsl's texture defines the scene's pipelines are built with now
-        (``GpuMaterials.shader_defines``): a technique's own WGSL that includes
-        ``mesh.wgsl`` passes them to its ``shader_pipeline`` to sample the same textures."""
+        """The defines the scene's pipelines are built with now: material.wgsl's textures
+        (``GpuMaterials.shader_defines``) and ``LOCAL_LIGHTS``: a technique's own WGSL that
+        includes ``mesh.wgsl`` passes them to its ``shader_pipeline`` to sample the same
+        textures and shade the same lights."""
         return dict(self._tex)
 
     def set_textures(self, textures: dict) -> None:
         """Build pipelines from now on for the texture defines ``textures`` (the
         ``textures`` knob switched; pipelines of both sets stay cached)."""
-        self._tex = tuple(sorted(textures.items()))
+        self._textures = dict(textures)
+        self._tex = self._defines()
         self.shader = self._variant((), self._tex)
+
+    def set_lights(self, on: bool) -> None:
+        """Build the lit pipelines with the local lights' shading (``LOCAL_LIGHTS``) or
+        without it (a scene with none: the sun-only frame does not pay the loop's
+        registers); both variants stay cached, so switching is a lookup."""
+        if on != self._lights:
+            self._lights = on
+            self._tex = self._defines()
+            self.shader = self._variant((), self._tex)
+
+    def _defines(self) -> tuple:
+        return tuple(sorted({**self._textures, "LOCAL_LIGHTS": self._lights}.items()))
 
     def _variant(self, outputs: tuple[str, ...], tex: tuple):
         """mesh.wgsl built with the on-demand ``outputs`` (``FRAME_TARGETS`` names) at
