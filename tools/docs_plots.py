@@ -50,8 +50,37 @@ def plot_samples(doc: dict, path: Path) -> None:
     plt.close(fig)
 
 
+def plot_ssao(doc: dict, path: Path) -> None:
+    """s04's variants, cost against error: the SSAO passes' GPU ms (median, quartile bars)
+    against the mean absolute error to the brute-force reference where it occludes (< 0.9)
+    and over all geometry."""
+    rows = [r for r in doc["rows"] if r.get("gpu_ms")]
+    fig, ax = plt.subplots(figsize=(5.2, 3.4), dpi=100)
+    for r in rows:
+        t = r["gpu_ms"]
+        xerr = [[t["median"] - t["q1"]], [t["q3"] - t["median"]]]
+        ax.errorbar(t["median"], r["mae_occluded"], xerr=xerr, fmt="o", color="#d6604c",
+                    capsize=3)  # fmt: skip
+        ax.plot(t["median"], r["mae"], "s", color="#4c8bd6")
+        ax.annotate(r["variant"], (t["median"], r["mae_occluded"]), fontsize=8,
+                    xytext=(5, 4), textcoords="offset points")  # fmt: skip
+    ax.plot([], [], "o", color="#d6604c", label="where the reference occludes (< 0.9)")
+    ax.plot([], [], "s", color="#4c8bd6", label="all geometry")
+    ax.set_xlabel("SSAO GPU ms per frame (median, quartiles)", fontsize=8)
+    ax.set_ylabel("mean absolute error to the reference", fontsize=8)
+    ax.set_xlim(0, 1.3 * max(r["gpu_ms"]["q3"] for r in rows))  # room for the labels
+    ax.set_ylim(0, 1.15 * max(r["mae_occluded"] for r in rows))
+    ax.legend(fontsize=7)
+    w, h = doc["size"]
+    ax.set_title(f"s04 at {w}x{h}, {doc['adapter'].split(' (')[0]}, {doc['date']}", fontsize=9)
+    ax.tick_params(labelsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
 #: name -> (JSON file under docs/data, plot function(doc, png path))
-PLOTS = {"samples": ("samples.json", plot_samples)}
+PLOTS = {"samples": ("samples.json", plot_samples), "ssao": ("ssao.json", plot_ssao)}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,11 +10,17 @@ bootstrap interval and the Mann-Whitney p; ``SSAO.Apply``, the same in every var
 control row. Then each variant's mean absolute error (AO in 0..1) against ``SSAO.Reference``
 (cosine-weighted visibility within R, thickness T, 256 directions x 32 steps) on the last
 frame's depth and normals, over the pixels with geometry and over those the reference finds
-below 0.9 (where the AO shows). R = 1 m, T = 0.5 m, 16 samples, denoise on.
+below 0.9 (where the AO shows). R = 1 m, T = 0.5 m, 16 samples, denoise on. The figures
+also go to ``ssao.json`` in ``$LANTERN_BENCH_OUT`` (default ``bench-out/``): the docs' cost
+against error plot (``tools/docs_plots.py ssao``) reads it from ``docs/data/``.
 """
 
 from __future__ import annotations
 
+import datetime
+import json
+import os
+import statistics
 import tempfile
 from pathlib import Path
 
@@ -38,11 +44,24 @@ def run(gpu, args) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "ssao.jsonl"
         errors = _record(gpu, size, block, rounds, path, shadow=512 if quick else 2048)
-        _report(path)
+        times = _report(path)
     print(f"error against the reference on the last frame (MAE occl.: where it is < {OCCLUDED})")
     print(HEADER.rsplit("  ", 1)[0])
     for v, (mae, occl, n, n_occl) in errors.items():
         print(f"  {v:<12} {mae:7.4f} {occl:9.4f} {f'{n}/{n_occl}':>15}")
+    _write_json(gpu, size, times, errors)
+
+
+def _write_json(gpu, size, times: dict, errors: dict) -> None:
+    """``ssao.json``: per variant the SSAO pass's GPU ms (median, quartiles) and the errors."""
+    out = Path(os.environ.get("LANTERN_BENCH_OUT", "bench-out"))
+    out.mkdir(parents=True, exist_ok=True)
+    rows = [{"variant": v, "gpu_ms": times.get(v), "mae": mae, "mae_occluded": occl}
+            for v, (mae, occl, _, _) in errors.items()]  # fmt: skip
+    date = datetime.date.today().isoformat()
+    doc = {"adapter": gpu.summary, "date": date, "size": list(size), "rows": rows}
+    (out / "ssao.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    print(f"wrote {out / 'ssao.json'}")
 
 
 def _record(gpu, size, block: int, rounds: int, path: Path, shadow: int) -> dict:
@@ -86,7 +105,8 @@ def _record(gpu, size, block: int, rounds: int, path: Path, shadow: int) -> dict
     return ssao.errors()
 
 
-def _report(path: Path) -> None:
+def _report(path: Path) -> dict[str, dict]:
+    """Print the comparison table; returns the SSAO pass's ms per variant (median, q1, q3)."""
     from engine.devtools.compare import compare_runs
     from engine.telemetry.compare import CompareError, load_run, variant_runs
 
@@ -97,14 +117,25 @@ def _report(path: Path) -> None:
         comparisons = [compare_runs(parts[0], p, warmup=0) for p in parts[1:]]
     except CompareError as e:
         print(f"  n/a: {e}")
-        return
+        return {}
+    times = {}
     for name in ("SSAO", "SSAO.Apply"):  # SSAO.Apply: the same work in every variant (control)
         if _row(comparisons[0], name) is None:
             print(f"  {name}: no GPU readings (no timestamp-query?)")
             continue
         print(f"  {name:<11} {'gtao':<11} {_spread(_row(comparisons[0], name).a)}")
+        if name == "SSAO":
+            times["gtao"] = _stats(_row(comparisons[0], name).a)
         for c, variant in zip(comparisons, list(VARIANTS)[1:], strict=True):
             r = _row(c, name)
+            if name == "SSAO":
+                times[variant] = _stats(r.b)
             d, ci = r.diff, f"[{r.diff.lo_ms:+.3f}, {r.diff.hi_ms:+.3f}]"
             print(f"  {name:<11} {variant:<11} {_spread(r.b)}  {d.pct:+7.1f}%  {ci:<21} "
                   f"{d.p_value:8.2g}")  # fmt: skip
+    return times
+
+
+def _stats(values) -> dict:
+    q = statistics.quantiles(values, n=4)
+    return {"median": statistics.median(values), "q1": q[0], "q3": q[2], "n": len(values)}
