@@ -1,14 +1,10 @@
 """s04: screen-space ambient occlusion three ways, measured against a brute-force reference.
 
-``SSAO`` (before ``Ambient``) reads the frame's depth and view-space normals and writes the
-AO (0 occluded .. 1 open) into ``ssao.ao``; ``SSAO.Apply`` multiplies ``frame.ambient`` by
-``ao^intensity`` (the ambient hook: sun, emission and fog untouched). Variants (``--variant``,
-``variant NAME|next``): ``gtao`` (horizon-based, Jimenez et al. 2016), ``gtao-half`` (the same
-at half resolution, depth-aware upsample), ``hemisphere`` (points in the normal's
-hemisphere), each with a depth-aware denoise (``ssao.raw`` -> ``ssao.ao``). ``--reference``
-adds ``SSAO.Reference`` (``ssao.reference``: cosine-weighted visibility within R, thickness
-T). With --gpu-profile the shutdown report gives each variant's mean absolute error against
-it and its GPU time. See docs/ssao.md.
+``SSAO`` (before ``Ambient``) reads the frame's depth and normals and writes ``ssao.ao``;
+``SSAO.Apply`` multiplies ``frame.ambient`` by ``ao^intensity`` (the ambient hook). Variants
+``gtao`` (Jimenez et al. 2016), ``gtao-half`` and ``hemisphere``; ``--reference`` adds
+``SSAO.Reference``; with --gpu-profile the report gives each variant's error and GPU time.
+See docs/ssao.md.
 
     python -m samples.s04 --gpu-profile --variant-cycle 30 --telemetry run.jsonl
     lantern compare run.jsonl
@@ -66,18 +62,10 @@ KNOBS = (
 
 
 class Ssao(ComputePass):
-    """The pass ``SSAO``: the variant ``variant``'s stages (a dispatch each, named for
-    ``--gpu-profile draws``), reading ``frame.depth`` and ``frame.normals``, ending in ``AO``
-    (r32float, output size). Builds ``SSAO.Reference`` (``reference``, off) and
-    ``SSAO.Apply`` (``apply``) beside it; ``add_ssao`` puts the three in the frame.
-
-    Args:
-        res: the standard frame's ``FrameResources``.
-        params: returns the WGSL ``Ssao`` uniform's 32 bytes each frame (``ssao_params``).
-
-    Raises:
-        wgpu.GPUValidationError: a WGSL file does not compile.
-    """
+    """``SSAO``: the variant's stages (a dispatch each, named for ``--gpu-profile draws``)
+    from ``frame.depth`` and ``frame.normals`` to ``AO`` (r32float); ``reference`` (off) and
+    ``apply`` beside it. ``params()``: the WGSL ``Ssao`` uniform's 32 bytes each frame.
+    Raises wgpu.GPUValidationError when a WGSL file does not compile."""
 
     def __init__(self, res, params):
         for name, scale in TARGETS.items():
@@ -107,8 +95,7 @@ class Ssao(ComputePass):
             stage.record(ctx, cpass)
 
     def run(self, stages) -> None:
-        """Record ``stages`` now, outside the frame, on the depth and normals the last frame
-        left (``errors``)."""
+        """Record ``stages`` now, outside the frame, on the last frame's depth and normals."""
         encoder = self.res.device.create_command_encoder()
         cpass = encoder.begin_compute_pass()
         for _, stage in stages:
@@ -117,27 +104,22 @@ class Ssao(ComputePass):
         self.res.device.queue.submit([encoder.finish()])
 
     def errors(self) -> dict[str, tuple[float, float, int, int]]:
-        """Each variant's AO against the reference on the last frame's depth and normals
-        (waits for the GPU: shutdown, benchmarks, tests): ``{variant: (mean absolute error
-        over the pixels with geometry, the same over those the reference finds below
-        OCCLUDED, the count of each)}``; the variant in use is restored."""
+        """``{variant: (mean absolute error against the reference over the pixels with
+        geometry, the same where the reference is below OCCLUDED, the two pixel counts)}``
+        on the last frame (waits for the GPU: shutdown, benchmarks, tests)."""
         d, g, current = self.res.device, self.res.graph, self.variant
         self.run([("", self.reference)])
         ref = read_texture(d, g.texture(REFERENCE))[..., 0].astype(np.float64)
         geometry = read_texture(d, g.texture(DEPTH))[..., 0] > 0
-        occluded = geometry & (ref < OCCLUDED)
+        masks = (geometry, geometry & (ref < OCCLUDED))
         out = {}
         for v in VARIANTS:
             self.run(self.stages[v])
             err = np.abs(read_texture(d, g.texture(AO))[..., 0] - ref)
-            n = int(geometry.sum()), int(occluded.sum())
-            out[v] = (_mean(err, geometry), _mean(err, occluded), *n)
+            means = [float(err[m].mean()) if m.any() else float("nan") for m in masks]
+            out[v] = (*means, *(int(m.sum()) for m in masks))
         self.run(self.stages[current])
         return out
-
-
-def _mean(err: np.ndarray, mask: np.ndarray) -> float:
-    return float(err[mask].mean()) if mask.any() else float("nan")
 
 
 def _compute(res, name: str, wgsl: str, entry: str, target: str, params, prev=()):
@@ -210,12 +192,10 @@ class SsaoSample(Sample):
     def report(self) -> str:
         """Each variant's error against the reference on the last frame, and its GPU time."""
         k, w, h = self.frame.knob, *self.frame.res.size
-        lines = [f"s04 SSAO at {w}x{h}, R {k('radius'):g} m, T {k('thickness'):g} m: each "
-                 "variant on the last frame's depth and normals against the reference "
-                 f"({REFERENCE_DIRECTIONS} directions x {REFERENCE_STEPS} steps); mean absolute "
-                 f"error of the AO over the pixels with geometry, and over those the reference "
-                 f"finds below {OCCLUDED}; GPU ms of SSAO: median over the frames of the variant",
-                 HEADER]  # fmt: skip
+        lines = [f"s04 SSAO at {w}x{h}, R {k('radius'):g} m, T {k('thickness'):g} m, against the "
+                 f"reference ({REFERENCE_DIRECTIONS} directions x {REFERENCE_STEPS} steps): mean "
+                 f"absolute error where there is geometry and where the reference is below "
+                 f"{OCCLUDED}; median GPU ms of SSAO in the variant's frames", HEADER]  # fmt: skip
         for v, (mae, occl, n, n_occl) in self.ssao.errors().items():
             t = self.times.get(v)
             gpu = f"{statistics.median(t):8.3f} ({len(t)} frames)" if t else "     n/a (not run)"
