@@ -32,6 +32,22 @@ def split_optional_value(args: list[str], option: str, choices: tuple[str, ...])
     return out
 
 
+def join_negative_values(args: list[str], options: set[str]) -> list[str]:
+    """``--camera -128,5,189:...`` -> ``--camera=-128,5,189:...`` for the single-value
+    ``options``: argparse reads a value that starts with ``-`` and is not a plain number as
+    an option (no Lantern option starts with ``-`` and a digit)."""
+    out, i = [], 0
+    while i < len(args):
+        a = args[i]
+        if a in options and i + 1 < len(args) and re.match(r"-\.?[0-9]", args[i + 1]):
+            out.append(f"{a}={args[i + 1]}")
+            i += 2
+            continue
+        out.append(a)
+        i += 1
+    return out
+
+
 class ArgumentParser(argparse.ArgumentParser):
     """argparse with a single-line error (no usage block) and exit status 2; an unknown
     ``WGPU_BACKEND_TYPE`` is a bad value too, reported like a bad option.
@@ -52,6 +68,8 @@ class ArgumentParser(argparse.ArgumentParser):
         if any(not a.option_strings for a in self._actions):  # else a typo reads "invalid choice"
             for option, choices in self.optional_values.items():
                 args = split_optional_value(args, option, choices)
+        single = {o for a in self._actions if a.nargs is None for o in a.option_strings}
+        args = join_negative_values(args, single)
         result = super().parse_known_args(args, namespace)
         from engine.gpu import GpuError, check_backend_env  # imports wgpu: only once parsed
 

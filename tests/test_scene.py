@@ -435,6 +435,18 @@ def test_parse_camera_as_argparse_type_gives_one_line(capsys):
     assert err.count("\n") == 0 and "--camera" in err and CAMERA_FORMAT in err
 
 
+def test_a_camera_starting_with_a_minus_is_a_value_not_an_option():
+    """``--camera -128,5,189:...`` (argparse alone reads the value as an unknown option)."""
+    from engine.cli import ArgumentParser
+
+    p = ArgumentParser(prog="s13")
+    p.add_argument("--camera", type=parse_camera)
+    p.add_argument("--quiet", action="store_true")
+    cam = p.parse_args(["--camera", "-128.5,5,189:-88,3.5,189", "--quiet"]).camera
+    assert np.allclose(cam.eye, (-128.5, 5, 189)) and np.allclose(cam.target, (-88, 3.5, 189))
+    assert p.parse_args(["--camera=-.5,1,2:0,0,0"]).camera.eye[0] == -0.5
+
+
 def test_camera_matrices():
     cam = Camera((1.0, 2.0, 3.0), (4.0, 2.0, -1.0), fov_y_deg=70.0, near=0.5)
     v = cam.view()
