@@ -315,3 +315,18 @@ def test_variant_cycle_records_both_and_compare_has_the_sort_row(tmp_path):
                if line.split()[:2] == ["gpu", "Particles.Sort"])  # fmt: skip
     lo, hi = (float(x) for x in row.split("[")[1].split("]")[0].split(","))
     assert lo <= hi
+
+
+def test_per_draw_timing_times_the_particle_passes(tmp_path):
+    """``--gpu-profile draws`` on s06 (llvmpipe once crashed on pipeline statistics around
+    Particles.Simulate's dispatches): the run ends, and the per-draw report lists the step's
+    four labelled dispatches and the one indirect draw."""
+    r = run_sample("s06", "--capture", str(tmp_path / "d.png"), "--size", "64x36", "--frames",
+                   "3", "--particles", "256", "--gpu-profile", "draws")  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    lines = r.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if "Particles.Simulate (compute)" in line)
+    rows = [line.split() for line in lines[at + 2 : at + 6]]
+    assert [row[0] for row in rows] == ["begin", "emit", "simulate", "finish"]
+    assert all(float(row[1]) > 0 for row in rows)  # each dispatch timed inside the pass
+    assert any("Particles (render)" in line for line in lines)

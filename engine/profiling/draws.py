@@ -63,8 +63,10 @@ draws (inside readings) or work the draws do differently in the pass.
 
 Per-draw pipeline statistics (``pipeline-statistics-query``): one query around each draw
 (scopes follow each other inside a pass; see ``engine.profiling.pipeline_stats``); a pass's
-counts are the sum of its draws'. A render draw whose last counts showed no vertex shader
-invocation (an indirect draw of 0 instances) is not replayed until it draws again: its
+counts are the sum of its draws'. On a CPU adapter compute dispatches get none
+(``compute_stats``): llvmpipe crashes in ``queue.submit`` on them in a compute pass that
+dispatches indirectly from a buffer it wrote. A render draw whose last counts showed no
+vertex shader invocation (an indirect draw of 0 instances) is not replayed until it draws again: its
 split reading is ``None`` and it adds nothing to the pass's split sum.
 
 A replay sets only the state in effect at its draw (the last pipeline, the last bind group
@@ -468,6 +470,12 @@ class DrawProfiler:
         self.inside = self.available and INSIDE_FEATURE in feats
         self.split = self.available and replay
         self.stats = self.available and STATS_FEATURE in feats
+        # llvmpipe (Mesa 22/23) segfaults in queue.submit on statistics queries around the
+        # dispatches of a compute pass that also dispatches indirectly from what it wrote
+        # (s06's Particles.Simulate): on a CPU adapter dispatches get none (their counts n/a)
+        info = getattr(getattr(gpu, "adapter", None), "info", None) or {}
+        adapter_type = str(info.get("adapter_type", ""))
+        self.compute_stats = self.stats and adapter_type.lower() != "cpu"
         self.capacity = capacity
         self.target_ns, self.max_repeats, self.budget_ns = target_ns, max_repeats, budget_ns
         self.resolution_ns = 0  # 0: nothing seen yet (gcd identity)
@@ -549,7 +557,8 @@ class DrawProfiler:
             ts = frame.ts_used
             frame.ts_used += 2
             extras.write_timestamp(real, qs, ts)
-        if self.stats and frame.stats_used < self.capacity:
+        stats = self.stats if not method.startswith("dispatch") else self.compute_stats
+        if stats and frame.stats_used < self.capacity:
             si = frame.stats_used
             frame.stats_used += 1
             real._begin_pipeline_statistics_query(st, si)
