@@ -37,6 +37,7 @@ import numpy as np
 from engine.app import Sample, main
 from engine.frame import StandardFrame
 from engine.lights.gpu import CLUSTER_CAP
+from engine.lights.model import MAX_LIGHTS
 from engine.options import OptionError
 from engine.scene.city_lights import city_lights
 from engine.scene.procedural import city
@@ -66,6 +67,9 @@ def _counts(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(f"expected counts like 1,64,1024, got {text!r}") from None
     if not counts or min(counts) < 1 or list(counts) != sorted(set(counts)):
         raise argparse.ArgumentTypeError(f"expected increasing counts >= 1, got {text!r}")
+    if counts[-1] > MAX_LIGHTS:
+        raise argparse.ArgumentTypeError(f"expected counts from 1 to {MAX_LIGHTS:,} (the most "
+                                         f"a light set holds), got {counts[-1]:,}")  # fmt: skip
     return counts
 
 
@@ -129,6 +133,8 @@ class LightsSample(Sample):
     def build(self, graph) -> None:
         args = self.app.args
         self.sweep = None
+        if args.quick and not args.sweep:
+            raise OptionError("s05 --quick: it sizes a --sweep; add --sweep or drop --quick")
         if args.sweep:
             if not getattr(args, "gpu_profile", None):
                 raise OptionError("s05 --sweep: add --gpu-profile (it times the passes)")
@@ -136,8 +142,9 @@ class LightsSample(Sample):
                 raise OptionError("s05 --sweep: add --capture FILE (the sweep runs headless)")
             counts = args.sweep_counts or (QUICK_COUNTS if args.quick else COUNTS)
             frames, rounds = (6, 2) if args.quick else (args.sweep_frames, args.sweep_rounds)
-            if frames < 2 or rounds < 1:
-                raise OptionError("s05: --sweep-frames must be >= 2 and --sweep-rounds >= 1")
+            if frames < 2 or rounds < 1 or not args.sweep_stop_ms > 0:
+                raise OptionError("s05: --sweep-frames must be >= 2, --sweep-rounds >= 1 and "
+                                  "--sweep-stop-ms > 0")  # fmt: skip
             self.sweep = Sweep(counts, frames, rounds, args.sweep_stop_ms)
             self.app.telemetry.subscribe(self._on_record)
             self.app.ctx.final_frame = 1 << 30  # the sweep ends the run (update)
@@ -233,7 +240,8 @@ def format_sweep(s: Sweep) -> str:
             t = np.median(r[:, 0] + r[:, 1])
             lines.append(f"{count:>7,} {path:<10} {c:8.3f} {sh:8.3f} {t:8.3f} {f:8.3f}  {len(r)}")
     for p, when in s.stopped.items():
-        lines.append(f"{p} stopped after {when:,} lights (median frame over {s.stop_ms:g} ms)")
+        unit = "light" if when == 1 else "lights"
+        lines.append(f"{p} stopped after {when:,} {unit} (median frame over {s.stop_ms:g} ms)")
     lines += [crossover(s, slow, fast) for slow, fast in CROSSOVERS]
     if max(s.counts) > CLUSTER_CAP:
         lines.append(f"(a cluster holds at most {CLUSTER_CAP} lights: see the lights counters)")
@@ -260,7 +268,9 @@ def crossover(s: Sweep, a: str, b: str) -> str:
 
     first = next((i for i in range(len(rows)) if all(r[2] for r in rows[i:])), None)
     if first is None:
-        return f"{b} over {a}: not faster up to {rows[-1][0]:,} lights ({say(rows[-1])})"
+        n = rows[-1][0]
+        unit = "light" if n == 1 else "lights"
+        return f"{b} over {a}: not faster up to {n:,} {unit} ({say(rows[-1])})"
     if first == 0:
         return f"{b} over {a}: faster from the first count on ({say(rows[0])})"
     return (f"{b} over {a}: crossover between {rows[first - 1][0]:,} and {rows[first][0]:,} "

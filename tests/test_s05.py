@@ -62,6 +62,12 @@ def test_a_tiny_sweep_prints_every_path_and_the_crossovers(tmp_path):
     [
         (("--sweep", "--capture", "x.png"), "add --gpu-profile"),
         (("--sweep-counts", "16,4"), "increasing counts"),
+        (("--sweep-counts", "1,2000000"), "1 to 1,048,576"),
+        (("--quick", "--capture", "x.png"), "add --sweep or drop --quick"),
+        (
+            ("--sweep", "--gpu-profile", "--capture", "x.png", "--sweep-stop-ms", "-5"),
+            "--sweep-stop-ms > 0",
+        ),
     ],
 )
 def test_bad_sweep_options_are_one_line(args, words, tmp_path):
