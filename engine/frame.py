@@ -359,6 +359,7 @@ class StandardFrame:
         """The day's or the night's sky, sun (moon) and ambient light."""
         zenith, horizon, ground = NIGHT_SKY if night else (SKY_ZENITH, SKY_HORIZON, GROUND)
         self._sky = (zenith, horizon, ground, MOON_COLOR if night else SUN_COLOR)
+        self.res.sky_clear = (*horizon, 1.0)
         self.materials.set_sky((zenith, horizon, ground))
 
     def _set_cascades(self, settings: FrameSettings) -> None:

@@ -268,3 +268,18 @@ def test_a_device_too_small_for_the_g_buffer_is_one_line():
     assert "4 colour attachments of 28 bytes" in str(e.value) and "\n" not in str(e.value)
     check_gbuffer(small, replace(deferred, taa=False), "rgba16float")  # 24 bytes: fits
     check_gbuffer(small, replace(deferred, light_path="clustered"), "rgba16float")
+
+
+@pytest.mark.parametrize("night", [False, True])
+def test_without_post_the_sky_is_the_clear_of_the_days_or_nights_horizon(gpu, night):
+    """No post chain: no Sky pass, the Main pass's clear is the sky. It is the horizon of the
+    sky the frame has (it was the day's at night), sRGB-encoded by the output target."""
+    from engine.frame import NIGHT_SKY
+    from engine.passes.resources import SKY_HORIZON
+
+    h = Harness(gpu, _scene(), SIZE, replace(PLAIN, post=False, night=night))
+    h.render(Camera((0.0, 2.0, 8.0), (0.0, 60.0, 9.0)))  # looking up: nothing but sky
+    horizon = NIGHT_SKY[1] if night else SKY_HORIZON
+    srgb = [round(255 * (12.92 * c if c <= 0.0031308 else 1.055 * c ** (1 / 2.4) - 0.055))
+            for c in horizon]  # fmt: skip
+    np.testing.assert_allclose(h.target.read_rgba()[0, 0, :3], srgb, atol=1)

@@ -38,7 +38,6 @@ from engine.passes.resources import (
     NORMALS,
     SHADOW_FORMAT,
     SHADOW_MAP,
-    SKY_HORIZON,
 )
 from engine.scene.meshes import ATTRIBUTE_LAYOUT, VERTEX_LAYOUT
 from engine.shader_registry import shader_pipeline
@@ -400,7 +399,7 @@ class MainPass(RenderPass):
             "color_attachments": [
                 {
                     "view": view,
-                    "clear_value": (*SKY_HORIZON, 1.0),
+                    "clear_value": self.res.sky_clear,
                     "load_op": op,
                     "store_op": "store",
                 },

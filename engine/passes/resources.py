@@ -112,6 +112,8 @@ class FrameResources:
             projection, planes and texel size, and the splits).
         shadow_camera: the camera the cascades are fitted to when it is not the rendering
             camera (``StandardFrame.fit_shadows_to``), else None.
+        sky_clear: the colour target's clear value (linear RGBA): the horizon of the day's or
+            the night's sky, the sky itself where no ``Sky`` pass draws (no post chain).
         output_pass: the pass that draws the picture into the output: ``Post``, or what a
             sample put in its place (``StandardFrame.replace``); a debug view turns it off.
     """
@@ -142,6 +144,7 @@ class FrameResources:
     camera_cut: bool = False
     cull_camera: Any = None  # the frozen culling camera (F2), or None
     output_pass: Any = None  # the pass drawing the picture to the output (Post, or its stand-in)
+    sky_clear: tuple = (*SKY_HORIZON, 1.0)  # the colour's clear: the day's or night's horizon
     sun_view_proj: Any = None  # (4, 4) world -> sun shadow clip of this frame's fit
     cascade_fit: Any = None  # engine.passes.shadow.CascadeFit of this frame
     cascade_stats: tuple = ()  # engine.culling.stats.CascadeStats, one per possible cascade
