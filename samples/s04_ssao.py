@@ -81,7 +81,8 @@ class Ssao(ComputePass):
         self.apply = ScreenPass("SSAO.Apply", res, HERE / "s04_ssao_apply.wgsl", params=params,
                                 inputs=(DEPTH, NORMALS, AO), target="frame.ambient",
                                 blend=MULTIPLY)  # fmt: skip
-        self.turned_on_by = {n: f"--variant {v}" for v, s in VARIANTS.items() for *_, n in s}
+        by = {n: [v for v, st in VARIANTS.items() if any(n == t for *_, t in st)] for n in TARGETS}
+        self.turned_on_by = {n: "--variant " + " or ".join(v) for n, v in by.items() if v}
         self.set_variant(next(iter(VARIANTS)))
 
     def set_variant(self, name: str) -> None:

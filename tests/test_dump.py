@@ -47,15 +47,15 @@ def test_range_map_and_exr(tmp_path):
 
 
 def test_dump_counters_table_and_depth_npy(tmp_path):
-    out = tmp_path / "c.csv"
-    r = run_sample("s13", *RUN, "--dump", "cull.counters", str(out))
+    """Two dumps in one run (--dump is repeatable): a buffer table and a snapshot."""
+    out, npy = tmp_path / "c.csv", tmp_path / "d.npy"
+    r = run_sample("s13", *RUN, "--dump", "cull.counters", str(out),
+                   "--dump", "frame.hdr@Main.Early", str(npy))  # fmt: skip
     assert r.returncode == 0, r.stderr
     rows = {row["counter"]: int(row["value"]) for row in csv.DictReader(out.open())}
     assert rows["tested"] == 300
     parts = ("frustum_culled", "small_culled", "occluded", "visible")
     assert sum(rows[k] for k in parts) == rows["tested"]
-    npy = tmp_path / "d.npy"
-    r = run_sample("s13", *RUN, "--dump", "frame.hdr@Main.Early", str(npy))
     assert r.returncode == 0, r.stderr
     assert "frame.hdr@Main.Early" in r.stdout
     hdr = np.load(npy)
@@ -77,6 +77,8 @@ def test_dump_bad_input_is_one_line(tmp_path):
         ("post.histogram", "x.npy", "--no-post"): "no pass writes 'post.histogram'",
     }
     cases.update({(name, file): (msg, knob) for (name, file, knob), msg in knobs.items()})
+    cases[("frame.depth", "x.npy")] = ("is also given to --dump; give each its own file",
+                                       "--dump", "frame.hdr", str(tmp_path / "x.npy"))  # fmt: skip
     for (name, file), msg in cases.items():
         msg, *knob = (msg,) if isinstance(msg, str) else msg
         r = run_sample("s13", *RUN, *knob, "--dump", name, str(tmp_path / file))

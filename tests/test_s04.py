@@ -223,3 +223,14 @@ def test_the_raw_and_the_denoised_ao_are_inspectable(gpu, rig):
         check(stats, read(h, name)[..., 0].astype(np.float32))
         assert stats.lo < 0.6 and stats.hi == 1.0
     ctx.commands.execute("inspect off")
+
+
+def test_a_dump_of_what_the_variant_does_not_write_is_one_line_and_no_file(tmp_path):
+    """``ssao.raw`` under ``gtao-half`` (its stages write ``ssao.raw.half``): the variant is
+    applied after the options are checked, so the end of the run says it, writes nothing."""
+    out = tmp_path / "raw.png"
+    r = run_sample("s04", "--size", "64x36", "--frames", "2", "--variant", "gtao-half", "--dump",
+                   "ssao.raw", str(out), "--capture", str(tmp_path / "f.png"))  # fmt: skip
+    assert r.returncode == 1 and not out.exists()
+    assert "no pass writes 'ssao.raw'" in r.stderr and "--variant gtao or hemisphere" in r.stderr
+    assert "Traceback" not in r.stderr

@@ -147,9 +147,11 @@ class _SnapshotReader(TransferPass):
 
 
 class DumpTool:
-    """``--dump NAME[@PASS] PATH``: after the last frame of a capture run, write graph
-    texture ``NAME`` (or its snapshot after ``PASS``) to ``PATH``. A bad name, pass or path
-    is a one-line ``ValueError`` at install (the names the graph has are listed)."""
+    """``--dump NAME[@PASS] PATH`` (repeatable): after the last frame of a capture run, write
+    graph texture ``NAME`` (or its snapshot after ``PASS``) to ``PATH``. A bad name, pass or
+    path is a one-line ``ValueError`` at install (the names the graph has are listed); a
+    texture no pass wrote in the last frame (a variant or knob switched its writer off since)
+    is one error line at the end, and no file."""
 
     name = "dump"
 
@@ -158,21 +160,24 @@ class DumpTool:
         parser.add_argument_group("resource dump").add_argument(
             "--dump",
             nargs=2,
+            action="append",
             metavar=("NAME[@PASS]", "PATH"),
             help="render headless and write graph texture NAME as the last frame left it (or "
             "right after pass PASS) to PATH: .npy raw values, .png range-mapped, .exr values; "
-            "a buffer (cull.args, cull.counters, ...) as a typed table, .npy or .csv",
+            "a buffer (cull.args, cull.counters, ...) as a typed table, .npy or .csv; give it "
+            "again for more",
         )
 
     @classmethod
     def check_options(cls, args) -> None:
-        if args.dump is None:
+        if not args.dump:
             return
-        path = args.dump[1]
-        suffix = next((x for x in DUMP_SUFFIXES if path.lower().endswith(x)), None)
-        if suffix is None:
-            raise OptionError(f"argument --dump: {path!r} must end in .npy, .png, .exr or .csv")
-        check_output("--dump", path, suffix)
+        paths = [path for _, path in args.dump]
+        for path in paths:
+            suffix = next((x for x in DUMP_SUFFIXES if path.lower().endswith(x)), None)
+            if suffix is None:
+                raise OptionError(f"argument --dump: {path!r} must end in .npy, .png, .exr or .csv")
+            check_output("--dump", path, suffix)
         if getattr(args, "graph", None) is not None:
             raise OptionError(
                 "argument --graph: it prints the frame's passes and exits; drop --dump"
@@ -180,19 +185,22 @@ class DumpTool:
 
     @classmethod
     def files(cls, args) -> list[tuple[str, str]]:
-        return [("--dump", args.dump[1])] if args.dump else []
+        return [("--dump", path) for _, path in args.dump or ()]
 
     def __init__(self):
-        self.request: tuple[str, str] | None = None
+        self.requests: list[tuple[str, str]] = []
 
     def install(self, ctx) -> None:
         self.ctx = ctx
-        req = ctx.option("dump")
-        if not req:
-            return
-        ref, path = req
+        for ref, path in ctx.option("dump") or ():
+            self._check(ref, path)
+            self.requests.append((ref, path))
+        if self.requests:
+            ctx.frame_done.append(self._frame_done)
+
+    def _check(self, ref: str, path: str) -> None:
         base, after = split_ref(ref)
-        graph = ctx.graph
+        graph = self.ctx.graph
         names = graph.readable_textures()
         tables = _tables(graph)
         if base in tables:
@@ -203,8 +211,6 @@ class DumpTool:
                                  f"them (drop @{after})")  # fmt: skip
             if not path.lower().endswith((".npy", ".csv")):
                 raise OptionError(f"--dump: {base} is a buffer: write it as .npy or .csv")
-            self.request = (ref, path)
-            ctx.frame_done.append(self._frame_done)
             return
         if path.lower().endswith(".csv"):
             raise OptionError(f"--dump: {base} is a texture: write it as .npy, .png or .exr")
@@ -219,9 +225,8 @@ class DumpTool:
         if not writers and base not in graph.imports:
             raise OptionError(_unwritten(base, graph))
         if after is not None:
-            passes = writers
-            if after not in passes:
-                who = ", ".join(passes) or "none"
+            if after not in writers:
+                who = ", ".join(writers) or "none"
                 raise OptionError(
                     f"--dump: pass {after!r} does not write {base!r} in this frame "
                     f"(passes that do: {who})"
@@ -230,22 +235,29 @@ class DumpTool:
                 raise OptionError(f"--dump: {base!r} is not a graph texture; drop @{after}")
         if after is not None or graph.on_demand(base):  # the read keeps it (or has it) written
             graph.add(_SnapshotReader(ref))
-        self.request = (ref, path)
-        ctx.frame_done.append(self._frame_done)
 
     def _frame_done(self, texture) -> None:
         frames = self.ctx.final_frame
-        if self.request is None or frames is None or self.ctx.loop.index <= frames:
+        if not self.requests or frames is None or self.ctx.loop.index <= frames:
             return
-        ref, path = self.request
-        self.request = None
-        tables = _tables(self.ctx.graph)
+        requests, self.requests = self.requests, []
+        for ref, path in requests:
+            self._write(ref, path)
+
+    def _write(self, ref: str, path: str) -> None:
+        graph = self.ctx.graph
+        base = split_ref(ref)[0]
+        if not graph.writers(base) and base not in graph.imports:  # switched off since
+            log.error("%s; %s not written", _unwritten(base, graph), path)
+            self.ctx.status = 1
+            return
+        tables = _tables(graph)
         try:
             if ref in tables:
                 what = write_table(read_table(self.ctx.gpu.device, *tables[ref]), path)
             else:
-                values = read_texture(self.ctx.gpu.device, self.ctx.graph.texture(ref))
-                what = write_dump(values, path) + _at_ceiling(values, self.ctx.graph, ref)
+                values = read_texture(self.ctx.gpu.device, graph.texture(ref))
+                what = write_dump(values, path) + _at_ceiling(values, graph, ref)
         except (OSError, ValueError, wgpu.GPUError) as e:
             log.error("--dump: cannot write %s: %s", path, getattr(e, "strerror", None) or e)
             self.ctx.status = 1

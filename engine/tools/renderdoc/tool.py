@@ -95,7 +95,7 @@ def default_folder(args) -> Path:
     if given:
         return Path(os.path.abspath(given))
     dump = getattr(args, "dump", None)
-    for path in (getattr(args, "capture", None), dump[1] if dump else None,
+    for path in (getattr(args, "capture", None), dump[0][1] if dump else None,
                  getattr(args, "trace", None), getattr(args, "telemetry", None)):  # fmt: skip
         if path:
             return Path(os.path.dirname(os.path.abspath(path)))
