@@ -106,3 +106,13 @@ def test_output_paths_that_are_symlinks_are_refused_untouched(tmp_path):
             assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
     assert not (tmp_path / "nowhere.npy").exists() and kept.read_bytes() == b"mine"
     assert all(p.is_symlink() for p in tmp_path.iterdir() if p.name != "kept.npy")
+
+
+def test_a_users_own_csv_is_never_overwritten(tmp_path):
+    """A CSV has no signature: an existing one is replaced only when it is an earlier dump
+    of the same table (its header); a user's table stays as it was, one error line, exit 1."""
+    mine = tmp_path / "mine.csv"
+    mine.write_text("a,b\n1,2\n")
+    r = run_sample("s13", *RUN, "--dump", "cull.counters", str(mine))
+    assert r.returncode == 1 and "is not an earlier dump of this table" in r.stderr
+    assert mine.read_text() == "a,b\n1,2\n" and "Traceback" not in r.stderr

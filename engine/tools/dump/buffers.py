@@ -173,22 +173,39 @@ def read_table(device, buffer, decode) -> np.ndarray:
 
 def write_table(table: np.ndarray, path: str) -> str:
     """``.npy``: the structured array; ``.csv``: header + rows. Returns a one-line summary.
+    An existing ``.csv`` is replaced only when it is a table of the same columns (an earlier
+    dump of this table): a CSV has no signature, and a user's own table is never overwritten.
 
     Raises:
-        OSError: the file cannot be written. ValueError: another suffix.
+        OSError: the file cannot be written. ValueError: another suffix, or an existing CSV
+        with another header.
     """
     low = path.lower()
     if low.endswith(".npy"):
         np.save(path, table)
     elif low.endswith(".csv"):
-        cols = list(table.dtype.names)
+        header = ",".join(table.dtype.names)
+        _check_replaceable_csv(path, header)
         with open(path, "w", encoding="utf-8") as f:
-            f.write(",".join(cols) + "\n")
+            f.write(header + "\n")
             for row in table.tolist():
                 f.write(",".join(_cell(v) for v in row) + "\n")
     else:
         raise ValueError(f"{path!r}: a buffer dumps as .npy or .csv")
     return f"{len(table)} row{'s' * (len(table) != 1)} of {', '.join(table.dtype.names)}"
+
+
+def _check_replaceable_csv(path: str, header: str) -> None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            first = f.readline().rstrip("\r\n")
+    except FileNotFoundError:
+        return
+    if first and first != header:
+        raise ValueError(
+            f"{path!r} exists and is not an earlier dump of this table (its first line is not "
+            f"{header!r}); choose another name or remove it"
+        )
 
 
 def _cell(v) -> str:
