@@ -55,8 +55,8 @@ KNOBS = (
     Knob("radius", Float(0.05, 20.0), 1.0, "R: the AO radius, world units (m)"),
     Knob("thickness", Float(0.01, 20.0), 0.5, "T: how thick a surface is taken to be (m)"),
     Knob("intensity", Float(0.0, 4.0), 1.0, "the ambient light times AO^intensity"),
-    Knob("samples", Int(4, 64, what="depth samples a pixel"), 16, "depth samples a pixel"),
-    Knob("denoise", Switch(), True, "the depth-aware denoise"),
+    Knob("samples", Int(4, 64), 16, "depth samples a pixel"),
+    Knob("denoise", Switch(), True, "depth-aware denoise"),
     Knob("reference", Switch(), False, "the brute-force reference each frame (slow)"),
 )
 
