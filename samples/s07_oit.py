@@ -49,6 +49,7 @@ from engine.graph import ComputePass, RenderPass, TextureDesc, TransferPass
 from engine.knobs import Knob, add_knob_arguments
 from engine.materials.model import AlphaMode, Material
 from engine.math3d import translation
+from engine.options import OptionError
 from engine.passes.bundles import BundleCache
 from engine.passes.resources import (
     DEPTH,
@@ -683,6 +684,11 @@ class OitSample(Sample):
             self.stats = VariantStats()
             self.app.telemetry.subscribe(self.stats)
         if not self.frame.settings.post:
+            asked = getattr(args, "variant", None)
+            if asked not in (None, "sorted") or getattr(args, "variant_cycle", None):
+                raise OptionError("s07 --no-post: the wboit and linked variants composite into "
+                                  "the HDR colour, which only the post chain has; drop --no-post "
+                                  "or use --variant sorted")  # fmt: skip
             log.warning("s07: --no-post: no HDR colour; the wboit and linked variants are off")
         log.info("s07: %d BLEND instances over %s opaque ones", self.frame.res.transparent.count,
                  f"{scene.count - self.frame.res.transparent.count:,}")  # fmt: skip
