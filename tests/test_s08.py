@@ -149,10 +149,17 @@ def test_one_run_of_interleaved_variants_compares_the_blur_row_by_row(tmp_path):
     frames = [json.loads(x) for x in run.read_text().splitlines()]
     seen = {x["frame"]: x.get("variant") for x in frames if x["type"] == "frame"}
     assert len(seen) > 100 and all(v == list(VARIANTS)[(i // 8) % 3] for i, v in seen.items())
+    page, png = tmp_path / "c.html", tmp_path / "c.png"
     c = subprocess.run([sys.executable, "-m", "engine.devtools", "compare", str(run),
-                        "--settle", "2", "--fail-above", "1000"],
+                        "--settle", "2", "--fail-above", "1000", "--html", str(page),
+                        "--png", str(png)],
                        cwd=ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
     assert c.returncode == 0, c.stdout + c.stderr
+    html = page.read_text()  # every comparison, not only the last
+    assert html.count("<svg") == 2 and "[separable]" in html and "[tiled]" in html
+    from PIL import Image
+
+    assert Image.open(png).height >= 2 * 300  # two figures stacked
     tables = c.stdout.split("\nA: ")
     assert len(tables) == 2 and "[naive]" in tables[0] and "[naive]" in tables[1]
     for table, variant in zip(tables, ("separable", "tiled"), strict=True):

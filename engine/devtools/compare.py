@@ -230,32 +230,45 @@ def figure(c: Comparison):
     return fig
 
 
-def write_png(c: Comparison, path: str) -> None:
+def write_png(comparisons: Sequence[Comparison], path: str) -> None:
+    """Every comparison's distributions (one per variant against the first), top to bottom
+    in one PNG."""
+    import io
+
     import matplotlib.pyplot as plt
+    from PIL import Image
 
-    fig = figure(c)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    images = []
+    for c in comparisons:
+        fig, buf = figure(c), io.BytesIO()
+        fig.savefig(buf, format="png", dpi=100)
+        plt.close(fig)
+        images.append(Image.open(io.BytesIO(buf.getvalue())).convert("RGB"))
+    page = Image.new("RGB", (max(i.width for i in images), sum(i.height for i in images)), "white")
+    y = 0
+    for img in images:
+        page.paste(img, (0, y))
+        y += img.height
+    page.save(path)
 
 
-def write_html(c: Comparison, path: str) -> None:
-    """A self-contained page: the text table and the distributions as inline SVG."""
+def write_html(comparisons: Sequence[Comparison], path: str) -> None:
+    """A self-contained page: each comparison's text table and its distributions as inline
+    SVG."""
     import html
     import io
 
     import matplotlib.pyplot as plt
 
-    fig = figure(c)
-    svg = io.StringIO()
-    fig.savefig(svg, format="svg")
-    plt.close(fig)
-    body = svg.getvalue()
-    body = body[body.index("<svg") :]
-    page = (
-        "<!doctype html><meta charset='utf-8'><title>Lantern compare</title>"
-        f"<pre>{html.escape(format_comparison(c))}</pre>{body}\n"
-    )
-    Path(path).write_text(page, encoding="utf-8")
+    parts = []
+    for c in comparisons:
+        fig, svg = figure(c), io.StringIO()
+        fig.savefig(svg, format="svg")
+        plt.close(fig)
+        body = svg.getvalue()
+        parts.append(f"<pre>{html.escape(format_comparison(c))}</pre>{body[body.index('<svg') :]}")
+    page = "<!doctype html><meta charset='utf-8'><title>Lantern compare</title>" + "".join(parts)
+    Path(path).write_text(page + "\n", encoding="utf-8")
 
 
 # -- command line ----------------------------------------------------------------------------
@@ -342,7 +355,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "compare") -> int:
     for path, write in ((args.png, write_png), (args.html, write_html)):
         if path:
             try:
-                write(comparisons[-1], path)
+                write(comparisons, path)
             except OSError as e:
                 return _fail(prog, f"cannot write {path}: {e.strerror or e}")
             print(f"wrote {path}")
