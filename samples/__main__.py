@@ -1,6 +1,20 @@
-"""``python -m samples``: list the samples by category with their one-line descriptions."""
+"""``python -m samples``: list the samples by category with their one-line descriptions;
+``python -m samples sNN [OPTIONS]`` runs sample sNN as ``python -m samples.sNN`` would."""
 
-from samples import CATEGORIES, catalogue
+import runpy
+import sys
+
+from samples import CATEGORIES, catalogue, sample_files
+
+if len(sys.argv) > 1:
+    short, files = sys.argv[1], sample_files()
+    if short not in files:
+        print(f"python -m samples: error: unknown sample {short!r}; choose from "
+              f"{', '.join(files)} (or give no argument for the list)", file=sys.stderr)  # fmt: skip
+        sys.exit(2)
+    sys.argv = [f"python -m samples.{short}", *sys.argv[2:]]
+    runpy.run_module(f"samples.{short}", run_name="__main__", alter_sys=True)
+    sys.exit(0)
 
 print("Lantern samples (run: python -m samples.sNN [--help]):")
 for category, items in catalogue().items():

@@ -165,3 +165,15 @@ def test_help_of_a_sample_with_variants_names_each():
     text = sample_parser(Blurs, "python -m samples.blurs").format_help()
     assert "--variant NAME" in text and "--variant-cycle N" in text
     assert "naive, separable, tiled (default naive)" in " ".join(text.split())
+
+
+def test_python_m_samples_runs_a_sample_named_after_it(tmp_path):
+    """``python -m samples s01 ...`` is ``python -m samples.s01 ...``; an unknown name is one
+    line listing the samples, exit 2."""
+    out = tmp_path / "a.png"
+    run = [sys.executable, "-m", "samples"]
+    r = subprocess.run([*run, "s01", "--size", "32x18", "--frames", "1", "--capture", str(out)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert r.returncode == 0 and out.is_file(), r.stderr
+    r = subprocess.run([*run, "s99"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "s01, s02" in r.stderr
