@@ -9,8 +9,8 @@ from samples import CATEGORIES, catalogue, sample_files
 if len(sys.argv) > 1:
     short, files = sys.argv[1], sample_files()
     if short not in files:
-        print(f"python -m samples: error: unknown sample {short!r}; choose from "
-              f"{', '.join(files)} (or give no argument for the list)", file=sys.stderr)  # fmt: skip
+        why = f"unknown sample {short!r}; choose from {', '.join(files)} (or no argument: the list)"
+        print(f"python -m samples: error: {why}", file=sys.stderr)
         sys.exit(2)
     sys.argv = [f"python -m samples.{short}", *sys.argv[2:]]
     runpy.run_module(f"samples.{short}", run_name="__main__", alter_sys=True)
