@@ -63,11 +63,11 @@ draws (inside readings) or work the draws do differently in the pass.
 
 Per-draw pipeline statistics (``pipeline-statistics-query``): one query around each draw
 (scopes follow each other inside a pass; see ``engine.profiling.pipeline_stats``); a pass's
-counts are the sum of its draws'. On a CPU adapter compute dispatches get none
-(``compute_stats``): llvmpipe crashes in ``queue.submit`` on them in a compute pass that
-dispatches indirectly from a buffer it wrote. A render draw whose last counts showed no
-vertex shader invocation (an indirect draw of 0 instances) is not replayed until it draws again: its
-split reading is ``None`` and it adds nothing to the pass's split sum.
+counts are the sum of its draws'. On a CPU adapter a compute pass's dispatches from its first
+indirect dispatch on get none (llvmpipe crashes in ``queue.submit`` on those queries). A
+render draw whose last counts showed no vertex shader invocation (an indirect draw of 0
+instances) is not replayed until it draws again: its split reading is ``None`` and it adds
+nothing to the pass's split sum.
 
 A replay sets only the state in effect at its draw (the last pipeline, the last bind group
 per slot, ...), so its CPU cost does not grow with the draws before it.
@@ -284,6 +284,7 @@ class _PassRec:
     overhead_ts: int | None = None  # empty pass: begin query (end +1), then its inside pairs
     overhead_pairs: int = 0
     overhead_sig: tuple = ()  # the empty pass's targets and ops (a change restarts the window)
+    indirect: bool = False  # a dispatch_workgroups_indirect was recorded (CPU adapters: stats)
 
 
 @dataclass
@@ -470,12 +471,11 @@ class DrawProfiler:
         self.inside = self.available and INSIDE_FEATURE in feats
         self.split = self.available and replay
         self.stats = self.available and STATS_FEATURE in feats
-        # llvmpipe (Mesa 22/23) segfaults in queue.submit on statistics queries around the
-        # dispatches of a compute pass that also dispatches indirectly from what it wrote
-        # (s06's Particles.Simulate): on a CPU adapter dispatches get none (their counts n/a)
+        # llvmpipe (Mesa 22) segfaults in queue.submit on statistics queries around a compute
+        # pass's dispatches from its first indirect dispatch on (s06's Particles.Simulate):
+        # on a CPU adapter those dispatches get none (their counts n/a)
         info = getattr(getattr(gpu, "adapter", None), "info", None) or {}
-        adapter_type = str(info.get("adapter_type", ""))
-        self.compute_stats = self.stats and adapter_type.lower() != "cpu"
+        self.cpu_adapter = str(info.get("adapter_type", "")).lower() == "cpu"
         self.capacity = capacity
         self.target_ns, self.max_repeats, self.budget_ns = target_ns, max_repeats, budget_ns
         self.resolution_ns = 0  # 0: nothing seen yet (gcd identity)
@@ -557,7 +557,8 @@ class DrawProfiler:
             ts = frame.ts_used
             frame.ts_used += 2
             extras.write_timestamp(real, qs, ts)
-        stats = self.stats if not method.startswith("dispatch") else self.compute_stats
+        rec.indirect |= method == "dispatch_workgroups_indirect"
+        stats = self.stats and not (self.cpu_adapter and rec.indirect)
         if stats and frame.stats_used < self.capacity:
             si = frame.stats_used
             frame.stats_used += 1
