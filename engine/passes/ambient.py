@@ -14,7 +14,7 @@ import wgpu
 
 from engine.graph import RenderPass
 from engine.passes.resources import AMBIENT, BindGroupCache
-from engine.passes.screen import ADD
+from engine.passes.screen import ADD, fullscreen_pipeline
 from engine.shader_registry import shader_pipeline
 
 
@@ -47,17 +47,8 @@ class AmbientPass(RenderPass):
         return self._shaders[fmt]
 
     def _make(self, m, fmt: str) -> wgpu.GPURenderPipeline:
-        return self.res.device.create_render_pipeline(
-            label=self.name,
-            layout="auto",
-            vertex={"module": m, "entry_point": "vs_fullscreen"},
-            primitive={"topology": "triangle-list"},
-            fragment={
-                "module": m,
-                "entry_point": "fs_ambient",
-                "targets": [{"format": fmt, "blend": ADD}],
-            },
-        )
+        return fullscreen_pipeline(self.res.device, m, "fs_ambient", fmt, label=self.name,
+                                   blend=ADD)  # fmt: skip
 
     def targets(self, ctx) -> dict:
         view, _ = self.res.color_target(ctx)

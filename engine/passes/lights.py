@@ -33,7 +33,7 @@ from engine.passes.resources import (
 from engine.passes.resources import (
     CLUSTERS as CLUSTER_LISTS,
 )
-from engine.passes.screen import ADD
+from engine.passes.screen import ADD, fullscreen_pipeline
 from engine.shader_registry import shader_pipeline
 
 if TYPE_CHECKING:
@@ -211,17 +211,8 @@ class DeferredLightsPass(RenderPass):
         d = self.res.device
         layouts = [self.layout, self.res.mesh.layout_lights]
         layout = d.create_pipeline_layout(bind_group_layouts=layouts)
-        return d.create_render_pipeline(
-            label=self.name,
-            layout=layout,
-            vertex={"module": m, "entry_point": "vs_fullscreen"},
-            primitive={"topology": "triangle-list"},
-            fragment={
-                "module": m,
-                "entry_point": "fs_deferred",
-                "targets": [{"format": fmt, "blend": ADD}],
-            },
-        )
+        return fullscreen_pipeline(d, m, "fs_deferred", fmt, label=self.name, layout=layout,
+                                   blend=ADD)  # fmt: skip
 
     def targets(self, ctx) -> dict:
         view, _ = self.res.color_target(ctx)

@@ -22,6 +22,7 @@ from engine.passes.resources import (
     BindGroupCache,
     clear_output,
 )
+from engine.passes.screen import fullscreen_pipeline
 from engine.shader_registry import shader_pipeline
 
 __all__ = ["HDR_FORMAT", "PostPass", "PostPipeline"]
@@ -35,17 +36,7 @@ class PostPipeline:
         self.shader = shader_pipeline(device, "post.wgsl", lambda m: self._make(m, output_format))
 
     def _make(self, m, output_format: str) -> wgpu.GPURenderPipeline:
-        return self.device.create_render_pipeline(
-            label="post",
-            layout="auto",
-            vertex={"module": m, "entry_point": "vs_fullscreen"},
-            primitive={"topology": "triangle-list"},
-            fragment={
-                "module": m,
-                "entry_point": "fs_post",
-                "targets": [{"format": output_format}],
-            },
-        )
+        return fullscreen_pipeline(self.device, m, "fs_post", output_format, label="post")
 
     @property
     def pipeline(self):  # the current one: hot reload replaces it (engine/shader_registry.py)

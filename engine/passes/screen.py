@@ -47,6 +47,21 @@ ADD = {
 _VIS = wgpu.ShaderStage.FRAGMENT | wgpu.ShaderStage.COMPUTE
 
 
+def fullscreen_pipeline(device, module, entry: str, fmt: str, *, label: str, layout="auto",
+                        blend: dict | None = None,
+                        vertex: str = "vs_fullscreen") -> wgpu.GPURenderPipeline:  # fmt: skip
+    """A fullscreen triangle's pipeline (``vertex`` draws it: 3 vertices, no buffers) into
+    one colour target of ``fmt``, optionally blended (``ADD``, ``MULTIPLY``); ``layout``:
+    ``"auto"`` or a pipeline layout."""
+    state = {"format": fmt, **({"blend": blend} if blend else {})}
+    return device.create_render_pipeline(
+        label=label, layout=layout,
+        vertex={"module": module, "entry_point": vertex},
+        primitive={"topology": "triangle-list"},
+        fragment={"module": module, "entry_point": entry, "targets": [state]},
+    )  # fmt: skip
+
+
 def _sample_type(fmt: str) -> str:
     if fmt.startswith("depth"):
         return "depth"
@@ -163,13 +178,8 @@ class ScreenPass(RenderPass, _Bound):
 
         def make(m):
             layout = res.device.create_pipeline_layout(bind_group_layouts=[self.layout])
-            state = {"format": fmt, **({"blend": blend} if blend else {})}
-            return res.device.create_render_pipeline(
-                label=name, layout=layout,
-                vertex={"module": m, "entry_point": vertex},
-                primitive={"topology": "triangle-list"},
-                fragment={"module": m, "entry_point": entry, "targets": [state]},
-            )  # fmt: skip
+            return fullscreen_pipeline(res.device, m, entry, fmt, label=name, layout=layout,
+                                       blend=blend, vertex=vertex)  # fmt: skip
 
         self.shader = shader_pipeline(res.device, Path(shader), make, label=name, defines=defines)
 

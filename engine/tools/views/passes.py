@@ -66,6 +66,7 @@ from engine.passes.resources import (
     VIEW_OVERDRAW,
     clear_output,
 )
+from engine.passes.screen import fullscreen_pipeline
 from engine.scene.meshes import VERTEX_LAYOUT
 from engine.shader_registry import shader_pipeline
 from engine.tools.views.views import BY_NAME, NAMES, VIEWS
@@ -214,17 +215,8 @@ class ViewPass(RenderPass):
         layout = d.create_pipeline_layout(bind_group_layouts=[self.layout])
 
         def make(name: str) -> wgpu.GPURenderPipeline:
-            return d.create_render_pipeline(
-                label=f"view {name}",
-                layout=layout,
-                vertex={"module": m, "entry_point": "vs_fullscreen"},
-                primitive={"topology": "triangle-list"},
-                fragment={
-                    "module": m,
-                    "entry_point": BY_NAME[name].entry,
-                    "targets": [{"format": fmt}],
-                },
-            )
+            return fullscreen_pipeline(d, m, BY_NAME[name].entry, fmt, label=f"view {name}",
+                                       layout=layout)  # fmt: skip
 
         class Pipelines(dict):
             def __missing__(self, name: str) -> wgpu.GPURenderPipeline:
