@@ -14,17 +14,17 @@ each figure comparable across radii: naive (2r + 1)^2, separable 2 (2r + 1), til
 
 from __future__ import annotations
 
-import statistics
 import tempfile
 from pathlib import Path
 
 from samples.s08_blur import CITY, TILE, VARIANTS, add_blur
 
+from .variants import SETTLE, gpu_row, record_variant_cycle, spread
+
 SIZE, QUICK_SIZE = (1920, 1080), (320, 180)
 RADII, QUICK_RADII = (3, 6, 12, 24), (6,)
 BLOCK, ROUNDS = 20, 8  # frames of a variant in a row; rounds of all variants
 QUICK_BLOCK, QUICK_ROUNDS = 10, 4
-SETTLE = 3  # records after each switch left out (lantern compare's default)
 
 
 def run(gpu, args) -> None:
@@ -49,7 +49,6 @@ def _record(gpu, size, radius: int, block: int, rounds: int, path: Path, shadow:
     from engine.scene.procedural import city
     from engine.settings import FrameSettings
     from engine.surfaces import OffscreenTarget
-    from engine.tools.export.jsonl import JsonLinesWriter
 
     scene, camera_path = city(CITY, seed=0)
     target = OffscreenTarget(gpu.device, size)
@@ -58,25 +57,15 @@ def _record(gpu, size, radius: int, block: int, rounds: int, path: Path, shadow:
     blur = add_blur(frame, lambda: radius)
     graph.profiler = FrameProfiler(gpu, gpu=True, cpu=False)
     loop = FrameLoop(gpu, graph)
-    writer = JsonLinesWriter(str(path), {"sample": "s08", "size": list(size)})
-    loop.telemetry.subscribe(writer)
-    timer, skipped, waits = graph.profiler.gpu, 0, 0
-    names = list(VARIANTS)
-    for i in range(block * len(names) * rounds):
-        if i % block == 0 and timer is not None and timer.skipped_frames > skipped:
-            # a GPU slower than the recording (a software one) left frames untimed: wait for
-            # it at the switch, whose first frames are not compared (never on a fast GPU,
-            # whose clocks drop when it idles)
-            gpu.queue.read_buffer(frame.counters)
-            skipped, waits = timer.skipped_frames, waits + 1
-        blur.variant = loop.variant = names[(i // block) % len(names)]
-        loop.frame(target.view, i / 60, lambda ctx: frame.update(ctx, camera_path.at(ctx.time)))
-    loop.drain()
-    writer.close()
-    if waits:
-        print(
-            f"  (the GPU fell behind: waited for it at {waits} of {len(names) * rounds} switches)"
-        )
+
+    def set_variant(name: str) -> None:
+        blur.variant = name
+
+    def draw(t: float) -> None:
+        loop.frame(target.view, t, lambda ctx: frame.update(ctx, camera_path.at(ctx.time)))
+
+    record_variant_cycle(gpu, loop, frame.counters, path, {"sample": "s08", "size": list(size)},
+                         list(VARIANTS), set_variant, draw, block, rounds)  # fmt: skip
 
 
 def _report(path: Path, radius: int) -> None:
@@ -95,24 +84,14 @@ def _report(path: Path, radius: int) -> None:
         print(f"  n/a: {e}")
         return
     for name in ("Blur", "Blur.Copy"):  # Blur.Copy: the same work in every variant (control)
-        if _row(comparisons[0], name) is None:
+        if gpu_row(comparisons[0], name) is None:
             print(f"  {name}: no GPU readings (no timestamp-query?)")
             continue
         load = loads if name == "Blur" else dict.fromkeys(VARIANTS, 1)
-        first = _row(comparisons[0], name).a
-        print(f"  {name:<10} {'naive':<10} {load['naive']:8.1f} {_spread(first)}")
+        first = gpu_row(comparisons[0], name).a
+        print(f"  {name:<10} {'naive':<10} {load['naive']:8.1f} {spread(first)}")
         for c, variant in zip(comparisons, list(VARIANTS)[1:], strict=True):
-            r = _row(c, name)
+            r = gpu_row(c, name)
             d, ci = r.diff, f"[{r.diff.lo_ms:+.3f}, {r.diff.hi_ms:+.3f}]"
-            print(f"  {name:<10} {variant:<10} {load[variant]:8.1f} {_spread(r.b)}  "
+            print(f"  {name:<10} {variant:<10} {load[variant]:8.1f} {spread(r.b)}  "
                   f"{d.pct:+7.1f}%  {ci:<21} {d.p_value:8.2g}")  # fmt: skip
-
-
-def _row(comparison, name: str):
-    return next((r for r in comparison.rows if (r.clock, r.name) == ("gpu", name)), None)
-
-
-def _spread(values) -> str:
-    """``median  [q1..q3]  n`` of ms readings."""
-    q = statistics.quantiles(values, n=4)
-    return f"{statistics.median(values):10.3f}  {f'[{q[0]:.3f}..{q[2]:.3f}]':<18} {len(values):4d}"

@@ -25,10 +25,11 @@ import statistics
 import tempfile
 from pathlib import Path
 
+from .variants import SETTLE, record_variant_cycle
+
 SIZE, QUICK_SIZE = (1920, 1080), (320, 180)
 BLOCK, ROUNDS = 20, 6  # frames of a variant in a row; rounds of all variants
 QUICK_BLOCK, QUICK_ROUNDS = 10, 3
-SETTLE = 3  # records after each switch left out (lantern compare's default)
 CAMERAS, QUICK_CAMERAS = 8, 3  # views around the orbit for the error
 POOLS = (1, 2, 4, 8)
 
@@ -78,26 +79,11 @@ class _Rig:
 
     def record(self, block: int, rounds: int, path: Path) -> None:
         """The variants in turn into the telemetry file ``path`` (as ``--variant-cycle``)."""
-        from engine.tools.export.jsonl import JsonLinesWriter
         from samples.s07_oit import VARIANTS
 
-        writer = JsonLinesWriter(str(path), {"sample": "s07", "size": list(self.size)})
-        self.loop.telemetry.subscribe(writer)
-        timer, skipped, waits = self.graph.profiler.gpu, 0, 0
-        for i in range(block * len(VARIANTS) * rounds):
-            if i % block == 0 and timer is not None and timer.skipped_frames > skipped:
-                # a GPU slower than the recording (a software one) left frames untimed:
-                # wait for it at the switch, whose first frames are not compared
-                self.gpu.queue.read_buffer(self.frame.counters)
-                skipped, waits = timer.skipped_frames, waits + 1
-            self.oit.set_variant(VARIANTS[(i // block) % len(VARIANTS)])
-            self.loop.variant = self.oit.variant
-            self.frame_at(i / 60)
-        self.loop.drain()
-        writer.close()
-        self.loop.telemetry.unsubscribe(writer)
-        if waits:
-            print(f"  (the GPU fell behind: waited for it at {waits} switches)")
+        header = {"sample": "s07", "size": list(self.size)}
+        record_variant_cycle(self.gpu, self.loop, self.frame.counters, path, header, VARIANTS,
+                             self.oit.set_variant, self.frame_at, block, rounds)  # fmt: skip
 
     def counts(self) -> dict[str, int]:
         """This frame's counter block, waiting for the GPU (never on a timed frame)."""

@@ -26,12 +26,13 @@ from pathlib import Path
 from engine.gpu_sort import radix_size, sort_size
 from samples.s06_particles import CAMERA, CITY, VARIANTS, add_particles
 
+from .variants import SETTLE, gpu_row, record_variant_cycle, spread
+
 SIZE, QUICK_SIZE = (1920, 1080), (320, 180)
 COUNTS = (16_384, 65_536, 262_144, 1_048_576)
 QUICK_COUNTS = (4_096, 16_384)
 BLOCK, ROUNDS = 20, 8  # frames of a variant in a row; rounds of both
 QUICK_BLOCK, QUICK_ROUNDS = 10, 4  # 4: lantern compare needs 20 frames a variant
-SETTLE = 3  # records after each switch left out (lantern compare's default)
 PREWARM_S = 3.0
 SUM, SUM_ROW = ("Particles.Simulate", "Particles.Sort"), "Particles.Simulate+Sort"
 ROWS = ("Particles.Sort", SUM_ROW, "Particles.Simulate", "Particles")
@@ -61,7 +62,6 @@ def _record(gpu, size, count: int, block: int, rounds: int, path: Path, shadow: 
     from engine.scene.procedural import city
     from engine.settings import FrameSettings
     from engine.surfaces import OffscreenTarget
-    from engine.tools.export.jsonl import JsonLinesWriter
 
     scene, _ = city(CITY, seed=0)
     target = OffscreenTarget(gpu.device, size)
@@ -71,23 +71,16 @@ def _record(gpu, size, count: int, block: int, rounds: int, path: Path, shadow: 
     particles.simulate.prewarm(PREWARM_S)
     graph.profiler = FrameProfiler(gpu, gpu=True, cpu=False)
     loop = FrameLoop(gpu, graph)
-    writer = JsonLinesWriter(str(path), {"sample": "s06", "size": list(size),
-                                         "particles": count})  # fmt: skip
-    loop.telemetry.subscribe(writer)
-    timer, skipped, waits = graph.profiler.gpu, 0, 0
-    for i in range(block * len(VARIANTS) * rounds):
-        if i % block == 0 and timer is not None and timer.skipped_frames > skipped:
-            # a GPU slower than the recording (a software one) left frames untimed: wait for
-            # it at the switch, whose first frames are not compared
-            gpu.queue.read_buffer(frame.counters)
-            skipped, waits = timer.skipped_frames, waits + 1
-        particles.sort.variant = loop.variant = VARIANTS[(i // block) % len(VARIANTS)]
-        loop.frame(target.view, i / 60, lambda ctx: frame.update(ctx, CAMERA))
-    loop.drain()
-    writer.close()
-    if waits:
-        print(f"  (the GPU fell behind: waited for it at {waits} of "
-              f"{len(VARIANTS) * rounds} switches)")  # fmt: skip
+    header = {"sample": "s06", "size": list(size), "particles": count}
+
+    def set_variant(name: str) -> None:
+        particles.sort.variant = name
+
+    def draw(t: float) -> None:
+        loop.frame(target.view, t, lambda ctx: frame.update(ctx, CAMERA))
+
+    record_variant_cycle(gpu, loop, frame.counters, path, header, VARIANTS, set_variant, draw,
+                         block, rounds)  # fmt: skip
     return particles.system.readback.latest
 
 
@@ -111,26 +104,16 @@ def _report(path: Path, count: int, last) -> None:
         print(f"  n/a: {e}")
         return
     for name in ROWS:
-        r = _row(c, name)
+        r = gpu_row(c, name)
         if r is None:
             print(f"  {name}: no GPU readings (no timestamp-query?)")
             continue
         for variant, values in zip(VARIANTS, (r.a, r.b), strict=True):
             n = sorted_n[variant] if name == "Particles.Sort" else count
             ns = statistics.median(values) * 1e6 / n
-            line = f"  {name:<23} {variant:<8} {n:9,d} {_spread(values)} {ns:8.3f}"
+            line = f"  {name:<23} {variant:<8} {n:9,d} {spread(values)} {ns:8.3f}"
             if variant != VARIANTS[0]:
                 d = r.diff
                 ci = f"[{d.lo_ms:+.3f}, {d.hi_ms:+.3f}]"
                 line += f"  {d.pct:+9.1f}%  {ci:<21} {d.p_value:8.2g}"
             print(line)
-
-
-def _row(comparison, name: str):
-    return next((r for r in comparison.rows if (r.clock, r.name) == ("gpu", name)), None)
-
-
-def _spread(values) -> str:
-    """``median  [q1..q3]  n`` of ms readings."""
-    q = statistics.quantiles(values, n=4)
-    return f"{statistics.median(values):10.3f}  {f'[{q[0]:.3f}..{q[2]:.3f}]':<18} {len(values):4d}"

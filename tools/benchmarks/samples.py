@@ -25,10 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
+from .variants import SETTLE
+
 SIZE, QUICK_SIZE = (1920, 1080), (320, 180)
 BLOCK, ROUNDS, PLAIN = 20, 6, 150  # frames per variant block, rounds of blocks, frames without
 QUICK_BLOCK, QUICK_ROUNDS, QUICK_PLAIN = 6, 3, 30
-SETTLE = 3  # frames after a variant switch left out (lantern compare's default)
 TOP = 3  # passes named per row
 TIMEOUT_S = 900  # one sample's run
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from samples.s04_ssao import CITY, HEADER, OCCLUDED, VARIANTS, add_ssao, ssao_params
 
-from .blur import SETTLE, _row, _spread
+from .variants import SETTLE, gpu_row, record_variant_cycle, spread
 
 SIZE, QUICK_SIZE = (1920, 1080), (320, 180)
 BLOCK, ROUNDS = 20, 8  # frames of a variant in a row; rounds of all variants
@@ -74,7 +74,6 @@ def _record(gpu, size, block: int, rounds: int, path: Path, shadow: int) -> dict
     from engine.scene.procedural import city
     from engine.settings import FrameSettings
     from engine.surfaces import OffscreenTarget
-    from engine.tools.export.jsonl import JsonLinesWriter
 
     scene, camera_path = city(CITY, seed=0)
     target = OffscreenTarget(gpu.device, size)
@@ -83,25 +82,12 @@ def _record(gpu, size, block: int, rounds: int, path: Path, shadow: int) -> dict
     ssao = add_ssao(frame, lambda: ssao_params(*KNOBS))
     graph.profiler = FrameProfiler(gpu, gpu=True, cpu=False)
     loop = FrameLoop(gpu, graph)
-    writer = JsonLinesWriter(str(path), {"sample": "s04", "size": list(size)})
-    loop.telemetry.subscribe(writer)
-    timer, skipped, waits = graph.profiler.gpu, 0, 0
-    names = list(VARIANTS)
-    for i in range(block * len(names) * rounds):
-        if i % block == 0 and timer is not None and timer.skipped_frames > skipped:
-            # a GPU slower than the recording (a software one) left frames untimed: wait for
-            # it at the switch, whose first frames are not compared
-            gpu.queue.read_buffer(frame.counters)
-            skipped, waits = timer.skipped_frames, waits + 1
-        loop.variant = names[(i // block) % len(names)]
-        ssao.set_variant(loop.variant)
-        loop.frame(target.view, i / 60, lambda ctx: frame.update(ctx, camera_path.at(ctx.time)))
-    loop.drain()
-    writer.close()
-    if waits:
-        print(
-            f"  (the GPU fell behind: waited for it at {waits} of {len(names) * rounds} switches)"
-        )
+
+    def draw(t: float) -> None:
+        loop.frame(target.view, t, lambda ctx: frame.update(ctx, camera_path.at(ctx.time)))
+
+    record_variant_cycle(gpu, loop, frame.counters, path, {"sample": "s04", "size": list(size)},
+                         list(VARIANTS), ssao.set_variant, draw, block, rounds)  # fmt: skip
     return ssao.errors()
 
 
@@ -120,18 +106,18 @@ def _report(path: Path) -> dict[str, dict]:
         return {}
     times = {}
     for name in ("SSAO", "SSAO.Apply"):  # SSAO.Apply: the same work in every variant (control)
-        if _row(comparisons[0], name) is None:
+        if gpu_row(comparisons[0], name) is None:
             print(f"  {name}: no GPU readings (no timestamp-query?)")
             continue
-        print(f"  {name:<11} {'gtao':<11} {_spread(_row(comparisons[0], name).a)}")
+        print(f"  {name:<11} {'gtao':<11} {spread(gpu_row(comparisons[0], name).a)}")
         if name == "SSAO":
-            times["gtao"] = _stats(_row(comparisons[0], name).a)
+            times["gtao"] = _stats(gpu_row(comparisons[0], name).a)
         for c, variant in zip(comparisons, list(VARIANTS)[1:], strict=True):
-            r = _row(c, name)
+            r = gpu_row(c, name)
             if name == "SSAO":
                 times[variant] = _stats(r.b)
             d, ci = r.diff, f"[{r.diff.lo_ms:+.3f}, {r.diff.hi_ms:+.3f}]"
-            print(f"  {name:<11} {variant:<11} {_spread(r.b)}  {d.pct:+7.1f}%  {ci:<21} "
+            print(f"  {name:<11} {variant:<11} {spread(r.b)}  {d.pct:+7.1f}%  {ci:<21} "
                   f"{d.p_value:8.2g}")  # fmt: skip
     return times
 
