@@ -115,8 +115,8 @@ class LightsResetPass(TransferPass):
 
 
 class LightClusterPass(ComputePass):
-    """``Lights.Cluster``: ``cs_assign`` (one thread per light) then ``cs_finish`` (one
-    workgroup per cluster)."""
+    """``Lights.Cluster``: ``cs_assign`` (one thread per light and depth slice) then
+    ``cs_finish`` (one workgroup per cluster)."""
 
     reads = (LIGHTS, CLUSTER_LISTS, LIGHT_COUNTERS)
     writes = (CLUSTER_LISTS, LIGHT_COUNTERS)
