@@ -141,28 +141,9 @@ fn normals_view(px: vec2i, size: vec2i) -> vec3f {
     if (d <= 0.0) {
         return SKY;
     }
-    let m = view.inv_view_proj;
-    let h = homogeneous(px, size, d);
-    let p = h.xyz / h.w;
-    let sx = m[0] * (2.0 / f32(size.x));  // one pixel right
-    let sy = m[1] * (-2.0 / f32(size.y));  // one pixel down
-    let xr = min(px.x + 1, size.x - 1);
-    let xl = max(px.x - 1, 0);
-    let yd = min(px.y + 1, size.y - 1);
-    let yu = max(px.y - 1, 0);
-    let hr = h + sx * f32(xr - px.x) + m[2] * (textureLoad(depth, vec2i(xr, px.y), 0) - d);
-    let hl = h + sx * f32(xl - px.x) + m[2] * (textureLoad(depth, vec2i(xl, px.y), 0) - d);
-    let hd = h + sy * f32(yd - px.y) + m[2] * (textureLoad(depth, vec2i(px.x, yd), 0) - d);
-    let hu = h + sy * f32(yu - px.y) + m[2] * (textureLoad(depth, vec2i(px.x, yu), 0) - d);
-    let r = hr.xyz / hr.w - p;
-    let l = p - hl.xyz / hl.w;
-    let dn = hd.xyz / hd.w - p;
-    let up = p - hu.xyz / hu.w;
-    // the shorter difference stays on this surface at a silhouette
-    let dx = select(r, l, (dot(l, l) < dot(r, r) && xl != px.x) || xr == px.x);
-    let dy = select(dn, up, (dot(up, up) < dot(dn, dn) && yu != px.y) || yd == px.y);
-    var n = normalize(cross(dy, dx));
-    if (dot(n, view.eye.xyz - p) < 0.0) {
+    let f = footprint(px, size, d);  // the nearer neighbours: this surface at a silhouette
+    var n = normalize(cross(f.dy, f.dx));
+    if (dot(n, view.eye.xyz - f.p) < 0.0) {
         n = -n;  // facing the camera
     }
     return n * 0.5 + 0.5;  // world-space, as colour: +Y (up) is (0.5, 1, 0.5)
