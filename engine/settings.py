@@ -102,6 +102,9 @@ class FrameSettings:
             (world units) are shadowed (None: ``engine.passes.shadow.SHADOW_DISTANCE``, 90).
         lod_base_px: projected diameter in pixels below which LOD 1 is used (halving per LOD).
         textures: sample the materials' textures (off: factors only, the untextured cost).
+        depth_prepass: the Main pass that clears draws its instances' depth first, then
+            shades with depth ``equal``: each pixel shaded once (off: shaded as often as
+            instances cover it, in the cull's order).
         light_path: how the local lights are shaded, one of ``LIGHT_PATHS``: ``clustered``
             (clustered forward: ``Lights.Cluster`` assigns them to froxels), ``forward``
             (every light in every fragment) or ``deferred`` (G-buffer + ``Lights.Deferred``).
@@ -124,6 +127,7 @@ class FrameSettings:
     bloom: bool = True
     taa: bool = True
     textures: bool = True
+    depth_prepass: bool = True
     light_path: str = "clustered"
     night: bool = False
     cascades: int = 1
@@ -263,6 +267,13 @@ FRAME_KNOBS = (
     Knob("bloom", Switch(), True, "energy-conserving bloom (Post.Bloom)"),
     Knob("taa", Switch(), True, "temporal anti-aliasing (Post.TAA)"),
     Knob("textures", Switch(), True, "material textures (off: factors only, untextured)"),
+    Knob(
+        "depth-prepass",
+        Switch(),
+        True,
+        "depth prepass in the first Main pass: each pixel shaded once (off: as often as "
+        "instances cover it)",
+    ),
     Knob(
         "light-path",
         Choice(*LIGHT_PATHS),

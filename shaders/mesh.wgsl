@@ -3,8 +3,9 @@
 // has a glTF metallic-roughness material (material.wgsl), lit by the sun through the BRDF of
 // brdf.wgsl with the cascaded shadow maps (shadow_cascades.wgsl), and by the sky's SH; then fog.
 // Entry points: vs_main + fs_main (OPAQUE), fs_mask (MASK: alpha test), fs_blend (BLEND,
-// the Transparent pass), fs_id (scene rows); vs_shadow (opaque casters, depth only) and
-// vs_shadow_mask + fs_shadow_mask (MASK casters, alpha-tested), into cascade draw.cascade.
+// the Transparent pass), fs_id (scene rows); fs_depth (the depth prepass, no outputs) and
+// fs_alpha_test (MASK: the prepass and the shadow casters); vs_shadow (opaque casters, depth
+// only) and vs_shadow_mask (MASK casters, alpha-tested), into cascade draw.cascade.
 // The Main passes' on-demand outputs (engine/passes/resources.py FRAME_TARGETS), each compiled
 // in only while a pass reads it, at the location its define holds: OUT_NORMALS (the
 // octahedral view-space shading normal, roughness, metallic), OUT_MOTION (motion vectors,
@@ -31,7 +32,9 @@ struct VsIn {
 };
 
 struct VsOut {
-    @builtin(position) clip: vec4f,
+    // invariant: the depth prepass and the shading pipelines after it, each compiled on its
+    // own, must reach the same depth bit for bit (their depth test is 'equal')
+    @builtin(position) @invariant clip: vec4f,
     @location(0) world: vec3f,
     @location(1) normal: vec3f,
     @location(2) @interpolate(flat) color: vec4f,
@@ -305,9 +308,14 @@ fn vs_shadow_mask(v: VsIn, @builtin(instance_index) ii: u32) -> VsOut {
     return out;
 }
 
-// MASK casters: the same cutoff on the same base colour alpha as the Main passes.
+// The depth prepass's OPAQUE fragments: depth only (the colour targets' write mask is 0).
 @fragment
-fn fs_shadow_mask(in: VsOut) {
+fn fs_depth() {}
+
+// MASK in the depth prepass and the shadow casters: the same cutoff on the same base colour
+// alpha as fs_mask.
+@fragment
+fn fs_alpha_test(in: VsOut) {
     let m = materials[material_ids[in.id]];
     let uvs = texcoords(in, normalize(in.normal));
     var alpha = m.base_color.a * in.color.a;

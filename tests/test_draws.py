@@ -251,8 +251,11 @@ def test_standard_frame_names_each_batch(gpu):
     assert all(label.split(" LOD")[0] in meshes for label in labels)
     assert len(set(labels)) == len(labels)
     not_blend = [lb for lb, b in zip(labels, frame.gs.batches, strict=True) if b.pipeline_class < 4]
-    for name in ("Shadow.C0", "Main.Early", "Main.Late"):
+    for name in ("Shadow.C0", "Main.Late"):
         assert [d.label for d in by_pass[name].draws] == not_blend
+    # Main.Early: the depth prepass's draws of the same batches, then the shading draws
+    early = [d.label for d in by_pass["Main.Early"].draws]
+    assert early == [f"depth {lb}" for lb in not_blend] + not_blend
     assert [d.label for d in by_pass["HiZ"].draws][0] == "HiZ#0"
     # every instance drawn early or late went through exactly one batch's vertex shader
     if "pipeline-statistics-query" in g.features:

@@ -311,6 +311,7 @@ class GpuScene:
         draw_group: int,
         bind_group,
         batches: tuple[int, int] | None = None,
+        label: str = "",
     ) -> None:
         """Record the indexed indirect draws of ``region`` (0 early, 1 late, 2 + c shadow
         cascade c),
@@ -318,14 +319,15 @@ class GpuScene:
         ``indirect-first-instance`` (one draw per batch into a render bundle encoder, which
         has no multi-draw), else one draw per batch. When the pass encoder times draws
         (``--gpu-profile draws``: ``rpass.timing_draws``), always one labelled draw per
-        batch, so that each (mesh, LOD, pipeline) batch gets its own time."""
+        batch, so that each (mesh, LOD, pipeline) batch gets its own time; ``label``
+        prefixes those labels (``"depth "``: the depth prepass's draws of the same batches)."""
         nb = self.batch_count
         first, stop = batches if batches is not None else (0, nb)
         if stop <= first:
             return
         timing = getattr(rpass, "timing_draws", False)
         if timing:
-            self._draw_labelled(rpass, region, draw_group, bind_group, first, stop)
+            self._draw_labelled(rpass, region, draw_group, bind_group, first, stop, label)
             return
         bundle = isinstance(rpass, wgpu.GPURenderBundleEncoder)  # no multi-draw in bundles
         if self.first_instance and not bundle:
@@ -344,7 +346,7 @@ class GpuScene:
                 rpass.set_bind_group(draw_group, bind_group, [k * DRAW_UNIFORM_STRIDE])
             rpass.draw_indexed_indirect(self.args, k * ARGS_STRIDE)
 
-    def _draw_labelled(self, rpass, region, draw_group, bind_group, first, stop) -> None:
+    def _draw_labelled(self, rpass, region, draw_group, bind_group, first, stop, prefix):
         nb = self.batch_count
         if self._labels is None:
             self._labels = self.batch_labels
@@ -354,7 +356,7 @@ class GpuScene:
             k = region * nb + b
             if not self.first_instance:
                 rpass.set_bind_group(draw_group, bind_group, [k * DRAW_UNIFORM_STRIDE])
-            rpass.draw_label(self._labels[b])
+            rpass.draw_label(prefix + self._labels[b])
             rpass.draw_indexed_indirect(self.args, k * ARGS_STRIDE)
 
 

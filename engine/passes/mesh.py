@@ -188,12 +188,20 @@ class MeshPipelines:
         v, d, m, sh = self.layout_view, self.layout_draw, self.layout_material, self.layout_shadow
         lit = self.layout_lights
         two_sided = cls % 2 == 1
-        if kind == "main":
-            fs = "fs_mask" if cls // 2 == AlphaMode.MASK else "fs_main"
-            label = " ".join(("mesh main", fmt, f"class {cls}", *outputs))
+        mask = cls // 2 == AlphaMode.MASK
+        if kind in ("main", "main_equal"):  # main_equal: after the depth prepass
+            fs = "fs_mask" if mask and kind == "main" else "fs_main"
+            label = " ".join(("mesh", kind, fmt, f"class {cls}", *outputs))
             cull = "none" if two_sided else "back"
             return self._pipeline(label, [v, d, m, sh, lit], "vs_main", fs, fmt, DEPTH_FORMAT,
-                                  cull, outputs=outputs, tex=tex)  # fmt: skip
+                                  cull, outputs=outputs, tex=tex,
+                                  equal=kind == "main_equal")  # fmt: skip
+        if kind == "depth":  # the prepass: the Main pass's targets, none written
+            fs = "fs_alpha_test" if mask else "fs_depth"
+            label = " ".join(("mesh depth", fmt, f"class {cls}", *outputs))
+            cull = "none" if two_sided else "back"
+            return self._pipeline(label, [v, d, m, sh, lit], "vs_main", fs, fmt, DEPTH_FORMAT,
+                                  cull, outputs=outputs, tex=tex, write_mask=0)  # fmt: skip
         if kind == "material_view":  # the material debug views (View.Geometry)
             fs = "fs_material_view_mask" if cls // 2 == AlphaMode.MASK else "fs_material_view"
             label = f"mesh material view class {cls}"
@@ -209,13 +217,14 @@ class MeshPipelines:
                                   attributes=False, tex=tex)  # fmt: skip
         if kind == "shadow_mask":
             return self._pipeline("mesh shadow mask", [v, d, m], "vs_shadow_mask",
-                                  "fs_shadow_mask", None, SHADOW_FORMAT, "none",
+                                  "fs_alpha_test", None, SHADOW_FORMAT, "none",
                                   tex=tex)  # fmt: skip
         return self._pipeline("mesh ids", [v, d, m], "vs_main", "fs_id", "r32uint", DEPTH_FORMAT,
                               tex=tex)  # fmt: skip
 
     def _pipeline(self, label, layouts, vs, fs, fmt, depth_format, cull_mode="back", *,
-                  blend=False, attributes=True, outputs=(), tex=()):  # fmt: skip
+                  blend=False, attributes=True, outputs=(), tex=(), equal=False,
+                  write_mask=None):  # fmt: skip
         layout = self.device.create_pipeline_layout(bind_group_layouts=layouts)
         module = getattr(self, "_building", None) or self._variant(outputs, tex).get()
         buffers = [VERTEX_LAYOUT, ATTRIBUTE_LAYOUT] if attributes else [VERTEX_LAYOUT]
@@ -226,15 +235,17 @@ class MeshPipelines:
             "primitive": {"topology": "triangle-list", "cull_mode": cull_mode},
             "depth_stencil": {
                 "format": depth_format,
-                "depth_write_enabled": not blend,  # transparent surfaces are no occluders
-                "depth_compare": "greater",  # reverse-Z
+                # transparent surfaces are no occluders; after the prepass the depth is final
+                "depth_write_enabled": not (blend or equal),
+                "depth_compare": "equal" if equal else "greater",  # reverse-Z
             },
         }
         if fs is not None:
-            target = {"format": fmt} if fmt is not None else None
+            mask = {} if write_mask is None else {"write_mask": write_mask}
+            target = {"format": fmt, **mask} if fmt is not None else None
             if blend:
                 target["blend"] = _ALPHA_BLEND
-            extra = [{"format": FRAME_TARGETS[n][0]} for n in outputs]
+            extra = [{"format": FRAME_TARGETS[n][0], **mask} for n in outputs]
             desc["fragment"] = {
                 "module": module,
                 "entry_point": fs,
@@ -242,11 +253,24 @@ class MeshPipelines:
             }
         return self.device.create_render_pipeline(**desc)
 
-    def main(self, color_format: str, cls: int = 0, outputs: tuple[str, ...] = ()):
+    def main(self, color_format: str, cls: int = 0, outputs: tuple[str, ...] = (), *,
+             after_prepass: bool = False):  # fmt: skip
         """Lit colour pipeline of material class ``cls`` (0..3: OPAQUE / MASK, single / double
         sided) writing linear colour to ``color_format`` (location 0), depth32float, and the
-        on-demand targets ``outputs`` (``FRAME_TARGETS`` names, in that order) at 1, 2, ..."""
-        return self._get("main", color_format, cls, tuple(outputs))
+        on-demand targets ``outputs`` (``FRAME_TARGETS`` names, in that order) at 1, 2, ...
+
+        ``after_prepass``: the depth is already final (``depth_prepass``): depth compared
+        ``equal`` and not written, so each pixel is shaded once, and MASK needs no alpha
+        test (the prepass's, at the same cutoff, decided the depth)."""
+        kind = "main_equal" if after_prepass else "main"
+        return self._get(kind, color_format, cls, tuple(outputs))
+
+    def depth(self, color_format: str, cls: int = 0, outputs: tuple[str, ...] = ()):
+        """The depth prepass's pipeline for material class ``cls`` in a Main pass with
+        ``main``'s targets: ``vs_main`` (bit-identical depth: its position is
+        ``@invariant``), depth written with ``greater``, no colour written (write mask 0);
+        MASK alpha-tested at its cutoff."""
+        return self._get("depth", color_format, cls, tuple(outputs))
 
     def material_view(self, color_format: str, cls: int) -> wgpu.GPURenderPipeline:
         """Writes the material input the shading uniform's view mode picks (debug views)."""
@@ -350,6 +374,11 @@ class MainPass(RenderPass):
     compared with ``greater``; and, while some pass reads them, the on-demand targets
     (``FRAME_TARGETS``: normals, motion, ambient), cleared to the sky's values.
 
+    The pass that clears starts with a depth prepass (the ``depth_prepass`` knob): the same
+    draws with depth only, then the shading pipelines with depth ``equal``, so a pixel is
+    shaded once however many instances cover it (the city at street level covers each pixel
+    about six times: the cull's instance order is no front-to-back order).
+
     Args:
         res: the frame's ``FrameResources``; ``name``: ``"Main.Early"`` or ``"Main.Late"``.
     """
@@ -413,24 +442,34 @@ class MainPass(RenderPass):
             },
         }
 
+    def prepass(self) -> bool:
+        """Whether this pass starts with the depth prepass: the ``depth_prepass`` knob, in
+        the pass that clears (the bulk of the frame; ``Main.Late`` adds the few newly
+        visible instances over a final-enough depth)."""
+        return self.res.settings.depth_prepass and self._clears()
+
     def record(self, ctx, rpass) -> None:
         r = self.res
         _, fmt = r.color_target(ctx)  # hot reload replaces the pipelines: a new key, a bundle
-        outputs = r.frame_outputs()
-        spans = [(c, r.gs.class_ranges.get(c)) for c in OPAQUE_CLASSES]
-        pipes = [(r.mesh.main(fmt, c, outputs), span) for c, span in spans if span is not None]
+        outputs, prepass = r.frame_outputs(), self.prepass()
+        spans = [(c, s) for c in OPAQUE_CLASSES if (s := r.gs.class_ranges.get(c)) is not None]
+        depth = [(r.mesh.depth(fmt, c, outputs), s) for c, s in spans] if prepass else []
+        pipes = [(r.mesh.main(fmt, c, outputs, after_prepass=prepass), s) for c, s in spans]
 
         def commands(enc) -> None:
             r.bind_geometry(enc)
             enc.set_bind_group(2, r.material_group)
             enc.set_bind_group(3, r.shadow.group)
             enc.set_bind_group(4, r.lights.group)
+            for p, span in depth:  # the depth first: each pixel is then shaded once
+                enc.set_pipeline(p)
+                r.gs.draw(enc, self.region, 1, r.draw_group, span, label="depth ")
             for p, span in pipes:  # one pipeline per material class, its batches in one go
                 enc.set_pipeline(p)
                 r.gs.draw(enc, self.region, 1, r.draw_group, span)
 
-        key = (*(p for p, _ in pipes), r.material_group, r.shadow.group, r.lights.group,
-               *r.geometry_key())  # fmt: skip
+        key = (*(p for p, _ in depth + pipes), r.material_group, r.shadow.group,
+               r.lights.group, *r.geometry_key())  # fmt: skip
         formats = (fmt, *(FRAME_TARGETS[n][0] for n in outputs))
         self.bundles.record(rpass, key, commands, color_formats=formats, depth_format=DEPTH_FORMAT)
         lines = None if self.early else r.frustum_lines(formats)

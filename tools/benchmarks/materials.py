@@ -5,7 +5,8 @@
    (``textures`` off), every instance OPAQUE in all three (the same batches and passes):
    the CPU records the same commands whatever the material count.
 2. GPU ms of the Main passes (``Main.Early`` + ``Main.Late``) of the textured city against the
-   same frames untextured, at 1920x1080 (``--quick``: 640x360).
+   same frames untextured, at 1920x1080 (``--quick``: 640x360), with the depth prepass and
+   without it.
 3. Load time of a generated glTF scene with 256 textures (256x256 PNG files): parse and
    decode (``load_gltf``), then texture arrays, GPU mipmaps and pipelines (the frame's
    construction and first frame).
@@ -109,25 +110,31 @@ def run(gpu, args) -> None:
 
 
 def _gpu_main(gpu, scene, path, size, frames: int) -> None:
+    """Main.Early + Main.Late textured against untextured, with the depth prepass (the
+    default) and without it (each pixel shaded as often as instances cover it): the
+    prepass is the before/after of the shading cost."""
     from engine.settings import FrameSettings
 
-    med = {}
-    for textured in (True, False):
-        rig = _rig(gpu, scene, size, FrameSettings(textures=textured), profile=True)
-        _frames(gpu, rig, path, frames, sync=False)
-        rig[2].drain()
-        hist = [t for t in rig[2].telemetry.history if t.gpu][2:]
-        if not hist:
-            print("GPU timings: n/a (no timestamp-query)")
-            return
-        main = [sum(s.duration_ms for s in t.gpu if s.name.startswith("Main.")) for t in hist]
-        med[textured] = statistics.median(main)
-    print(
-        f"GPU Main.Early + Main.Late at {size[0]}x{size[1]}, city 100k: textured "
-        f"{med[True]:.3f} ms, untextured {med[False]:.3f} ms, "
-        f"{med[True] / max(med[False], 1e-9):.2f}x (goal <= 1.3x on H200)",
-        flush=True,
-    )
+    for prepass in (True, False):
+        med = {}
+        for textured in (True, False):
+            settings = FrameSettings(textures=textured, depth_prepass=prepass)
+            rig = _rig(gpu, scene, size, settings, profile=True)
+            _frames(gpu, rig, path, frames, sync=False)
+            rig[2].drain()
+            hist = [t for t in rig[2].telemetry.history if t.gpu][2:]
+            if not hist:
+                print("GPU timings: n/a (no timestamp-query)")
+                return
+            main = [sum(s.duration_ms for s in t.gpu if s.name.startswith("Main.")) for t in hist]
+            med[textured] = statistics.median(main)
+        print(
+            f"GPU Main.Early + Main.Late at {size[0]}x{size[1]}, city 100k, depth prepass "
+            f"{'on ' if prepass else 'off'}: textured {med[True]:.3f} ms, untextured "
+            f"{med[False]:.3f} ms, {med[True] / max(med[False], 1e-9):.2f}x "
+            "(goal <= 1.3x on H200)",
+            flush=True,
+        )
 
 
 def _load_256(gpu, texels: int) -> None:
