@@ -2,15 +2,16 @@
 // bounding sphere touches, then sorts each cluster's list by light index. Numpy twin:
 // engine/lights/reference.py assign_clusters.
 //
-// cs_assign, one thread per light and depth slice: the sphere (centre in view space, radius =
-// range) is tested against each tile column's two bounding planes and each tile row's two
-// (planes through the eye; conservative at a tile's corners, as tiled shading's per-tile
-// frustum test is) and its view-depth range [d - r, d + r] picks the slices; each (row,
-// column) of the thread's slice appends the light to its cluster: an atomic count, the index
-// stored while the count is below CLUSTER_CAP (the rest are counted as dropped, never
-// silently). A thread per slice, not per light: a light around the camera touches every
-// cluster, and one thread appending all 3,456 one atomic after another took 0.85 ms on an
-// H200; a slice holds at most CLUSTER_X x CLUSTER_Y of them.
+// cs_assign, one thread per light, depth slice and tile row: the sphere (centre in view
+// space, radius = range) is tested against each tile row's two bounding planes and each tile
+// column's two (planes through the eye; conservative at a tile's corners, as tiled shading's
+// per-tile frustum test is) and its view-depth range [d - r, d + r] picks the slices; each
+// column of the thread's (slice, row) appends the light to its cluster: an atomic count, the
+// index stored while the count is below CLUSTER_CAP (the rest are counted as dropped, never
+// silently). The work is split that finely because each append waits for its atomic's
+// result: a light around the camera touches every cluster, and one thread appending all 3,456
+// took 0.85 ms on an H200, a thread per slice (144 appends) 0.086 ms; a thread per row makes
+// at most CLUSTER_X appends.
 // cs_finish, one workgroup per cluster: the list sorted by light index (rank sort in
 // workgroup memory), so shading adds the lights in one order whatever order the atomics
 // took; clusters at the cap and the largest demand counted.
@@ -68,12 +69,12 @@ fn row_mask(p: vec3f, r: f32) -> u32 {
     return mask;
 }
 
-fn assign(i: u32, z: u32) {
+fn assign(i: u32, z: u32, y: u32) {
     let light = lights[i];
     let p = (light_params.view * vec4f(light.position, 1.0)).xyz;
     let d = -p.z;
     let r = light.range;
-    if (z == 0u) {
+    if (z == 0u && y == 0u) {
         count(L_TESTED, 1u);
     }
     if (!(d + r > light_params.slices[0].x)) {  // wholly behind the near plane (or NaN)
@@ -83,12 +84,15 @@ fn assign(i: u32, z: u32) {
     if (z < z0 || z > depth_slice(d + r)) {
         return;
     }
-    let xs = column_mask(p, r);
     let ys = row_mask(p, r);
-    if (xs == 0u || ys == 0u) {
+    if ((ys & (1u << y)) == 0u) {
         return;
     }
-    if (z == z0) {  // the light's first slice counts the light once
+    let xs = column_mask(p, r);
+    if (xs == 0u) {
+        return;
+    }
+    if (z == z0 && y == countTrailingZeros(ys)) {  // the light's first cluster row counts it
         count(L_VISIBLE, 1u);
         if (dot(p, p) < r * r) {
             count(L_EYE_INSIDE, 1u);
@@ -96,22 +100,17 @@ fn assign(i: u32, z: u32) {
     }
     var stored = 0u;
     var dropped = 0u;
-    var rows = ys;
-    while (rows != 0u) {
-        let y = countTrailingZeros(rows);
-        rows &= rows - 1u;
-        var cols = xs;
-        while (cols != 0u) {
-            let x = countTrailingZeros(cols);
-            cols &= cols - 1u;
-            let c = (z * CLUSTER_Y + y) * CLUSTER_X + x;
-            let k = atomicAdd(&cluster_counts[c], 1u);
-            if (k < CLUSTER_CAP) {
-                cluster_lights[c * CLUSTER_CAP + k] = i;
-                stored += 1u;
-            } else {
-                dropped += 1u;
-            }
+    var cols = xs;
+    while (cols != 0u) {
+        let x = countTrailingZeros(cols);
+        cols &= cols - 1u;
+        let c = (z * CLUSTER_Y + y) * CLUSTER_X + x;
+        let k = atomicAdd(&cluster_counts[c], 1u);
+        if (k < CLUSTER_CAP) {
+            cluster_lights[c * CLUSTER_CAP + k] = i;
+            stored += 1u;
+        } else {
+            dropped += 1u;
         }
     }
     count(L_PAIRS, stored);
@@ -126,7 +125,7 @@ fn cs_assign(@builtin(global_invocation_id) gid: vec3u,
     }
     workgroupBarrier();
     if (gid.x < light_params.modes.x) {
-        assign(gid.x, gid.y);  // dispatched (lights / 64, CLUSTER_Z)
+        assign(gid.x, gid.y, gid.z);  // dispatched (lights / 64, CLUSTER_Z, CLUSTER_Y)
     }
     workgroupBarrier();
     if (lid < COUNTERS) {
@@ -146,7 +145,9 @@ fn cs_finish(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index)
         if (demand >= CLUSTER_CAP) {
             atomicAdd(&counters[L_AT_CAP], 1u);
         }
-        if (demand != 0u) {
+        // every cluster's workgroup at one address would queue there: only a new maximum
+        // (as far as this workgroup can tell) is written
+        if (demand > atomicLoad(&counters[L_LARGEST])) {
             atomicMax(&counters[L_LARGEST], demand);
         }
     }
@@ -159,12 +160,23 @@ fn cs_finish(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index)
         wg_list[e] = cluster_lights[first + e];
     }
     workgroupBarrier();
-    for (var e = lid; e < n; e += 64u) {  // indices are unique: each rank is taken once
-        let key = wg_list[e];
-        var rank = 0u;
-        for (var j = 0u; j < n; j++) {
-            rank += select(0u, 1u, wg_list[j] < key);
+    // rank sort: a thread's (up to) four keys, lid + 64 q, each compared with every key in
+    // one pass over the list (CLUSTER_CAP = 4 x 64); indices are unique, so each rank is taken
+    // once. Missing keys are ~0u: they count nothing, and are not stored.
+    let e = vec4u(lid, lid + 64u, lid + 128u, lid + 192u);
+    var key = vec4u(~0u);
+    for (var q = 0u; q < 4u; q++) {
+        if (e[q] < n) {
+            key[q] = wg_list[e[q]];
         }
-        cluster_lights[first + rank] = key;
+    }
+    var rank = vec4u(0u);
+    for (var j = 0u; j < n; j++) {
+        rank += select(vec4u(0u), vec4u(1u), vec4u(wg_list[j]) < key);
+    }
+    for (var q = 0u; q < 4u; q++) {
+        if (e[q] < n) {
+            cluster_lights[first + rank[q]] = key[q];
+        }
     }
 }

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import wgpu
 
 from engine.graph import ComputePass, RenderPass, TransferPass
-from engine.lights.gpu import CLUSTER_Z, CLUSTERS
+from engine.lights.gpu import CLUSTER_Y, CLUSTER_Z, CLUSTERS
 from engine.passes.resources import (
     ALBEDO,
     DEPTH,
@@ -115,8 +115,8 @@ class LightsResetPass(TransferPass):
 
 
 class LightClusterPass(ComputePass):
-    """``Lights.Cluster``: ``cs_assign`` (one thread per light and depth slice) then
-    ``cs_finish`` (one workgroup per cluster)."""
+    """``Lights.Cluster``: ``cs_assign`` (one thread per light, depth slice and tile row)
+    then ``cs_finish`` (one workgroup per cluster)."""
 
     reads = (LIGHTS, CLUSTER_LISTS, LIGHT_COUNTERS)
     writes = (CLUSTER_LISTS, LIGHT_COUNTERS)
@@ -157,14 +157,15 @@ class LightClusterPass(ComputePass):
     def record(self, ctx, cpass) -> None:
         pipes = self.shader.get()
         n = self.res.lights.count
-        # cs_assign: a thread per light and depth slice; cs_finish: a workgroup per cluster
+        # cs_assign: a thread per light, depth slice and tile row; cs_finish: a workgroup per
+        # cluster
         for entry, groups in (
-            ("cs_assign", (-(-n // _WG), CLUSTER_Z)),
-            ("cs_finish", (CLUSTERS, 1)),
+            ("cs_assign", (-(-n // _WG), CLUSTER_Z, CLUSTER_Y)),
+            ("cs_finish", (CLUSTERS, 1, 1)),
         ):
             cpass.set_pipeline(pipes[entry])
             cpass.set_bind_group(0, self._group(pipes[entry], entry))
-            cpass.dispatch_workgroups(*groups, 1)
+            cpass.dispatch_workgroups(*groups)
 
 
 class DeferredLightsPass(RenderPass):
