@@ -100,23 +100,30 @@ fn wrap(x: f32, mode: u32, h: f32) -> f32 {
 
 // One texel fetch: w is the packed reference (engine/materials/gpu.py pack_reference).
 fn sample_array(t: texture_2d_array<f32>, w: u32, uv: vec2f, dx: vec2f, dy: vec2f) -> vec4f {
-    let size = vec2f(textureDimensions(t));
-    let levels = f32(textureNumLevels(t));
-    let lod = 0.5 * log2(max(max(dot(dx * size, dx * size), dot(dy * size, dy * size)), 1e-20));
     var s = (w >> 19u) & 7u;
     var gx = dx;
     var gy = dy;
-    var level = clamp(ceil(lod), 0.0, levels - 1.0);
-    if (((w >> 22u) & 1u) == 1u) {
-        // No mipmaps: the base level, with the min or mag filter by the footprint.
-        let lin = select(s & 1u, (s >> 1u) & 1u, lod > 0.0);
-        s = lin | (lin << 1u);
-        gx = vec2f(0.0);
-        gy = vec2f(0.0);
-        level = 0.0;
+    var st = uv;
+    // Mipmapped and REPEAT on both axes (the sampler repeats): the coordinates as they are.
+    // Only a clamp or a mirror, or a texture without mips, needs the level sampled: its two
+    // size queries go through the texture unit, which the samples themselves are bound by.
+    if (((w >> 22u) & 31u) != 0u) {
+        let size = vec2f(textureDimensions(t));
+        let levels = f32(textureNumLevels(t));
+        let lod = 0.5 * log2(max(max(dot(dx * size, dx * size), dot(dy * size, dy * size)),
+                                 1e-20));
+        var level = clamp(ceil(lod), 0.0, levels - 1.0);
+        if (((w >> 22u) & 1u) == 1u) {
+            // No mipmaps: the base level, with the min or mag filter by the footprint.
+            let lin = select(s & 1u, (s >> 1u) & 1u, lod > 0.0);
+            s = lin | (lin << 1u);
+            gx = vec2f(0.0);
+            gy = vec2f(0.0);
+            level = 0.0;
+        }
+        let h = 0.5 * exp2(level) / size;
+        st = vec2f(wrap(uv.x, (w >> 23u) & 3u, h.x), wrap(uv.y, (w >> 25u) & 3u, h.y));
     }
-    let h = 0.5 * exp2(level) / size;
-    let st = vec2f(wrap(uv.x, (w >> 23u) & 3u, h.x), wrap(uv.y, (w >> 25u) & 3u, h.y));
     let layer = i32(w & 0xffffu);
     switch s {
 // #if SAMP0
