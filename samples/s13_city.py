@@ -38,8 +38,8 @@ class City(Sample):
             choices=("city", "flat"),
             default="city",
             help="the procedural city's materials: city (textured, MASK foliage, BLEND glass) "
-            "or flat (one opaque material tinted per instance: the frame before materials, "
-            "comparable with older benchmark figures)",
+            "or flat (the default opaque material tinted per instance: the frame before "
+            "materials, comparable with older benchmark figures)",
         )
 
     def build(self, graph) -> None:

@@ -1,7 +1,8 @@
 // GPU-driven culling, two-phase after zeux/niagara: one thread per instance, workgroup 64.
 // Specification: engine/culling/reference.py (numpy) classifies exactly as this file does.
-//   cull_shadow: casters vs each cascade's volume (extended toward the sun), one dispatch row
-//                per cascade (global_invocation_id.y = cascade c), region 2 + c
+//   cull_shadow: casters (Material.casts_shadows) vs each cascade's volume (extended toward
+//                the sun), one dispatch row per cascade (global_invocation_id.y = cascade c),
+//                region 2 + c
 //   cull_early : instances visible last frame, frustum only, region 0 (drawn by Main.Early)
 //   cull_late  : everything: frustum, sub-pixel, Hi-Z; writes visibility; newly visible,
 //                region 1 (drawn by Main.Late)
@@ -55,7 +56,7 @@ struct Cull {
 
 struct MeshInfo {
     first_batch: u32,
-    lod_count: u32,
+    lod_count: u32,   // bits 0-7: LODs; bit 8: the group casts no shadow (Material.casts_shadows)
     remap_base: u32,  // first remap slot of LOD 0 within a region
     capacity: u32,    // slots per LOD batch (= instances of this mesh)
 };
@@ -245,7 +246,7 @@ fn cull_early(@builtin(global_invocation_id) gid: vec3u, @builtin(local_invocati
         let b = bounds[id];
         let culled = !usable(b) || ((cull.counts.y & FLAG_CULL) != 0u && outside(b.xyz, b.w));
         if (!culled) {
-            emit(0u, id, select_lod(b.xyz, b.w, meshes[mesh_ids[id]].lod_count));
+            emit(0u, id, select_lod(b.xyz, b.w, meshes[mesh_ids[id]].lod_count & 0xffu));
             count(C_DRAWN_EARLY);
         }
     }
@@ -262,7 +263,7 @@ fn cull_late(@builtin(global_invocation_id) gid: vec3u, @builtin(local_invocatio
         if (usable(b)) {
             cls = classify(b.xyz, b.w);
         }
-        let lod = select_lod(b.xyz, b.w, meshes[mesh_ids[id]].lod_count);
+        let lod = select_lod(b.xyz, b.w, meshes[mesh_ids[id]].lod_count & 0xffu);
         count(C_TESTED);
         count_class(cls);
         let drawn_early = (cull.counts.y & FLAG_TWO_PHASE) != 0u && was_visible(id);
@@ -287,12 +288,14 @@ fn cull_shadow(@builtin(global_invocation_id) gid: vec3u, @builtin(local_invocat
     let cascade = gid.y;
     if (id < cull.counts.x && cascade < MAX_CASCADES) {
         let b = bounds[id];
-        let culled = !usable(b) || ((cull.counts.y & FLAG_CULL) != 0u && outside_cascade(b.xyz, b.w, cascade));
+        let lods = meshes[mesh_ids[id]].lod_count;
+        let culled = !usable(b) || (lods & 0x100u) != 0u
+            || ((cull.counts.y & FLAG_CULL) != 0u && outside_cascade(b.xyz, b.w, cascade));
         atomicAdd(&wg_cascade[SC_TESTED], 1u);
         if (culled) {
             atomicAdd(&wg_cascade[SC_CULLED], 1u);
         } else {
-            emit(2u + cascade, id, select_lod(b.xyz, b.w, meshes[mesh_ids[id]].lod_count));
+            emit(2u + cascade, id, select_lod(b.xyz, b.w, lods & 0xffu));
             count(C_SHADOW_CASTERS);
             atomicAdd(&wg_cascade[SC_CASTERS], 1u);
         }

@@ -187,6 +187,37 @@ def _kept_by_numpy(bounds: np.ndarray, planes: np.ndarray) -> tuple[np.ndarray, 
     return ok & (dist >= 0).all(axis=1), float(np.abs(dist).min())
 
 
+def test_instances_of_a_non_casting_material_are_in_no_cascade(gpu):
+    """``Material.casts_shadows = False``: every third instance's material; each cascade's
+    casters are numpy's minus those, counted as culled, never drawn into the map; the same
+    instances are still drawn by the Main passes."""
+    from dataclasses import replace as dc_replace
+
+    from engine.materials.model import DEFAULT_MATERIAL
+    from engine.scene.scene import Scene
+
+    base = random_scene(300, seed=7, spread=60.0)
+    quiet = np.arange(base.count) % 3 == 1
+    scene = Scene(base.meshes, base.transforms, base.mesh_ids, base.colors,
+                  materials=[DEFAULT_MATERIAL, dc_replace(DEFAULT_MATERIAL, casts_shadows=False)],
+                  material_ids=quiet.astype(np.uint32))  # fmt: skip
+    h = Harness(gpu, scene, settings=FrameSettings(cascades=2, taa=False, shadow_radius=70.0))
+    cam = Camera(np.array([0.0, 5.0, 55.0]), np.array([0.0, 0.0, 0.0]), 60.0, 0.1)
+    h.render(cam, 2)
+    fit = h.frame.res.cascade_fit
+    for c in range(2):
+        want, margin = _kept_by_numpy(scene.bounds(), fit.cascades[c].planes)
+        assert margin > 1e-3
+        assert (want & quiet).any()  # some non-casters were inside: the test can fail
+        kept = want & ~quiet
+        counts = h.cascade_counters(c)
+        assert counts == {"tested": scene.count, "culled": scene.count - int(kept.sum()),
+                          "casters": int(kept.sum())}  # fmt: skip
+        assert set(h.drawn(f"shadow.c{c}").tolist()) == set(np.flatnonzero(kept).tolist())
+    drawn = set(h.drawn("early").tolist()) | set(h.drawn("late").tolist())
+    assert drawn & set(np.flatnonzero(quiet).tolist())  # visible as ever
+
+
 def test_each_cascades_counters_and_casters_equal_numpy(gpu):
     scene = random_scene(300, seed=7, spread=60.0)
     h = Harness(gpu, scene, settings=FrameSettings(cascades=4, taa=False, shadow_radius=70.0))

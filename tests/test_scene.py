@@ -329,6 +329,8 @@ def test_city_is_deterministic_by_seed_and_prefix_stable():
 
 
 def test_flat_city_is_the_same_city_with_one_opaque_material():
+    from dataclasses import replace
+
     from engine.materials.model import DEFAULT_MATERIAL, AlphaMode
 
     textured, _ = city(3000, seed=3)
@@ -336,8 +338,13 @@ def test_flat_city_is_the_same_city_with_one_opaque_material():
     assert np.array_equal(flat.transforms, textured.transforms)
     assert np.array_equal(flat.mesh_ids, textured.mesh_ids)
     assert np.array_equal(flat.colors, textured.colors)
-    assert flat.materials == [DEFAULT_MATERIAL] and not flat.images
-    assert not np.any(flat.material_ids)
+    # the default material; the ground slab's copy casts no shadow, as the asphalt does
+    ground = replace(DEFAULT_MATERIAL, name="ground", casts_shadows=False)
+    assert flat.materials[0] == DEFAULT_MATERIAL and flat.materials[1:] == [ground]
+    assert not flat.images
+    assert flat.material_ids.tolist() == [1] + [0] * 2999
+    assert not textured.materials[textured.material_ids[0]].casts_shadows
+    assert all(m.casts_shadows for m in textured.materials[1:])
     modes = {m.alpha_mode for m in textured.materials}
     assert {AlphaMode.MASK, AlphaMode.BLEND} <= modes  # what flat leaves out
 

@@ -1,11 +1,13 @@
 """The scene on the GPU: instance arrays in storage buffers, one shared vertex/index buffer,
 and the batch tables that turn cull results into indexed indirect draws.
 
-Draw groups: instances are grouped by (pipeline class, mesh), the pipeline class being their
-material's (alpha mode, double-sided) pair (``Material.pipeline_class``); the cull sees each
-group as a mesh of its own (``mesh_ids`` holds the group per instance), so its batches are
-(mesh, LOD, pipeline) and each pipeline's batches are one contiguous range
-(``class_ranges``): a pass sets a pipeline and draws its range with one multi-draw.
+Draw groups: instances are grouped by (pipeline class, shadow casting, mesh), the pipeline
+class being their material's (alpha mode, double-sided) pair (``Material.pipeline_class``) and
+shadow casting its ``casts_shadows``; the cull sees each group as a mesh of its own
+(``mesh_ids`` holds the group per instance), so its batches are (mesh, LOD, pipeline) and each
+pipeline's batches are one contiguous range (``class_ranges``): a pass sets a pipeline and
+draws its range with one multi-draw. A group of non-casters is never emitted into a shadow
+region (its batches there draw nothing).
 
 Buffers (N instances, B batches = one per (group, LOD), T remap slots per region):
 
@@ -14,7 +16,8 @@ Buffers (N instances, B batches = one per (group, LOD), T remap slots per region
 * ``bounds`` ``(N, 4)`` float32 world spheres (centre, radius) from ``Scene.bounds()``
 * ``mesh_ids`` ``(N,)`` uint32 draw group per instance, ``colors`` ``(N, 4)`` float32 linear RGBA
 * ``vertices`` (position, normal: 24 B) and ``attributes`` (tangent, uv0, uv1: 32 B) per vertex
-* ``meshes``: per group ``(first_batch, lod_count, remap_base, capacity)`` uint32
+* ``meshes``: per group ``(first_batch, lod_count | no_shadow << 8, remap_base, capacity)``
+  uint32
 * ``args``: R regions (early, late, then one per shadow cascade: ``regions``) x B indexed
   indirect draws of 20 bytes ``(index_count, instance_count, first_index, base_vertex,
   first_instance)``; ``args_template`` is the same with ``instance_count = 0``, copied over
@@ -62,6 +65,7 @@ class Batch:
     first_index: int
     base_vertex: int
     pipeline_class: int = 0
+    casts_shadows: bool = True
 
 
 class GpuScene:
@@ -99,8 +103,10 @@ class GpuScene:
     def _groups(self) -> None:
         s, nm = self.scene, len(self.scene.meshes)
         cls = np.array([m.pipeline_class for m in s.materials], np.int64)[s.material_ids]
-        keys, inverse = np.unique(cls * nm + s.mesh_ids, return_inverse=True)
-        self.groups = [(int(k // nm), int(k % nm)) for k in keys]  # (class, mesh)
+        quiet = np.array([not m.casts_shadows for m in s.materials], np.int64)[s.material_ids]
+        keys, inverse = np.unique((cls * 2 + quiet) * nm + s.mesh_ids, return_inverse=True)
+        #: (class, mesh, casts shadows) per group, in class order
+        self.groups = [(int(k // nm // 2), int(k % nm), k // nm % 2 == 0) for k in keys]
         self.draw_ids = inverse.reshape(-1).astype(np.uint32)
         #: scene rows of BLEND instances (the Transparent pass sorts them)
         self.blend_rows = np.flatnonzero(cls >= 2 * AlphaMode.BLEND).astype(np.uint32)
@@ -120,13 +126,13 @@ class GpuScene:
         self.batches, self.group_first_batch = [], []
         self.first_batch = [0] * len(self.scene.meshes)  # per scene mesh: its first group's
         seen = set()
-        for c, m in self.groups:
+        for c, m, casts in self.groups:
             self.group_first_batch.append(len(self.batches))
             if m not in seen:
                 self.first_batch[m] = len(self.batches)
                 seen.add(m)
             for lod_i in range(len(self.scene.meshes[m].lods)):
-                self.batches.append(Batch(m, lod_i, *placed[m, lod_i], c))
+                self.batches.append(Batch(m, lod_i, *placed[m, lod_i], c, casts))
         self.class_ranges = {}
         for b, bt in enumerate(self.batches):
             lo, _ = self.class_ranges.get(bt.pipeline_class, (b, b))
@@ -153,12 +159,13 @@ class GpuScene:
     # -- batch tables, indirect args template, remap regions --------------------------------
     def _tables(self) -> None:
         meshes = self.scene.meshes
-        lods = np.array([len(meshes[m].lods) for _, m in self.groups], np.int64)
+        lods = np.array([len(meshes[m].lods) for _, m, _ in self.groups], np.int64)
+        quiet = np.array([not casts for _, _, casts in self.groups], np.int64)
         cap = np.bincount(self.draw_ids, minlength=len(self.groups)).astype(np.int64)
         base = np.concatenate(([0], np.cumsum(cap * lods)[:-1]))
         self.region_slots = int(max(1, (cap * lods).sum()))  # T
         first = np.array(self.group_first_batch)
-        info = np.stack([first, lods, base, cap], axis=1).astype(np.uint32)
+        info = np.stack([first, lods | quiet << 8, base, cap], axis=1).astype(np.uint32)
         self.mesh_table = self.device.create_buffer_with_data(
             label="cull meshes", data=info.tobytes(), usage="STORAGE"
         )
@@ -301,6 +308,7 @@ class GpuScene:
         return [
             f"{meshes[b.mesh].name} LOD{b.lod}"
             + (f" {CLASS_NAMES[b.pipeline_class]}" if b.pipeline_class else "")
+            + ("" if b.casts_shadows else " no shadow")
             for b in self.batches
         ]
 

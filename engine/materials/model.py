@@ -153,6 +153,10 @@ class Material:
         world_uv: Lantern's own (not glTF): when > 0, texture coordinates are world position
             in metres times this, projected along the normal's dominant axis (the procedural
             city's facades, whose boxes are scaled per instance).
+        casts_shadows: Lantern's own (not glTF; Unity's "Cast Shadows", Bevy's
+            ``NotShadowCaster``): False keeps its instances out of every shadow cascade (the
+            cull counts them as culled there), for surfaces nothing lies below, such as a
+            ground slab: the map then loses the fill of a surface that shadows nothing.
     """
 
     name: str = "default"
@@ -168,6 +172,7 @@ class Material:
     double_sided: bool = False
     textures: dict[TextureSlot, TextureRef] = field(default_factory=dict)
     world_uv: float = 0.0
+    casts_shadows: bool = True
 
     def __hash__(self) -> int:
         return id(self)

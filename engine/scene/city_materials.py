@@ -132,7 +132,8 @@ def city_materials() -> tuple[list[Material], list[Image]]:
 
     base, mr, normal = TextureSlot.BASE_COLOR, TextureSlot.METALLIC_ROUGHNESS, TextureSlot.NORMAL
     materials = [
-        Material("asphalt", metallic=0.0, roughness=0.9, textures={base: tex(0)}, world_uv=0.25),
+        Material("asphalt", metallic=0.0, roughness=0.9, textures={base: tex(0)}, world_uv=0.25,
+                 casts_shadows=False),  # the ground slab: under everything, shadows nothing
         Material("paving", metallic=0.0, roughness=0.8, textures={base: tex(1)}, world_uv=0.5),
         Material("facade", metallic=1.0, roughness=1.0, textures={base: tex(2), mr: tex(3)},
                  world_uv=1 / 3.5),

@@ -13,8 +13,11 @@ a prefix of a larger one with the same seed (only the ground slab differs in siz
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
+from engine.materials.model import DEFAULT_MATERIAL
 from engine.scene import city_materials as cm
 from engine.scene.camera import CameraPath, WaypointPath
 from engine.scene.meshes import box, cone_lods, cylinder_lods, pyramid, sphere_lods
@@ -66,7 +69,9 @@ def city(instances: int, *, seed: int = 0, materials: bool = True) -> tuple[Scen
         seed: random seed; the same (instances, seed) always gives the same scene.
         materials: the city's textured materials (MASK foliage, BLEND glass, ...); False:
             every instance the default opaque material tinted by its colour (the city before
-            materials, which benchmarks keep comparable with older figures).
+            materials, which benchmarks keep comparable with older figures). In both the
+            ground slab casts no shadow (``Material.casts_shadows``): it lies under
+            everything, so the shadow map is the same without its fill.
     Returns:
         ``(scene, path)``: the scene (metres, +Y up, ground top at y = 0) and a camera path
         that drives around the downtown blocks at 5 m eye height, looking along the street.
@@ -108,8 +113,11 @@ def city(instances: int, *, seed: int = 0, materials: bool = True) -> tuple[Scen
     mesh_ids = np.concatenate([[MESH_BOX], ids.reshape(-1)[:count]]).astype(np.uint32)
     cols = np.concatenate([[(*_linear(ASPHALT), 1.0)], colors.reshape(-1, 4)[:count]])
     material_ids = np.concatenate([[cm.ASPHALT], mats.reshape(-1)[:count]]).astype(np.uint32)
-    if not materials:
-        scene = Scene(city_meshes(), transforms, mesh_ids, cols, sun_direction=SUN)
+    if not materials:  # the default material; the ground's copy casts no shadow, as asphalt
+        flat = [DEFAULT_MATERIAL, replace(DEFAULT_MATERIAL, name="ground", casts_shadows=False)]
+        ground = (np.arange(instances) == 0).astype(np.uint32)
+        scene = Scene(city_meshes(), transforms, mesh_ids, cols, sun_direction=SUN,
+                      materials=flat, material_ids=ground)  # fmt: skip
         return scene, street_loop(n_blocks)
     mats_, images = cm.city_materials()
     scene = Scene(city_meshes(), transforms, mesh_ids, cols, sun_direction=SUN,
