@@ -18,8 +18,10 @@ every arm) around the timed frames, divided by their count; its CPU time is each
 the telemetry record), ``perf_counter_ns``. The queue is drained between blocks (untimed).
 
 **How 1% is resolved.** A round runs every arm's block once, in an order that alternates
-between forward and backward (linear drift cancels within two rounds); each arm's figure per
-round is its ratio to that round's ``off`` block. The headline is the median over the rounds
+between forward and backward (linear drift cancels within two rounds) and is rotated by one
+arm every two rounds (each arm takes every place: with a fixed order ``off`` always ran first
+or last, and the A/A ratio read 0.990 [0.985, 0.995] on the H200, a bias of its place, not
+noise); each arm's figure per round is its ratio to that round's ``off`` block. The headline is the median over the rounds
 with a 95% bootstrap interval, and ``off2`` is a second ``off`` arm: its ratio (A/A) shows the
 noise floor of the run, which must be well inside the 1% to be read (more rounds narrow it:
 ``LANTERN_PROFILER_ROUNDS``, default 40, 3 with ``--quick``).
@@ -242,7 +244,12 @@ def _measure(gpu, case, *, frames, warm, rounds):
     loop = FrameLoop(gpu, case.graph)
     index = 0
     for r in range(rounds + 1):  # round 0 warms up (shader JIT, first maps): not kept
-        order = arms if r % 2 == 0 else arms[::-1]
+        # rotated by one every two rounds and alternating in direction: linear drift
+        # cancels within two rounds, and each arm takes each place in the order (after a
+        # drain, after another arm) equally often, so no arm pays a place's cost
+        k = (r // 2) % len(arms)
+        rotated = arms[k:] + arms[:k]
+        order = rotated if r % 2 == 0 else rotated[::-1]
         for arm in order:
             case.graph.profiler = sinks[arm]
             cpu = []
