@@ -81,12 +81,12 @@ class DrawLabels:
     def __getattr__(self, name):
         return getattr(self._e, name)
 
-    def draw_label(self, text: str) -> None:
-        """Name the next draw or dispatch."""
+    def draw_label(self, text: str, *, alone: bool = True) -> None:
+        """Name the next draw or dispatch (``alone``: ``TimedPass.draw_label``)."""
         self._label = text
         inner = getattr(self._e, "draw_label", None)
         if inner is not None:
-            inner(text)
+            inner(text, alone=alone)
 
 
 def _labelled(name: str):

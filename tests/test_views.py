@@ -462,7 +462,13 @@ def test_cost_heatmap_sums_each_draws_ns_per_fragment(gpu):
         ),
     )
     w = cost_weights(draws, labels)
-    assert w.tolist() == [[0.0, 0.0], [3.0, 0.25]]  # ns per fragment
+    assert w.tolist() == [[0.0, 0.0], [3.0, 0.25], [0.0, 0.0], [0.0, 0.0]]  # ns per fragment
+    prepassed = PassDraws("Main.Early", "render", (
+        Draw(f"depth {labels[0]}", 0, 250, None, 0, False, 4, 2, 1000),
+        Draw(labels[0], 0, 4000, None, 0, False, 4, 2, 500),
+    ))  # fmt: skip
+    assert cost_weights((prepassed,), labels).tolist() == [
+        [0.25, 0.0], [0.0, 0.0], [8.0, 0.0], [0.0, 0.0]]  # fmt: skip
     v.tool.geometry_pass.set_weights(w)
     v.render(camera=cam)
     cost = read_texture(gpu.device, v.h.graph.texture(VIEW_OVERDRAW))[:, :, 0].astype(float)
@@ -483,6 +489,17 @@ def test_cost_heatmap_sums_each_draws_ns_per_fragment(gpu):
             top = ns[max(key)] if key else 0.0
             assert (got >= top * (1 - 1e-3)).all() and (got <= ns[list(key)].sum() * 1.001).all()
     assert (cost[clear & (want == 0)] == 0).all()
+    # after a prepass (here Main.Late's, the one pass without culling) each pixel is shaded
+    # once: only the shading row (3) weighed, a pixel reads its top square's ns alone
+    v.tool.geometry_pass.set_weights(np.stack([np.zeros(2), np.zeros(2), np.zeros(2),
+                                               [3.0, 0.25]]))  # fmt: skip
+    v.render(camera=cam)
+    cost = read_texture(gpu.device, v.h.graph.texture(VIEW_OVERDRAW))[:, :, 0].astype(float)
+    for key in sets - {()}:
+        at = clear & (cover.sum(0) == len(key))
+        for k in key:
+            at &= cover[k]
+        assert np.allclose(cost[at], ns[max(key)], rtol=1e-3), key
 
 
 def test_culled_view_ghosts_what_the_frozen_camera_culls(gpu):

@@ -320,6 +320,7 @@ class GpuScene:
         bind_group,
         batches: tuple[int, int] | None = None,
         label: str = "",
+        alone: bool = True,
     ) -> None:
         """Record the indexed indirect draws of ``region`` (0 early, 1 late, 2 + c shadow
         cascade c),
@@ -328,14 +329,15 @@ class GpuScene:
         has no multi-draw), else one draw per batch. When the pass encoder times draws
         (``--gpu-profile draws``: ``rpass.timing_draws``), always one labelled draw per
         batch, so that each (mesh, LOD, pipeline) batch gets its own time; ``label``
-        prefixes those labels (``"depth "``: the depth prepass's draws of the same batches)."""
+        prefixes those labels (``"depth "``: the depth prepass's draws of the same batches);
+        ``alone=False``: the draws mean nothing replayed alone (``TimedPass.draw_label``)."""
         nb = self.batch_count
         first, stop = batches if batches is not None else (0, nb)
         if stop <= first:
             return
         timing = getattr(rpass, "timing_draws", False)
         if timing:
-            self._draw_labelled(rpass, region, draw_group, bind_group, first, stop, label)
+            self._draw_labelled(rpass, region, draw_group, bind_group, first, stop, label, alone)
             return
         bundle = isinstance(rpass, wgpu.GPURenderBundleEncoder)  # no multi-draw in bundles
         if self.first_instance and not bundle:
@@ -354,7 +356,8 @@ class GpuScene:
                 rpass.set_bind_group(draw_group, bind_group, [k * DRAW_UNIFORM_STRIDE])
             rpass.draw_indexed_indirect(self.args, k * ARGS_STRIDE)
 
-    def _draw_labelled(self, rpass, region, draw_group, bind_group, first, stop, prefix):
+    def _draw_labelled(self, rpass, region, draw_group, bind_group, first, stop, prefix,
+                       alone):  # fmt: skip
         nb = self.batch_count
         if self._labels is None:
             self._labels = self.batch_labels
@@ -364,7 +367,7 @@ class GpuScene:
             k = region * nb + b
             if not self.first_instance:
                 rpass.set_bind_group(draw_group, bind_group, [k * DRAW_UNIFORM_STRIDE])
-            rpass.draw_label(prefix + self._labels[b])
+            rpass.draw_label(prefix + self._labels[b], alone=alone)
             rpass.draw_indexed_indirect(self.args, k * ARGS_STRIDE)
 
 

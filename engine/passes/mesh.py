@@ -471,7 +471,7 @@ class MainPass(RenderPass):
                 r.gs.draw(enc, self.region, 1, r.draw_group, span, label="depth ")
             for p, span in pipes:  # one pipeline per material class, its batches in one go
                 enc.set_pipeline(p)
-                r.gs.draw(enc, self.region, 1, r.draw_group, span)
+                r.gs.draw(enc, self.region, 1, r.draw_group, span, alone=not prepass)
 
         key = (*(p for p, _ in depth + pipes), r.material_group, r.shadow.group,
                r.lights.group, *r.geometry_key())  # fmt: skip

@@ -271,6 +271,7 @@ class _DrawRec:
     stats: int | None  # pipeline-statistics query
     replay_ts: int | None = None  # begin of the replay (end = +1)
     repeats: int = 0
+    alone: bool = True  # False: not replayed (draw_label(alone=False))
 
 
 @dataclass
@@ -307,13 +308,17 @@ class TimedPass:
     def __init__(self, real, prof: DrawProfiler, rec: _PassRec):
         self._p, self._prof, self._rec = real, prof, rec
         self._label: str | None = None
+        self._alone = True
 
     def __getattr__(self, name):
         return getattr(self._p, name)
 
-    def draw_label(self, text: str) -> None:
-        """Name the next draw or dispatch (shown under the pass)."""
-        self._label = text
+    def draw_label(self, text: str, *, alone: bool = True) -> None:
+        """Name the next draw or dispatch (shown under the pass). ``alone=False``: it means
+        nothing replayed alone (its depth test is ``equal`` against a depth the pass's
+        earlier draws made: the Main pass's shading after its depth prepass), so it gets no
+        split reading (``n/a``)."""
+        self._label, self._alone = text, alone
 
 
 def _state(name: str):
@@ -327,8 +332,8 @@ def _state(name: str):
 
 def _work(name: str):
     def method(self, *args, **kwargs):
-        label, self._label = self._label, None
-        return self._prof._draw(self, name, args, kwargs, label)
+        label, alone, self._label, self._alone = self._label, self._alone, None, True
+        return self._prof._draw(self, name, args, kwargs, label, alone)
 
     method.__name__ = name
     return method
@@ -391,11 +396,12 @@ def unreliable_reason(gpu) -> str | None:
     return None
 
 
-def draw_label(pass_encoder, text: str) -> None:
-    """Name the next draw of ``pass_encoder`` when draws are being timed; else nothing."""
+def draw_label(pass_encoder, text: str, *, alone: bool = True) -> None:
+    """Name the next draw of ``pass_encoder`` when draws are being timed; else nothing
+    (``alone``: ``TimedPass.draw_label``)."""
     fn = getattr(pass_encoder, "draw_label", None)
     if fn is not None:
-        fn(text)
+        fn(text, alone=alone)
 
 
 # -- the profiler -----------------------------------------------------------------------------
@@ -542,7 +548,8 @@ class DrawProfiler:
         self._rec.passes.append(rec)
         return TimedPass(pass_encoder, self, rec)
 
-    def _draw(self, proxy: TimedPass, method: str, args, kwargs, label: str | None):
+    def _draw(self, proxy: TimedPass, method: str, args, kwargs, label: str | None,
+              alone: bool = True):  # fmt: skip
         rec, frame, real = proxy._rec, self._rec, proxy._p
         k = len(rec.draws)
         cmd = len(rec.commands)
@@ -568,7 +575,7 @@ class DrawProfiler:
             real._end_pipeline_statistics_query()
         if ts is not None:
             extras.write_timestamp(real, qs, ts + 1)
-        rec.draws.append(_DrawRec(label or f"{rec.name}#{k}", cmd, ts, si))
+        rec.draws.append(_DrawRec(label or f"{rec.name}#{k}", cmd, ts, si, alone=alone))
         return result
 
     def end_frame(self, encoder: wgpu.GPUCommandEncoder) -> None:
@@ -603,7 +610,7 @@ class DrawProfiler:
             for p in frame.passes
             if p.kind == RENDER
             for d in p.draws
-            if (p.name, d.label) not in self._empty
+            if d.alone and (p.name, d.label) not in self._empty
         ]
         if not cands:
             return set()

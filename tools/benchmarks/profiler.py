@@ -21,8 +21,9 @@ the telemetry record), ``perf_counter_ns``. The queue is drained between blocks 
 between forward and backward (linear drift cancels within two rounds) and is rotated by one
 arm every two rounds (each arm takes every place: with a fixed order ``off`` always ran first
 or last, and the A/A ratio read 0.990 [0.985, 0.995] on the H200, a bias of its place, not
-noise); each arm's figure per round is its ratio to that round's ``off`` block. The headline is the median over the rounds
-with a 95% bootstrap interval, and ``off2`` is a second ``off`` arm: its ratio (A/A) shows the
+noise; rotated, 1.001 and 1.003 in two runs); each arm's figure per round is its ratio to
+that round's ``off`` block. The headline is the median over the rounds with a 95% bootstrap
+interval, and ``off2`` is a second ``off`` arm: its ratio (A/A) shows the
 noise floor of the run, which must be well inside the 1% to be read (more rounds narrow it:
 ``LANTERN_PROFILER_ROUNDS``, default 40, 3 with ``--quick``).
 

@@ -249,13 +249,14 @@ def draws_report(history, info: dict) -> str:
     scopes = {s.name: s for s in rec.gpu or ()}
     for p in rec.draw_passes():
         lines.append("  " + pass_summary(p, scopes.get(p.name)))
+        w = max([24, *(len(d.label) for d in p.draws)])  # the label column fits the longest
         lines.append(
-            f"     {'draw':<24} {'inside ms':>10} {'split ms':>17} {'vertices':>10} "
+            f"     {'draw':<{w}} {'inside ms':>10} {'split ms':>17} {'vertices':>10} "
             f"{'clipped':>9} {'fragments':>11} {'ns/frag':>8}"
         )
         for d in p.draws:
             lines.append(
-                f"     {d.label:<24} {_draw_time(d, True):>10} {_draw_time(d, False):>17} "
+                f"     {d.label:<{w}} {_draw_time(d, True):>10} {_draw_time(d, False):>17} "
                 f"{_count(d.vertex):>10} {_count(d.clipper):>9} {_count(d.fragment):>11} "
                 f"{_per_frag(d.ns, d.fragment):>8}"
             )

@@ -362,10 +362,10 @@ class ViewGeometryPass(RenderPass):
             ],
         )
         gs = res.gs
-        #: cost: GPU ns per fragment of each (region, batch) draw, regions early and late
+        #: cost: GPU ns per fragment of each batch (rows: tool.cost_weights)
         self.weights = d.create_buffer(
             label="view cost weights",
-            size=max(16, 2 * gs.batch_count * 4),
+            size=max(16, 4 * gs.batch_count * 4),
             usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST,
         )
         self.mode = "ids"  # "ids" (ids, lod), "overdraw", "cost" or "material"
@@ -416,10 +416,13 @@ class ViewGeometryPass(RenderPass):
             "before": pipe("vs_count", "fs_before", "rg16float", "always", False, blend=True),
             "after": pipe("vs_count", "fs_after", "rg16float", "greater", True, blend=True),
             "cost": pipe("vs_cost", "fs_cost", "rg16float", "greater", True, blend=True),
+            "cost_shade": pipe(
+                "vs_cost_shade", "fs_cost_shade", "rg16float", "equal", False, blend=True
+            ),  # fmt: skip
         }
 
     def set_weights(self, ns_per_fragment: np.ndarray) -> None:
-        """``(2, batches)`` GPU ns per fragment of each draw of Main.Early / Main.Late."""
+        """``(4, batches)`` GPU ns per fragment (``tool.cost_weights``' rows)."""
         w = np.ascontiguousarray(ns_per_fragment, np.float32).reshape(-1)
         self.res.device.queue.write_buffer(self.weights, 0, w.tobytes())
 
@@ -480,7 +483,13 @@ class ViewGeometryPass(RenderPass):
                         r.gs.draw(rpass, region, 1, r.draw_group, span)
             return
         rpass.set_bind_group(2, self.group)
-        keys = {"ids": ("ids",), "overdraw": ("before", "after"), "cost": ("cost",)}
+        if self.mode == "cost":  # per Main pass: its fragments in draw order, then the
+            for region in (0, 1):  # shading after its prepass (0 without one) at depth equal
+                for key in ("cost", "cost_shade"):
+                    rpass.set_pipeline(pipes[key])
+                    r.gs.draw(rpass, region, 1, r.draw_group)
+            return
+        keys = {"ids": ("ids",), "overdraw": ("before", "after")}
         for key in keys[self.mode]:
             rpass.set_pipeline(pipes[key])
             for region in (0, 1):

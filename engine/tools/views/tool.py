@@ -121,7 +121,7 @@ class ViewTool:
         self.current: str | None = None
         self.view_pass: ViewPass | None = None
         self.cost_frame: int | None = None  # the record the cost weights came from
-        self.cost_weights = None  # (2, batches) ns per fragment, Main.Early / Main.Late
+        self.cost_weights = None  # (4, batches) ns per fragment (tool.cost_weights)
         self.clamped_from: int | None = None  # hiz: the level a resize took away
         self._undo = []
 
@@ -441,17 +441,28 @@ class ViewTool:
 
 
 def cost_weights(draws, labels: list[str]) -> np.ndarray | None:
-    """``(2, batches)`` float32 GPU ns per fragment of each batch's draw in ``Main.Early``
-    (row 0) and ``Main.Late`` (row 1) from a record's ``PassDraws``; 0 where a draw has no
-    reading or drew no fragment; None when neither pass has any reading."""
-    out = np.zeros((2, len(labels)), np.float32)
+    """``(4, batches)`` float32 GPU ns per fragment of each batch's draws from a record's
+    ``PassDraws``: rows 0 and 1 the fragments of ``Main.Early`` and ``Main.Late`` that pass
+    the depth test in draw order (the whole draw, or its depth prepass draw ``"depth
+    <batch>"``), rows 2 and 3 the shading after that pass's prepass (depth ``equal``: one
+    fragment a pixel); 0 where a draw has no reading or drew no fragment; None when
+    neither pass has any reading."""
+    out = np.zeros((4, len(labels)), np.float32)
     found = False
     for p in draws:
         if p.name not in ("Main.Early", "Main.Late"):
             continue
         row = 0 if p.name == "Main.Early" else 1
+        prepass = any(d.label.startswith("depth ") for d in p.draws)
         for d in p.draws:
-            if d.label in labels and d.ns is not None and d.fragment:
-                out[row, labels.index(d.label)] = d.ns / d.fragment
-                found = True
+            if d.ns is None or not d.fragment:
+                continue
+            if prepass and d.label.startswith("depth ") and d.label[6:] in labels:
+                r, label = row, d.label[6:]
+            elif d.label in labels:
+                r, label = (row + 2 if prepass else row), d.label
+            else:
+                continue
+            out[r, labels.index(label)] = d.ns / d.fragment
+            found = True
     return out if found else None

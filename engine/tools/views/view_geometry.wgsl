@@ -65,24 +65,42 @@ fn fs_after() -> @location(0) vec4f {
 @group(2) @binding(3) var<storage, read> weights: array<f32>;
 
 struct CostOut {
-    @builtin(position) clip: vec4f,
+    @builtin(position) @invariant clip: vec4f,  // cost_shade tests 'equal' against cost's
     @location(0) @interpolate(flat) ns: f32,
 };
 
-@vertex
-fn vs_cost(@location(0) pos: vec3f, @builtin(instance_index) ii: u32) -> CostOut {
+// rows: 0 / 1 the region's draws in order; + 2 the shading after its prepass
+fn cost_vertex(pos: vec3f, ii: u32, shade: u32) -> CostOut {
     let slot = draw.base + ii;
     let id = remap[slot];
     let m = meshes[mesh_ids[id]];
     let lod = (slot % geometry.region_slots - m.z) / max(m.w, 1u);
-    let region = slot / geometry.region_slots;
+    let row = slot / geometry.region_slots + 2u * shade;
     var out: CostOut;
     out.clip = view.view_proj * (transforms[id] * vec4f(pos, 1.0));
-    out.ns = weights[region * geometry.pad0 + m.x + lod];
+    out.ns = weights[row * geometry.pad0 + m.x + lod];
     return out;
+}
+
+@vertex
+fn vs_cost(@location(0) pos: vec3f, @builtin(instance_index) ii: u32) -> CostOut {
+    return cost_vertex(pos, ii, 0u);
 }
 
 @fragment
 fn fs_cost(in: CostOut) -> @location(0) vec4f {
     return vec4f(in.ns, 1.0, 0.0, 0.0);
+}
+
+// The shading after a Main pass's depth prepass (weights rows 2 and 3: 0 without one),
+// drawn with depth 'equal' right after that pass's own draws: one fragment a pixel, as the
+// frame shades it.
+@vertex
+fn vs_cost_shade(@location(0) pos: vec3f, @builtin(instance_index) ii: u32) -> CostOut {
+    return cost_vertex(pos, ii, 1u);
+}
+
+@fragment
+fn fs_cost_shade(in: CostOut) -> @location(0) vec4f {
+    return vec4f(in.ns, 0.0, 0.0, 0.0);
 }
