@@ -47,10 +47,12 @@ def test_range_map_and_exr(tmp_path):
 
 
 def test_dump_counters_table_and_depth_npy(tmp_path):
-    """Two dumps in one run (--dump is repeatable): a buffer table and a snapshot."""
-    out, npy = tmp_path / "c.csv", tmp_path / "d.npy"
+    """Three dumps in one run (--dump is repeatable): a buffer table and two snapshots (each
+    keeps its own reader pass)."""
+    out, npy, depth = tmp_path / "c.csv", tmp_path / "d.npy", tmp_path / "z.npy"
     r = run_sample("s13", *RUN, "--dump", "cull.counters", str(out),
-                   "--dump", "frame.hdr@Main.Early", str(npy))  # fmt: skip
+                   "--dump", "frame.hdr@Main.Early", str(npy),
+                   "--dump", "frame.depth@Main.Late", str(depth))  # fmt: skip
     assert r.returncode == 0, r.stderr
     rows = {row["counter"]: int(row["value"]) for row in csv.DictReader(out.open())}
     assert rows["tested"] == 300
@@ -60,6 +62,8 @@ def test_dump_counters_table_and_depth_npy(tmp_path):
     assert "frame.hdr@Main.Early" in r.stdout
     hdr = np.load(npy)
     assert hdr.shape == (64, 96, 4) and hdr.dtype == np.float16 and np.isfinite(hdr).all()
+    z = np.load(depth)
+    assert z.shape[:2] == (64, 96) and 0 < (z > 0).mean() < 1  # reverse-Z: sky stays 0
 
 
 def test_dump_bad_input_is_one_line(tmp_path):

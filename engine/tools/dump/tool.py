@@ -139,8 +139,8 @@ class _SnapshotReader(TransferPass):
     """Reads ``NAME@PASS`` so the graph keeps the snapshot (or an on-demand ``NAME`` so its
     writers write it); records nothing itself."""
 
-    def __init__(self, ref: str):
-        super().__init__("Dump", reads=(ref,))
+    def __init__(self, ref: str, name: str = "Dump"):
+        super().__init__(name, reads=(ref,))
 
     def record(self, ctx, encoder) -> None:
         pass
@@ -234,7 +234,9 @@ class DumpTool:
             if graph.texture_desc(base) is None:
                 raise OptionError(f"--dump: {base!r} is not a graph texture; drop @{after}")
         if after is not None or graph.on_demand(base):  # the read keeps it (or has it) written
-            graph.add(_SnapshotReader(ref))
+            self._readers = getattr(self, "_readers", 0) + 1  # Dump, Dump.2, ...: one a --dump
+            n = self._readers
+            graph.add(_SnapshotReader(ref, "Dump" if n == 1 else f"Dump.{n}"))
 
     def _frame_done(self, texture) -> None:
         frames = self.ctx.final_frame
