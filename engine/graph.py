@@ -443,6 +443,12 @@ class RenderGraph:
         set, ``insert``, ``invalidate``)."""
         return name in self._wanted
 
+    def snapshotted(self, name: str) -> bool:
+        """Whether some enabled pass reads a snapshot ``name@PASS`` now (known from the last
+        ``validate``): a pass may then not leave ``name`` holding stale pixels for a later
+        pass to overwrite (``MainPass``'s skipped clears)."""
+        return any(base == name for refs in self._snapshots.values() for base, _, _ in refs)
+
     def on_demand(self, name: str) -> bool:
         """Whether ``name`` is an on-demand target (some pass lists it in ``on_demand``)."""
         return any(name in p.on_demand for p in self.passes)
