@@ -415,14 +415,7 @@ class MainPass(RenderPass):
         op = "clear" if self._clears() else "load"
         view, _ = self.res.color_target(ctx)
         g = self.res.graph
-        # With the post chain, Sky writes frame.hdr and frame.motion wherever the depth is
-        # still 0 and the Main passes write every other pixel: a clear of those two would be
-        # overwritten everywhere, and clears are not free (on the H200 at 1080p an empty
-        # Main.Early took 0.62 ms clearing hdr, motion and depth, 0.18 ms without the two).
-        # Unless a snapshot shows them before Sky: then no pixel may hold last frame's.
-        def skip(name: str) -> bool:
-            return op == "clear" and self.res.settings.post and not g.snapshotted(name)
-
+        skip = self._sky_overwrites if op == "clear" else lambda name: False
         extra = [
             {
                 "view": g.view(n),
@@ -449,6 +442,15 @@ class MainPass(RenderPass):
                 "depth_store_op": "store",
             },
         }
+
+    def _sky_overwrites(self, name: str) -> bool:
+        """Whether the clear of ``name`` (``frame.hdr``, ``frame.motion``) can be skipped.
+        With the post chain, Sky writes both wherever the depth is still 0 and the Main
+        passes write every other pixel, and clears are not free (on the H200 at 1080p an
+        empty Main.Early took 0.62 ms clearing hdr, motion and depth, 0.18 ms without the
+        two); not while a snapshot shows them before Sky: then no pixel may hold last
+        frame's."""
+        return self.res.settings.post and not self.res.graph.snapshotted(name)
 
     def prepass(self) -> bool:
         """Whether this pass starts with the depth prepass: the ``depth_prepass`` knob, in
