@@ -6,6 +6,7 @@ and without it gives the same depth and the same colour."""
 from __future__ import annotations
 
 from dataclasses import replace
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -44,3 +45,30 @@ def test_the_prepass_changes_the_cost_not_the_picture(gpu, occlusion):
         a, b = on.texture(name).astype(np.float64), off.texture(name).astype(np.float64)
         differ = np.abs(a - b).max(-1) > 1e-6
         assert differ.mean() < 0.002, (name, differ.sum())
+
+
+@pytest.mark.parametrize("post", [True, False])
+def test_the_first_main_pass_clears_only_what_sky_does_not_overwrite(gpu, post):
+    """With the post chain ``Sky`` writes frame.hdr and frame.motion wherever the depth
+    stays 0, so the first Main pass loads them (the depth is always cleared); without it, or
+    while a snapshot of them is read, it clears them; the later Main pass loads all."""
+    from engine.graph import TransferPass
+
+    h = _render(gpu, FrameSettings(post=post, bloom=False))
+    early = next(p for p in h.frame.graph.passes if p.name == "Main.Early")
+    late = next(p for p in h.frame.graph.passes if p.name == "Main.Late")
+
+    def ops(p):
+        t = p.targets(SimpleNamespace(output=h.target.view))
+        colour = [a["load_op"] for a in t["color_attachments"]]
+        return colour, t["depth_stencil_attachment"]["depth_load_op"]
+
+    outputs = h.frame.res.frame_outputs()
+    assert (MOTION in outputs) == post  # TAA's motion vectors: only with the post chain
+    want = "load" if post else "clear"
+    assert ops(early) == ([want] * (1 + len(outputs)), "clear")
+    assert ops(late) == (["load"] * (1 + len(outputs)), "load")
+    if post:  # a snapshot read before Sky: no pixel may hold last frame's
+        h.frame.graph.add(TransferPass("Reader", reads=(f"{HDR}@Main.Early",)))
+        h.frame.graph.validate()
+        assert ops(early)[0][0] == "clear" and ops(early)[0][1:] == ["load"] * len(outputs)
