@@ -711,3 +711,11 @@ def test_perf_note_fits_the_narrowest_table_and_names_the_switch(profiling):
     assert note.endswith("profile gpu on"), note
     if profiling is None:  # nothing timed: no rows of n/a, the frame time and the hint
         assert h == 5 and "Main" not in "".join(ov.glyph_at(c, 1) or " " for c in range(w))
+
+
+def test_a_pass_name_longer_than_the_column_is_marked_cut():
+    from engine.tools.perf.panel import NAME_W, fit_name
+
+    assert fit_name("Transparent.Sort") == "Transparent.S~" and len("Transparent.S~") == NAME_W
+    assert fit_name("Post.Luminance") == "Post.Luminance"  # exactly NAME_W: whole
+    assert fit_name("Sky") == "Sky"

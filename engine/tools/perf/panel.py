@@ -25,6 +25,14 @@ NS_FRAG = "  ns/frag"  # the row under a render pass: GPU ns per fragment (not m
 # Every text colour below reads at WCAG contrast >= 5 on this background (tests/test_hud.py).
 NAME_W, NUM_W, DELTA_W, BAR_W = 14, 8, 8, 12
 NUMBERS_W = NAME_W + 1 + NUM_W + 1 + NUM_W  # name, CPU and GPU columns
+
+
+def fit_name(name: str) -> str:
+    """``name`` in the ``NAME_W`` column: a longer one cut to ``NAME_W - 1`` characters and
+    ``~`` (``Transparent.Sort`` -> ``Transparent.S~``), so a cut never reads as a name."""
+    return name if len(name) <= NAME_W else name[: NAME_W - 1] + "~"
+
+
 # the table's forms, widest first: with SHARE bars, without them, without the DELTA column
 # (each keeps a cell for the hitch marker and one of margin on either side)
 FORM_WIDTHS = (
@@ -273,7 +281,7 @@ class PerfOverlay:
         """A row; each number coloured by its own value (the Total row keeps ``name_color``:
         the per-pass budget does not apply to a frame's sum). ``delta``: with that column."""
         total = name_color is HEADER
-        ov.text(x, y, f"{r.name[:NAME_W]:<{NAME_W}}", name_color)
+        ov.text(x, y, f"{fit_name(r.name):<{NAME_W}}", name_color)
         x += NAME_W + 1
         if not r.child:
             ov.text(x, y, fmt_ms(r.cpu_ms), name_color if total else self._color(r.cpu_ms))
@@ -301,7 +309,7 @@ class PerfOverlay:
             default=None,
         )
         if hitch is not None:
-            return f"! {hitch.name[:NAME_W]} hitch {hitch.hitch_ms:.3f} ms"
+            return f"! {fit_name(hitch.name)} hitch {hitch.hitch_ms:.3f} ms"
         if self.draws_info and any(r.child for r in self.rows):  # where draw times come from
             if self.draws_unreliable:
                 return f"draw times unreliable: {self.draws_unreliable.split(':')[0]}"
