@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 import wgpu
 
-from engine.shader_registry import shader_pipeline
+from engine.shader_registry import compute_pipelines, shader_pipeline
 
 BLOCK = 512  # elements per workgroup (shaders/sort.wgsl)
 _STEP_STRIDE = 256  # dynamic uniform offset alignment
@@ -113,12 +113,7 @@ class GpuSort:
         self.shader = shader_pipeline(
             device,
             "sort.wgsl",
-            lambda m: {
-                e: device.create_compute_pipeline(
-                    label=f"sort {e}", layout=layout, compute={"module": m, "entry_point": e}
-                )
-                for e in entries
-            },
+            lambda m: compute_pipelines(device, m, entries, label="sort", layout=layout),
         )
         self.group = device.create_bind_group(
             label="sort",
@@ -228,12 +223,7 @@ class RadixSort:
         self.shader = shader_pipeline(
             device,
             "radix_sort.wgsl",
-            lambda m: {
-                e: device.create_compute_pipeline(
-                    label=f"radix {e}", layout=layout, compute={"module": m, "entry_point": e}
-                )
-                for e in _RADIX_ENTRIES
-            },
+            lambda m: compute_pipelines(device, m, _RADIX_ENTRIES, label="radix", layout=layout),
         )
         n = 4 * size
 

@@ -415,6 +415,27 @@ def shader_pipeline(
     return shader_registry(device).pipeline(name, factory, label=label, defines=defines)
 
 
+def compute_pipelines(
+    device: wgpu.GPUDevice,
+    module: wgpu.GPUShaderModule,
+    entries,
+    *,
+    label: str,
+    layout: Any = "auto",
+) -> dict[str, wgpu.GPUComputePipeline]:
+    """``{entry: pipeline}``: a compute pipeline per entry point of ``module`` (what a
+    ``shader_pipeline`` factory of a multi-dispatch pass returns), labelled ``"<label>
+    <entry>"``. ``layout``: ``"auto"``, a ``GPUPipelineLayout``, or a callable from the entry
+    name to either (entries that bind more groups than the others)."""
+    pick = layout if callable(layout) else (lambda e: layout)
+    return {
+        e: device.create_compute_pipeline(
+            label=f"{label} {e}", layout=pick(e), compute={"module": module, "entry_point": e}
+        )
+        for e in entries
+    }
+
+
 def set_shader_registry(device: wgpu.GPUDevice, registry: ShaderRegistry | None):
     """Make ``registry`` the device's (None: a fresh one on next use); returns the previous
     one or None (tests: pipelines built from a temporary copy of the shaders)."""

@@ -61,7 +61,7 @@ from engine.profiling.draws import draw_label
 from engine.scene.camera import CAMERA_FORMAT, Camera, FixedPath, parse_camera
 from engine.scene.procedural import city
 from engine.settings import FRAME_KNOBS, settings_from_args
-from engine.shader_registry import shader_pipeline
+from engine.shader_registry import compute_pipelines, shader_pipeline
 
 log = logging.getLogger("lantern")
 HERE = Path(__file__).resolve().parent
@@ -274,14 +274,12 @@ class ParticleSimulatePass(ComputePass):
         with_args = d.create_pipeline_layout(bind_group_layouts=[g0, g1])
         plain = d.create_pipeline_layout(bind_group_layouts=[g0])  # args read as indirect
 
+        def layout(entry: str):
+            return with_args if entry in ("begin", "finish") else plain
+
         def make(m):
-            return {
-                e: d.create_compute_pipeline(
-                    label=f"{name} {e}", layout=with_args if e in ("begin", "finish") else plain,
-                    compute={"module": m, "entry_point": e},
-                )
-                for e in ("begin", "emit", "simulate", "finish")
-            }  # fmt: skip
+            entries = ("begin", "emit", "simulate", "finish")
+            return compute_pipelines(d, m, entries, label=name, layout=layout)
 
         self.shader = shader_pipeline(d, SIM_WGSL, make, label=name)
         buffers = (s.res.view_uniform, s.sim, s.pool, s.state, s.counters, s.lists, s.keys,

@@ -34,7 +34,7 @@ from engine.passes.resources import (
     CLUSTERS as CLUSTER_LISTS,
 )
 from engine.passes.screen import ADD, fullscreen_pipeline
-from engine.shader_registry import shader_pipeline
+from engine.shader_registry import compute_pipelines, shader_pipeline
 
 if TYPE_CHECKING:
     from engine.passes.resources import FrameResources
@@ -125,16 +125,10 @@ class LightClusterPass(ComputePass):
         super().__init__(name)
         self.res = res
         d = res.device
-
-        def make(m):
-            return {
-                e: d.create_compute_pipeline(
-                    label=f"{name} {e}", layout="auto", compute={"module": m, "entry_point": e}
-                )
-                for e in ("cs_assign", "cs_finish")
-            }
-
-        self.shader = shader_pipeline(d, "light_cluster.wgsl", make)
+        entries = ("cs_assign", "cs_finish")
+        self.shader = shader_pipeline(
+            d, "light_cluster.wgsl", lambda m: compute_pipelines(d, m, entries, label=name)
+        )
         self._groups = BindGroupCache()
         self.shader.on_reload(self._groups.clear)  # "auto" layouts: new groups
 

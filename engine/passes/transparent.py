@@ -39,7 +39,7 @@ from engine.passes.resources import (
     TRANSPARENT_ORDER,
     VISIBILITY,
 )
-from engine.shader_registry import shader_pipeline
+from engine.shader_registry import compute_pipelines, shader_pipeline
 
 _STORAGE = wgpu.BufferUsage.STORAGE
 _WG = 64
@@ -143,16 +143,10 @@ class TransparentSortPass(ComputePass):
         super().__init__(name)
         self.res = res
         d = res.device
-
-        def make(m):
-            return {
-                e: d.create_compute_pipeline(
-                    label=f"{name} {e}", layout="auto", compute={"module": m, "entry_point": e}
-                )
-                for e in ("blend_keys", "blend_args")
-            }
-
-        self.shader = shader_pipeline(d, "transparent.wgsl", make)
+        entries = ("blend_keys", "blend_args")
+        self.shader = shader_pipeline(
+            d, "transparent.wgsl", lambda m: compute_pipelines(d, m, entries, label=name)
+        )
         self.shader.on_reload(self._bind)
         self._groups = None
 

@@ -17,7 +17,7 @@ import wgpu
 
 from engine.graph import ComputePass, TransferPass
 from engine.readback import ReadbackRing
-from engine.shader_registry import shader_pipeline
+from engine.shader_registry import compute_pipelines, shader_pipeline
 
 BINS = 64
 TILE = 64  # texels per workgroup side of reduce / histogram (4x4 per thread)
@@ -149,12 +149,8 @@ class TextureReduction:
 
     def _make(self, m):
         layout = self.device.create_pipeline_layout(bind_group_layouts=[self.layout])
-        return {
-            e: self.device.create_compute_pipeline(
-                label=f"inspect {e}", layout=layout, compute={"module": m, "entry_point": e}
-            )
-            for e in ("reduce", "combine", "histogram")
-        }
+        entries = ("reduce", "combine", "histogram")
+        return compute_pipelines(self.device, m, entries, label="inspect", layout=layout)
 
     def record(self, cpass, view, size, *, channel: int, value_range=None) -> None:
         """Record the three dispatches over ``view`` (one mip and layer, ``size`` ``(w, h)``
