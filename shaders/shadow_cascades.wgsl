@@ -3,6 +3,8 @@
 // (a 4x4-texel tent), reverse-Z. Included by mesh.wgsl (sun_visibility). The numpy twin of
 // the cascade choice is engine/passes/shadow.py cascade_weights (the debug view shows it).
 
+// #include "cascade_pick.wgsl"
+
 @group(3) @binding(0) var shadow_map: texture_depth_2d_array;
 @group(3) @binding(1) var shadow_sampler: sampler_comparison;
 
@@ -45,29 +47,6 @@ fn cascade_visibility(world: vec3f, n: vec3f, c: u32) -> f32 {
         + w0.x * w1.y * textureSampleCompareLevel(shadow_map, shadow_sampler, vec2f(a.x, b.y), layer, z)
         + w1.x * w1.y * textureSampleCompareLevel(shadow_map, shadow_sampler, b, layer, z);
     return lit / 9.0;
-}
-
-// The cascade of view depth d (the first whose split is not below it; the last one beyond
-// every split) and the weight of the next cascade: 0 before the band at the far end of the
-// cascade (cascade_params.y of its depth range), rising linearly to 1 at its split.
-struct CascadePick {
-    c: u32,
-    next: f32,
-};
-
-fn cascade_pick(d: f32) -> CascadePick {
-    let count = u32(view.cascade_params.x);
-    var c = 0u;
-    while (c + 1u < count && d > view.cascade_split[c]) {
-        c++;
-    }
-    if (c + 1u >= count) {
-        return CascadePick(c, 0.0);
-    }
-    let end = view.cascade_split[c];
-    let start = select(0.0, view.cascade_split[max(c, 1u) - 1u], c > 0u);
-    let band = view.cascade_params.y * (end - start);
-    return CascadePick(c, clamp((d - (end - band)) / max(band, 1e-6), 0.0, 1.0));
 }
 
 fn cascaded_sun_visibility(world: vec3f, n: vec3f) -> f32 {

@@ -5,6 +5,8 @@
 
 // #include "lights_common.wgsl"
 
+// #include "cascade_pick.wgsl"
+
 struct ViewParams {
     pad_view: u32,
     level: u32,      // hiz: pyramid level
@@ -280,24 +282,6 @@ fn cascade_colour(c: u32) -> vec3f {  // engine/tools/views/reference.py CASCADE
     }
 }
 
-// The cascade of view depth d and the next one's weight in its blend band: the shading's
-// choice (shaders/shadow_cascades.wgsl cascade_pick), repeated here on purpose (this file
-// binds no shadow sampler).
-fn pick_cascade(d: f32) -> vec2f {
-    let count = u32(view.cascade_params.x);
-    var c = 0u;
-    while (c + 1u < count && d > view.cascade_split[c]) {
-        c++;
-    }
-    if (c + 1u >= count) {
-        return vec2f(f32(c), 0.0);
-    }
-    let end = view.cascade_split[c];
-    let start = select(0.0, view.cascade_split[max(c, 1u) - 1u], c > 0u);
-    let band = view.cascade_params.y * (end - start);
-    return vec2f(f32(c), clamp((d - (end - band)) / max(band, 1e-6), 0.0, 1.0));
-}
-
 // Cascade c's shadow-map texel coordinates of world point p (x right, y down), and whether
 // p is inside its box.
 fn cascade_texel(p: vec3f, c: u32) -> vec3f {
@@ -356,8 +340,8 @@ fn cascades_view(px: vec2i, size: vec2i) -> vec3f {
         return SKY;
     }
     let f = footprint(px, size, d);
-    let pick = pick_cascade(dot(view.cascade_depth.xyz, f.p) + view.cascade_depth.w);
-    let c = u32(pick.x);
+    let pick = cascade_pick(dot(view.cascade_depth.xyz, f.p) + view.cascade_depth.w);
+    let c = pick.c;
     let t = cascade_texel(f.p, c);
     if (t.z < 0.5) {
         return vec3f(0.12);  // outside every cascade: unshadowed
@@ -370,7 +354,7 @@ fn cascades_view(px: vec2i, size: vec2i) -> vec3f {
         let texels = sqrt(abs(a.x * b.y - a.y * b.x));
         return ramp((log2(max(texels, 1e-12)) + top) / (2.0 * top));
     }
-    let colour = mix(cascade_colour(c), cascade_colour(c + 1u), pick.y);
+    let colour = mix(cascade_colour(c), cascade_colour(c + 1u), pick.next);
     let n = cross(f.dy, f.dx);
     let len = length(n);  // 0 (or not finite) where the footprint degenerates: unshaded
     let ok = len > 1e-30 && len < 1e30;
