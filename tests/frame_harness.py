@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import wgpu
 
@@ -38,6 +40,22 @@ def random_scene(n: int, seed: int, *, spread: float = 20.0, walls: int = 3) -> 
         ids.append(1)
     colors = np.concatenate([rng.uniform(0.2, 0.9, (len(rows), 3)), np.ones((len(rows), 1))], 1)
     return Scene(meshes, np.array(rows), np.array(ids, np.uint32), colors.astype(np.float32))
+
+
+def points_in_view(camera: Camera, d0: float, d1: float, n: int, seed: int = 0,
+                   aspect: float = 16 / 9) -> np.ndarray:  # fmt: skip
+    """``(n, 3)`` random world points the camera sees at view depth ``d0..d1``, built from
+    its own axes and field of view (independent of any fit under test)."""
+    rng = np.random.default_rng(seed)
+    fwd = camera.target - camera.eye
+    fwd = fwd / np.linalg.norm(fwd)
+    right = np.cross(fwd, [0.0, 1.0, 0.0])
+    right /= np.linalg.norm(right)
+    up = np.cross(right, fwd)
+    d = rng.uniform(d0, d1, n)
+    th = math.tan(math.radians(camera.fov_y_deg) / 2)
+    x, y = rng.uniform(-1, 1, n) * th * aspect * d, rng.uniform(-1, 1, n) * th * d
+    return camera.eye + d[:, None] * fwd + x[:, None] * right + y[:, None] * up
 
 
 class Harness:

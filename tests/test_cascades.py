@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from frame_harness import Harness, random_scene
+from frame_harness import Harness, points_in_view, random_scene
 
 from engine.culling.counters import CASCADE_COUNTER_NAMES, cascade_block
 from engine.passes.shadow import (
@@ -79,20 +79,6 @@ def _numpy_fit(sun, center, radius, extent, size, snap=True) -> np.ndarray:
     return ortho @ shift @ r4
 
 
-def _slice_points(camera: Camera, d0: float, d1: float, n: int, seed: int) -> np.ndarray:
-    """Random world points the camera sees at view depth d0..d1 (from its own axes)."""
-    rng = np.random.default_rng(seed)
-    fwd = camera.target - camera.eye
-    fwd = fwd / np.linalg.norm(fwd)
-    right = np.cross(fwd, [0.0, 1.0, 0.0])
-    right /= np.linalg.norm(right)
-    up = np.cross(right, fwd)
-    d = rng.uniform(d0, d1, n)
-    th = math.tan(math.radians(camera.fov_y_deg) / 2)
-    x, y = rng.uniform(-1, 1, n) * th * ASPECT * d, rng.uniform(-1, 1, n) * th * d
-    return camera.eye + d[:, None] * fwd + x[:, None] * right + y[:, None] * up
-
-
 def _clip(m: np.ndarray, points: np.ndarray) -> np.ndarray:
     h = np.c_[points, np.ones(len(points))] @ np.asarray(m, np.float64).T
     return h[:, :3] / h[:, 3:]
@@ -121,7 +107,7 @@ def test_cascade_matrices_against_numpy_and_each_covers_its_slice(gpu, town):
             np.testing.assert_allclose(cf.view_proj, want, rtol=2e-5, atol=2e-6)
             assert cf.texel_world == pytest.approx(2 * radius / 2048)
             # every receiver of the slice inside the scene is inside the cascade's box
-            pts = _slice_points(cam, d0, d1, 3000, seed=c)
+            pts = points_in_view(cam, d0, d1, 3000, seed=c)
             pts = pts[((pts >= lo) & (pts <= hi)).all(axis=1)]
             assert len(pts) > 200
             clip = _clip(cf.view_proj, pts)

@@ -12,6 +12,7 @@ from engine.passes.shadow import SHADOW_DISTANCE, caster_reach, fit_sun, shadow_
 from engine.scene.camera import Camera
 from engine.scene.procedural import city
 from engine.scene.scene import Scene
+from tests.frame_harness import points_in_view
 
 ASPECT = 16 / 9
 
@@ -34,21 +35,6 @@ def _fit(scene: Scene, camera: Camera, distance: float = SHADOW_DISTANCE):
     vp = camera.proj(ASPECT) @ camera.view()
     center, radius = shadow_region(vp, distance, scene.extent)
     return fit_sun(scene.sun_direction, center, radius, scene.extent, 2048), center, radius
-
-
-def _points_in_view(camera: Camera, distance: float, n: int, seed: int = 0) -> np.ndarray:
-    """Random world points the camera sees, view depth in [near, distance] (independent of
-    the fit: built from the camera's own axes and field of view)."""
-    rng = np.random.default_rng(seed)
-    fwd = camera.target - camera.eye
-    fwd = fwd / np.linalg.norm(fwd)
-    right = np.cross(fwd, [0.0, 1.0, 0.0])
-    right /= np.linalg.norm(right)
-    up = np.cross(right, fwd)
-    d = rng.uniform(camera.near, distance, n)
-    th = math.tan(math.radians(camera.fov_y_deg) / 2)
-    x, y = rng.uniform(-1, 1, n) * th * ASPECT * d, rng.uniform(-1, 1, n) * th * d
-    return camera.eye + d[:, None] * fwd + x[:, None] * right + y[:, None] * up
 
 
 def _shadow_clip(fit, points: np.ndarray) -> np.ndarray:
@@ -84,7 +70,7 @@ def test_region_ignores_an_outlier_and_covers_the_view(town):
         # every point the camera sees within the shadow distance, inside the city, is in the
         # shadow map's box (x, y in [-1, 1], reverse-Z depth in [0, 1])
         lo, hi = scene.extent
-        pts = _points_in_view(cam, SHADOW_DISTANCE, 4000, seed=int(t))
+        pts = points_in_view(cam, cam.near, SHADOW_DISTANCE, 4000, seed=int(t))
         pts = pts[((pts >= lo) & (pts <= hi)).all(axis=1)]
         assert len(pts) > 500
         clip = _shadow_clip(fit, pts)
