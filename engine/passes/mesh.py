@@ -189,23 +189,20 @@ class MeshPipelines:
         lit = self.layout_lights
         two_sided = cls % 2 == 1
         mask = cls // 2 == AlphaMode.MASK
-        if kind in ("main", "main_equal"):  # main_equal: after the depth prepass
-            fs = "fs_mask" if mask and kind == "main" else "fs_main"
+        cull = "none" if two_sided else "back"
+        # main; main_equal after the depth prepass; depth, the prepass (the Main pass's
+        # targets, none written)
+        main = {"main": "fs_mask" if mask else "fs_main", "main_equal": "fs_main",
+                "depth": "fs_alpha_test" if mask else "fs_depth"}  # fmt: skip
+        if kind in main:
             label = " ".join(("mesh", kind, fmt, f"class {cls}", *outputs))
-            cull = "none" if two_sided else "back"
-            return self._pipeline(label, [v, d, m, sh, lit], "vs_main", fs, fmt, DEPTH_FORMAT,
-                                  cull, outputs=outputs, tex=tex,
-                                  equal=kind == "main_equal")  # fmt: skip
-        if kind == "depth":  # the prepass: the Main pass's targets, none written
-            fs = "fs_alpha_test" if mask else "fs_depth"
-            label = " ".join(("mesh depth", fmt, f"class {cls}", *outputs))
-            cull = "none" if two_sided else "back"
-            return self._pipeline(label, [v, d, m, sh, lit], "vs_main", fs, fmt, DEPTH_FORMAT,
-                                  cull, outputs=outputs, tex=tex, write_mask=0)  # fmt: skip
+            return self._pipeline(label, [v, d, m, sh, lit], "vs_main", main[kind], fmt,
+                                  DEPTH_FORMAT, cull, outputs=outputs, tex=tex,
+                                  equal=kind == "main_equal",
+                                  write_mask=0 if kind == "depth" else None)  # fmt: skip
         if kind == "material_view":  # the material debug views (View.Geometry)
-            fs = "fs_material_view_mask" if cls // 2 == AlphaMode.MASK else "fs_material_view"
+            fs = "fs_material_view_mask" if mask else "fs_material_view"
             label = f"mesh material view class {cls}"
-            cull = "none" if two_sided else "back"
             return self._pipeline(label, [v, d, m, sh], "vs_main", fs, fmt, DEPTH_FORMAT, cull,
                                   tex=tex)  # fmt: skip
         if kind == "blend":
@@ -213,8 +210,7 @@ class MeshPipelines:
                                   fmt, DEPTH_FORMAT, "none", blend=True, tex=tex)  # fmt: skip
         if kind == "shadow":  # back faces culled for single-sided casters: half the fill
             return self._pipeline(f"mesh shadow class {cls}", [v, d], "vs_shadow", None, None,
-                                  SHADOW_FORMAT, "none" if two_sided else "back",
-                                  attributes=False, tex=tex)  # fmt: skip
+                                  SHADOW_FORMAT, cull, attributes=False, tex=tex)  # fmt: skip
         if kind == "shadow_mask":
             return self._pipeline("mesh shadow mask", [v, d, m], "vs_shadow_mask",
                                   "fs_alpha_test", None, SHADOW_FORMAT, "none",
