@@ -479,7 +479,8 @@ def test_pass_overhead_accounts_for_a_big_clear(mode):
     graph = RenderGraph(dev, output_format="rgba8unorm", size=(64, 64))
     graph.add(_tiny_pass(dev, "Clear", view, "clear"))
     graph.add(_tiny_pass(dev, "Load", view, "load"))
-    opts = {"overhead_every": 1, "replay": False}
+    # a window of 3 readings, so that the 8 records' medians come from different frames
+    opts = {"overhead_every": 1, "overhead_window": 3, "replay": False}
     prof = FrameProfiler(gpu, cpu=False, batch=1, draws=True, draw_options=opts)
     assert prof.gpu.mode == mode and prof.draws.encoder_timestamps == (mode == "encoder")
     rig = Rig(gpu, graph, prof)
@@ -498,9 +499,12 @@ def test_pass_overhead_accounts_for_a_big_clear(mode):
     # reads 0.99-1.00); what load cannot change is that the overhead adds several times
     # the draw's own reading
     assert both < 3.0 and both > 4 * alone, (alone, both)
-    clear_ovh = records[-1].draw_passes()[0].overhead_ns
-    load_ovh = records[-1].draw_passes()[1].overhead_ns
-    assert clear_ovh > 2 * load_ovh, (clear_ovh, load_ovh)  # ~4.5x measured here
+    # preemption only adds time, and a loading pass is cheap enough for another process's
+    # slice to double it (CI read 1.9x from one record): compare the least-disturbed readings
+    clear_ovh = min(r.draw_passes()[0].overhead_ns for r in records)
+    load_ovh = min(r.draw_passes()[1].overhead_ns for r in records)
+    # 3-9x measured here beside two CPU-bound jobs; a copied-wrong op would read about 1x
+    assert clear_ovh > 1.5 * load_ovh, (clear_ovh, load_ovh)
     report = rig.report()
     assert "Clear (render)" in report and "+ pass overhead " in report
 
