@@ -28,6 +28,7 @@ from engine.loop import FrameLoop
 from engine.options import OptionError, check_output, positive_int
 from engine.progress import Progress
 from engine.safe_write import UnsafeWrite, png_target
+from engine.settings import check_knob_conflicts
 from engine.surfaces import OffscreenTarget, SurfaceError, WindowSurface
 from engine.telemetry import Session, Telemetry
 from engine.textfile import NotUtf8
@@ -78,6 +79,16 @@ class Sample:
     @classmethod
     def add_arguments(cls, parser) -> None:
         """Add sample-specific options to the shared ``argparse`` parser."""
+
+    @classmethod
+    def check_options(cls, args) -> None:
+        """Refuse options that contradict each other, before any GPU work (default: the
+        standard frame's flags, ``engine.settings.check_knob_conflicts``).
+
+        Raises:
+            OptionError: one line naming the options.
+        """
+        check_knob_conflicts(args)
 
     def __init__(self, app: App):
         self.app = app
@@ -246,7 +257,7 @@ def add_variant_arguments(parser, variants: tuple[str, ...]) -> None:
     g.add_argument(
         "--variant",
         choices=variants,
-        default=variants[0],
+        default=None,  # None: not given (a sample may start from another flag, s05)
         metavar="NAME",
         help="start with this variant: " + ", ".join(variants) + f" (default {variants[0]}); "
         "'variant NAME|next' in the console switches",
@@ -313,6 +324,7 @@ def run(
     specs = [ToolSpec.of(t) for t in tools]
     try:
         _check_options(args, specs)
+        sample_cls.check_options(args)
     except OptionError as e:  # every check runs before any GPU work
         parser.error(str(e))
     except PortalError as e:  # a bad LANTERN_PORTAL

@@ -472,7 +472,10 @@ class StandardFrame:
 
     def _register_knob(self, knob: Knob) -> None:
         knob.register(
-            self._commands, lambda: self.knob(knob.attr), lambda v: self.set_knob(knob.attr, v)
+            self._commands,
+            lambda: self.knob(knob.attr),
+            lambda v: self.set_knob(knob.attr, v),
+            self.knob,
         )
 
     def _on_resize(self, size) -> None:

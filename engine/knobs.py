@@ -34,8 +34,10 @@ class Knob:
         command: the console command when it differs from ``name`` (``cull`` is taken by
             ``cull freeze``: its knob's command is ``culling``).
         describe: the command's output for a value (default: ``on``/``off`` or the value).
-        confirm: for a value with a cost worth a second thought, the one-line reason to
-            refuse it unless the command is given ``confirm`` too (None: no question).
+        confirm: for a value with a cost worth a second thought, ``confirm(value, knob)``
+            (``knob(attr)``: another knob's current value, for a cost that depends on it) gives
+            the one-line reason to refuse it unless the command is given ``confirm`` too (None
+            from it, or no ``confirm``: no question).
         confirm_help: what the command's help adds about ``confirm``.
     """
 
@@ -46,7 +48,7 @@ class Knob:
     field: str = ""
     command: str = ""
     describe: Callable[[Any], str] | None = None
-    confirm: Callable[[Any], str | None] | None = None
+    confirm: Callable[[Any, Callable[[str], Any]], str | None] | None = None
     confirm_help: str = ""
 
     @property
@@ -89,13 +91,16 @@ class Knob:
         )
 
     def register(self, commands: CommandRegistry, get: Callable[[], Any],
-                 apply: Callable[[Any], None]) -> None:  # fmt: skip
+                 apply: Callable[[Any], None],
+                 knob: Callable[[str], Any] | None = None) -> None:  # fmt: skip
         """Register ``NAME VALUE`` (``NAME VALUE [confirm]`` for a knob that asks): apply the
-        value and say it. ``get()`` reads the current value (the knobs' listing)."""
+        value and say it. ``get()`` reads the current value (the knobs' listing); ``knob(attr)``
+        another knob's, for ``confirm`` (default: None for every knob)."""
         args = [self.arg] + ([Choice("confirm", optional=True)] if self.confirm else [])
+        others = knob or (lambda attr: None)
 
         def run(value, confirmed=None) -> str:
-            why = None if self.confirm is None or confirmed else self.confirm(value)
+            why = None if self.confirm is None or confirmed else self.confirm(value, others)
             if why is not None:
                 raise CommandError(why)
             try:

@@ -15,6 +15,7 @@ from engine.commands import Arg, Choice, CommandError, Float, Int, Switch
 from engine.culling.cull import LOD_BASE_PX, MAX_CASCADES, MAX_INSTANCES
 from engine.knobs import Knob, add_knob_arguments, values_from_args
 from engine.lights.model import MAX_LIGHTS
+from engine.options import OptionError
 from engine.passes.shadow import DEFAULT_LAMBDA
 from engine.scene.camera import CAMERA_FORMAT, parse_camera
 
@@ -171,21 +172,25 @@ def scene_type(path: str):
     return scene
 
 
-SHADOW_CONFIRM_MIB = 64  # a shadow map larger than this (8192: 256 MiB) needs "confirm"
+SHADOW_CONFIRM_MIB = 64  # shadow maps larger than this (8192, or 4 cascades of 4096: 256 MiB)
+# need "confirm"
 
 
-def shadow_map_mib(n: int) -> float:
-    """MiB of an ``n x n`` depth32float shadow map (4 bytes a texel)."""
-    return n * n * 4 / 2**20
+def shadow_map_mib(n: int, cascades: int = 1) -> float:
+    """MiB of ``cascades`` layers of an ``n x n`` depth32float shadow map (4 bytes a texel)."""
+    return n * n * 4 * cascades / 2**20
 
 
-def _shadow_cost(n: int) -> str | None:
-    mib = shadow_map_mib(n)
+def _shadow_cost(n: int, cascades: int, command: str) -> str | None:
+    """The reason to confirm ``command`` that makes the shadow map ``cascades`` layers of
+    ``n x n``, or None when it stays within ``SHADOW_CONFIRM_MIB``."""
+    mib = shadow_map_mib(n, cascades)
     if mib <= SHADOW_CONFIRM_MIB:
         return None
+    what = f"{n}x{n} is a" if cascades == 1 else f"{cascades} cascades of {n}x{n} are a"
     return (
-        f"{n}x{n} is a {mib:g} MiB shadow map (depth32float), {(n / 2048) ** 2:g}x the texels "
-        f"of the default 2048 to render every frame; type 'shadow-size {n} confirm' to do it"
+        f"{what} {mib:g} MiB shadow map (depth32float), {cascades * (n / 2048) ** 2:g}x the "
+        f"texels of the default 2048 to render every frame; type '{command} confirm' to do it"
     )
 
 
@@ -227,8 +232,8 @@ FRAME_KNOBS = (
         FrameSettings.shadow_size,
         "shadow map size in texels",
         describe=lambda n: f"shadow map: {n}x{n} ({shadow_map_mib(n):g} MiB)",
-        confirm=_shadow_cost,
-        confirm_help=f"over {SHADOW_CONFIRM_MIB} MiB: add confirm",
+        confirm=lambda n, knob: _shadow_cost(n, knob("cascades") or 1, f"shadow-size {n}"),
+        confirm_help=f"over {SHADOW_CONFIRM_MIB} MiB in all cascades: add confirm",
     ),
     Knob(
         "cascades",
@@ -239,6 +244,10 @@ FRAME_KNOBS = (
             f"cascades: {n}"
             + (" (one map over the shadow distance)" if n == 1 else " (practical split scheme)")
         ),
+        confirm=lambda n, knob: _shadow_cost(
+            knob("shadow_size") or FrameSettings.shadow_size, n, f"cascades {n}"
+        ),
+        confirm_help=f"over {SHADOW_CONFIRM_MIB} MiB of shadow map: add confirm",
     ),
     Knob(
         "cascade-lambda",
@@ -344,6 +353,39 @@ def add_frame_arguments(parser: argparse.ArgumentParser, *, default_instances: i
     )
 
 
+#: (knob, the knob whose value turns its feature off, that value): a flag that changes a
+#: knob which such a value makes moot is refused, not silently ignored.
+MOOT_WITH = (
+    ("shadow-size", "shadows", False),
+    ("cascades", "shadows", False),
+    ("cascade-lambda", "shadows", False),
+    ("cascade-lambda", "cascades", 1),
+    ("exposure", "post", False),
+)
+
+
+def check_knob_conflicts(args: argparse.Namespace) -> None:
+    """Refuse flags that contradict each other: a knob set away from its default while another
+    flag turns off what it tunes (``--cascades 4 --no-shadows``; ``MOOT_WITH``). Turning off
+    two things at once (``--no-post --no-taa``) is no contradiction. A namespace without the
+    frame's knobs passes.
+
+    Raises:
+        OptionError: one line naming both flags and what to do.
+    """
+    knobs = {k.name: k for k in FRAME_KNOBS}
+    values = {k.name: getattr(args, k.attr, k.default) for k in FRAME_KNOBS}
+    for name, needs, off in MOOT_WITH:
+        knob, other = knobs[name], knobs[needs]
+        if values[needs] == off and values[name] != knob.default:
+            flag = knob.flag if knob.switch else f"{knob.flag} {values[name]}"
+            moot = other.flag if other.switch else f"{other.flag} {off}"
+            todo = "drop one of the two"
+            if off == other.default:  # the other was not given: say so
+                moot, todo = f"{moot} (the default)", f"drop it or give {other.flag}"
+            raise OptionError(f"argument {flag}: it has no effect with {moot}; {todo}")
+
+
 def settings_from_args(args: argparse.Namespace) -> FrameSettings:
     """``FrameSettings`` from the knobs' flags (occlusion needs culling)."""
     values = values_from_args(args, FRAME_KNOBS)
@@ -357,11 +399,16 @@ def register_frame_commands(commands, frame, *, freeze=None) -> None:
     frame with ``settings``, ``set_settings(**changes)`` and ``freeze_culling(on)`` (an
     ``engine.frame.StandardFrame``). ``freeze(on)``: the sample's own freeze (s13 also
     starts its fly camera, as F2 does), returning the output line."""
+
+    def current(attr: str):
+        return getattr(frame.settings, attr)
+
     for knob in FRAME_KNOBS:
         knob.register(
             commands,
-            lambda k=knob: getattr(frame.settings, k.attr),
+            lambda k=knob: current(k.attr),
             lambda v, k=knob: frame.set_settings(**{k.attr: v}),
+            current,
         )
 
     def cull(_: str, on: bool | None) -> str:

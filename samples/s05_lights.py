@@ -130,8 +130,19 @@ class LightsSample(Sample):
                        help=f"a tiny sweep for a software rasteriser: counts "
                        f"{','.join(map(str, QUICK_COUNTS))}, 6 frames, 2 rounds")  # fmt: skip
 
+    @classmethod
+    def check_options(cls, args) -> None:
+        """The variants are the ``--light-path`` knob's values: the two flags name one choice
+        (``--light-path forward`` alone starts forward), and two different ones are refused."""
+        super().check_options(args)
+        path, variant = args.light_path, args.variant
+        if variant is not None and path != LIGHT_PATHS[0] and variant != path:
+            raise OptionError(f"s05: --light-path {path} and --variant {variant} name the same "
+                              "choice (the variants are the light paths); give one")  # fmt: skip
+
     def build(self, graph) -> None:
         args = self.app.args
+        args.variant = args.variant or args.light_path  # the run starts in it (start_variants)
         self.sweep = None
         if args.quick and not args.sweep:
             raise OptionError("s05 --quick: it sizes a --sweep; add --sweep or drop --quick")
@@ -153,7 +164,7 @@ class LightsSample(Sample):
         self.pool = city_lights(scene, most, seed=args.seed)  # counts are prefixes of it
         self.lights = scene.lights
         self.lights.extend(self.pool, 0, 0 if self.sweep else most)
-        settings = replace(settings_from_args(args), night=True)
+        settings = replace(settings_from_args(args), night=True, light_path=args.variant)
         self.frame = StandardFrame(self.app.gpu, graph, scene, settings)
         self.frame.register_commands(self.app.commands)
         self._block_run, self._finished = 0, False

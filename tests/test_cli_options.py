@@ -105,3 +105,60 @@ def test_readme_and_help_agree_on_s13s_default_exposure():
     help_text = " ".join(r.stdout.split())
     said = re.search(r"--exposure auto\|VALUE (.*?) --no-bloom", help_text).group(1)
     assert "a fixed multiplier" in said and said.endswith(f"(default {default:g})")
+
+
+@pytest.mark.parametrize(
+    "words, error",
+    [
+        (
+            ["--cascades", "4", "--no-shadows"],
+            "argument --cascades 4: it has no effect with --no-shadows; drop one of the two",
+        ),
+        (
+            ["--no-shadows", "--shadow-size", "4096"],
+            "argument --shadow-size 4096: it has no effect with --no-shadows; drop one of the two",
+        ),
+        (
+            ["--cascade-lambda", "0.2"],
+            "argument --cascade-lambda 0.2: it has no effect with "
+            "--cascades 1 (the default); drop it or give --cascades",
+        ),
+        (
+            ["--no-post", "--exposure", "2"],
+            "argument --exposure 2.0: it has no effect with --no-post; drop one of the two",
+        ),
+        (["--no-post", "--no-taa", "--no-bloom", "--no-shadows", "--no-shadow-snap"], None),
+        (["--cascades", "4", "--cascade-lambda", "0.2", "--shadow-size", "1024"], None),
+        (["--no-post", "--exposure", "0.9"], None),  # the default: nothing to ignore
+    ],
+)
+def test_flags_that_cancel_each_other_are_refused(words, error):
+    """A flag whose feature another flag turns off is a contradiction, refused in one line
+    naming both (``engine.settings.MOOT_WITH``); turning two things off is not."""
+    from engine.options import OptionError
+    from engine.settings import check_knob_conflicts
+
+    p = build_parser("s13", "test")
+    City.add_arguments(p)
+    args = p.parse_args(words)
+    if error is None:
+        check_knob_conflicts(args)
+        return
+    with pytest.raises(OptionError) as e:
+        City.check_options(args)
+    assert str(e.value) == error
+
+
+def test_a_contradiction_stops_before_the_gpu():
+    from tests.helpers import run_sample
+
+    r = run_sample("s13", "--cascades", "4", "--no-shadows", "--capture", "never.png")
+    assert r.returncode == 2 and "GPU:" not in r.stdout and "Traceback" not in r.stderr
+    assert (
+        r.stderr.strip()
+        .splitlines()[-1]
+        .endswith(
+            "error: argument --cascades 4: it has no effect with --no-shadows; drop one of the two"
+        )
+    )
+    assert not (ROOT / "never.png").exists()

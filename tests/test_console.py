@@ -154,7 +154,8 @@ def test_help_lists_every_command_with_usage(registry):
     assert [line.split()[0] for line in text] == names
     assert {"help", "overlay", "profile", "capture", "stats", "cull", "shadows"} <= set(names)
     assert registry.reg.execute("help shadow-size").text == (
-        "shadow-size N [confirm]  -- shadow map size in texels (over 64 MiB: add confirm)"
+        "shadow-size N [confirm]  -- shadow map size in texels (over 64 MiB in all cascades: add "
+        "confirm)"
     )
     assert not registry.reg.execute("help nothing").ok
 

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -19,7 +20,7 @@ from PIL import Image
 import engine.tools.capture.tool as capture_module
 from engine.commands import CommandRegistry
 from engine.safe_write import PNG_SIGNATURE, UnsafeWrite, png_target, save_png
-from engine.settings import register_frame_commands
+from engine.settings import FrameSettings, register_frame_commands
 from engine.telemetry import Telemetry
 from engine.tools.capture.tool import CaptureTool
 from engine.tools.portal import Portal, server
@@ -245,11 +246,13 @@ def test_the_capture_option_refuses_a_text_file_before_any_gpu_work(tmp_path):
 
 # -- shadow-size: the cost before the deed ---------------------------------------------------
 class Frame:
-    def __init__(self):
+    def __init__(self, cascades=1):
         self.sizes = []
+        self.settings = FrameSettings(cascades=cascades)
 
-    def set_settings(self, shadow_size=None, **_):
+    def set_settings(self, shadow_size=None, **changes):
         self.sizes.append(shadow_size)
+        self.settings = replace(self.settings, **changes)
 
 
 @pytest.mark.parametrize(
@@ -276,7 +279,44 @@ class Frame:
     ],
 )
 def test_shadow_size_states_its_cost_and_a_large_one_needs_confirm(line, ok, text, applied):
+    _run_shadow_command(Frame(), line, ok, text, applied)
+
+
+@pytest.mark.parametrize(
+    "cascades, line, ok, text",
+    [  # the cost is the map's in all its layers: 4 x 4096^2 x 4 bytes = 256 MiB
+        (4, "shadow-size 2048", True, "shadow map: 2048x2048 (16 MiB)"),
+        (
+            4,
+            "shadow-size 4096",
+            False,
+            "error: shadow-size: 4 cascades of 4096x4096 are a 256 MiB shadow map "
+            "(depth32float), 16x the texels of the default 2048 to render every frame; type "
+            "'shadow-size 4096 confirm' to do it",
+        ),
+        (1, "cascades 4", True, "cascades: 4 (practical split scheme)"),  # 4 x 16 = 64 MiB
+    ],
+)
+def test_the_shadow_cost_counts_every_cascade(cascades, line, ok, text):
+    applied = ([2048] if line.startswith("shadow-size") else [None]) if ok else []
+    _run_shadow_command(Frame(cascades), line, ok, text, applied)
+
+
+def test_more_cascades_of_a_large_map_need_confirm():
     frame = Frame()
+    frame.settings = replace(frame.settings, shadow_size=4096)  # 64 MiB: no question
+    want = (
+        "error: cascades: 2 cascades of 4096x4096 are a 128 MiB shadow map (depth32float), 8x "
+        "the texels of the default 2048 to render every frame; type 'cascades 2 confirm' to do it"
+    )
+    _run_shadow_command(frame, "cascades 2", False, want, [])
+    _run_shadow_command(frame, "cascades 2 confirm", True, "cascades: 2 (practical split scheme)",
+                        [None])  # fmt: skip
+    assert frame.settings.cascades == 2
+    assert 2 * 4096 * 4096 * 4 / 2**20 == 128
+
+
+def _run_shadow_command(frame, line, ok, text, applied):
     reg = CommandRegistry()
     register_frame_commands(reg, frame)
     tel = Telemetry()

@@ -65,6 +65,11 @@ def test_a_tiny_sweep_prints_every_path_and_the_crossovers(tmp_path):
         (("--sweep-counts", "1,2000000"), "1 to 1,048,576"),
         (("--quick", "--capture", "x.png"), "add --sweep or drop --quick"),
         (
+            ("--light-path", "forward", "--variant", "deferred", "--capture", "x.png"),
+            "--light-path forward and --variant deferred name the same choice",
+        ),
+        (("--variant", "forward", "--view", "lights", "--capture", "x.png"), "view lights"),
+        (
             ("--sweep", "--gpu-profile", "--capture", "x.png", "--sweep-stop-ms", "-5"),
             "--sweep-stop-ms > 0",
         ),
@@ -75,3 +80,13 @@ def test_bad_sweep_options_are_one_line(args, words, tmp_path):
     assert r.returncode == 2
     last = r.stderr.strip().splitlines()[-1]
     assert words in last and "Traceback" not in r.stderr
+
+
+def test_light_path_alone_starts_that_path(tmp_path):
+    """``--light-path`` is the variants' knob: given alone it is the path the run draws (the
+    default variant used to switch it back to clustered), so no Lights.Cluster is timed."""
+    r = run_sample("s05", "--capture", str(tmp_path / "f.png"), "--size", "64x36",
+                   "--frames", "3", "--instances", "300", "--lights", "40", "--overlay", "off",
+                   "--gpu-profile", "--light-path", "forward")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "Main.Early" in r.stdout and "Lights.Cluster" not in r.stdout, r.stdout
