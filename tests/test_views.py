@@ -604,6 +604,25 @@ def test_view_option_errors_exit_2_in_one_line(tmp_path):
         assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
 
 
+def test_overlay_off_keeps_even_the_views_legend_away(tmp_path):
+    """Without ``--overlay`` a view brings its legend (HUD mode ``view``); ``--overlay off``
+    asked for no HUD at all: the two captures differ only in the HUD's top two cell rows (the
+    mode hint and the legend's line, 16 pixels at HUD scale 1), the rest is the same view."""
+    from PIL import Image
+
+    from tests.helpers import run_sample
+
+    shots = {}
+    for name, extra in (("legend", ()), ("off", ("--overlay", "off"))):
+        png = tmp_path / f"{name}.png"
+        r = run_sample("s13", "--instances", "200", "--size", "320x180", "--frames", "3",
+                       "--view", "depth", "--capture", str(png), *extra)  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        shots[name] = np.asarray(Image.open(png).convert("RGB")).astype(int)
+    rows = np.nonzero(np.abs(shots["legend"] - shots["off"]).sum(axis=(1, 2)))[0]
+    assert rows.size and rows.max() < 16, rows  # the legend is there, and only there
+
+
 def test_the_portal_switches_views_through_the_command(gpu, ground):
     """The page's command line runs the same ``view`` command (between frames)."""
     from engine.telemetry import Telemetry

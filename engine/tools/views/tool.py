@@ -430,9 +430,10 @@ class ViewTool:
             self.view_pass.cost_range = (float(pos.min()) / 2, float(pos.max()) * 16)
 
     def _hud_mode(self, on: bool) -> None:
-        """Show the legend panel (HUD mode ``view``) while a view is on, if the HUD was off."""
+        """Show the legend panel (HUD mode ``view``) while a view is on, if the HUD was off
+        by default (an explicit ``--overlay off`` keeps it off: a clean capture of the view)."""
         hud = self.ctx.hud
-        if hud is None or "view" not in hud.mode_panels:
+        if hud is None or "view" not in hud.mode_panels or self.ctx.option("overlay_off_asked"):
             return
         if on and hud.mode == "off":
             hud.set_mode("view", hint=False)
