@@ -145,7 +145,9 @@ def test_cli_gate_exit_status_and_plots(tmp_path, capsys):
     assert "gate: FAIL" in out and "gpu Shadow:" in out and "Main:" not in out.split("gate:")[1]
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "<svg" in page.read_text() and "Shadow" in page.read_text()
-    assert compare.main([str(a), str(a), "--fail-above", "0"]) == 0  # a run against itself
+    twin = tmp_path / "twin.jsonl"  # the same records in another file: an A/A of 0
+    twin.write_bytes(a.read_bytes())
+    assert compare.main([str(a), str(twin), "--fail-above", "0"]) == 0
     assert "gate: pass" in capsys.readouterr().out
 
 
@@ -156,6 +158,7 @@ def test_cli_gate_exit_status_and_plots(tmp_path, capsys):
         ("nothing_common", "no pass in common"),
         ("too_few", "too few frames"),
         ("missing", "cannot read"),
+        ("same", "are the same file: a run against itself"),
     ],
 )
 def test_bad_input_one_line_exit_2(tmp_path, capsys, case, message):
@@ -169,6 +172,8 @@ def test_bad_input_one_line_exit_2(tmp_path, capsys, case, message):
         b = write_run(tmp_path / "b.jsonl", synthetic_ms(rng, 60), passes=names)
     elif case == "too_few":
         b = write_run(tmp_path / "b.jsonl", synthetic_ms(rng, 24))  # 24 - 5 warm-up < 20
+    elif case == "same":
+        b = tmp_path / "." / "a.jsonl"  # another name of the same file
     else:
         b = tmp_path / "absent.jsonl"
     assert compare.main([str(a), str(b)]) == 2
@@ -214,7 +219,9 @@ def test_bad_options_and_records_one_line_exit_2(tmp_path, capsys):
 def test_tools_compare_script(tmp_path):
     rng = np.random.default_rng(2)
     a = write_run(tmp_path / "a.jsonl", synthetic_ms(rng, 40))
-    r = subprocess.run([sys.executable, str(ROOT / "tools" / "compare.py"), str(a), str(a)],
+    twin = tmp_path / "twin.jsonl"
+    twin.write_bytes(a.read_bytes())
+    r = subprocess.run([sys.executable, str(ROOT / "tools" / "compare.py"), str(a), str(twin)],
                        capture_output=True, text=True, cwd=tmp_path)  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert "DebugOverlay" in r.stdout and "+0.000" in r.stdout

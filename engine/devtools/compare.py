@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -370,8 +371,13 @@ def _pairs(args) -> tuple[list[tuple[Run, Run]], int | None]:
     Also the warm-up ``compare_runs`` then drops.
 
     Raises:
-        CompareError: one file with fewer than two variants.
+        CompareError: one file with fewer than two variants; two names of one file.
     """
+    if args.b is not None and _same_file(args.a, args.b):
+        raise CompareError(
+            f"{args.a} and {args.b} are the same file: a run against itself differs by 0 "
+            "everywhere; give a second run (an A/A check is two runs of the same build)"
+        )
     a = load_run(args.a)
     if args.b is not None:
         return [(a, load_run(args.b))], args.warmup
@@ -382,6 +388,15 @@ def _pairs(args) -> tuple[list[tuple[Run, Run]], int | None]:
             "record variants in blocks (--variant-cycle N)"
         )
     return [(parts[0], p) for p in parts[1:]], 0
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` name one file (False when either cannot be read: the loader
+    then says why)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def _gate(c: Comparison, pct: float) -> int:
