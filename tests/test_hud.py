@@ -374,9 +374,14 @@ def make_hud(gpu, mode, *, size=HUD_SIZE, hud_scale=None, cull=FAKE_COUNTS, **kw
 def run_hud(gpu, mode, *, frames=130, size=HUD_SIZE, hud_scale=None, cull=FAKE_COUNTS, **kw):
     """Run ``frames`` frames of ``make_hud`` at 60 FPS simulated time; return the HUD and
     the last frame ``(H, W, 3) uint8``."""
+    hud, stream = make_hud(gpu, mode, size=size, hud_scale=hud_scale, cull=cull, **kw)
+    return hud, _run_frames(gpu, hud, stream, frames, size)
+
+
+def _run_frames(gpu, hud, stream, frames, size=HUD_SIZE) -> np.ndarray:
+    """``frames`` frames of ``hud``'s graph fed by ``stream``; the last ``(H, W, 3) uint8``."""
     from engine.graph import FrameContext
 
-    hud, stream = make_hud(gpu, mode, size=size, hud_scale=hud_scale, cull=cull, **kw)
     graph = hud.graph
     tex = gpu.device.create_texture(
         size=(*size, 1),
@@ -395,7 +400,7 @@ def run_hud(gpu, mode, *, frames=130, size=HUD_SIZE, hud_scale=None, cull=FAKE_C
     data = gpu.queue.read_texture(
         {"texture": tex}, {"bytes_per_row": w * 4, "rows_per_image": h}, (w, h, 1)
     )
-    return hud, np.frombuffer(data, np.uint8).reshape(h, w, 4)[..., :3].copy()
+    return np.frombuffer(data, np.uint8).reshape(h, w, 4)[..., :3].copy()
 
 
 @pytest.mark.parametrize("mode", ["off", "perf", "cull", "timeline", "all"])
@@ -455,6 +460,11 @@ def test_panels_with_nothing_to_show_are_left_out(gpu):
     hud, _ = run_hud(gpu, "cull", frames=2, cull=None)  # the mode's only panel: one line says so
     assert hud.layout.placements == ()
     assert overlay_text(hud)[1].split() == ["CULL:", "no", "cull", "counters", "in", "this", "run"]
+    hud, stream = make_hud(gpu, "cull", cull=None)  # a culler whose first counts are not back
+    hud.graph.add_readback(SimpleNamespace(channel="cull"))
+    _run_frames(gpu, hud, stream, 2)
+    want = "CULL: counters on their way (read back a few frames late)"
+    assert hud.layout.placements == () and overlay_text(hud)[1].strip() == want
     hud, _ = run_hud(gpu, "all", frames=2, gpu_available=False)  # no GPU scopes at all
     assert [p.key for p in hud.layout.placements] == ["perf", "cull"]
     hud, _ = run_hud(gpu, "timeline", frames=2, gpu_available=False)

@@ -31,6 +31,8 @@ class HudData:
             refresh rate says.
         notes: per-pass notes by source (``Hud.set_notes``); notes_version changes with them.
         counters: the newest counts of every counter block (``engine.counters.Counts``).
+        channels: the readback channels the graph's passes registered (``"cull"`` while a
+            culler runs): what is on its way before its first counts arrive.
     """
 
     names: list[str]
@@ -44,6 +46,7 @@ class HudData:
     notes: dict = field(default_factory=dict)
     notes_version: int = 0
     counters: tuple = ()
+    channels: frozenset = frozenset()
 
 
 class Panel:

@@ -355,6 +355,7 @@ class Hud:
             self.notes,
             self.notes_version,
             () if latest is None else latest.counters,
+            frozenset(getattr(r, "channel", None) for r in self.graph.readbacks),
         )
 
     def _update_hint(self, now: float) -> None:

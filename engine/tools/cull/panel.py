@@ -23,6 +23,8 @@ class CullPanel(Panel):
         return data.cull_seen
 
     def empty_line(self, data: HudData) -> str:
+        if "cull" in data.channels:  # read back a few frames late, never waited for
+            return "CULL: counters on their way (read back a few frames late)"
         return "CULL: no cull counters in this run"
 
     def sizes(self, data: HudData) -> tuple[tuple[int, int], ...]:
