@@ -294,10 +294,9 @@ class LinkedBuild(RenderPass):
             {"binding": 3, "visibility": frag, "buffer": ro},
             {"binding": 4, "visibility": frag, "texture": {"sample_type": "depth"}},
         ])  # fmt: skip
-        defines = {**res.mesh.texture_defines, "REFERENCE": reference}
-        self.shader = shader_pipeline(d, DRAW_WGSL, lambda m: res.mesh.technique(
+        self.shader = res.mesh.technique_shader(DRAW_WGSL, lambda m: res.mesh.technique(
             m, "fs_linked", [], draw_layout=self.layout, label=name), label=name,
-            defines=defines)  # fmt: skip
+            defines={"REFERENCE": reference})  # fmt: skip
         self.groups = BindGroupCache()
         self.bundles = BundleCache(d, name, depth_read_only=True)
 
@@ -342,9 +341,8 @@ class WboitAccumulate(RenderPass):
         targets = [{"format": ACCUM_FORMAT, "blend": {"color": _ADD, "alpha": _ADD}},
                    {"format": REVEAL_FORMAT,
                     "blend": {"color": _TIMES_ONE_MINUS, "alpha": _TIMES_ONE_MINUS}}]  # fmt: skip
-        self.shader = shader_pipeline(res.device, DRAW_WGSL, lambda m: res.mesh.technique(
-            m, "fs_wboit", targets, label=name), label=name,
-            defines=res.mesh.texture_defines)  # fmt: skip
+        self.shader = res.mesh.technique_shader(DRAW_WGSL, lambda m: res.mesh.technique(
+            m, "fs_wboit", targets, label=name), label=name)  # fmt: skip
         self.bundles = BundleCache(res.device, name, depth_read_only=True)
 
     def targets(self, ctx) -> dict:

@@ -329,7 +329,9 @@ def _one_pane(textures: dict) -> Scene:
 def test_a_textured_blend_material_is_textured_in_every_variant(gpu):
     """OIT.Draw's shaders take the frame's texture defines: one textured pane (nothing to
     sort) is the same picture drawn by the frame's Transparent (``sorted``) and composited
-    by OIT.Resolve (``linked``), and it differs from the same pane untextured."""
+    by OIT.Resolve (``linked``), and it differs from the same pane untextured; a local light
+    added at run time lights both alike (``MeshPipelines.technique_shader`` follows the
+    frame's defines: OIT.Draw built at start had no ``LOCAL_LIGHTS``)."""
     from engine.materials.model import TextureRef, TextureSlot
 
     camera = Camera(np.array([0.0, 3.0, 10.0]), np.array([0.0, 3.0, 0.0]), 40)
@@ -346,6 +348,13 @@ def test_a_textured_blend_material_is_textured_in_every_variant(gpu):
     untextured = plain.hdr()[..., :3]
     np.testing.assert_allclose(linked, sorted_, rtol=2**-8, atol=1e-3)
     assert np.abs(sorted_ - untextured).max() > 0.05
+    # lights added at run time: the frame's shaders get LOCAL_LIGHTS, and OIT.Draw's too
+    rig.h.frame.scene.lights.add((0.0, 3.0, 2.0), intensity=400.0, range=12.0)
+    rig.render("sorted")
+    lit = rig.hdr()[..., :3]
+    assert np.abs(lit - sorted_).max() > 0.05  # the light shows on the pane
+    rig.render("linked")
+    np.testing.assert_allclose(rig.hdr()[..., :3], lit, rtol=2**-8, atol=1e-3)
 
 
 def test_no_post_with_an_oit_variant_is_one_line(tmp_path):

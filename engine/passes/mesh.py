@@ -62,6 +62,23 @@ _ALPHA_BLEND = {
 }
 
 
+class _FollowingShader:
+    """``MeshPipelines.technique_shader``: one ``shader_pipeline`` per set of the scene's
+    defines, picked by the set of now."""
+
+    def __init__(self, mesh: MeshPipelines, path, make, label: str, defines: dict):
+        self._mesh, self._args, self._by_set = mesh, (path, make, label, defines), {}
+        self.get()
+
+    def get(self) -> wgpu.GPURenderPipeline:
+        key = self._mesh._tex
+        if key not in self._by_set:
+            path, make, label, extra = self._args
+            self._by_set[key] = shader_pipeline(self._mesh.device, path, make, label=label,
+                                                defines={**dict(key), **extra})  # fmt: skip
+        return self._by_set[key].get()
+
+
 class MeshPipelines:
     """Main (any colour format, per material class), Transparent, shadow (depth only, plus
     alpha-tested) and ID (``r32uint``) pipelines.
@@ -132,9 +149,18 @@ class MeshPipelines:
     def texture_defines(self) -> dict[str, bool]:
         """The defines the scene's pipelines are built with now: material.wgsl's textures
         (``GpuMaterials.shader_defines``) and ``LOCAL_LIGHTS``: a technique's own WGSL that
-        includes ``mesh.wgsl`` passes them to its ``shader_pipeline`` to sample the same
-        textures and shade the same lights."""
+        includes ``mesh.wgsl`` is built with them by ``technique_shader``, to sample the same
+        textures and shade the same lights as they change."""
         return dict(self._tex)
+
+    def technique_shader(self, path, make, *, label: str = "", defines: dict | None = None):
+        """A technique's own ``shader_pipeline`` over ``mesh.wgsl`` that follows the scene's
+        defines (``texture_defines``: the ``textures`` knob, local lights on or off) as the
+        frame's pipelines do: ``get()`` returns ``make(module)``'s pipeline for the defines
+        of now, built once per set (a hot reload rebuilds each). ``defines``: the
+        technique's own, added to them. Built for the current set now (a broken shader
+        fails here)."""
+        return _FollowingShader(self, path, make, label, dict(defines or {}))
 
     def set_textures(self, textures: dict) -> None:
         """Build pipelines from now on for the texture defines ``textures`` (the
