@@ -623,6 +623,21 @@ def test_overlay_off_keeps_even_the_views_legend_away(tmp_path):
     assert rows.size and rows.max() < 16, rows  # the legend is there, and only there
 
 
+@pytest.mark.parametrize("asked, shown", [(None, "view"), ("off", "off"), ("perf", "perf"),
+                                          ("all", "all")])  # fmt: skip
+def test_a_view_at_start_keeps_the_hud_mode_asked_for(gpu, asked, shown):
+    """``--view`` brings the legend's HUD mode only where no ``--overlay`` mode was asked for
+    (the App's defaults: ``off``, not asked); an asked one stays (``all`` shows the legend)."""
+    from tests.tool_fakes import install_hud
+
+    h = Harness(gpu, ground_scene(), SIZE, FrameSettings(taa=False, bloom=False))
+    ctx = make_ctx(gpu, h.graph, view=("depth", None), overlay=asked or "off",
+                   overlay_off_asked=asked == "off")  # fmt: skip
+    hud = install_hud(ctx)
+    assert any(isinstance(t, ViewTool) for t in ctx.tools)
+    assert hud.mode == shown
+
+
 def test_the_portal_switches_views_through_the_command(gpu, ground):
     """The page's command line runs the same ``view`` command (between frames)."""
     from engine.telemetry import Telemetry

@@ -188,6 +188,11 @@ class Hud:
             ctx.commands.unregister("overlay")  # its F1 binding goes with it
 
     @property
+    def current_mode(self) -> str:
+        """The mode shown now, or before ``start`` the one it will start in."""
+        return self.mode if self.started else self._start_mode
+
+    @property
     def started(self) -> bool:
         """Whether ``start`` ran (the HUD's pass is in the graph)."""
         return self.render_pass is not None

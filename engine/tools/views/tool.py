@@ -435,9 +435,9 @@ class ViewTool:
         hud = self.ctx.hud
         if hud is None or "view" not in hud.mode_panels or self.ctx.option("overlay_off_asked"):
             return
-        if on and hud.mode == "off":
+        if on and hud.current_mode == "off":  # (not an --overlay MODE the HUD starts in)
             hud.set_mode("view", hint=False)
-        elif not on and hud.mode == "view":
+        elif not on and hud.current_mode == "view":
             hud.set_mode("off", hint=False)
 
 
