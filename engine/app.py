@@ -82,8 +82,9 @@ class Sample:
 
     @classmethod
     def check_options(cls, args) -> None:
-        """Refuse options that contradict each other, before any GPU work (default: the
-        standard frame's flags, ``engine.settings.check_knob_conflicts``).
+        """Refuse options that contradict each other, before any GPU work and before the
+        tools' checks (default: the standard frame's flags,
+        ``engine.settings.check_knob_conflicts``).
 
         Raises:
             OptionError: one line naming the options.
@@ -323,8 +324,8 @@ def run(
     args = parser.parse_args(argv)
     specs = [ToolSpec.of(t) for t in tools]
     try:
+        sample_cls.check_options(args)  # (first: it may settle one option from another)
         _check_options(args, specs)
-        sample_cls.check_options(args)
     except OptionError as e:  # every check runs before any GPU work
         parser.error(str(e))
     except PortalError as e:  # a bad LANTERN_PORTAL

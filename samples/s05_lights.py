@@ -41,7 +41,7 @@ from engine.lights.model import MAX_LIGHTS
 from engine.options import OptionError
 from engine.scene.city_lights import city_lights
 from engine.scene.procedural import city
-from engine.settings import LIGHT_PATHS, add_frame_arguments, settings_from_args
+from engine.settings import FRAME_KNOBS, LIGHT_PATHS, add_frame_arguments, settings_from_args
 from engine.telemetry.compare import compare_samples
 
 log = logging.getLogger("lantern")
@@ -133,16 +133,22 @@ class LightsSample(Sample):
     @classmethod
     def check_options(cls, args) -> None:
         """The variants are the ``--light-path`` knob's values: the two flags name one choice
-        (``--light-path forward`` alone starts forward), and two different ones are refused."""
-        super().check_options(args)
+        (``--light-path forward`` alone starts forward; both are set to it here, so every
+        later check sees the path the run starts in), two different ones are refused, and so
+        is either with ``--sweep`` (it runs every path)."""
         path, variant = args.light_path, args.variant
         if variant is not None and path != LIGHT_PATHS[0] and variant != path:
             raise OptionError(f"s05: --light-path {path} and --variant {variant} name the same "
                               "choice (the variants are the light paths); give one")  # fmt: skip
+        chosen = variant is not None or path != LIGHT_PATHS[0] or args.variant_cycle
+        if args.sweep and chosen:
+            raise OptionError("s05 --sweep: it runs every light path in turn; drop --variant, "
+                              "--light-path and --variant-cycle")  # fmt: skip
+        args.light_path = args.variant = variant or path
+        super().check_options(args)
 
     def build(self, graph) -> None:
         args = self.app.args
-        args.variant = args.variant or args.light_path  # the run starts in it (start_variants)
         self.sweep = None
         if args.quick and not args.sweep:
             raise OptionError("s05 --quick: it sizes a --sweep; add --sweep or drop --quick")
@@ -164,15 +170,23 @@ class LightsSample(Sample):
         self.pool = city_lights(scene, most, seed=args.seed)  # counts are prefixes of it
         self.lights = scene.lights
         self.lights.extend(self.pool, 0, 0 if self.sweep else most)
-        settings = replace(settings_from_args(args), night=True, light_path=args.variant)
+        settings = replace(settings_from_args(args), night=True)  # (light_path: check_options)
         self.frame = StandardFrame(self.app.gpu, graph, scene, settings)
         self.frame.register_commands(self.app.commands)
+        knob = next(k for k in FRAME_KNOBS if k.name == "light-path")
+        self.app.commands.register(  # the variants' twin: the records say the path they drew
+            "light-path", self._light_path_command, args=[knob.arg], help=knob.help
+        )
         self._block_run, self._finished = 0, False
         self._current: tuple[int, str] | None = None
         log.info("s05: %s instances, %s lights", f"{scene.count:,}", f"{self.lights.count:,}")
 
     def set_variant(self, name: str) -> None:
         self.frame.set_settings(light_path=name)
+
+    def _light_path_command(self, path: str) -> str:
+        self.app.set_variant(path)
+        return f"light-path: {path} (the variant)"
 
     def _set_count(self, n: int) -> None:
         if n < self.lights.count:

@@ -70,6 +70,10 @@ def test_a_tiny_sweep_prints_every_path_and_the_crossovers(tmp_path):
         ),
         (("--variant", "forward", "--view", "lights", "--capture", "x.png"), "view lights"),
         (
+            ("--sweep", "--light-path", "forward", "--gpu-profile", "--capture", "x.png"),
+            "it runs every light path in turn",
+        ),
+        (
             ("--sweep", "--gpu-profile", "--capture", "x.png", "--sweep-stop-ms", "-5"),
             "--sweep-stop-ms > 0",
         ),
@@ -90,3 +94,72 @@ def test_light_path_alone_starts_that_path(tmp_path):
                    "--gpu-profile", "--light-path", "forward")  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert "Main.Early" in r.stdout and "Lights.Cluster" not in r.stdout, r.stdout
+
+
+def test_the_light_path_command_switches_the_variant(tmp_path):
+    """``light-path forward`` typed in the console or the portal is the variant command's
+    twin: ``variant`` then says forward, and the frames drawn after it are recorded as
+    forward (before, they were still labelled clustered while drawn forward)."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.helpers import ROOT
+    from tests.portal_support import post_command
+
+    tel = tmp_path / "t.jsonl"
+    cmd = [sys.executable, "-m", "samples.s05", "--capture", str(tmp_path / "end.png"),
+           "--frames", "100000", "--size", "64x36", "--instances", "300", "--lights", "20",
+           "--overlay", "off", "--gpu-profile", "--telemetry", str(tel),
+           "--portal", "0"]  # fmt: skip
+    env = dict(os.environ, PYTHONUNBUFFERED="1", XDG_RUNTIME_DIR="/tmp", PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        port = None
+        for _ in range(200):  # bounded: the GPU description, then the portal line
+            line = proc.stdout.readline()
+            if line.startswith("portal: "):
+                port = int(line.split()[1].rsplit(":", 1)[1].strip("/"))
+                break
+        assert port is not None, f"no portal URL (exit status {proc.poll()})"
+        switched = post_command(port, "light-path forward")
+        asked = post_command(port, "variant")
+        for _ in range(20):  # bounded: a few frames drawn after the switch, then stop
+            if post_command(port, "variant")[1]["ok"] and _forward_frames(tel) >= 3:
+                break
+    finally:
+        proc.kill()
+        proc.wait(30)
+    assert switched == (200, {"ok": True, "text": "light-path: forward (the variant)"})
+    assert asked[1]["text"].startswith("variant: forward;"), asked
+    table, frames = [], []  # the names records extend one id table, in file order
+    for r in _records(tel):
+        if r.get("type") == "names":
+            table += r["names"]
+        elif r.get("type") == "frame" and r.get("gpu"):
+            frames.append((r["variant"], {table[g[0]] for g in r["gpu"]}))
+    forward = [names for variant, names in frames if variant == "forward"]
+    assert forward and len(forward) < len(frames)  # clustered first, then forward
+    for variant, names in frames:  # each frame's passes are its label's
+        assert ("Lights.Cluster" in names) == (variant == "clustered"), (variant, names)
+
+
+def _records(path) -> list[dict]:
+    """The telemetry file's records so far (a line cut by the kill is left out)."""
+    import json
+
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return []
+    out = []
+    for x in lines:
+        try:
+            out.append(json.loads(x))
+        except ValueError:  # the line being written
+            pass
+    return out
+
+
+def _forward_frames(path) -> int:
+    return sum(r.get("variant") == "forward" for r in _records(path))
