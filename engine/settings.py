@@ -181,11 +181,13 @@ def shadow_map_mib(n: int, cascades: int = 1) -> float:
     return n * n * 4 * cascades / 2**20
 
 
-def _shadow_cost(n: int, cascades: int, command: str) -> str | None:
-    """The reason to confirm ``command`` that makes the shadow map ``cascades`` layers of
-    ``n x n``, or None when it stays within ``SHADOW_CONFIRM_MIB``."""
+def _shadow_cost(n: int, cascades: int, command: str, knob) -> str | None:
+    """The reason to confirm ``command``, which makes the shadow map ``cascades`` layers of
+    ``n x n``: None when that stays within ``SHADOW_CONFIRM_MIB`` or costs no more than the
+    map of now (``knob``: the current knob values; going down never asks)."""
     mib = shadow_map_mib(n, cascades)
-    if mib <= SHADOW_CONFIRM_MIB:
+    now = shadow_map_mib(knob("shadow_size") or 0, knob("cascades") or 1)
+    if mib <= max(SHADOW_CONFIRM_MIB, now):
         return None
     what = f"{n}x{n} is a" if cascades == 1 else f"{cascades} cascades of {n}x{n} are a"
     return (
@@ -232,7 +234,7 @@ FRAME_KNOBS = (
         FrameSettings.shadow_size,
         "shadow map size in texels",
         describe=lambda n: f"shadow map: {n}x{n} ({shadow_map_mib(n):g} MiB)",
-        confirm=lambda n, knob: _shadow_cost(n, knob("cascades") or 1, f"shadow-size {n}"),
+        confirm=lambda n, knob: _shadow_cost(n, knob("cascades") or 1, f"shadow-size {n}", knob),
         confirm_help=f"over {SHADOW_CONFIRM_MIB} MiB in all cascades: add confirm",
     ),
     Knob(
@@ -245,7 +247,7 @@ FRAME_KNOBS = (
             + (" (one map over the shadow distance)" if n == 1 else " (practical split scheme)")
         ),
         confirm=lambda n, knob: _shadow_cost(
-            knob("shadow_size") or FrameSettings.shadow_size, n, f"cascades {n}"
+            knob("shadow_size") or FrameSettings.shadow_size, n, f"cascades {n}", knob
         ),
         confirm_help=f"over {SHADOW_CONFIRM_MIB} MiB of shadow map: add confirm",
     ),

@@ -316,6 +316,26 @@ def test_more_cascades_of_a_large_map_need_confirm():
     assert 2 * 4096 * 4096 * 4 / 2**20 == 128
 
 
+def test_a_cheaper_shadow_map_never_asks():
+    """From 4 cascades of 4096 (256 MiB, confirmed at start): 3 cascades (192 MiB), the same
+    4 again and a smaller size apply at once; only more than now asks."""
+    frame = Frame(4)
+    frame.settings = replace(frame.settings, shadow_size=4096)
+    _run_shadow_command(frame, "cascades 3", True, "cascades: 3 (practical split scheme)",
+                        [None])  # fmt: skip
+    frame.settings = replace(frame.settings, cascades=4)
+    _run_shadow_command(frame, "cascades 4", True, "cascades: 4 (practical split scheme)",
+                        [None, None])  # fmt: skip
+    _run_shadow_command(frame, "shadow-size 2048", True, "shadow map: 2048x2048 (16 MiB)",
+                        [None, None, 2048])  # fmt: skip
+    frame = Frame(4)
+    frame.settings = replace(frame.settings, shadow_size=4096)
+    want = "error: shadow-size: 4 cascades of 8192x8192 are a 1024 MiB shadow map"
+    reg = CommandRegistry()
+    register_frame_commands(reg, frame)
+    assert reg.execute("shadow-size 8192").text.startswith(want)
+
+
 def _run_shadow_command(frame, line, ok, text, applied):
     reg = CommandRegistry()
     register_frame_commands(reg, frame)
