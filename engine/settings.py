@@ -355,22 +355,26 @@ def add_frame_arguments(parser: argparse.ArgumentParser, *, default_instances: i
     )
 
 
-#: (knob, the knob whose value turns its feature off, that value): a flag that changes a
-#: knob which such a value makes moot is refused, not silently ignored.
+#: (option, the knob whose value turns its feature off, that value): an option (a knob's name,
+#: or another flag of the frame's) set while such a value makes it moot is refused, not
+#: silently ignored.
 MOOT_WITH = (
     ("shadow-size", "shadows", False),
     ("cascades", "shadows", False),
     ("cascade-lambda", "shadows", False),
     ("cascade-lambda", "cascades", 1),
     ("exposure", "post", False),
+    ("shadow-camera", "shadows", False),
+    ("cull-camera", "cull", False),
 )
 
 
 def check_knob_conflicts(args: argparse.Namespace) -> None:
-    """Refuse flags that contradict each other: a knob set away from its default while another
-    flag turns off what it tunes (``--cascades 4 --no-shadows``; ``MOOT_WITH``). Turning off
-    two things at once (``--no-post --no-taa``) is no contradiction. A namespace without the
-    frame's knobs passes.
+    """Refuse flags that contradict each other: a knob set away from its default (or a flag
+    such as ``--cull-camera`` given) while another flag turns off what it tunes
+    (``--cascades 4 --no-shadows``; ``MOOT_WITH``). Turning off two things at once
+    (``--no-post --no-taa``) is no contradiction. A namespace without the frame's knobs
+    passes.
 
     Raises:
         OptionError: one line naming both flags and what to do.
@@ -378,14 +382,25 @@ def check_knob_conflicts(args: argparse.Namespace) -> None:
     knobs = {k.name: k for k in FRAME_KNOBS}
     values = {k.name: getattr(args, k.attr, k.default) for k in FRAME_KNOBS}
     for name, needs, off in MOOT_WITH:
-        knob, other = knobs[name], knobs[needs]
-        if values[needs] == off and values[name] != knob.default:
-            flag = knob.flag if knob.switch else f"{knob.flag} {values[name]}"
-            moot = other.flag if other.switch else f"{other.flag} {off}"
-            todo = "drop one of the two"
-            if off == other.default:  # the other was not given: say so
-                moot, todo = f"{moot} (the default)", f"drop it or give {other.flag}"
-            raise OptionError(f"argument {flag}: it has no effect with {moot}; {todo}")
+        other = knobs[needs]
+        if values[needs] != off:
+            continue
+        if name in knobs:
+            knob = knobs[name]
+            if values[name] == knob.default:
+                continue
+            value = values[name]
+            shown = f"{value:g}" if isinstance(value, float) else value
+            flag = knob.flag if knob.switch else f"{knob.flag} {shown}"
+        elif getattr(args, name.replace("-", "_"), None) is None:
+            continue
+        else:
+            flag = f"--{name}"
+        moot = other.flag if other.switch else f"{other.flag} {off}"
+        todo = "drop one of the two"
+        if off == other.default:  # the other need not have been given: say it is the default
+            moot, todo = f"{moot}, the default", f"drop it or give {other.flag} another value"
+        raise OptionError(f"argument {flag}: it has no effect with {moot}; {todo}")
 
 
 def settings_from_args(args: argparse.Namespace) -> FrameSettings:

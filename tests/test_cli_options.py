@@ -121,12 +121,21 @@ def test_readme_and_help_agree_on_s13s_default_exposure():
         (
             ["--cascade-lambda", "0.2"],
             "argument --cascade-lambda 0.2: it has no effect with "
-            "--cascades 1 (the default); drop it or give --cascades",
+            "--cascades 1, the default; drop it or give --cascades another value",
         ),
         (
             ["--no-post", "--exposure", "2"],
-            "argument --exposure 2.0: it has no effect with --no-post; drop one of the two",
+            "argument --exposure 2: it has no effect with --no-post; drop one of the two",
         ),
+        (
+            ["--no-cull", "--cull-camera", "0,40,120:0,0,0"],
+            "argument --cull-camera: it has no effect with --no-cull; drop one of the two",
+        ),
+        (
+            ["--shadow-camera", "0,40,120:0,0,0", "--no-shadows"],
+            "argument --shadow-camera: it has no effect with --no-shadows; drop one of the two",
+        ),
+        (["--cull-camera", "0,40,120:0,0,0", "--no-occlusion"], None),  # it still culls
         (["--no-post", "--no-taa", "--no-bloom", "--no-shadows", "--no-shadow-snap"], None),
         (["--cascades", "4", "--cascade-lambda", "0.2", "--shadow-size", "1024"], None),
         (["--no-post", "--exposure", "0.9"], None),  # the default: nothing to ignore
