@@ -403,6 +403,27 @@ def check_knob_conflicts(args: argparse.Namespace) -> None:
         raise OptionError(f"argument {flag}: it has no effect with {moot}; {todo}")
 
 
+def check_post_options(args, sample: str, why: str, *, variants=(), knobs=()) -> None:
+    """Refuse ``--no-post`` beside options that act only on the post chain's HDR colour: the
+    sample's ``variants`` that need it (``--variant NAME``, or ``--variant-cycle``, which
+    reaches them) and its ``knobs`` set away from their defaults. ``why``: what needs it.
+
+    Raises:
+        OptionError: one line naming the options and what to do.
+    """
+    if getattr(args, "post", True):
+        return
+    given = []
+    if getattr(args, "variant", None) in variants:
+        given.append(f"--variant {args.variant}")
+    if variants and getattr(args, "variant_cycle", None):
+        given.append("--variant-cycle")
+    given += [k.flag for k in knobs if getattr(args, k.attr, k.default) != k.default]
+    if given:
+        raise OptionError(f"{sample} --no-post: {why}, which only the post chain has; drop "
+                          f"--no-post or {' and '.join(given)}")  # fmt: skip
+
+
 def settings_from_args(args: argparse.Namespace) -> FrameSettings:
     """``FrameSettings`` from the knobs' flags (occlusion needs culling)."""
     values = values_from_args(args, FRAME_KNOBS)

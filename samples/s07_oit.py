@@ -49,7 +49,6 @@ from engine.graph import ComputePass, RenderPass, TextureDesc, TransferPass
 from engine.knobs import Knob, add_knob_arguments
 from engine.materials.model import AlphaMode, Material
 from engine.math3d import translation
-from engine.options import OptionError
 from engine.passes.bundles import BundleCache
 from engine.passes.resources import (
     DEPTH,
@@ -64,7 +63,7 @@ from engine.scene.camera import CAMERA_FORMAT, FixedPath, OrbitPath, parse_camer
 from engine.scene.meshes import plane
 from engine.scene.procedural import MESH_SPHERE, city
 from engine.scene.scene import Mesh, Scene
-from engine.settings import FRAME_KNOBS, settings_from_args
+from engine.settings import FRAME_KNOBS, check_post_options, settings_from_args
 from engine.shader_registry import shader_pipeline
 from engine.tools.memory.table import describe, scan
 
@@ -666,6 +665,12 @@ class OitSample(Sample):
                             help="a fixed camera instead of the orbit around the glass "
                                  "(world units, degrees), e.g. 10,9,22:0,7,0:40")  # fmt: skip
 
+    @classmethod
+    def check_options(cls, args) -> None:
+        super().check_options(args)
+        check_post_options(args, "s07", "the wboit and linked variants composite into the HDR "
+                           "colour", variants=("wboit", "linked"), knobs=cls.knobs)  # fmt: skip
+
     def build(self, graph) -> None:
         args = self.app.args
         scene, self.path = glass_scene(seed=args.seed)
@@ -681,12 +686,7 @@ class OitSample(Sample):
         if getattr(args, "gpu_profile", None):
             self.stats = VariantStats()
             self.app.telemetry.subscribe(self.stats)
-        if not self.frame.settings.post:
-            asked = getattr(args, "variant", None)
-            if asked not in (None, "sorted") or getattr(args, "variant_cycle", None):
-                raise OptionError("s07 --no-post: the wboit and linked variants composite into "
-                                  "the HDR colour, which only the post chain has; drop --no-post "
-                                  "or use --variant sorted")  # fmt: skip
+        if not self.frame.settings.post:  # (check_options refused what needs it)
             log.warning("s07: --no-post: no HDR colour; the wboit and linked variants are off")
         log.info("s07: %d BLEND instances over %s opaque ones", self.frame.res.transparent.count,
                  f"{scene.count - self.frame.res.transparent.count:,}")  # fmt: skip

@@ -58,7 +58,7 @@ from engine.passes.resources import HDR
 from engine.passes.screen import ScreenCompute, ScreenPass
 from engine.profiling.draws import draw_label
 from engine.scene.procedural import city
-from engine.settings import FRAME_KNOBS, settings_from_args
+from engine.settings import FRAME_KNOBS, check_post_options, settings_from_args
 
 log = logging.getLogger("lantern")
 MAX_RADIUS = 32  # s08_blur_common.wgsl's; the tiled variant's workgroup memory is sized by it
@@ -172,6 +172,12 @@ class BlurSample(Sample):
     @classmethod
     def add_arguments(cls, parser) -> None:
         add_knob_arguments(parser, FRAME_KNOBS, "standard frame")  # --no-taa, --shadow-size...
+
+    @classmethod
+    def check_options(cls, args) -> None:
+        super().check_options(args)
+        check_post_options(args, "s08", "the blur works on the HDR colour",
+                           variants=cls.variants, knobs=cls.knobs)  # fmt: skip
 
     def build(self, graph) -> None:
         scene, self.path = city(CITY, seed=self.app.args.seed)

@@ -217,3 +217,21 @@ def test_a_variants_wgsl_hot_reloads_and_its_cost_change_is_the_blurs_note(gpu, 
         ctx.close_all()
     finally:
         set_shader_registry(gpu.device, previous)
+
+
+def test_no_post_with_what_only_blurs_is_one_line(tmp_path):
+    """The blur works on the HDR colour, which only the post chain has: --no-post beside a
+    variant, --variant-cycle or --radius is refused before the GPU; --no-post alone runs
+    (Blur off, with a warning)."""
+    from tests.helpers import run_sample
+
+    png = tmp_path / "a.png"
+    cases = {("--variant", "tiled"): "--variant tiled", ("--variant-cycle", "4"):
+             "--variant-cycle", ("--radius", "20"): "--radius"}  # fmt: skip
+    for extra, named in cases.items():
+        r = run_sample("s08", "--size", "32x18", "--frames", "1", "--no-post", *extra,
+                       "--capture", str(png))  # fmt: skip
+        assert r.returncode == 2 and r.stderr.strip().endswith(f"drop --no-post or {named}")
+        assert "Traceback" not in r.stderr and "GPU:" not in r.stdout and not png.exists()
+    r = run_sample("s08", "--size", "32x18", "--frames", "1", "--no-post", "--capture", str(png))
+    assert r.returncode == 0 and "Blur is off" in r.stderr and png.exists()
