@@ -517,6 +517,12 @@ def test_world_uv_has_no_mip_spike_along_triangle_edges(gpu):
     # 2 UV units per metre, 64 texels each: texels per pixel from the footprint along x
     want = np.log2(np.maximum(np.abs(np.gradient(uv[..., 0], axis=1)) * 2 * 64, 1e-9))
     assert np.allclose(level[inside], np.maximum(want[inside], 0.0), atol=0.1)
+    # the picture: each pixel the published sRGB bytes of Turbo at its whole level
+    from engine.tools.views.reference import TURBO9
+
+    shown = h.target.read_rgba()[..., :3][inside].astype(float)
+    bytes_ = TURBO9[np.clip(level[inside], 0, 8).astype(int)] * 255
+    assert np.abs(shown - bytes_).max() <= 1.0, np.abs(shown - bytes_).max()
 
 
 def test_the_lit_shader_samples_only_what_the_scene_uses(gpu):

@@ -444,7 +444,7 @@ fn fs_material(@builtin(position) frag: vec4f) -> @location(0) vec4f {
 fn fs_mip(@builtin(position) frag: vec4f) -> @location(0) vec4f {
     let level = material_texel(frag).r;
     let c = select(turbo9(u32(clamp(level, 0.0, 8.0))), vec3f(0.2), level < 0.0);
-    return sky_or(frag, c);
+    return sky_or(frag, srgb_to_linear(c));  // sRGB as published: the target encodes it back
 }
 
 // -- the local lights per cluster (engine/lights; Lights.Cluster's counts) -------------------
