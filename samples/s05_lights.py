@@ -145,6 +145,8 @@ class LightsSample(Sample):
             raise OptionError("s05 --sweep: it runs every light path in turn; drop --variant, "
                               "--light-path and --variant-cycle")  # fmt: skip
         args.light_path = args.variant = variant or path
+        if not args.sweep:
+            args.lights = args.lights or DEFAULT_LIGHTS  # (the view checks count them)
         super().check_options(args)
 
     def build(self, graph) -> None:

@@ -597,6 +597,8 @@ def test_view_option_errors_exit_2_in_one_line(tmp_path):
         ("--view", "shadow", "--no-shadows"): "with --no-shadows",
         ("--view", "culled"): "--cull-camera",
         ("--view", "hiz:40"): "the pyramid has levels 0..",
+        ("--view", "lights"): "view lights needs local lights, and this run has none",
+        ("--view", "mip", "--no-textures"): "view mip cannot be shown with --no-textures",
     }
     for args, msg in cases.items():
         r = run_sample("s13", "--instances", "200", "--size", "96x64", "--capture", png, *args)

@@ -147,7 +147,17 @@ VIEWS = (
     DebugView("overdraw", "", (DEPTH, VIEW_OVERDRAW), geometry="overdraw"),  # legend: the tool
     DebugView("cost", "", (DEPTH, VIEW_OVERDRAW), geometry="cost"),  # legend: the tool
     *(
-        DebugView(name, legend, (DEPTH, VIEW_MATERIAL), geometry=f"material:{i}")
+        DebugView(
+            name,
+            legend,
+            (DEPTH, VIEW_MATERIAL),
+            geometry=f"material:{i}",
+            **(
+                {"needs": ("textures",), "needs_what": "the material textures"}
+                if name == "mip"
+                else {}
+            ),
+        )  # fmt: skip
         for i, (name, legend) in enumerate(
             (
                 ("basecolor", "material base colour (factor x texture x instance tint), linear"),
