@@ -48,6 +48,7 @@ log = logging.getLogger("lantern")
 DEFAULT_INSTANCES = 20_000
 DEFAULT_LIGHTS = 2_000
 STOP_MS = 100.0  # a path whose median frame is slower drops out of the larger counts
+SWEEP_FRAMES, SWEEP_ROUNDS = 12, 3  # a block's timed frames, and rounds over the paths
 SETTLE = 3  # frames after each switch not measured (uploads, first use of a pipeline)
 MAX_BLOCK = 4  # a block waits at most this many times its frames for timed records
 CULL_PASSES = ("Lights.Reset", "Lights.Cluster")
@@ -119,10 +120,12 @@ class LightsSample(Sample):
                        "and --capture); the run ends when done")  # fmt: skip
         g.add_argument("--sweep-counts", type=_counts, default=None, metavar="N,N,...",
                        help=f"the light counts (default {','.join(map(str, COUNTS))})")  # fmt: skip
-        g.add_argument("--sweep-frames", type=int, default=12, metavar="F",
-                       help="frames a block measures, after its first 3 (default 12)")  # fmt: skip
-        g.add_argument("--sweep-rounds", type=int, default=3, metavar="R",
-                       help="times round the paths per count (default 3)")  # fmt: skip
+        g.add_argument("--sweep-frames", type=int, default=SWEEP_FRAMES, metavar="F",
+                       help=f"frames a block measures, after its first 3 (default "
+                       f"{SWEEP_FRAMES})")  # fmt: skip
+        g.add_argument("--sweep-rounds", type=int, default=SWEEP_ROUNDS, metavar="R",
+                       help=f"times round the paths per count (default "
+                       f"{SWEEP_ROUNDS})")  # fmt: skip
         g.add_argument("--sweep-stop-ms", type=float, default=STOP_MS, metavar="MS",
                        help=f"a path stops once its median frame is slower (default "
                        f"{STOP_MS:g})")  # fmt: skip
@@ -140,6 +143,18 @@ class LightsSample(Sample):
         if variant is not None and path != LIGHT_PATHS[0] and variant != path:
             raise OptionError(f"s05: --light-path {path} and --variant {variant} name the same "
                               "choice (the variants are the light paths); give one")  # fmt: skip
+        if args.scene is not None:
+            raise OptionError("s05 --scene: s05 sweeps the procedural city's street lights; a "
+                              "file's own lights draw in s13: python -m samples.s13 --scene "
+                              "FILE --light-path PATH")  # fmt: skip
+        sizes = {"--sweep-counts": (args.sweep_counts, None),
+                 "--sweep-frames": (args.sweep_frames, SWEEP_FRAMES),
+                 "--sweep-rounds": (args.sweep_rounds, SWEEP_ROUNDS),
+                 "--sweep-stop-ms": (args.sweep_stop_ms, STOP_MS)}  # fmt: skip
+        sweep_only = [flag for flag, (value, default) in sizes.items() if value != default]
+        if sweep_only and not args.sweep:
+            raise OptionError(f"s05 {sweep_only[0]}: it sizes a --sweep; add --sweep or drop "
+                              f"{sweep_only[0]}")  # fmt: skip
         chosen = variant is not None or path != LIGHT_PATHS[0] or args.variant_cycle
         if args.sweep and chosen:
             raise OptionError("s05 --sweep: it runs every light path in turn; drop --variant, "

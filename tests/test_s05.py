@@ -73,6 +73,8 @@ def test_a_tiny_sweep_prints_every_path_and_the_crossovers(tmp_path):
             ("--sweep", "--light-path", "forward", "--gpu-profile", "--capture", "x.png"),
             "it runs every light path in turn",
         ),
+        (("--sweep-counts", "1,5", "--capture", "x.png"), "add --sweep or drop --sweep-counts"),
+        (("--scene", "assets/meshes/house.glb"), "a file's own lights draw in s13"),
         (
             ("--sweep", "--gpu-profile", "--capture", "x.png", "--sweep-stop-ms", "-5"),
             "--sweep-stop-ms > 0",
