@@ -66,12 +66,36 @@ def test_dump_counters_table_and_depth_npy(tmp_path):
     assert z.shape[:2] == (64, 96) and 0 < (z > 0).mean() < 1  # reverse-Z: sky stays 0
 
 
+def test_every_layer_of_a_layered_texture_is_dumped(tmp_path):
+    """``shadow.map`` with 3 cascades is 3 layers: ``.npy`` holds ``(3, H, W, 1)``, a
+    ``.png`` the layers side by side (layer 0 left), each as the frame left it, said so."""
+    npy, png = tmp_path / "sm.npy", tmp_path / "sm.png"
+    r = run_sample("s13", *RUN, "--cascades", "3", "--shadow-size", "256",
+                   "--dump", "shadow.map", str(npy), "--dump", "shadow.map", str(png))  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "3 layers (axis 0)" in r.stdout and "3 layers side by side" in r.stdout
+    layers = np.load(npy)
+    assert layers.shape == (3, 256, 256, 1) and layers.dtype == np.float32
+    for a in layers:  # each cascade has casters (reverse-Z: nearer the sun is larger)
+        assert 0 < (a > 0).mean() < 1
+    assert not np.array_equal(layers[0], layers[2])
+    from PIL import Image
+
+    rgb = np.asarray(Image.open(png).convert("L")).astype(float)
+    assert rgb.shape == (256, 768)
+    lo, hi = float(layers.min()), float(layers.max())  # the range map over every layer
+    want = np.concatenate(list(layers[..., 0]), axis=1)
+    assert np.abs(rgb - (want - lo) / (hi - lo) * 255).max() <= 1.0
+
+
 def test_dump_bad_input_is_one_line(tmp_path):
     cases = {
         ("nope", "x.npy"): "textures: frame.albedo, frame.ambient, frame.depth",
         ("frame.hdr@Post", "x.npy"): "passes that do: Main.Early",
         ("cull.args", "x.png"): "write it as .npy or .csv",
         ("frame.depth", "x.txt"): "must end in .npy, .png, .exr or .csv",
+        ("bogus", "x.csv"): "unknown resource 'bogus'",  # the name first, then the suffix
+        ("frame.depth", "x.csv"): "frame.depth is a texture: write it as .npy, .png or .exr",
     }
     knobs = {  # a resource no enabled pass writes: refused, not dumped as zeros
         ("frame.hdr", "x.npy", "--no-post"): "no pass writes 'frame.hdr'",

@@ -99,8 +99,22 @@ def range_map(values: np.ndarray) -> tuple[np.ndarray, float, float]:
     return rgb, lo, hi
 
 
+def read_layers(device, texture, path: str) -> tuple[np.ndarray, str]:
+    """Every array layer of ``texture`` (mip 0) for ``write_dump`` to ``path``: one layer
+    ``(H, W, C)``; several ``(L, H, W, C)`` for ``.npy``, else side by side ``(H, L * W, C)``
+    (layer 0 on the left). Also the note the written line adds (``""`` for one layer)."""
+    count = texture.size[2]
+    if count == 1:
+        return read_texture(device, texture), ""
+    layers = np.stack([read_texture(device, texture, layer=i) for i in range(count)])
+    if path.lower().endswith(".npy"):
+        return layers, f"; {count} layers (axis 0)"
+    return np.concatenate(list(layers), axis=1), f"; {count} layers side by side, 0 on the left"
+
+
 def write_dump(values: np.ndarray, path: str) -> str:
-    """Write ``values`` (``(H, W, C)``) to ``path`` by its suffix; returns what was written
+    """Write ``values`` (``(H, W, C)``; ``.npy`` also ``(L, H, W, C)``) to ``path`` by its
+    suffix; returns what was written
     (one line). Raises ``OSError`` when the file cannot be written, ``ValueError`` for
     another suffix."""
     suffix = os.path.splitext(path)[1].lower()
@@ -212,8 +226,6 @@ class DumpTool:
             if not path.lower().endswith((".npy", ".csv")):
                 raise OptionError(f"--dump: {base} is a buffer: write it as .npy or .csv")
             return
-        if path.lower().endswith(".csv"):
-            raise OptionError(f"--dump: {base} is a texture: write it as .npy, .png or .exr")
         if base not in names and graph.how_to_write(base) is not None:
             raise OptionError(_unwritten(base, graph))
         if base not in names:
@@ -221,6 +233,8 @@ class DumpTool:
                 f"--dump: unknown resource {base!r}; textures: {', '.join(names)}; "
                 f"buffers: {', '.join(tables) or 'none'}"
             )
+        if path.lower().endswith(".csv"):
+            raise OptionError(f"--dump: {base} is a texture: write it as .npy, .png or .exr")
         writers = graph.writers(base)
         if not writers and base not in graph.imports:
             raise OptionError(_unwritten(base, graph))
@@ -258,8 +272,8 @@ class DumpTool:
             if ref in tables:
                 what = write_table(read_table(self.ctx.gpu.device, *tables[ref]), path)
             else:
-                values = read_texture(self.ctx.gpu.device, graph.texture(ref))
-                what = write_dump(values, path) + _at_ceiling(values, graph, ref)
+                values, layers = read_layers(self.ctx.gpu.device, graph.texture(ref), path)
+                what = write_dump(values, path) + _at_ceiling(values, graph, ref) + layers
         except (OSError, ValueError, wgpu.GPUError) as e:
             log.error("--dump: cannot write %s: %s", path, getattr(e, "strerror", None) or e)
             self.ctx.status = 1
