@@ -272,6 +272,22 @@ def test_infinite_node_scale_is_one_line_without_a_numpy_warning(tmp_path):
         _raises(tmp_path / "inf.gltf", "node 0 has a non-finite transform")
 
 
+@pytest.mark.parametrize(
+    "rotation, message",
+    [
+        ([math.nan, 0.0, 0.0, 1.0], "node 0 rotation [nan, 0.0, 0.0, 1.0] is not finite"),
+        ([0.0, 0.0, 0.0, 0.0], "node 0 rotation [0, 0, 0, 0] is not a quaternion"),
+    ],
+)
+def test_a_bad_rotation_names_its_node(tmp_path, rotation, message):
+    doc, blob = build([[Prim(box())]], [Node(mesh=0)], [0])
+    save(doc, blob, tmp_path / "rot.gltf")
+    obj = json.loads((tmp_path / "rot.gltf").read_text())
+    obj["nodes"][0]["rotation"] = rotation  # NaN: the token Python's json writes and reads
+    (tmp_path / "rot.gltf").write_text(json.dumps(obj))
+    _raises(tmp_path / "rot.gltf", message)
+
+
 @pytest.mark.parametrize("scale", [1e300, 3.5e38])
 def test_node_transform_beyond_float32_is_one_line_without_a_numpy_warning(tmp_path, scale):
     # finite in float64 (JSON), inf once stored as float32: named by node, no RuntimeWarning
@@ -388,7 +404,7 @@ OTHER_INPUTS = [
     ("mesh.gltf", V2 + '"nodes": [{"mesh": "a"}]}',
      'nodes[0].mesh must be a non-negative integer, not the string "a"'),
     ("trs.gltf", V2 + '"nodes": [{"translation": [1, 2]}]}',
-     "nodes[0].translation must be an array of 3 numbers, not an array"),
+     "nodes[0].translation must be an array of 3 numbers, not an array of 2"),
     ("attr.gltf",
      V2 + '"meshes": [{"primitives": [{"attributes": {"POSITION": true}}]}]}',
      "meshes[0].primitives[0].attributes.POSITION must be a non-negative integer, not a boolean"),

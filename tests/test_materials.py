@@ -142,6 +142,9 @@ BAD = {
     "metallic above 1": (
         lambda: _doc_with({"pbrMetallicRoughness": {"metallicFactor": 1.5}}),
         "material 0 metallicFactor 1.5 is outside 0..1"),
+    "NaN emissive": (
+        lambda: _doc_with({"emissiveFactor": [float("nan"), 0.0, 0.0]}),
+        "material 0 emissiveFactor [nan, 0.0, 0.0] is not finite (glTF 2.0: 0..1)"),
     "unknown alpha mode": (
         lambda: _doc_with({"alphaMode": "CUTOUT"}), "alphaMode 'CUTOUT' is not OPAQUE"),
 }  # fmt: skip

@@ -428,7 +428,11 @@ def _json_type(v) -> str:
         return f"the number {v}"
     if isinstance(v, str):
         return f"the string {json.dumps(v[:24])}"
-    return {list: "an array", dict: "an object"}.get(type(v), "null")
+    if isinstance(v, list):  # the length, or what is not a number: a wrong one is named
+        if not all(map(_is_number, v)):
+            return "an array holding something other than numbers"
+        return f"an array of {len(v)}"
+    return {dict: "an object"}.get(type(v), "null")
 
 
 def _prune(value, spec):
@@ -581,7 +585,10 @@ class _Loader:
             t[:3, 3] = node.translation
         r = np.identity(4)
         if node.rotation is not None:
-            r[:3, :3] = _quat_to_matrix(np.array(node.rotation, np.float64))
+            try:
+                r[:3, :3] = _quat_to_matrix(np.array(node.rotation, np.float64))
+            except ValueError as e:  # NaN, inf, zero or not 4 values: name the node
+                raise self.fail(f"node {index} {e}") from None
         s = np.identity(4)
         if node.scale is not None:
             s[[0, 1, 2], [0, 1, 2]] = node.scale
@@ -810,9 +817,13 @@ def vertex_normals(pos: np.ndarray, indices: np.ndarray) -> np.ndarray:
 
 def _quat_to_matrix(q: np.ndarray) -> np.ndarray:
     """Rotation matrix of a glTF unit quaternion ``(x, y, z, w)`` (normalised here)."""
+    if q.shape != (4,):
+        raise ValueError(f"rotation has {q.size} values, need 4 (x, y, z, w)")
+    if not np.isfinite(q).all():
+        raise ValueError(f"rotation {q.tolist()} is not finite")
     norm = np.linalg.norm(q)
-    if q.shape != (4,) or not np.isfinite(q).all() or norm == 0:
-        raise ValueError(f"rotation {q.tolist()} is not a non-zero quaternion")
+    if norm == 0:
+        raise ValueError("rotation [0, 0, 0, 0] is not a quaternion (a unit one is needed)")
     x, y, z, w = q / norm
     return np.array(
         [

@@ -154,7 +154,8 @@ class MaterialReader:
         ):
             if not all(0.0 <= v <= 1.0 for v in values):  # NaN fails too
                 shown = list(values) if len(values) > 1 else values[0]
-                raise self.fail(f"{where} {name} {shown} is outside 0..1 (glTF 2.0)")
+                what = "is not finite" if not all(map(math.isfinite, values)) else "is outside 0..1"
+                raise self.fail(f"{where} {name} {shown} {what} (glTF 2.0: 0..1)")
         mode_name = m.get("alphaMode", "OPAQUE")
         if mode_name not in AlphaMode.__members__:
             raise self.fail(f"{where} alphaMode {mode_name!r} is not OPAQUE, MASK or BLEND")
