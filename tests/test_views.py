@@ -299,7 +299,9 @@ def test_view_option_parses_names_and_levels():
     assert parse_view("cascades:texels") == ("cascades", 1)
     assert parse_view("cascades:index") == ("cascades", 0)
     bad_cases = (("dept", "views: depth"), ("hiz:x", "hiz:N"), ("depth:1", "no level"),
-                 ("cascades:2", "cascades:index|texels"))  # fmt: skip
+                 ("cascades:2", "cascades:index|texels"),
+                 ("cascades:foo", r"^view cascades:foo: expected cascades:index\|texels"),
+                 ("overdraw:x", r"^view overdraw:x: expected overdraw:before\|after"))  # fmt: skip
     for bad, msg in bad_cases:
         with pytest.raises(ValueError, match=msg):
             parse_view(bad)

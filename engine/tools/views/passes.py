@@ -123,6 +123,9 @@ def parse_view(text: str) -> tuple[str, int | None]:
         return name, 0 if level == "before" else 1
     if name == "cascades" and level in CASCADES_MODES:
         return name, CASCADES_MODES.index(level)
+    modes = {"overdraw": "before|after", "cascades": "|".join(CASCADES_MODES)}
+    if name in modes:
+        raise ValueError(f"view {name}:{level}: expected {name}:{modes[name]}, got {text!r}")
     if name != "hiz":
         raise ValueError(
             f"view {name} takes no level (only hiz:N, overdraw:before|after and "

@@ -257,7 +257,8 @@ class ViewTool:
                 )
             vp.level = 0 if level is None else level
         elif level is not None:
-            raise CommandError(f"view {name} takes no level (only hiz does)")
+            raise CommandError(f"view {name} takes no level (only hiz, overdraw and cascades "
+                               "do)")  # fmt: skip
         if BY_NAME[name].geometry is not None:
             self.geometry_pass.ensure_targets()
             mode, _, quantity = BY_NAME[name].geometry.partition(":")
