@@ -94,6 +94,8 @@ def test_bad_input_is_one_line_and_changes_nothing(insp):
         f"inspect {DEPTH} channel g": "has r",
         f"inspect {HDR}@Post": "passes that do: Main.Early",
         f"inspect {HDR} range 2 1": "LO < HI",
+        f"inspect {HDR} range 0 inf": "range: 0 inf: give two finite numbers LO < HI",
+        f"inspect {HDR} range nan 1": "range: nan 1: give two finite numbers",
         f"inspect {HDR} zoom 2": "options: mip N",
         "inspect post.taa": "no pass writes 'post.taa' now",  # TAA off in this frame
     }

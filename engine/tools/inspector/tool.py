@@ -12,6 +12,7 @@ graph's snapshot of ``NAME`` right after ``PASS``. Nothing is created before the
 from __future__ import annotations
 
 import logging
+import math
 
 from engine.commands import CommandError, Text
 from engine.graph import split_ref
@@ -269,6 +270,8 @@ def _options(words: list[str]) -> dict:
                 raise CommandError(
                     f"range: expected two numbers, got {words[i + 1 : i + 3]}"
                 ) from None
+            if not (math.isfinite(lo) and math.isfinite(hi)):  # bins of infinite width
+                raise CommandError(f"range: {lo:g} {hi:g}: give two finite numbers LO < HI")
             if not hi > lo:
                 raise CommandError(f"range: {lo:g} {hi:g} is empty; give LO < HI")
             out["value_range"] = (lo, hi)
