@@ -399,6 +399,8 @@ OTHER_INPUTS = [
     ("folder.gltf", None, "is a directory"),
     ("array.gltf", "[1, 2]", "glTF JSON must be an object, not an array"),
     ("noversion.gltf", '{"asset": {"version": 2.0}}', "no asset.version string"),
+    ("minversion.gltf", '{"asset": {"version": "2.0", "minVersion": "2.1"}}',
+     "asset.minVersion 2.1 asks for more than glTF 2.0"),
     ("nodes.gltf", V2 + '"nodes": "x"}',
      'nodes must be an array, not the string "x"'),
     ("mesh.gltf", V2 + '"nodes": [{"mesh": "a"}]}',

@@ -403,6 +403,10 @@ def _check_version(p: Path, obj) -> None:
         raise SceneError(f"{p}: no asset.version string; not a glTF 2.0 file. {SUPPORTED}")
     if not version.startswith("2."):
         raise SceneError(f"{p}: glTF {version} is not supported; {SUPPORTED}")
+    least = asset.get("minVersion")  # glTF 2.0 3.2: a loader refuses a minVersion it lacks
+    if isinstance(least, str) and least != "2.0":
+        raise SceneError(f"{p}: asset.minVersion {least} asks for more than glTF 2.0, which "
+                         "Lantern reads; export it as glTF 2.0")  # fmt: skip
 
 
 def _check_extensions(p: Path, obj: dict) -> None:
