@@ -369,6 +369,16 @@ MOOT_WITH = (
 )
 
 
+def local_light_count(args) -> int:
+    """The local lights a command line starts with: the ``--scene`` file's
+    (``KHR_lights_punctual``), else ``--lights`` (0 for a sample without the flag: its own
+    scene has none)."""
+    scene = getattr(args, "scene", None)
+    if scene is not None and hasattr(scene, "lights"):
+        return scene.lights.count
+    return getattr(args, "lights", None) or 0
+
+
 def check_knob_conflicts(args: argparse.Namespace) -> None:
     """Refuse flags that contradict each other: a knob set away from its default (or a flag
     such as ``--cull-camera`` given) while another flag turns off what it tunes
@@ -401,6 +411,11 @@ def check_knob_conflicts(args: argparse.Namespace) -> None:
         if off == other.default:  # the other need not have been given: say it is the default
             moot, todo = f"{moot}, the default", f"drop it or give {other.flag} another value"
         raise OptionError(f"argument {flag}: it has no effect with {moot}; {todo}")
+    path = values["light-path"]
+    if path != knobs["light-path"].default and local_light_count(args) == 0:
+        raise OptionError(f"argument --light-path {path}: it has no effect without local lights "
+                          "(--lights N in s13 and s05, or a --scene file's); drop it or add "
+                          "lights")  # fmt: skip
 
 
 def check_post_options(args, sample: str, why: str, *, variants=(), knobs=()) -> None:

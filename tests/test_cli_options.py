@@ -136,6 +136,12 @@ def test_readme_and_help_agree_on_s13s_default_exposure():
             "argument --shadow-camera: it has no effect with --no-shadows; drop one of the two",
         ),
         (["--cull-camera", "0,40,120:0,0,0", "--no-occlusion"], None),  # it still culls
+        (
+            ["--light-path", "deferred"],
+            "argument --light-path deferred: it has no effect without local lights (--lights N "
+            "in s13 and s05, or a --scene file's); drop it or add lights",
+        ),
+        (["--light-path", "deferred", "--lights", "10"], None),
         (["--no-post", "--no-taa", "--no-bloom", "--no-shadows", "--no-shadow-snap"], None),
         (["--cascades", "4", "--cascade-lambda", "0.2", "--shadow-size", "1024"], None),
         (["--no-post", "--exposure", "0.9"], None),  # the default: nothing to ignore

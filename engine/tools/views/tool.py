@@ -19,6 +19,7 @@ from engine.culling.pyramid import pyramid_base, pyramid_levels
 from engine.culling.reference import VISIBLE
 from engine.passes.resources import frame_resources
 from engine.passes.shadow import BLEND_BAND
+from engine.settings import local_light_count
 from engine.tool import Key, OptionError
 from engine.tools.views.panel import ViewPanel
 from engine.tools.views.passes import (
@@ -71,7 +72,7 @@ def check_view_option(args) -> str | None:
         return f"view {name} cannot be shown with {flag}"
     if name == "cost" and getattr(args, "gpu_profile", None) != "draws":
         return "view cost needs per-draw GPU timing: add --gpu-profile draws"
-    if name == "lights" and _local_lights(args) == 0:
+    if name == "lights" and local_light_count(args) == 0:
         return "view lights needs local lights, and this run has none: add --lights N"
     if name == "culled" and getattr(args, "cull_camera", None) is None and args.capture:
         return "view culled needs a frozen culling camera: add --cull-camera EX,EY,EZ:TX,TY,TZ"
@@ -85,15 +86,6 @@ def check_view_option(args) -> str | None:
                 f"levels 0..{n - 1}"
             )
     return None
-
-
-def _local_lights(args) -> int | None:
-    """The local lights the command line starts with: the ``--scene`` file's, else
-    ``--lights``; None for a sample without ``--lights`` (its own scene decides)."""
-    scene = getattr(args, "scene", None)
-    if scene is not None and hasattr(scene, "lights"):
-        return scene.lights.count
-    return getattr(args, "lights", None)
 
 
 class ViewTool:
