@@ -63,9 +63,11 @@ class ExpandedSource:
         return self.origin[min(max(line, 1), len(self.origin)) - 1]
 
 
-def expand(path: Path, root: Path = SHADER_DIR, defines: dict | None = None) -> ExpandedSource:
+def expand(path: Path, root: Path | tuple[Path, ...] = SHADER_DIR,
+           defines: dict | None = None) -> ExpandedSource:  # fmt: skip
     """Read ``path`` and expand its includes (resolved beside the including file, then in
-    ``root``, then in ``shaders/``), each file at most once per module (an include cycle is
+    ``root``, a folder or several in order, then in ``shaders/``), each file at most once
+    per module (an include cycle is
     cut there). Each file must be UTF-8 (a byte-order mark is stripped) without NUL bytes
     (wgpu hands WGSL to C, which would stop reading there).
 
@@ -79,6 +81,7 @@ def expand(path: Path, root: Path = SHADER_DIR, defines: dict | None = None) -> 
         OSError: a file cannot be read (``FileNotFoundError`` when deleted).
         NotUtf8: a file is not UTF-8 text; the message names it and the byte.
     """
+    folders = (root,) if isinstance(root, Path) else tuple(root)
     files: list[Path] = []
     lines: list[str] = []
     origin: list[tuple[Path, int]] = []
@@ -99,7 +102,7 @@ def expand(path: Path, root: Path = SHADER_DIR, defines: dict | None = None) -> 
                 lines.append(text)
                 origin.append((p, i))
                 continue
-            inc = find_include(m.group(1), p.parent, root)
+            inc = find_include(m.group(1), p.parent, *folders)
             if inc.resolve() not in {f.resolve() for f in files}:
                 walk(inc)
 
@@ -192,15 +195,17 @@ class PipelineHandle(Generic[T]):
     """
 
     def __init__(self, registry: ShaderRegistry, name: str, path: Path, factory, label: str,
-                 defines: dict | None = None):  # fmt: skip
+                 defines: dict | None = None, home: Path | None = None):  # fmt: skip
         self.registry, self.name, self.path, self.label = registry, name, path, label
+        # where includes are looked for after the including file's folder
+        self.folders = (registry.root,) + ((home,) if home is not None else ())
         self.defines = dict(defines or {})
         self.factory: Callable[[wgpu.GPUShaderModule], T] = factory
         self.version = 0
         self.error: ShaderError | None = None
         self.build_ms = 0.0
         self._callbacks: list[Callable[[], Any]] = []
-        self.source = expand(path, registry.root, self.defines)
+        self.source = expand(path, self.folders, self.defines)
         t = time.perf_counter()
         self._current: T = factory(self._module(self.source))
         self.build_ms = (time.perf_counter() - t) * 1e3
@@ -238,7 +243,7 @@ class PipelineHandle(Generic[T]):
         """Whether the files now expand to other code than the current object's (a file that
         cannot be read, or is not UTF-8, counts as unchanged: the old pipeline stays)."""
         try:
-            return expand(self.path, self.registry.root, self.defines).code != self.source.code
+            return expand(self.path, self.folders, self.defines).code != self.source.code
         except (OSError, NotUtf8):
             return False
 
@@ -248,7 +253,7 @@ class PipelineHandle(Generic[T]):
         and its bind groups stay). Never raises for a bad shader or a missing file."""
         t = time.perf_counter()
         try:
-            source = expand(self.path, self.registry.root, self.defines)
+            source = expand(self.path, self.folders, self.defines)
         except OSError as e:
             self.error = ShaderError(Path(e.filename or self.path), None, None, "cannot read: "
                                      + (e.strerror or str(e)))  # fmt: skip
@@ -321,14 +326,16 @@ class ShaderRegistry:
                 naming the file and the byte). wgpu.GPUValidationError: it does not compile
                 or the factory's pipeline is invalid.
         """
-        path = Path(name)
+        path, home = Path(name), None
         if path.is_absolute():
             copy = self.root / path.name
-            path = copy if self.root != SHADER_DIR.resolve() and copy.is_file() else path
+            if self.root != SHADER_DIR.resolve() and copy.is_file():  # its own includes are
+                path, home = copy, path.parent  # still beside the file it stands in for
         else:
             path = find_include(str(path), self.root)
         path = path.resolve()
-        handle = PipelineHandle(self, Path(name).name, path, factory, label or path.name, defines)
+        handle = PipelineHandle(self, Path(name).name, path, factory, label or path.name, defines,
+                                home)  # fmt: skip
         self.handles.append(handle)
         return handle
 

@@ -507,3 +507,23 @@ def test_an_include_edit_rebuilds_its_users_and_errors_name_the_include(gpu, tmp
         assert tool.events[1].text.startswith(f"{tmp_path / 'common.wgsl'}:2:")
     finally:
         ctx.close_all()
+
+
+def test_a_copied_file_in_the_override_folder_finds_its_own_includes(gpu, tmp_path):
+    """``LANTERN_SHADER_DIR`` holding one sample WGSL file (the docs: a file is taken from
+    the folder when it has one of the same name): its include, which stays beside the file
+    it stands in for, is found there (it was looked for in ``shaders/``); the copy is the
+    one built."""
+    home, override = tmp_path / "sample", tmp_path / "work"
+    home.mkdir()
+    override.mkdir()
+    (home / "own_common.wgsl").write_text("const K: f32 = 1.0;\n")
+    text = '// #include "own_common.wgsl"\n@compute @workgroup_size(1)\nfn main() { let k = K; }\n'
+    (home / "own.wgsl").write_text(text)
+    (override / "own.wgsl").write_text(text.replace("let k = K;", "let k = K * 2.0;"))
+    registry = ShaderRegistry(gpu.device, root=override)
+    handle = registry.pipeline(home / "own.wgsl", lambda m: gpu.device.create_compute_pipeline(
+        layout="auto", compute={"module": m, "entry_point": "main"}))  # fmt: skip
+    assert handle.path == (override / "own.wgsl").resolve()
+    assert [f.name for f in handle.files] == ["own.wgsl", "own_common.wgsl"]
+    assert handle.files[1].parent == home and "K * 2.0" in handle.source.code
