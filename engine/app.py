@@ -29,6 +29,7 @@ from engine.options import OptionError, check_output, positive_int
 from engine.progress import Progress
 from engine.safe_write import UnsafeWrite, png_target
 from engine.settings import check_knob_conflicts
+from engine.shader_registry import ShaderBuildError
 from engine.surfaces import OffscreenTarget, SurfaceError, WindowSurface
 from engine.telemetry import Session, Telemetry
 from engine.textfile import NotUtf8
@@ -423,8 +424,8 @@ def _start_and_run(sample_cls, args, prog: str, interrupt: Interrupt, tools, fea
             _run_window(app, sample, window)
     except GpuError as e:  # a GPU capability the sample needs is missing
         return fail(prog, str(e), 1)
-    except NotUtf8 as e:  # a WGSL file the sample builds from, saved in another encoding
-        return fail(prog, str(e), 1)
+    except (NotUtf8, ShaderBuildError) as e:  # a WGSL file the sample builds from, saved in
+        return fail(prog, str(e), 1)  # another encoding or not compiling: one line
     except (PortalError, OptionError) as e:  # port in use, bad host; a tool's option
         return fail(prog, str(e), 2)
     except GraphError as e:  # an inconsistent render graph (a sample's mistake)

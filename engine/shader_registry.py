@@ -183,6 +183,11 @@ def parse_error(text: str, source: ExpandedSource | None, fallback: Path) -> Sha
     return ShaderError(file, line, int(m.group(2)), message)
 
 
+class ShaderBuildError(wgpu.GPUValidationError):
+    """A module that does not build the first time (no old pipeline to keep): its message is
+    the ``ShaderError`` line, ``file:line:column: what``."""
+
+
 class PipelineHandle(Generic[T]):
     """What ``factory(module)`` built from one WGSL module, rebuilt on demand.
 
@@ -207,7 +212,10 @@ class PipelineHandle(Generic[T]):
         self._callbacks: list[Callable[[], Any]] = []
         self.source = expand(path, self.folders, self.defines)
         t = time.perf_counter()
-        self._current: T = factory(self._module(self.source))
+        try:
+            self._current: T = factory(self._module(self.source))
+        except wgpu.GPUError as e:  # the first build: one line naming file, line and column
+            raise ShaderBuildError(str(parse_error(str(e), self.source, path))) from e
         self.build_ms = (time.perf_counter() - t) * 1e3
 
     @property

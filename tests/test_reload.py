@@ -527,3 +527,22 @@ def test_a_copied_file_in_the_override_folder_finds_its_own_includes(gpu, tmp_pa
     assert handle.path == (override / "own.wgsl").resolve()
     assert [f.name for f in handle.files] == ["own.wgsl", "own_common.wgsl"]
     assert handle.files[1].parent == home and "K * 2.0" in handle.source.code
+
+
+def test_a_shader_that_does_not_compile_at_start_is_one_line(tmp_path):
+    """No old pipeline to keep at start-up: the run stops with the file, line, column and
+    what is wrong, as hot reload says it (it was a traceback of wgpu's validation error)."""
+    from tests.helpers import ROOT, run_sample
+
+    code = (ROOT / "shaders" / "s02_work.wgsl").read_text()
+    assert "params.iterations" in code
+    (tmp_path / "s02_work.wgsl").write_text(code.replace("params.iterations", "params.iterz", 1))
+    line = 1 + code[: code.index("params.iterations")].count("\n")
+    r = run_sample("s02", "--size", "64x64", "--frames", "2", "--capture",
+                   str(tmp_path / "x.png"), env={"LANTERN_SHADER_DIR": str(tmp_path)})  # fmt: skip
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    last = r.stderr.strip().splitlines()
+    assert len(last) == 1 and last[0].startswith(
+        f"python -m samples.s02: error: {tmp_path / 's02_work.wgsl'}:{line}:"
+    ), r.stderr
+    assert "iterz" in last[0] and not (tmp_path / "x.png").exists()
