@@ -25,7 +25,7 @@ from engine.interrupt import Interrupt, for_run
 from engine.knobs import Knob, add_knob_arguments
 from engine.logtail import install_log_tail
 from engine.loop import FrameLoop
-from engine.options import OptionError, check_output, positive_int
+from engine.options import OptionError, check_output, positive_int, stdout_closed
 from engine.progress import Progress
 from engine.safe_write import UnsafeWrite, png_target
 from engine.settings import check_knob_conflicts
@@ -295,6 +295,8 @@ def main(sample_cls: type[Sample], argv: list[str] | None = None) -> None:
         status = run(sample_cls, argv)
     except KeyboardInterrupt:  # a second Ctrl-C (the first one is a flag: see Interrupt)
         status = 130
+    except BrokenPipeError:  # stdout closed before the start-up lines (| head -0)
+        status = stdout_closed()
     sys.exit(status)
 
 

@@ -8,11 +8,22 @@ tool's own (``add_arguments``); this module is what both stand on.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 
 from engine.commands import Int
 from engine.safe_write import output_problem
+
+
+def stdout_closed() -> int:
+    """stdout's reader went away (``| head``): point stdout at the null device, so that no
+    later write (Python's own flush at exit included) raises again; the status to exit
+    with, 1. Call it from a ``BrokenPipeError`` handler at an entry point."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 1
 
 
 class OptionError(ValueError):

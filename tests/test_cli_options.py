@@ -177,3 +177,27 @@ def test_a_contradiction_stops_before_the_gpu():
         )
     )
     assert not (ROOT / "never.png").exists()
+
+
+def test_stdout_closed_early_still_writes_the_trace(tmp_path):
+    """``... | head -1``: the reader goes after the first line; the run's later output
+    fails (exit 1, no traceback) but the trace and the telemetry file are still written
+    whole (the report's broken pipe ended the export before the trace)."""
+    import os
+
+    trace, tel = tmp_path / "t.json", tmp_path / "t.jsonl"
+    cmd = [sys.executable, "-m", "samples.s13", "--size", "96x64", "--frames", "6",
+           "--instances", "300", "--gpu-profile", "--trace", str(trace), "--telemetry",
+           str(tel), "--capture", str(tmp_path / "x.png")]  # fmt: skip
+    env = dict(os.environ, XDG_RUNTIME_DIR="/tmp", PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    first = proc.stdout.readline()  # the GPU line, printed before any frame
+    proc.stdout.close()  # as head -1 does
+    err = proc.stderr.read()
+    assert proc.wait(300) == 1 and first.startswith("GPU: ")
+    assert "Traceback" not in err, err
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert any(e.get("name") == "Main.Early" for e in events)
+    frames = [x for x in tel.read_text().splitlines() if '"type":"frame"' in x]
+    assert len(frames) == 6

@@ -14,6 +14,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engine.devtools.compare import main  # noqa: E402
+from engine.options import stdout_closed  # noqa: E402
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:], prog="tools/compare.py"))
+    try:
+        sys.exit(main(sys.argv[1:], prog="tools/compare.py"))
+    except BrokenPipeError:  # its reader went away (| head): no traceback
+        sys.exit(stdout_closed())

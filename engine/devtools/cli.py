@@ -15,6 +15,8 @@ from __future__ import annotations
 import importlib
 import sys
 
+from engine.options import stdout_closed
+
 #: subcommand -> (module with ``main(argv, prog)``, one-line summary)
 COMMANDS: dict[str, tuple[str, str]] = {
     "ablate": ("engine.devtools.ablate", "WGSL statement cost by ablation"),
@@ -55,7 +57,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"lantern: error: '{name}' is not available in this version ({module} is missing)",
               file=sys.stderr)  # fmt: skip
         return 2
-    return mod.main(rest, prog=f"lantern {name}")
+    try:
+        return mod.main(rest, prog=f"lantern {name}")
+    except BrokenPipeError:  # its reader went away (| head): no traceback
+        return stdout_closed()
 
 
 if __name__ == "__main__":

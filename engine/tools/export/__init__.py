@@ -51,13 +51,24 @@ class ExportTool:
         self.parts = (TelemetryWriter(), TraceWriter(), ShutdownReport())
 
     def install(self, ctx) -> None:
+        self.ctx = ctx
         for part in self.parts:
             part.install(ctx)
 
     def close(self) -> None:
-        """The report first, then the trace, then the telemetry file (the reverse order)."""
+        """The report first, then the trace, then the telemetry file (the reverse order),
+        each whatever befell the one before (stdout closed early, ``| head``: the files are
+        still written); the first failure is raised after, and the run's status is 1.
+        """
+        failed = None
         for part in reversed(self.parts):
-            part.close()
+            try:
+                part.close()
+            except Exception as e:  # (ToolContext.close_all logs it)
+                failed = failed or e
+        if failed is not None:
+            self.ctx.status = 1
+            raise failed
 
 
 __all__ = ["ExportTool", "OptionError", "ShutdownReport", "TelemetryWriter", "TraceWriter"]
