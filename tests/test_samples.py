@@ -134,6 +134,11 @@ def test_forty_passes_are_timed_by_every_view(flags, tmp_path, capsys):
 def test_graph_with_capture_and_a_bad_portal_env_are_one_line_before_any_gpu_work(tmp_path):
     r = run_sample("s01", "--graph", "--capture", str(tmp_path / "x.png"))
     assert r.returncode == 2 and "--graph" in r.stderr and "Traceback" not in r.stderr
+    kept = tmp_path / "keep.json"  # a trace of an earlier run: --graph renders no frame
+    kept.write_text('{"traceEvents": []}')
+    r = run_sample("s01", "--graph", "--trace", str(kept))
+    assert r.returncode == 2 and r.stderr.strip().endswith("exits; drop --trace")
+    assert kept.read_text() == '{"traceEvents": []}' and "GPU:" not in r.stdout
     r = run_sample("s01", "--capture", str(tmp_path / "x.png"), env={"LANTERN_PORTAL": "2"})
     assert r.returncode == 2 and "LANTERN_PORTAL='2'" in r.stderr
     assert "GPU:" not in r.stdout  # said before the adapter was even requested

@@ -40,6 +40,10 @@ class ExportTool:
         """
         check_output("--trace", args.trace, ".json")
         check_output("--telemetry", args.telemetry, ".jsonl")
+        if getattr(args, "graph", None) is not None and args.trace:  # no frame: an empty
+            raise OptionError(  # trace would replace the file
+                "argument --graph: it prints the frame's passes and exits; drop --trace"
+            )
         if args.trace:
             args.profile = True
 
