@@ -82,6 +82,12 @@ class Sample:
         """Add sample-specific options to the shared ``argparse`` parser."""
 
     @classmethod
+    def inputs(cls, args) -> list[tuple[str, str]]:
+        """``(option, path)`` of the files the sample reads (s14's trace): no output may
+        name one of them (checked with the tools' outputs and inputs)."""
+        return []
+
+    @classmethod
     def check_options(cls, args) -> None:
         """Refuse options that contradict each other, before any GPU work and before the
         tools' checks (default: the standard frame's flags,
@@ -328,7 +334,7 @@ def run(
     specs = [ToolSpec.of(t) for t in tools]
     try:
         sample_cls.check_options(args)  # (first: it may settle one option from another)
-        _check_options(args, specs)
+        _check_options(args, specs, sample_cls.inputs(args))
     except OptionError as e:  # every check runs before any GPU work
         parser.error(str(e))
     except PortalError as e:  # a bad LANTERN_PORTAL
@@ -346,9 +352,10 @@ def run(
         return _start_and_run(sample_cls, args, prog, interrupt, tools, features)
 
 
-def _check_options(args, specs) -> None:
+def _check_options(args, specs, inputs=()) -> None:
     """The run's own flags, that no two options name one file (one would be lost, or
-    ``--telemetry`` over the ``--baseline`` it reads), then each tool's ``check_options``.
+    ``--telemetry`` over the ``--baseline`` it reads, or over the sample's ``inputs``), then
+    each tool's ``check_options``.
 
     Raises:
         OptionError: one line naming the option.
@@ -367,6 +374,7 @@ def _check_options(args, specs) -> None:
     seen: dict[str, str] = {}
     named = [("--capture", args.capture), *(f for s in specs for f in s.files(args))]
     named += [f for s in specs for f in s.inputs(args)]  # an output over an input: the input's
+    named += list(inputs)  # the sample's own (s14's FILE)
     for option, path in named:
         if not path:
             continue

@@ -115,6 +115,11 @@ class FlameViewer(Sample):
     example_args = ("--spans", "20000")
 
     @classmethod
+    def inputs(cls, args) -> list[tuple[str, str]]:
+        source = getattr(args.file, "source", "")  # the parsed table's file
+        return [("FILE", source)] if source else []
+
+    @classmethod
     def add_arguments(cls, parser) -> None:
         g = parser.add_argument_group("s14 options")
         g.add_argument(

@@ -21,6 +21,7 @@ from tests.helpers import run_sample
         (["--cursor", "x"], "argument --cursor: expected X,Y"),
         (["--spans", "0"], "argument --spans"),
         (["--next", "2"], "argument --next: --next needs --search TEXT"),
+        (["SAME", "--trace", "SAME"], "is also given to --trace; give each its own file"),
     ],
 )
 def test_bad_input_is_one_line_and_status_2(tmp_path, args, needle):
@@ -28,11 +29,15 @@ def test_bad_input_is_one_line_and_status_2(tmp_path, args, needle):
         bad = tmp_path / "bad.json"
         bad.write_text('{"traceEvents": [{"ph": "X", "ts": 1')
         args = [str(bad)]
+    same = tmp_path / "same.json"  # the trace viewed, and a trace written over it
+    same.write_text('{"traceEvents": [{"ph": "X", "name": "A", "ts": 0, "dur": 5}]}')
+    args = [str(same) if a == "SAME" else a for a in args]
     r = run_sample("s14", *args, "--capture", str(tmp_path / "x.png"), timeout=60)
     assert r.returncode == 2, r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0], r.stderr
     assert "Traceback" not in r.stderr
+    assert same.read_text().endswith('"dur": 5}]}')  # never replaced
 
 
 def test_capture_of_a_lantern_trace(tmp_path):
