@@ -277,6 +277,14 @@ def test_reload_command_and_off(s02):
     s02.frame()
     assert s02.pixel() == (255, 0, 0)
     assert s02.ctx.commands.execute("reload").text.startswith("reload: no WGSL changed")
+    good = s02.file.read_text()
+    s02.file.write_text(good.replace("let n = params.grid;", "let n = params.grid; junk;"))
+    r = s02.ctx.commands.execute("reload")  # a failure is an error to the console and page
+    assert not r.ok and "(keeping the old pipeline)" in r.text, r.text
+    r = s02.ctx.commands.execute("reload")  # still broken: said again, not "no change"
+    assert not r.ok and r.text.startswith("error: reload: no WGSL changed; still "), r.text
+    s02.file.write_text(good)
+    assert s02.ctx.commands.execute("reload").ok
     assert s02.ctx.commands.execute("reload on").ok and s02.tool.watching
 
 

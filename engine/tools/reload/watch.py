@@ -218,6 +218,8 @@ class HotReload:
                 raise CommandError("reload: no WGSL file to watch")
             return f"reload: watching {len(self.registry.files())} file(s)"
         done = self.process(self.registry.files(), manual=True)
+        if self.notice is not None:  # a file still fails (or is gone): the page says error
+            raise CommandError(done or f"no WGSL changed; still {self.notice}")
         return done or f"reload: no WGSL changed ({len(self.registry.handles)} pipelines)"
 
     def process(self, paths, *, manual: bool = False) -> str | None:
@@ -277,7 +279,7 @@ class HotReload:
         running code while it had an error), or None (nothing to do)."""
 
         try:
-            code = expand(h.path, self.registry.root, h.defines).code
+            code = expand(h.path, h.folders, h.defines).code
         except OSError:
             return None  # a missing include: said once by _deleted_or_restored
         except NotUtf8 as e:  # saved in another encoding: say where, keep the old pipeline
