@@ -164,6 +164,8 @@ def test_one_run_of_interleaved_variants_compares_the_blur_row_by_row(tmp_path):
     assert len(tables) == 2 and "[naive]" in tables[0] and "[naive]" in tables[1]
     for table, variant in zip(tables, ("separable", "tiled"), strict=True):
         assert f"B: {run} [{variant}]" in table
+        # 144 records: the run's warm-up is max(5, 10%) = 15, once, then 2 after each switch
+        assert "frames, the run's first 15 and 2 after each switch left out" in table
         row = next(line for line in table.splitlines() if line.split()[:2] == ["gpu", "Blur"])
         lo, hi = (float(x) for x in row.split("[")[1].split("]")[0].split(","))
         assert lo <= hi  # the 95% interval of the difference, in ms

@@ -171,11 +171,14 @@ def _short(v) -> str:
 # -- output ----------------------------------------------------------------------------------
 def format_comparison(c: Comparison) -> str:
     """The text table: one row per pass / draw / CPU scope."""
+
+    def head(run, warmup: int) -> str:
+        dropped = run.left_out or f"first {warmup} dropped (warm-up)"
+        return f"{run.path}  {run.frames} frames, {dropped}  {run.session.get('adapter', '?')}"
+
     lines = [
-        f"A: {c.a.path}  {c.a.frames} frames, first {c.warmup_a} dropped (warm-up)  "
-        f"{c.a.session.get('adapter', '?')}",
-        f"B: {c.b.path}  {c.b.frames} frames, first {c.warmup_b} dropped (warm-up)  "
-        f"{c.b.session.get('adapter', '?')}",
+        f"A: {head(c.a, c.warmup_a)}",
+        f"B: {head(c.b, c.warmup_b)}",
         "differs: " + ("; ".join(c.differences) if c.differences else "nothing recorded"),
         "",
         f"{'clock':<5} {'pass':<26} {'A median':>10} {'B median':>10} {'diff ms':>10} "

@@ -50,6 +50,8 @@ class Run:
             where that record has no reading; clock ``"gpu"``, ``"cpu"`` or ``"draw"`` (name
             its path ``(pass, draw)``).
         variants: the sample's variant of each frame record (``(frames,)`` of str or None).
+        left_out: what was already left out of a variant's part of a run (the run's warm-up,
+            the records after each switch), for the header; "" for a whole file.
     """
 
     path: str
@@ -57,13 +59,15 @@ class Run:
     frames: int
     series: dict[tuple[str, str], np.ndarray]
     variants: list = field(default_factory=list)
+    left_out: str = ""
 
-    def part(self, keep: np.ndarray, label: str) -> Run:
+    def part(self, keep: np.ndarray, label: str, left_out: str = "") -> Run:
         """The frame records where ``keep`` (bool ``(frames,)``) holds, as a run of its own
-        named ``label`` (one variant of an interleaved run)."""
+        named ``label`` (one variant of an interleaved run); ``left_out`` says what of the
+        file it no longer holds."""
         series = {k: v[keep] for k, v in self.series.items()}
         variants = [v for v, k in zip(self.variants, keep, strict=True) if k]
-        return Run(label, self.session, int(keep.sum()), series, variants)
+        return Run(label, self.session, int(keep.sum()), series, variants, left_out)
 
 
 def load_run(path: str | Path) -> Run:
@@ -134,8 +138,10 @@ def variant_runs(run: Run, settle: int = 0, warmup: int | None = None) -> list[R
     for i in range(1, len(v)):
         since[i] = 0 if switched[i] else since[i - 1] + 1
     settled = since >= settle
-    settled[: warmup_frames(len(v)) if warmup is None else warmup] = False
-    return [run.part((v == name) & settled, f"{run.path} [{name}]") for name in names]
+    first = warmup_frames(len(v)) if warmup is None else warmup
+    settled[:first] = False
+    note = f"the run's first {first} and {settle} after each switch left out"
+    return [run.part((v == name) & settled, f"{run.path} [{name}]", note) for name in names]
 
 
 def _utf8_text(path: str, data: bytes) -> bytes:
