@@ -29,7 +29,6 @@ import argparse
 import logging
 import math
 import re
-import sys
 import time
 from pathlib import Path
 
@@ -57,7 +56,7 @@ from engine.flamechart.view import (
 from engine.graph import OUTPUT, RenderPass
 from engine.hud.debug_overlay import DebugOverlayPass, auto_hud_scale, grid_for
 from engine.hud.grid import MAX_COLS, MAX_ROWS, DebugOverlay
-from engine.options import int_type
+from engine.options import OptionError, int_type
 
 log = logging.getLogger("lantern")
 BG = (0.015, 0.016, 0.022, 1.0)
@@ -68,6 +67,7 @@ DIM = (140, 140, 150)
 TIP = (40, 44, 58, 255)
 BAND = (90, 150, 255, 50)
 PANEL_COLS = 36
+SYNTHETIC_SPANS = 200_000  # --spans: the synthetic trace drawn without FILE
 # glfw key codes (glfw is not imported in captures)
 KEY_SLASH, KEY_ENTER, KEY_BACKSPACE, KEY_HOME = 47, 257, 259, 268
 KEY_RIGHT, KEY_LEFT, KEY_DOWN, KEY_UP = 262, 263, 264, 265
@@ -115,6 +115,20 @@ class FlameViewer(Sample):
     example_args = ("--spans", "20000")
 
     @classmethod
+    def check_options(cls, args) -> None:
+        """Options that need another, before any GPU work (one line, exit 2)."""
+        super().check_options(args)
+        if args.next is not None and not args.search:
+            raise OptionError("argument --next: it needs --search TEXT (the matches it counts)")
+        if args.file is not None and args.spans != SYNTHETIC_SPANS:
+            raise OptionError("argument --spans: it sizes the synthetic trace drawn without "
+                              "FILE; drop it")  # fmt: skip
+        if args.select is not None:
+            names = args.file.names if args.file is not None else None
+            if names is not None and args.select not in names:
+                raise OptionError(f"argument --select: no span is named {args.select!r}")
+
+    @classmethod
     def inputs(cls, args) -> list[tuple[str, str]]:
         source = getattr(args.file, "source", "")  # the parsed table's file
         return [("FILE", source)] if source else []
@@ -132,9 +146,9 @@ class FlameViewer(Sample):
         g.add_argument(
             "--spans",
             type=int_type(1, 20_000_000),
-            default=200_000,
+            default=SYNTHETIC_SPANS,
             metavar="N",
-            help="without FILE: a synthetic trace of about N spans (default 200000)",
+            help=f"without FILE: a synthetic trace of about N spans (default {SYNTHETIC_SPANS})",
         )
         g.add_argument(
             "--range",
@@ -181,23 +195,12 @@ class FlameViewer(Sample):
         self.table = a.file if a.file is not None else synthetic_table(a.spans, lanes=2)
         self.title = Path(self.table.source).name if a.file is not None else "synthetic"
         t = self.table
-        self.select_id = None
-        if a.select is not None:
-            if a.select not in t.names:
-                print(
-                    f"python -m samples.{self.name}: error: argument --select: "
-                    f"no span is named {a.select!r}",
-                    file=sys.stderr,
-                )
-                raise SystemExit(2)
-            self.select_id = t.names.index(a.select)
-        if a.next is not None and not a.search:
-            print(f"python -m samples.{self.name}: error: argument --next: --next needs "
-                  "--search TEXT (the matches it counts)", file=sys.stderr)  # fmt: skip
-            raise SystemExit(2)
+        self.select_id = t.names.index(a.select) if a.select in t.names else None
 
     # -- setup ----------------------------------------------------------------------------------
     def build(self, graph):
+        if self.app.args.select is not None and self.select_id is None:  # (a synthetic trace)
+            raise OptionError(f"argument --select: no span is named {self.app.args.select!r}")
         t, a = self.table, self.app.args
         self.scale = _scale(a.hud_scale, graph.size)
         cell = 8 * self.scale

@@ -20,7 +20,9 @@ from tests.helpers import run_sample
         (["--range", "5:2"], "argument --range: expected START_MS:END_MS"),
         (["--cursor", "x"], "argument --cursor: expected X,Y"),
         (["--spans", "0"], "argument --spans"),
-        (["--next", "2"], "argument --next: --next needs --search TEXT"),
+        (["--next", "2"], "argument --next: it needs --search TEXT"),
+        (["SAME", "--spans", "5"], "argument --spans: it sizes the synthetic trace drawn"),
+        (["SAME", "--select", "nope"], "argument --select: no span is named 'nope'"),
         (["SAME", "--trace", "SAME"], "is also given to --trace; give each its own file"),
     ],
 )
