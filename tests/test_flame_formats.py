@@ -80,6 +80,8 @@ def test_async_instant_and_string_ts(tmp_path):
         {"ph": "i", "name": "tick", "pid": 1, "tid": 1, "ts": 120, "s": "t"},
         {"ph": "i", "name": "vsync", "ts": 125, "s": "g"},
         {"ph": "e", "name": "lost", "cat": "net", "id": "0x9", "pid": 1, "ts": 150},
+        {"ph": "b", "name": "open", "cat": "net", "id": "0x8", "pid": 1, "ts": 160},
+        {"ph": "S", "name": "open", "cat": "x", "id": 7, "pid": 1, "ts": 161},
     ]
     t = load_trace(_write(tmp_path, ev))
     assert t.lanes == [
@@ -103,7 +105,8 @@ def test_async_instant_and_string_ts(tmp_path):
         ("node / async x 5", "old", 1_000, 4_000, 0),
         ("global instants", "vsync", 25_000, 0, 0),
     ])  # fmt: skip
-    assert t.notes == ["skipped 1 async end event(s) without a begin"]
+    assert t.notes == ["skipped 1 async end event(s) without a begin",
+                       "skipped 2 async begin event(s) without an end"]  # fmt: skip
 
 
 def _write(tmp_path, ev) -> str:

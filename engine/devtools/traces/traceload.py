@@ -587,9 +587,11 @@ class _ChromeReader:
         track, at, kind, name, ordinal = (_take_column(parts, i) for i in range(5))
         b, e, lone_end, left_open = match_pairs(track, kind, ordinal, at)
         lone_async = int((kind[lone_end] == -2).sum())
+        open_async = int((kind[left_open] == 2).sum())
         for what, n in (("E event(s) without a B", len(lone_end) - lone_async),
                         ("async end event(s) without a begin", lone_async),
-                        ("B event(s) without an E", len(left_open))):  # fmt: skip
+                        ("B event(s) without an E", len(left_open) - open_async),
+                        ("async begin event(s) without an end", open_async)):  # fmt: skip
             if n:
                 self.bad[what] += n
         unnamed = self.be_names.ids.get("?", -1)
