@@ -598,6 +598,9 @@ def test_host_without_a_portal_is_one_line(monkeypatch):
     assert str(e.value) == (
         "--portal-host '0.0.0.0' needs the portal on: add --portal [PORT] (or LANTERN_PORTAL=1)"
     )
+    for empty in ("", "  "):  # it served on the default address, silently
+        with pytest.raises(PortalError, match="^--portal-host: empty; give an address"):
+            _start(portal=0, portal_host=empty)
 
 
 def test_non_loopback_host_is_a_warning(monkeypatch, caplog, capsys):

@@ -108,6 +108,8 @@ class PortalTool:
     def _port_and_host(args) -> tuple[int | None, str | None]:
         port = portal_port(args)
         host = vars(args).get("portal_host")
+        if host is not None and not host.strip():  # (it would serve on the default)
+            raise PortalError("--portal-host: empty; give an address, e.g. 127.0.0.1")
         if port is None and host:
             raise PortalError(
                 f"--portal-host {host!r} needs the portal on: add --portal [PORT] "
