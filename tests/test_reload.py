@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import logging
 import os
 import shutil
 import threading
@@ -249,7 +250,8 @@ def test_binding_type_change_rolls_back(s02):
     assert s02.wgpu_errors.records == []
 
 
-def test_delete_says_once_and_restore(s02):
+def test_delete_says_once_and_restore(s02, caplog):
+    caplog.set_level(logging.INFO, logger="lantern")
     text = s02.file.read_text()
     s02.file.unlink()
     s02.until(lambda: any(e.kind == "deleted" for e in s02.tool.events))
@@ -259,6 +261,8 @@ def test_delete_says_once_and_restore(s02):
     s02.until(lambda: any(e.kind == "restored" for e in s02.tool.events))
     assert [e.kind for e in s02.tool.events] == ["deleted", "restored"]
     assert s02.tool.notice is None and s02.sample.passes.shader.version == 0
+    said = [r.getMessage() for r in caplog.records if "s02_work.wgsl" in r.getMessage()]
+    assert said[-1].endswith("s02_work.wgsl restored"), said  # the log's last word is not "deleted"
 
 
 def test_reload_command_and_off(s02):

@@ -311,7 +311,10 @@ class HotReload:
                 lines.append(line)
             elif p.exists() and p in self._missing:
                 self._missing.discard(p)
+                line = f"{_rel(p)} restored"  # (a rebuild, if its code changed, says so next)
+                log.info("%s", line)
                 self.events.append(ReloadEvent("restored", (_rel(p),)))
+                lines.append(line)
         return lines
 
     def _update_notice(self) -> None:
