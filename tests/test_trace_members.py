@@ -192,6 +192,10 @@ def test_a_traceEvents_key_elsewhere_is_not_the_array(tmp_path, before, what):
         (', "metadata": {"x": [1', "the file ends inside the members after traceEvents"),
         (', "metadata": nope}', "the members after traceEvents are not valid JSON (near byte"),
         ("} trailing", "the members after traceEvents are not valid JSON (near byte"),
+        (
+            ', "traceEvents": [{"ph": "X", "name": "other", "ts": 0, "dur": 1}]}',
+            "a second traceEvents member follows the first: this reads the first",
+        ),
     ],
 )
 def test_what_follows_the_array_is_a_note_never_lost_events(tmp_path, tail, note):

@@ -341,7 +341,11 @@ class _Members:
                 return
             self.stream.replaced(fixed[1], doc, fixed[0])
         if isinstance(value, dict):
-            value.pop("traceEvents", None)
+            if value.pop("traceEvents", None) is not None and not self.head:
+                self.stream.info.notes.append(
+                    "a second traceEvents member follows the first: this reads the first; "
+                    "JSON readers that keep the last (Perfetto, JSON.parse) draw the other"
+                )
             self.stream.info.other.update(value)
 
     def _junk(self, offset: int) -> None:
