@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from http.client import HTTPConnection, IncompleteRead
+from pathlib import Path
 
 import numpy as np
 import orjson
@@ -221,3 +226,26 @@ def non_loopback_ipv4() -> str | None:
             if not ip.startswith("127."):
                 return ip
     return None
+
+
+@contextlib.contextmanager
+def sample_with_portal(sample: str, *args: str, cwd: Path):
+    """``python -m samples.<sample> *args --portal 0`` running from ``cwd``; yields the
+    portal's port (read from its ``portal:`` line, within 200 lines) and kills the run after.
+    """
+    root = Path(__file__).resolve().parents[1]
+    cmd = [sys.executable, "-m", f"samples.{sample}", *args, "--portal", "0"]
+    env = dict(os.environ, PYTHONUNBUFFERED="1", XDG_RUNTIME_DIR="/tmp", PYTHONPATH=str(root))
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        port = None
+        for _ in range(200):  # bounded: the GPU description, then the portal line
+            line = proc.stdout.readline()
+            if line.startswith("portal: "):
+                port = int(line.split()[1].rsplit(":", 1)[1].strip("/"))
+                break
+        assert port is not None, f"no portal URL (exit status {proc.poll()})"
+        yield port
+    finally:
+        proc.kill()
+        proc.wait(30)

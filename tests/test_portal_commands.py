@@ -25,7 +25,7 @@ from engine.telemetry import Telemetry
 from engine.tools.capture.tool import CaptureTool
 from engine.tools.portal import Portal, server
 from tests.helpers import ROOT
-from tests.portal_support import FramePump, post_command
+from tests.portal_support import FramePump, post_command, sample_with_portal
 from tests.tool_fakes import make_ctx
 
 RGB = np.arange(4 * 3 * 3, dtype=np.uint8).reshape(3, 4, 3) * 7  # 4x3, every pixel distinct
@@ -356,23 +356,10 @@ def test_a_real_run_answers_capture_with_the_written_file(tmp_path):
     out = tmp_path / "run"
     out.mkdir()
     (out / "l.png").symlink_to(tmp_path / "notes.txt")
-    cmd = [sys.executable, "-m", "samples.s01", "--capture", str(tmp_path / "end.png")]
-    cmd += ["--frames", "100000", "--size", "64x36", "--portal", "0"]
-    env = dict(os.environ, PYTHONUNBUFFERED="1", XDG_RUNTIME_DIR="/tmp", PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen(cmd, cwd=out, env=env, stdout=subprocess.PIPE, text=True)
-    try:
-        port = None
-        for _ in range(200):  # bounded: the GPU description, then the portal line
-            line = proc.stdout.readline()
-            if line.startswith("portal: "):
-                port = int(line.split()[1].rsplit(":", 1)[1].strip("/"))
-                break
-        assert port is not None, f"no portal URL (exit status {proc.poll()})"
+    args = ("--capture", str(tmp_path / "end.png"), "--frames", "100000", "--size", "64x36")
+    with sample_with_portal("s01", *args, cwd=out) as port:
         status, body = post_command(port, "capture shot.png")
         linked = post_command(port, "capture l.png")
-    finally:
-        proc.kill()
-        proc.wait(30)
     assert (status, body) == (200, {"ok": True, "text": f"capture: wrote {out}/shot.png (64x36)"})
     with Image.open(out / "shot.png") as im:
         assert im.size == (64, 36) and im.mode == "RGB"

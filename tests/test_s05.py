@@ -102,36 +102,18 @@ def test_the_light_path_command_switches_the_variant(tmp_path):
     """``light-path forward`` typed in the console or the portal is the variant command's
     twin: ``variant`` then says forward, and the frames drawn after it are recorded as
     forward (before, they were still labelled clustered while drawn forward)."""
-    import os
-    import subprocess
-    import sys
-
-    from tests.helpers import ROOT
-    from tests.portal_support import post_command
+    from tests.portal_support import post_command, sample_with_portal
 
     tel = tmp_path / "t.jsonl"
-    cmd = [sys.executable, "-m", "samples.s05", "--capture", str(tmp_path / "end.png"),
-           "--frames", "100000", "--size", "64x36", "--instances", "300", "--lights", "20",
-           "--overlay", "off", "--gpu-profile", "--telemetry", str(tel),
-           "--portal", "0"]  # fmt: skip
-    env = dict(os.environ, PYTHONUNBUFFERED="1", XDG_RUNTIME_DIR="/tmp", PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, text=True)
-    try:
-        port = None
-        for _ in range(200):  # bounded: the GPU description, then the portal line
-            line = proc.stdout.readline()
-            if line.startswith("portal: "):
-                port = int(line.split()[1].rsplit(":", 1)[1].strip("/"))
-                break
-        assert port is not None, f"no portal URL (exit status {proc.poll()})"
+    args = ("--capture", str(tmp_path / "end.png"), "--frames", "100000", "--size", "64x36",
+            "--instances", "300", "--lights", "20", "--overlay", "off", "--gpu-profile",
+            "--telemetry", str(tel))  # fmt: skip
+    with sample_with_portal("s05", *args, cwd=tmp_path) as port:
         switched = post_command(port, "light-path forward")
         asked = post_command(port, "variant")
         for _ in range(20):  # bounded: a few frames drawn after the switch, then stop
             if post_command(port, "variant")[1]["ok"] and _forward_frames(tel) >= 3:
                 break
-    finally:
-        proc.kill()
-        proc.wait(30)
     assert switched == (200, {"ok": True, "text": "light-path: forward (the variant)"})
     assert asked[1]["text"].startswith("variant: forward;"), asked
     table, frames = [], []  # the names records extend one id table, in file order
