@@ -198,6 +198,8 @@ def test_bad_options_and_records_one_line_exit_2(tmp_path, capsys):
     bad.write_text("\n".join([*lines[:frame], json.dumps(rec), *lines[frame + 1 :]]) + "\n")
     cases = [
         ([str(a), str(a), "--seed", "-1"], "--seed: expected an integer >= 0"),
+        ([str(a), str(a), "--warmup", "-1"], "argument --warmup: expected a frame count >= 0"),
+        ([str(a), str(a), "--settle", "1e2"], "argument --settle: expected a frame count >= 0"),
         ([str(a), str(a), "--png", str(tmp_path / "d.npy")], "must end in .png"),
         ([str(a), str(a), "--png", str(link)], "symbolic link"),
         ([str(a), str(a), "--html", str(note)], "exists and is not an HTML page"),

@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 import orjson
 
+from engine.options import int_type
 from engine.safe_write import output_problem
 from engine.telemetry.compare import (  # noqa: F401 - the statistics, re-exported for the CLI
     ALPHA,
@@ -55,6 +56,8 @@ from engine.telemetry.compare import (  # noqa: F401 - the statistics, re-export
     warmup_frames,
 )
 from engine.telemetry.record import path_text
+
+frames_type = int_type(0, what="a frame count")  # --warmup, --settle: one wording for both
 
 SETTLE = 3  # frame records after each switch left out of an interleaved run's variants
 IGNORED_SETTINGS = ("capture", "telemetry", "trace", "graph", "portal", "portal_host", "baseline")
@@ -311,7 +314,7 @@ def build_parser(prog: str = "compare") -> argparse.ArgumentParser:
     p.add_argument("b", metavar="B.jsonl", nargs="?")
     p.add_argument(
         "--settle",
-        type=int,
+        type=frames_type,
         default=SETTLE,
         metavar="N",
         help=f"one run of interleaved variants: frame records dropped after each switch "
@@ -328,7 +331,7 @@ def build_parser(prog: str = "compare") -> argparse.ArgumentParser:
     p.add_argument("--png", metavar="PATH", help="write the distributions per pass (.png)")
     p.add_argument(
         "--warmup",
-        type=int,
+        type=frames_type,
         metavar="N",
         help=f"frames dropped from each run's start (default: max({WARMUP_MIN}, "
         f"{100 * WARMUP_FRACTION:.0f}%% of its frames))",
@@ -346,10 +349,6 @@ def main(argv: Sequence[str] | None = None, prog: str = "compare") -> int:
         problem = None if path is None else output_problem(path, suffix)
         if problem is not None:  # a suffix, no link, never over another kind of file
             parser.error(f"argument {option}: {problem}")
-    if args.warmup is not None and args.warmup < 0:
-        return _fail(prog, f"--warmup: expected frames >= 0, got {args.warmup}")
-    if args.settle < 0:
-        return _fail(prog, f"--settle: expected frames >= 0, got {args.settle}")
     try:
         pairs, warmup = _pairs(args)
         comparisons = [compare_runs(a, b, warmup=warmup, seed=args.seed) for a, b in pairs]
