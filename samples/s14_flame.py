@@ -123,6 +123,22 @@ class FlameViewer(Sample):
         if args.file is not None and args.spans != SYNTHETIC_SPANS:
             raise OptionError("argument --spans: it sizes the synthetic trace drawn without "
                               "FILE; drop it")  # fmt: skip
+        cursor, size = args.cursor, getattr(args, "size", None)
+        if (
+            cursor is not None
+            and args.capture
+            and size
+            and not (cursor[0] < size[0] and cursor[1] < size[1])
+        ):  # (a window's size may change: checked in captures only)
+            raise OptionError(f"argument --cursor: {cursor[0]:g},{cursor[1]:g} is outside the "
+                              f"{size[0]}x{size[1]} output")  # fmt: skip
+        t = args.file
+        for flag, r in (("--range", args.range), ("--mark", args.mark)):
+            if r is not None and t is not None and len(t):
+                end = float((t.start_ns + t.dur_ns).max()) / 1e6
+                if r[1] <= 0 or r[0] >= end:
+                    raise OptionError(f"argument {flag}: {r[0]:g}:{r[1]:g} ms lies outside the "
+                                      f"trace (0..{end:.6g} ms since its first span)")  # fmt: skip
         if args.select is not None:
             names = args.file.names if args.file is not None else None
             if names is not None and args.select not in names:

@@ -23,6 +23,11 @@ from tests.helpers import run_sample
         (["--next", "2"], "argument --next: it needs --search TEXT"),
         (["SAME", "--spans", "5"], "argument --spans: it sizes the synthetic trace drawn"),
         (["SAME", "--select", "nope"], "argument --select: no span is named 'nope'"),
+        (
+            ["SAME", "--range", "10:20"],
+            "argument --range: 10:20 ms lies outside the trace (0..0.005 ms since its first span)",
+        ),
+        (["SAME", "--cursor", "1300,10"], "argument --cursor: 1300,10 is outside the 1280x720"),
         (["SAME", "--trace", "SAME"], "is also given to --trace; give each its own file"),
     ],
 )
