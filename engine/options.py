@@ -88,7 +88,34 @@ class ArgumentParser(argparse.ArgumentParser):
             check_backend_env()
         except GpuError as e:
             self.error(str(e))
+        result[0].options_given = self.given(args)
         return result
+
+    def given(self, args: list[str]) -> frozenset[str]:
+        """The dests of the options that ``args`` names (``--flag``, ``--flag=value``, a
+        unique ``--prefix`` as argparse takes it): a value equal to the default, given on
+        purpose, is told from no flag at all (``option_set``)."""
+        dests = set()
+        for a in args:
+            if a == "--":
+                break
+            flag = a.split("=", 1)[0]
+            if not flag.startswith("-") or flag == "-":
+                continue
+            action = self._option_string_actions.get(flag)
+            if action is None and flag.startswith("--") and self.allow_abbrev:
+                hits = {x for o, x in self._option_string_actions.items() if o.startswith(flag)}
+                action = hits.pop() if len(hits) == 1 else None
+            if action is not None:
+                dests.add(action.dest)
+        return frozenset(dests)
+
+
+def option_set(args, dest: str, default) -> bool:
+    """Whether the command line set ``dest``: a value other than ``default``, or the flag
+    given even with the default's value (``ArgumentParser.given``; a namespace made
+    otherwise knows only the value)."""
+    return getattr(args, dest, default) != default or dest in getattr(args, "options_given", ())
 
 
 def size_type(text: str) -> tuple[int, int]:

@@ -15,7 +15,7 @@ from engine.commands import Arg, Choice, CommandError, Float, Int, Switch
 from engine.culling.cull import LOD_BASE_PX, MAX_CASCADES, MAX_INSTANCES
 from engine.knobs import Knob, add_knob_arguments, values_from_args
 from engine.lights.model import MAX_LIGHTS
-from engine.options import OptionError
+from engine.options import OptionError, option_set
 from engine.passes.shadow import DEFAULT_LAMBDA
 from engine.scene.camera import CAMERA_FORMAT, parse_camera
 
@@ -397,7 +397,7 @@ def check_knob_conflicts(args: argparse.Namespace) -> None:
             continue
         if name in knobs:
             knob = knobs[name]
-            if values[name] == knob.default:
+            if not option_set(args, knob.attr, knob.default):
                 continue
             value = values[name]
             shown = f"{value:g}" if isinstance(value, float) else value
@@ -408,11 +408,11 @@ def check_knob_conflicts(args: argparse.Namespace) -> None:
             flag = f"--{name}"
         moot = other.flag if other.switch else f"{other.flag} {off}"
         todo = "drop one of the two"
-        if off == other.default:  # the other need not have been given: say it is the default
+        if not option_set(args, other.attr, other.default):  # not given: say it is the default
             moot, todo = f"{moot}, the default", f"drop it or give {other.flag} another value"
         raise OptionError(f"argument {flag}: it has no effect with {moot}; {todo}")
     path = values["light-path"]
-    if path != knobs["light-path"].default and local_light_count(args) == 0:
+    if option_set(args, "light_path", knobs["light-path"].default) and not local_light_count(args):
         raise OptionError(f"argument --light-path {path}: it has no effect without local lights "
                           "(--lights N in s13 and s05, or a --scene file's); drop it or add "
                           "lights")  # fmt: skip
@@ -433,7 +433,7 @@ def check_post_options(args, sample: str, why: str, *, variants=(), knobs=()) ->
         given.append(f"--variant {args.variant}")
     if variants and getattr(args, "variant_cycle", None):
         given.append("--variant-cycle")
-    given += [k.flag for k in knobs if getattr(args, k.attr, k.default) != k.default]
+    given += [k.flag for k in knobs if option_set(args, k.attr, k.default)]
     if given:
         raise OptionError(f"{sample} --no-post: {why}, which only the post chain has; drop "
                           f"--no-post or {' and '.join(given)}")  # fmt: skip

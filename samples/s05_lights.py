@@ -38,7 +38,7 @@ from engine.app import Sample, main
 from engine.frame import StandardFrame
 from engine.lights.gpu import CLUSTER_CAP
 from engine.lights.model import MAX_LIGHTS
-from engine.options import OptionError
+from engine.options import OptionError, option_set
 from engine.scene.city_lights import city_lights
 from engine.scene.procedural import city
 from engine.settings import FRAME_KNOBS, LIGHT_PATHS, add_frame_arguments, settings_from_args
@@ -140,22 +140,24 @@ class LightsSample(Sample):
         later check sees the path the run starts in), two different ones are refused, and so
         is either with ``--sweep`` (it runs every path)."""
         path, variant = args.light_path, args.variant
-        if variant is not None and path != LIGHT_PATHS[0] and variant != path:
+        path_given = option_set(args, "light_path", LIGHT_PATHS[0])
+        if variant is not None and path_given and variant != path:
             raise OptionError(f"s05: --light-path {path} and --variant {variant} name the same "
                               "choice (the variants are the light paths); give one")  # fmt: skip
         if args.scene is not None:
             raise OptionError("s05 --scene: s05 sweeps the procedural city's street lights; a "
                               "file's own lights draw in s13: python -m samples.s13 --scene "
                               "FILE --light-path PATH")  # fmt: skip
-        sizes = {"--sweep-counts": (args.sweep_counts, None),
-                 "--sweep-frames": (args.sweep_frames, SWEEP_FRAMES),
-                 "--sweep-rounds": (args.sweep_rounds, SWEEP_ROUNDS),
-                 "--sweep-stop-ms": (args.sweep_stop_ms, STOP_MS)}  # fmt: skip
-        sweep_only = [flag for flag, (value, default) in sizes.items() if value != default]
+        sizes = {"--sweep-counts": ("sweep_counts", None),
+                 "--sweep-frames": ("sweep_frames", SWEEP_FRAMES),
+                 "--sweep-rounds": ("sweep_rounds", SWEEP_ROUNDS),
+                 "--sweep-stop-ms": ("sweep_stop_ms", STOP_MS)}  # fmt: skip
+        sweep_only = [flag for flag, (dest, default) in sizes.items()
+                      if option_set(args, dest, default)]  # fmt: skip
         if sweep_only and not args.sweep:
             raise OptionError(f"s05 {sweep_only[0]}: it sizes a --sweep; add --sweep or drop "
                               f"{sweep_only[0]}")  # fmt: skip
-        chosen = variant is not None or path != LIGHT_PATHS[0] or args.variant_cycle
+        chosen = variant is not None or path_given or args.variant_cycle
         if args.sweep and chosen:
             raise OptionError("s05 --sweep: it runs every light path in turn; drop --variant, "
                               "--light-path and --variant-cycle")  # fmt: skip

@@ -56,7 +56,7 @@ from engine.flamechart.view import (
 from engine.graph import OUTPUT, RenderPass
 from engine.hud.debug_overlay import DebugOverlayPass, auto_hud_scale, grid_for
 from engine.hud.grid import MAX_COLS, MAX_ROWS, DebugOverlay
-from engine.options import OptionError, int_type
+from engine.options import OptionError, int_type, option_set
 
 log = logging.getLogger("lantern")
 BG = (0.015, 0.016, 0.022, 1.0)
@@ -120,7 +120,7 @@ class FlameViewer(Sample):
         super().check_options(args)
         if args.next is not None and not args.search:
             raise OptionError("argument --next: it needs --search TEXT (the matches it counts)")
-        if args.file is not None and args.spans != SYNTHETIC_SPANS:
+        if args.file is not None and option_set(args, "spans", SYNTHETIC_SPANS):
             raise OptionError("argument --spans: it sizes the synthetic trace drawn without "
                               "FILE; drop it")  # fmt: skip
         cursor, size = args.cursor, getattr(args, "size", None)

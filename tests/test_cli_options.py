@@ -144,7 +144,24 @@ def test_readme_and_help_agree_on_s13s_default_exposure():
         (["--light-path", "deferred", "--lights", "10"], None),
         (["--no-post", "--no-taa", "--no-bloom", "--no-shadows", "--no-shadow-snap"], None),
         (["--cascades", "4", "--cascade-lambda", "0.2", "--shadow-size", "1024"], None),
-        (["--no-post", "--exposure", "0.9"], None),  # the default: nothing to ignore
+        # a value equal to the default, given on purpose, is told from no flag at all
+        (
+            ["--no-post", "--exposure", "0.9"],
+            "argument --exposure 0.9: it has no effect with --no-post; drop one of the two",
+        ),
+        (
+            ["--cascades=1", "--no-shadows"],
+            "argument --cascades 1: it has no effect with --no-shadows; drop one of the two",
+        ),
+        (
+            ["--cascades", "1", "--cascade-lambda", "0.2"],
+            "argument --cascade-lambda 0.2: it "
+            "has no effect with --cascades 1; drop one of the two",
+        ),
+        (
+            ["--no-post", "--expo", "0.9"],
+            "argument --exposure 0.9: it has no effect with --no-post; drop one of the two",
+        ),  # argparse's unique prefix counts as given
     ],
 )
 def test_flags_that_cancel_each_other_are_refused(words, error):

@@ -68,6 +68,10 @@ def test_a_tiny_sweep_prints_every_path_and_the_crossovers(tmp_path):
             ("--light-path", "forward", "--variant", "deferred", "--capture", "x.png"),
             "--light-path forward and --variant deferred name the same choice",
         ),
+        (  # the default path, named on purpose, is a choice too
+            ("--light-path", "clustered", "--variant", "deferred", "--capture", "x.png"),
+            "--light-path clustered and --variant deferred name the same choice",
+        ),
         (("--variant", "forward", "--view", "lights", "--capture", "x.png"), "view lights"),
         (
             ("--sweep", "--light-path", "forward", "--gpu-profile", "--capture", "x.png"),
