@@ -339,7 +339,6 @@ def run(
         parser.error(str(e))
     except PortalError as e:  # a bad LANTERN_PORTAL
         return fail(prog, str(e), 2)
-    args.overlay_off_asked = args.overlay == "off"  # no HUD at all, not even a view's legend
     if args.overlay is None:
         profiling = getattr(args, "gpu_profile", None) or getattr(args, "profile", False)
         args.overlay = "perf" if profiling else "off"

@@ -636,7 +636,7 @@ def test_a_view_at_start_keeps_the_hud_mode_asked_for(gpu, asked, shown):
 
     h = Harness(gpu, ground_scene(), SIZE, FrameSettings(taa=False, bloom=False))
     ctx = make_ctx(gpu, h.graph, view=("depth", None), overlay=asked or "off",
-                   overlay_off_asked=asked == "off")  # fmt: skip
+                   options_given=frozenset({"overlay"} if asked else ()))  # fmt: skip
     hud = install_hud(ctx)
     assert any(isinstance(t, ViewTool) for t in ctx.tools)
     assert hud.mode == shown

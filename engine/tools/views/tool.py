@@ -437,7 +437,10 @@ class ViewTool:
         """Show the legend panel (HUD mode ``view``) while a view is on, if the HUD was off
         by default (an explicit ``--overlay off`` keeps it off: a clean capture of the view)."""
         hud = self.ctx.hud
-        if hud is None or "view" not in hud.mode_panels or self.ctx.option("overlay_off_asked"):
+        asked_off = self.ctx.option("overlay") == "off" and "overlay" in self.ctx.option(
+            "options_given", ()
+        )  # (the run sets "off" for no --overlay too: only the flag tells them apart)
+        if hud is None or "view" not in hud.mode_panels or asked_off:
             return
         if on and hud.current_mode == "off":  # (not an --overlay MODE the HUD starts in)
             hud.set_mode("view", hint=False)
