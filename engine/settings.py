@@ -373,8 +373,8 @@ def local_light_count(args) -> int:
     """The local lights a command line starts with: the ``--scene`` file's
     (``KHR_lights_punctual``), else ``--lights`` (0 for a sample without the flag: its own
     scene has none)."""
-    scene = getattr(args, "scene", None)
-    if scene is not None and hasattr(scene, "lights"):
+    scene = getattr(args, "scene", None)  # (scene_type: a loaded Scene)
+    if scene is not None:
         return scene.lights.count
     return getattr(args, "lights", None) or 0
 
