@@ -133,9 +133,10 @@ class FlameViewer(Sample):
             raise OptionError(f"argument --cursor: {cursor[0]:g},{cursor[1]:g} is outside the "
                               f"{size[0]}x{size[1]} output")  # fmt: skip
         t = args.file
-        for flag, r in (("--range", args.range), ("--mark", args.mark)):
-            if r is not None and t is not None and len(t):
-                end = float((t.start_ns + t.dur_ns).max()) / 1e6
+        asked = [(flag, r) for flag, r in (("--range", args.range), ("--mark", args.mark)) if r]
+        if asked and t is not None and len(t):  # (one pass over the spans, for both)
+            end = float((t.start_ns + t.dur_ns).max()) / 1e6
+            for flag, r in asked:
                 if r[1] <= 0 or r[0] >= end:
                     raise OptionError(f"argument {flag}: {r[0]:g}:{r[1]:g} ms lies outside the "
                                       f"trace (0..{end:.6g} ms since its first span)")  # fmt: skip
