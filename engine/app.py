@@ -405,16 +405,16 @@ def _start_and_run(sample_cls, args, prog: str, interrupt: Interrupt, tools, fea
     try:
         if args.capture or getattr(args, "dump", None) or args.graph is not None:
             target = OffscreenTarget(gpu.device, args.size)
-            fmt, size = target.format, args.size
+            fmt, size, storage = target.format, args.size, target.storage_format
         else:
             window = WindowSurface(
                 gpu, args.size, f"Lantern {sample_cls.name}", vsync=not args.no_vsync
             )
-            fmt, size = window.format, window.framebuffer_size()
+            fmt, size, storage = window.format, window.framebuffer_size(), window.storage_format
     except SurfaceError as e:
         return fail(prog, str(e), 1)
 
-    graph = RenderGraph(gpu.device, output_format=fmt, size=size)
+    graph = RenderGraph(gpu.device, output_format=fmt, size=size, output_storage_format=storage)
     app = App(gpu, args, graph, interrupt, window=window, sample=sample_cls.name, tools=tools)
     sample = sample_cls(app)
     app.ctx.reports.append(sample.report)

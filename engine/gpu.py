@@ -25,6 +25,7 @@ OPTIONAL_FEATURES = (
     "timestamp-query",
     "timestamp-query-inside-encoders",
     "indirect-first-instance",
+    "bgra8unorm-storage",  # a bgra8unorm window surface the HUD's compute pass can write
 )
 
 #: More features ``--gpu-profile draws`` asks for where the adapter has them (timestamps
@@ -237,3 +238,72 @@ def create_gpu(
             "(--adapter) or backend (WGPU_BACKEND_TYPE)"
         ) from None
     return Gpu(adapter=adapter, device=device, features=features)
+
+
+def create_texture_with_view_formats(
+    device: wgpu.GPUDevice,
+    *,
+    label: str,
+    size: tuple[int, int],
+    format: str,
+    usage: int,
+    view_formats: tuple[str, ...],
+) -> wgpu.GPUTexture:
+    """``device.create_texture`` of a 2D texture (1 mip, 1 sample) that may also be viewed as
+    ``view_formats`` (e.g. ``rgba8unorm`` viewed as ``rgba8unorm-srgb``). wgpu-py 0.32 raises
+    ``NotImplementedError`` for ``view_formats`` though wgpu-native takes them, so the
+    descriptor is built with wgpu-py's own FFI helpers (the project pins wgpu < 0.33).
+
+    Raises:
+        NotImplementedError: this wgpu-py has no such helpers (the caller falls back).
+        wgpu.GPUValidationError: what ``create_texture`` raises for a bad descriptor.
+    """
+    try:
+        from wgpu.backends.wgpu_native import _api
+    except ImportError as e:
+        raise NotImplementedError(f"no wgpu-native backend: {e}") from e
+    try:
+        codes = [_api.enummap["TextureFormat." + f] for f in view_formats]
+        c_formats = _api.new_array("WGPUTextureFormat[]", codes)
+        c_size = _api.new_struct(
+            "WGPUExtent3D", width=size[0], height=size[1], depthOrArrayLayers=1
+        )
+        struct = _api.new_struct_p(
+            "WGPUTextureDescriptor *",
+            label=_api.to_c_string_view(label),
+            size=c_size,
+            mipLevelCount=1,
+            sampleCount=1,
+            dimension="2d",
+            format=format,
+            usage=int(usage),
+            viewFormatCount=len(codes),
+            viewFormats=c_formats,
+        )
+        create, texture = _api.libf.wgpuDeviceCreateTexture, _api.GPUTexture
+    except (AttributeError, KeyError) as e:
+        raise NotImplementedError(f"wgpu-py's FFI helpers changed: {e}") from e
+    info = {
+        "size": (size[0], size[1], 1),
+        "mip_level_count": 1,
+        "sample_count": 1,
+        "dimension": "2d",
+        "format": format,
+        "usage": int(usage),
+        "texture_binding_view_dimension": None,
+    }
+    return texture(label, create(device._internal, struct), device, info)
+
+
+def view_as(texture: wgpu.GPUTexture, fmt: str, usage: int = 0) -> wgpu.GPUTextureView:
+    """A view of ``texture`` as ``fmt`` (one of its view formats) with ``usage`` (0: the
+    texture's), whose format ``view_format`` can tell (wgpu-py's views do not keep it)."""
+    view = texture.create_view(format=fmt, usage=usage)
+    view._lantern_format = fmt
+    return view
+
+
+def view_format(view: wgpu.GPUTextureView) -> str:
+    """The format ``view`` reads and writes as: the one given to ``view_as``, else its
+    texture's (a pipeline drawing into it must be built for this one)."""
+    return getattr(view, "_lantern_format", None) or view.texture.format

@@ -256,14 +256,26 @@ class RenderGraph:
         device: the device every resource is created on.
         output_format: format of the imported output texture (e.g. ``"rgba8unorm-srgb"``).
         size: output size ``(width, height)`` in pixels.
+        output_storage_format: the output texture's format as a storage view (its non-sRGB
+            twin, ``"rgba8unorm"``/``"bgra8unorm"``) where the target was made with
+            ``STORAGE_BINDING`` and ``TEXTURE_BINDING`` usage, so compute passes may write it
+            (the HUD does); None where they may not.
 
     Raises:
         ValueError: from ``add`` for an empty or duplicate pass name.
     """
 
-    def __init__(self, device: wgpu.GPUDevice, *, output_format: str, size: tuple[int, int]):
+    def __init__(
+        self,
+        device: wgpu.GPUDevice,
+        *,
+        output_format: str,
+        size: tuple[int, int],
+        output_storage_format: str | None = None,
+    ):
         self.device = device
         self.output_format = output_format
+        self.output_storage_format = output_storage_format
         self.size = size
         self.passes: list[Pass] = []
         self._profiler: ProfilerSink = NULL_PROFILER

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import wgpu
 
+from engine.gpu import create_texture_with_view_formats, view_as
 from engine.safe_write import save_png
 
 log = logging.getLogger("lantern")
@@ -27,23 +28,48 @@ class SurfaceError(RuntimeError):
     """The window cannot be opened; the message says what to do instead."""
 
 
+STORAGE_TWINS = {"rgba8unorm-srgb": "rgba8unorm", "bgra8unorm-srgb": "bgra8unorm"}
+#: Usage that lets compute passes write the output (``RenderGraph.output_storage_format``):
+#: a storage view to write, a sampled one to read what is there.
+OUTPUT_COMPUTE_USAGE = wgpu.TextureUsage.STORAGE_BINDING | wgpu.TextureUsage.TEXTURE_BINDING
+#: The usage of the ``-srgb`` view passes render into (an sRGB view cannot be a storage one).
+SRGB_VIEW_USAGE = wgpu.TextureUsage.RENDER_ATTACHMENT | wgpu.TextureUsage.TEXTURE_BINDING
+
+
 class OffscreenTarget:
-    """An ``rgba8unorm-srgb`` render target whose last frame can be read back as a PNG."""
+    """An ``rgba8unorm-srgb`` render target whose last frame can be read back as a PNG.
+
+    The texture itself is ``rgba8unorm`` (``storage_format``) viewed as ``rgba8unorm-srgb``
+    (``view``, what passes render into): sRGB formats cannot be storage textures, and the
+    HUD's compute pass writes the output through a storage view. The bytes are the same."""
 
     format = CAPTURE_FORMAT
+    storage_format = STORAGE_TWINS[CAPTURE_FORMAT]
 
     def __init__(self, device: wgpu.GPUDevice, size: tuple[int, int]):
         self.device = device
         self.size = size
-        self.texture = device.create_texture(
-            label="capture",
-            size=(size[0], size[1], 1),
-            format=self.format,
-            usage=wgpu.TextureUsage.RENDER_ATTACHMENT
-            | wgpu.TextureUsage.COPY_SRC
-            | wgpu.TextureUsage.TEXTURE_BINDING,
-        )
-        self.view = self.texture.create_view()
+        usage = wgpu.TextureUsage.RENDER_ATTACHMENT | wgpu.TextureUsage.COPY_SRC
+        try:
+            self.texture = create_texture_with_view_formats(
+                device,
+                label="capture",
+                size=size,
+                format=self.storage_format,
+                usage=usage | OUTPUT_COMPUTE_USAGE,
+                view_formats=(self.format,),
+            )
+        except (NotImplementedError, wgpu.GPUValidationError) as e:  # a wgpu-py we cannot
+            # pass view formats to, or a device without them (OpenGL): the raster HUD then
+            log.debug("capture target without a storage view: %s", str(e).splitlines()[0])
+            self.storage_format = None
+            self.texture = device.create_texture(
+                label="capture",
+                size=(size[0], size[1], 1),
+                format=self.format,
+                usage=usage | wgpu.TextureUsage.TEXTURE_BINDING,
+            )
+        self.view = view_as(self.texture, self.format, SRGB_VIEW_USAGE)
 
     def read_rgba(self) -> np.ndarray:
         """Wait for the GPU and return the target as ``uint8`` array of shape ``(H, W, 4)``.
@@ -250,6 +276,7 @@ class WindowSurface:
         native = self.context.get_preferred_format(gpu.adapter)
         self.format = _srgb_variant(native)
         self._native = native
+        self.storage_format = self._storage_format(gpu)
         self.size = (0, 0)
         self.keys: list[int] = []
         # Text entry (the in-game console): ``on_key(key) -> consumed`` and ``on_char(ch)``,
@@ -358,6 +385,21 @@ class WindowSurface:
     def should_close(self) -> bool:
         return self.lost or bool(self._glfw.window_should_close(self.window))
 
+    def _storage_format(self, gpu) -> str | None:
+        """The surface format as a storage view (``RenderGraph.output_storage_format``) where
+        the surface allows ``OUTPUT_COMPUTE_USAGE`` and the device can store that format
+        (``bgra8unorm`` needs ``bgra8unorm-storage``), else None."""
+        twin = STORAGE_TWINS.get(self.format)
+        if twin != self._native:  # the surface's own format must be the non-sRGB one
+            return None
+        if twin == "bgra8unorm" and "bgra8unorm-storage" not in gpu.features:
+            return None
+        try:
+            usages = self.context._get_capabilities(gpu.adapter)["usages"]
+        except Exception:  # noqa: BLE001 (a private API: without it, no compute writes)
+            return None
+        return twin if usages & OUTPUT_COMPUTE_USAGE == OUTPUT_COMPUTE_USAGE else None
+
     def request_close(self) -> None:
         self._glfw.set_window_should_close(self.window, True)
 
@@ -377,8 +419,11 @@ class WindowSurface:
                 device=self.device,
                 format=self._native,
                 view_formats=[self.format] if self.format != self._native else [],
-                # COPY_SRC: the console's ``capture PATH`` reads the presented frame back.
-                usage=wgpu.TextureUsage.RENDER_ATTACHMENT | wgpu.TextureUsage.COPY_SRC,
+                # COPY_SRC: the console's ``capture PATH`` reads the presented frame back;
+                # storage and sampling: the HUD's compute pass (``storage_format``).
+                usage=wgpu.TextureUsage.RENDER_ATTACHMENT
+                | wgpu.TextureUsage.COPY_SRC
+                | (OUTPUT_COMPUTE_USAGE if self.storage_format else 0),
             )
         except wgpu.DrawCancelled:  # the window is gone (see _guard_reconfigure): closing
             return
@@ -388,7 +433,8 @@ class WindowSurface:
         """``(view, texture)`` to render into this frame. Raises ``wgpu.DrawCancelled`` to
         skip it."""
         texture = self.context.get_current_texture()
-        return texture.create_view(format=self.format), texture
+        usage = SRGB_VIEW_USAGE if self.storage_format else 0  # 0: the texture's own
+        return view_as(texture, self.format, usage), texture
 
     def present(self) -> None:
         self.context.present()

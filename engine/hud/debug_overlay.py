@@ -1,10 +1,20 @@
-"""DebugOverlayPass: draws a ``DebugOverlay`` with instanced quads over the occupied cell
-rectangles, in three draws by what their pixels need.
+"""The passes that draw a ``DebugOverlay`` over the frame: ``DebugOverlayCompute`` writes the
+occupied cells from a compute shader, where the output can be written by one (a storage view
+of its non-sRGB twin format: the capture target, and windows whose surface allows it), and
+``DebugOverlayPass`` draws them with instanced quads over the occupied cell rectangles, in
+three draws by what their pixels need, everywhere else. Both make the same pixels (opaque
+cells to the byte, blended ones within 1), from the same buffers (``_OverlayResources``) and
+the same WGSL (``debug_overlay.wgsl``).
 
-Why not one fullscreen triangle (the first design): its cost scales with the framebuffer, not
-with the HUD. On an NVIDIA H200 at 1920x1080 a bare fullscreen alpha-blended triangle costs
-0.264 ms and a bare clear 0.147 ms, while the HUD covers about 30% of the screen in its
-fullest mode. So the pass draws quads: one per rectangle of ``DebugOverlay.draw_rects``
+Why compute: the raster pass costs fragment shading of every covered pixel, and some GPUs
+shade pixels on a small part of themselves. On an NVIDIA H200 at 1920x1080 the ``all`` HUD
+drawn as quads cost 0.171 ms, and one constant colour over its pixels 0.048 ms: the raster
+floor is the goal. The compute pass has no such floor (``tools/bench.py hud``).
+
+The raster pass. Why not one fullscreen triangle (the first design): its cost scales with the
+framebuffer, not with the HUD. On an NVIDIA H200 at 1920x1080 a bare fullscreen alpha-blended
+triangle costs 0.264 ms and a bare clear 0.147 ms, while the HUD covers about 30% of the screen
+in its fullest mode. So the pass draws quads: one per rectangle of ``DebugOverlay.draw_rects``
 (recomputed only when the uploaded cells change); an empty grid draws nothing.
 
 Why three draws: the panels are opaque, so what the HUD must rasterise is already the
@@ -22,7 +32,8 @@ chart-data storage buffer (both grow by doubling), a rectangle vertex buffer (16
 instance, grows by doubling), a 1 KiB sRGB-to-linear table and a 32-byte uniform block.
 ``upload()`` writes only what changed since the last upload: the rows of cells that differ from
 the last uploaded copy (contiguous row ranges) plus the rectangles, and the primitive / chart
-bytes when they differ.
+bytes when they differ. The compute pass adds a cell list (4 bytes per occupied cell, written
+when the rectangles change) and a scratch buffer for blended pixels (4 bytes each).
 """
 
 from __future__ import annotations
@@ -33,7 +44,7 @@ from pathlib import Path
 import numpy as np
 import wgpu
 
-from engine.graph import OUTPUT, RenderPass
+from engine.graph import OUTPUT, ComputePass, RenderPass
 from engine.hud.grid import CELL_PX, DRAW_CLASSES, MAX_COLS, MAX_ROWS, DebugOverlay, font_atlas
 from engine.shader_registry import shader_pipeline
 
@@ -61,38 +72,14 @@ def grid_for(size: tuple[int, int], scale: int) -> tuple[int, int]:
     )
 
 
-class DebugOverlayPass(RenderPass):
-    """The ``DebugOverlay`` render pass: owns the pipeline and buffers that draw ``overlay``
-    over the finished frame in a target of ``output_format`` (reads and writes ``output``).
+class _OverlayResources:
+    """The GPU side of a ``DebugOverlay`` shared by the raster and the compute pass: the font
+    atlas, the cell / primitive / chart-data / rectangle buffers, the uniform block, and the
+    uploads of what changed (``upload``, ``write_rects``)."""
 
-    Args:
-        device: the wgpu device.
-        overlay: the cell grid to draw.
-        output_format: colour format of the target; on ``*-srgb`` formats the shader outputs
-            linear colour so the stored bytes equal the requested sRGB bytes.
-        scale: integer HUD scale (framebuffer pixels per HUD pixel), >= 1.
-        name: the pass name (``"DebugOverlay"`` for the engine's HUD).
-
-    Attributes:
-        target_size: framebuffer ``(width, height)`` in pixels used when ``record`` gets no
-            context (``ctx=None``); ``None`` means the grid's own size in pixels.
-        rect_count: quads (instances) the next frame draws; ``draw_counts`` how many of them
-            each of ``DRAW_CLASSES`` draws.
-
-    Raises:
-        ValueError: ``scale`` is not an integer >= 1.
-    """
-
-    def __init__(
-        self,
-        device: wgpu.GPUDevice,
-        overlay: DebugOverlay,
-        output_format: str,
-        scale: int = 1,
-        *,
-        name: str = PASS_NAME,
-    ):
-        super().__init__(name, reads=(OUTPUT,), writes=(OUTPUT,))
+    def _setup(
+        self, device: wgpu.GPUDevice, overlay: DebugOverlay, output_format: str, scale: int
+    ) -> None:
         self.device = device
         self.overlay = overlay
         self.output_format = output_format
@@ -121,9 +108,6 @@ class DebugOverlayPass(RenderPass):
         )
         self.atlas = self._make_atlas()
         self.layout = self._make_layout()
-        self.shader = shader_pipeline(
-            self.device, HERE / "debug_overlay.wgsl", self._make_pipelines
-        )
         self._bind()
         self._shadow = np.zeros((0, 0, 4), np.uint32)
         self._prims = self._data = self._params = None
@@ -149,13 +133,11 @@ class DebugOverlayPass(RenderPass):
         )
         return tex
 
-    @property
-    def pipeline(self):  # the general one (blended); hot reload replaces them all
-        return self.shader.get()["blend"]
-
     def _make_layout(self) -> wgpu.GPUBindGroupLayout:
-        """One layout for the three pipelines (an ``auto`` layout is its pipeline's own)."""
-        f, v = wgpu.ShaderStage.FRAGMENT, wgpu.ShaderStage.VERTEX
+        """Group 0 of every pipeline, render and compute (an ``auto`` layout is its pipeline's
+        own)."""
+        v = wgpu.ShaderStage.VERTEX
+        f = wgpu.ShaderStage.FRAGMENT | wgpu.ShaderStage.COMPUTE
         ro = {"type": "read-only-storage"}
         return self.device.create_bind_group_layout(
             label="hud",
@@ -168,45 +150,6 @@ class DebugOverlayPass(RenderPass):
                 {"binding": 5, "visibility": f, "buffer": ro},
             ],
         )
-
-    def _make_pipelines(self, module) -> dict[str, wgpu.GPURenderPipeline]:
-        """``DRAW_CLASSES`` -> pipeline: ``text`` (``fs_text``) and ``opaque`` (``fs_main``)
-        write without blending, ``blend`` (``fs_main``) blends "over" the frame."""
-        blend = {
-            "color": {"src_factor": "src-alpha", "dst_factor": "one-minus-src-alpha"},
-            "alpha": {"src_factor": "one", "dst_factor": "one-minus-src-alpha"},
-        }
-        layout = self.device.create_pipeline_layout(bind_group_layouts=[self.layout])
-
-        def make(name: str, entry: str, blended: bool) -> wgpu.GPURenderPipeline:
-            target = {"format": self.output_format}
-            if blended:
-                target["blend"] = blend
-            return self.device.create_render_pipeline(
-                label=f"{PASS_NAME} {name}",
-                layout=layout,
-                vertex={
-                    "module": module,
-                    "entry_point": "vs_main",
-                    "buffers": [
-                        {
-                            "array_stride": 16,
-                            "step_mode": "instance",
-                            "attributes": [
-                                {"format": "uint32x4", "offset": 0, "shader_location": 0}
-                            ],
-                        }
-                    ],
-                },
-                primitive={"topology": "triangle-list"},
-                fragment={"module": module, "entry_point": entry, "targets": [target]},
-            )
-
-        return {
-            "text": make("text", "fs_text", False),
-            "opaque": make("opaque", "fs_main", False),
-            "blend": make("blend", "fs_main", True),
-        }
 
     def _bind(self) -> None:
         self.bind_group = self.device.create_bind_group(
@@ -342,6 +285,89 @@ class DebugOverlayPass(RenderPass):
         r = np.frombuffer(self._rects or b"", np.uint32).reshape(-1, 4).astype(np.int64)
         return len(r), int(((r[:, 2] - r[:, 0]) * (r[:, 3] - r[:, 1])).sum())
 
+
+class DebugOverlayPass(_OverlayResources, RenderPass):
+    """The ``DebugOverlay`` render pass: owns the pipelines and buffers that draw ``overlay``
+    over the finished frame in a target of ``output_format`` (reads and writes ``output``),
+    as instanced quads over the occupied cells (see the module docstring). The HUD uses it
+    where the output cannot be written by a compute shader (``DebugOverlayCompute``).
+
+    Args:
+        device: the wgpu device.
+        overlay: the cell grid to draw.
+        output_format: colour format of the target; on ``*-srgb`` formats the shader outputs
+            linear colour so the stored bytes equal the requested sRGB bytes.
+        scale: integer HUD scale (framebuffer pixels per HUD pixel), >= 1.
+        name: the pass name (``"DebugOverlay"`` for the engine's HUD).
+
+    Attributes:
+        target_size: framebuffer ``(width, height)`` in pixels used when ``record`` gets no
+            context (``ctx=None``); ``None`` means the grid's own size in pixels.
+        rect_count: quads (instances) the next frame draws; ``draw_counts`` how many of them
+            each of ``DRAW_CLASSES`` draws.
+
+    Raises:
+        ValueError: ``scale`` is not an integer >= 1.
+    """
+
+    def __init__(
+        self,
+        device: wgpu.GPUDevice,
+        overlay: DebugOverlay,
+        output_format: str,
+        scale: int = 1,
+        *,
+        name: str = PASS_NAME,
+    ):
+        RenderPass.__init__(self, name, reads=(OUTPUT,), writes=(OUTPUT,))
+        self._setup(device, overlay, output_format, scale)
+        self.shader = shader_pipeline(
+            self.device, HERE / "debug_overlay.wgsl", self._make_pipelines
+        )
+
+    @property
+    def pipeline(self):  # the general one (blended); hot reload replaces them all
+        return self.shader.get()["blend"]
+
+    def _make_pipelines(self, module) -> dict[str, wgpu.GPURenderPipeline]:
+        """``DRAW_CLASSES`` -> pipeline: ``text`` (``fs_text``) and ``opaque`` (``fs_main``)
+        write without blending, ``blend`` (``fs_main``) blends "over" the frame."""
+        blend = {
+            "color": {"src_factor": "src-alpha", "dst_factor": "one-minus-src-alpha"},
+            "alpha": {"src_factor": "one", "dst_factor": "one-minus-src-alpha"},
+        }
+        layout = self.device.create_pipeline_layout(bind_group_layouts=[self.layout])
+
+        def make(name: str, entry: str, blended: bool) -> wgpu.GPURenderPipeline:
+            target = {"format": self.output_format}
+            if blended:
+                target["blend"] = blend
+            return self.device.create_render_pipeline(
+                label=f"{PASS_NAME} {name}",
+                layout=layout,
+                vertex={
+                    "module": module,
+                    "entry_point": "vs_main",
+                    "buffers": [
+                        {
+                            "array_stride": 16,
+                            "step_mode": "instance",
+                            "attributes": [
+                                {"format": "uint32x4", "offset": 0, "shader_location": 0}
+                            ],
+                        }
+                    ],
+                },
+                primitive={"topology": "triangle-list"},
+                fragment={"module": module, "entry_point": entry, "targets": [target]},
+            )
+
+        return {
+            "text": make("text", "fs_text", False),
+            "opaque": make("opaque", "fs_main", False),
+            "blend": make("blend", "fs_main", True),
+        }
+
     def targets(self, ctx) -> dict:
         """Render pass descriptor: load the finished frame in ``ctx.output`` and draw over it."""
         return {"color_attachments": [{"view": ctx.output, "load_op": "load", "store_op": "store"}]}
@@ -363,6 +389,182 @@ class DebugOverlayPass(RenderPass):
                 rpass.set_pipeline(pipes[name])
                 rpass.draw(6, n, 0, first)
                 first += n
+
+
+class DebugOverlayCompute(_OverlayResources, ComputePass):
+    """The ``DebugOverlay`` pass as compute: the same pixels as ``DebugOverlayPass``, written
+    into the output texture through a storage view of its non-sRGB twin format, with no
+    rasteriser. One workgroup per occupied cell, one thread per HUD pixel.
+
+    Why: the raster pass's cost is fragment shading of the covered pixels, and a GPU may shade
+    pixels on a small part of itself (an NVIDIA H200 runs fragment shaders on a few of its
+    132 SMs): there, at 1920x1080, the ``all`` HUD cost 0.171 ms drawn as quads, where one
+    constant colour over the same pixels already costs 0.048 ms, and ~0.01 ms in compute
+    (``tools/bench.py hud``).
+
+    Opaque cells (``DRAW_CLASSES`` ``text``, ``opaque``) are written directly: the bytes equal
+    the raster pass's. Cells that let the frame show through (``blend``) need the frame, which
+    a storage view cannot read: a first dispatch samples it through ``ctx.output`` and blends
+    as the raster pass's blend state does (linear on ``-srgb`` targets, then the IEC 61966-2-1
+    encode; within 1 of the raster bytes), into a scratch buffer the second dispatch stores.
+
+    Args:
+        device, overlay, output_format, scale, name: as ``DebugOverlayPass``.
+        storage_format: the output texture's format as a storage view, ``"rgba8unorm"`` or
+            ``"bgra8unorm"``; the texture must have ``STORAGE_BINDING`` and
+            ``TEXTURE_BINDING`` usage (``RenderGraph.output_storage_format``).
+
+    Raises:
+        ValueError: ``scale`` is not an integer >= 1, or an unsupported ``storage_format``.
+    """
+
+    STORAGE_FORMATS = ("rgba8unorm", "bgra8unorm")
+
+    def __init__(
+        self,
+        device: wgpu.GPUDevice,
+        overlay: DebugOverlay,
+        output_format: str,
+        storage_format: str,
+        scale: int = 1,
+        *,
+        name: str = PASS_NAME,
+    ):
+        if storage_format not in self.STORAGE_FORMATS:
+            raise ValueError(
+                f"HUD storage format {storage_format!r}: one of {', '.join(self.STORAGE_FORMATS)}"
+            )
+        ComputePass.__init__(self, name, reads=(OUTPUT,), writes=(OUTPUT,))
+        self.storage_format = storage_format
+        self._setup(device, overlay, output_format, scale)
+        usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST
+        self.cell_list = device.create_buffer(label="hud cell list", size=4 * 1024, usage=usage)
+        self.blended = device.create_buffer(label="hud blended", size=64 * 1024, usage=usage)
+        self.cell_count = self.blend_cells = 0
+        self._listed: tuple = (b"", ())
+        self._frame_groups: tuple = (None, None, None)  # (output view, sampled, storage)
+        self.frame_layouts = [self._frame_layout(sampled) for sampled in (True, False)]
+        self.shader = shader_pipeline(
+            device,
+            HERE / "debug_overlay.wgsl",
+            self._make_pipelines,
+            defines={"BGRA": storage_format == "bgra8unorm"},
+        )
+
+    def _frame_layout(self, sampled: bool) -> wgpu.GPUBindGroupLayout:
+        """Group 1: the frame (sampled for ``cs_blend``, a storage view for ``cs_store``),
+        the cell list and the blended scratch."""
+        c = wgpu.ShaderStage.COMPUTE
+        frame = (
+            {"binding": 0, "visibility": c, "texture": {"sample_type": "float"}}
+            if sampled
+            else {
+                "binding": 1,
+                "visibility": c,
+                "storage_texture": {
+                    "access": "write-only",
+                    "format": self.storage_format,
+                    "view_dimension": "2d",
+                },
+            }
+        )
+        return self.device.create_bind_group_layout(
+            label=f"hud frame {'sampled' if sampled else 'storage'}",
+            entries=[
+                frame,
+                {"binding": 2, "visibility": c, "buffer": {"type": "read-only-storage"}},
+                {"binding": 3, "visibility": c, "buffer": {"type": "storage"}},
+            ],
+        )
+
+    def _make_pipelines(self, module) -> dict[str, wgpu.GPUComputePipeline]:
+        return {
+            entry: self.device.create_compute_pipeline(
+                label=f"{PASS_NAME} {entry}",
+                layout=self.device.create_pipeline_layout(bind_group_layouts=[self.layout, fl]),
+                compute={"module": module, "entry_point": entry},
+            )
+            for entry, fl in zip(("cs_blend", "cs_store"), self.frame_layouts, strict=True)
+        }
+
+    def write_rects(self, rects: np.ndarray, counts: tuple[int, ...] | None = None) -> int:
+        """As ``DebugOverlayPass.write_rects``, and the cell list the dispatches run over:
+        one ``uint32`` per occupied cell, ``col | row << 12 | class << 24``, the ``blend``
+        cells first."""
+        written = super().write_rects(rects, counts)
+        if (self._rects, self.draw_counts) == self._listed:  # the same cells in the same classes
+            return written
+        self._listed = (self._rects, self.draw_counts)
+        r = np.frombuffer(self._rects, np.uint32).reshape(-1, 4)
+        kinds = np.repeat(np.arange(len(DRAW_CLASSES), dtype=np.uint32), self.draw_counts)
+        parts = []
+        for (c0, r0, c1, r1), k in zip(r.tolist(), kinds.tolist(), strict=True):
+            rows, cols = np.mgrid[r0:r1, c0:c1]
+            parts.append((cols | rows << 12 | k << 24).ravel().astype(np.uint32))
+        cells = np.concatenate(parts) if parts else np.zeros(0, np.uint32)
+        blend = DRAW_CLASSES.index("blend")
+        cells = np.concatenate([cells[cells >> 24 == blend], cells[cells >> 24 != blend]])
+        self.cell_count = len(cells)
+        self.blend_cells = int((cells >> 24 == blend).sum())
+        if self.cell_count:
+            self._grow("cell_list", cells.nbytes)
+            self.device.queue.write_buffer(self.cell_list, 0, cells.tobytes())
+        return written + cells.nbytes
+
+    def _grow(self, name: str, nbytes: int) -> None:
+        buf = getattr(self, name)
+        if nbytes <= buf.size:
+            return
+        size = buf.size
+        while size < nbytes:
+            size *= 2
+        buf.destroy()
+        setattr(self, name, self.device.create_buffer(label=buf.label, size=size, usage=buf.usage))
+        self._frame_groups = (None, None, None)
+
+    def _groups(self, view) -> tuple:
+        """Group 1 for ``cs_blend`` and ``cs_store`` over the output ``view`` (kept while the
+        view and the buffers stay the same)."""
+        if self._frame_groups[0] is view:
+            return self._frame_groups[1:]
+        storage = view.texture.create_view(
+            format=self.storage_format, usage=wgpu.TextureUsage.STORAGE_BINDING
+        )
+        groups = tuple(
+            self.device.create_bind_group(
+                label=f"hud frame {name}",
+                layout=layout,
+                entries=[
+                    {"binding": 0 if name == "sampled" else 1, "resource": frame},
+                    {"binding": 2, "resource": {"buffer": self.cell_list}},
+                    {"binding": 3, "resource": {"buffer": self.blended}},
+                ],
+            )
+            for name, layout, frame in zip(
+                ("sampled", "storage"), self.frame_layouts, (view, storage), strict=True
+            )
+        )
+        self._frame_groups = (view, *groups)
+        return groups
+
+    def record(self, ctx, cpass: wgpu.GPUComputePassEncoder) -> None:
+        """Upload changes, then ``cs_blend`` over the blended cells (if any) and ``cs_store``
+        over every occupied cell, into ``ctx.output``'s texture (nothing for an empty grid).
+        ``ctx.size`` gives the framebuffer size."""
+        self.upload(tuple(ctx.size))
+        if self.cell_count == 0:
+            return
+        self._grow("blended", self.blend_cells * 64 * self.scale**2 * 4)
+        pipes = self.shader.get()
+        sampled, storage = self._groups(ctx.output)
+        cpass.set_bind_group(0, self.bind_group)
+        if self.blend_cells:
+            cpass.set_pipeline(pipes["cs_blend"])
+            cpass.set_bind_group(1, sampled)
+            cpass.dispatch_workgroups(self.blend_cells)
+        cpass.set_pipeline(pipes["cs_store"])
+        cpass.set_bind_group(1, storage)
+        cpass.dispatch_workgroups(self.cell_count)
 
 
 def srgb_decode_table() -> np.ndarray:

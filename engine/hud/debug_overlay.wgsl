@@ -4,7 +4,8 @@
 // background, the primitives that touch the cell and the glyph from the 1-bit font atlas.
 // Three draws (engine/hud/grid.py DRAW_CLASSES): fs_text for cells with an opaque background
 // and no primitive, written without blending; fs_main, unblended, for opaque cells with
-// primitives; fs_main, blended, for the rest. Colours are RGBA8 sRGB; on -srgb targets the
+// primitives; fs_main, blended, for the rest. The compute entry points at the end draw the same
+// pixels without the rasteriser (DebugOverlayCompute). Colours are RGBA8 sRGB; on -srgb targets the
 // output is converted to linear (256-entry table) so the stored bytes equal the requested ones.
 
 struct Params {
@@ -147,41 +148,126 @@ fn encode(out: vec4<f32>) -> vec4<f32> {
     return out;
 }
 
-// A cell with an opaque background and no primitive: the background, the glyph over it. The
-// same arithmetic as fs_main for such a cell (its primitive loop runs no iteration, its alpha
-// is 1), without the loop, the bounds test and the discard: the pixels are identical.
-@fragment
-fn fs_text(@builtin(position) frag: vec4<f32>) -> @location(0) vec4<f32> {
-    let hud = vec2<u32>(frag.xy) / params.scale;
+// The HUD's colour at HUD pixel `hud`: sRGB-encoded, straight alpha (alpha 0: nothing there).
+// `text`: the cell has an opaque background and no primitive (DRAW_CLASSES "text"): the
+// background, the glyph over it, without the primitive loop; the same arithmetic as the
+// general path for such a cell (its loop runs no iteration), so the pixels are identical.
+fn hud_color(hud: vec2<u32>, text: bool) -> vec4<f32> {
     let cell = hud / 8u;
     let c = cells[cell.y * params.cols + cell.x];
     var out = color(c.z);
+    if (!text) {
+        let first = c.w >> 16u;
+        let last = min(c.w & 0xffffu, params.prim_count);
+        let h = vec2<f32>(hud) + 0.5;
+        for (var i = first; i < last; i++) {
+            out = over(shade_prim(prims[i], h), out);
+        }
+    }
     if (glyph_bit(c.x, hud % 8u)) {
         out = over(color(c.y), out);
     }
-    return encode(out);
+    return out;
+}
+
+@fragment
+fn fs_text(@builtin(position) frag: vec4<f32>) -> @location(0) vec4<f32> {
+    return encode(hud_color(vec2<u32>(frag.xy) / params.scale, true));
 }
 
 @fragment
 fn fs_main(@builtin(position) frag: vec4<f32>) -> @location(0) vec4<f32> {
     let hud = vec2<u32>(frag.xy) / params.scale;
-    let cell = hud / 8u;
-    if (cell.x >= params.cols || cell.y >= params.rows) {
+    if (hud.x >= params.cols * 8u || hud.y >= params.rows * 8u) {
         discard;
     }
-    let c = cells[cell.y * params.cols + cell.x];
-    var out = color(c.z);
-    let first = c.w >> 16u;
-    let last = min(c.w & 0xffffu, params.prim_count);
-    let h = vec2<f32>(hud) + 0.5;
-    for (var i = first; i < last; i++) {
-        out = over(shade_prim(prims[i], h), out);
-    }
-    if (glyph_bit(c.x, hud % 8u)) {
-        out = over(color(c.y), out);
-    }
+    let out = hud_color(hud, false);
     if (out.a <= 0.0) {
         discard;
     }
     return encode(out);
+}
+
+// ---- compute path (DebugOverlayCompute): the HUD written into the output through a storage
+// view of its non-sRGB twin format, one workgroup per occupied cell, one thread per HUD pixel
+// (scale x scale framebuffer pixels). No rasteriser: on GPUs whose fragment throughput is
+// small (an H200 shades pixels on few of its SMs) this is several times cheaper.
+// A cell list entry: col | row << 12 | draw class << 24 (DRAW_CLASSES: 0 text, 1 opaque,
+// 2 blend); the blended cells come first. cs_blend reads the frame under them (a sampled view:
+// a storage view cannot be read) and blends into `blended`; cs_store, a later dispatch (its
+// own usage scope), writes every occupied cell.
+@group(1) @binding(0) var frame: texture_2d<f32>;
+// #if BGRA
+@group(1) @binding(1) var frame_out: texture_storage_2d<bgra8unorm, write>;
+// #else
+@group(1) @binding(1) var frame_out: texture_storage_2d<rgba8unorm, write>;
+// #endif
+@group(1) @binding(2) var<storage, read> cell_list: array<u32>;
+@group(1) @binding(3) var<storage, read_write> blended: array<u32>;
+
+const CLASS_TEXT: u32 = 0u;
+const CLASS_BLEND: u32 = 2u;
+
+// IEC 61966-2-1 encode of a linear value, then 8-bit rounding by the store: what a -srgb
+// target's blend unit stores (the decode is srgb_lut's, exact).
+fn linear_to_srgb(c: vec3<f32>) -> vec3<f32> {
+    let x = clamp(c, vec3<f32>(0.0), vec3<f32>(1.0));
+    return select(1.055 * pow(x, vec3<f32>(1.0 / 2.4)) - 0.055, x * 12.92, x <= vec3<f32>(0.0031308));
+}
+
+fn entry_hud(e: u32, local: vec2<u32>) -> vec2<u32> {
+    return vec2<u32>(e & 0xfffu, (e >> 12u) & 0xfffu) * 8u + local;
+}
+
+// Framebuffer pixel k (0..scale^2) of HUD pixel `hud`, and whether the target has it.
+fn fb_pixel(hud: vec2<u32>, k: u32) -> vec2<u32> {
+    return hud * params.scale + vec2<u32>(k % params.scale, k / params.scale);
+}
+
+fn inside(px: vec2<u32>) -> bool {
+    return px.x < params.target_w && px.y < params.target_h;
+}
+
+// "over" as the blend state of the raster path's blended pipeline does it: colour
+// src * a + dst * (1 - a) (linear on -srgb targets), alpha a + dst.a * (1 - a).
+@compute @workgroup_size(8, 8)
+fn cs_blend(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) l: vec3<u32>) {
+    let hud = entry_hud(cell_list[wg.x], l.xy);
+    let src = encode(hud_color(hud, false));
+    let n = params.scale * params.scale;
+    for (var k = 0u; k < n; k++) {
+        let px = fb_pixel(hud, k);
+        if (!inside(px)) {
+            continue;
+        }
+        let dst = textureLoad(frame, vec2<i32>(px), 0);
+        var rgb = src.rgb * src.a + dst.rgb * (1.0 - src.a);
+        if (params.srgb_target == 1u) {
+            rgb = linear_to_srgb(rgb);
+        }
+        let a = src.a + dst.a * (1.0 - src.a);
+        blended[((wg.x * 64u) + l.y * 8u + l.x) * n + k] = pack4x8unorm(vec4<f32>(rgb, a));
+    }
+}
+
+@compute @workgroup_size(8, 8)
+fn cs_store(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) l: vec3<u32>) {
+    let e = cell_list[wg.x];
+    let kind = e >> 24u;
+    let hud = entry_hud(e, l.xy);
+    let n = params.scale * params.scale;
+    var out = vec4<f32>(0.0);
+    if (kind != CLASS_BLEND) {
+        out = hud_color(hud, kind == CLASS_TEXT);  // opaque: the stored bytes are its own
+    }
+    for (var k = 0u; k < n; k++) {
+        let px = fb_pixel(hud, k);
+        if (!inside(px)) {
+            continue;
+        }
+        if (kind == CLASS_BLEND) {
+            out = unpack4x8unorm(blended[((wg.x * 64u) + l.y * 8u + l.x) * n + k]);
+        }
+        textureStore(frame_out, vec2<i32>(px), out);
+    }
 }

@@ -7,7 +7,9 @@ column), ``set_mode`` / ``mode`` / ``modes``, ``keep_clear`` (a sample's own ove
 ``on_notice`` (the console echoes notices). Its panels are the tools' declared ``panels``: the
 HUD builds each as ``cls(tool)`` once every tool is installed (``start``); a panel may add
 passes of its own then (the live flame chart), and the ``DebugOverlay`` pass is added after
-them, last: it loads the finished frame and draws over it, timed like any pass.
+them, last: it draws over the finished frame, timed like any pass. Where the output can be
+written by compute shaders (``RenderGraph.output_storage_format``) that pass is
+``DebugOverlayCompute``, else the raster ``DebugOverlayPass``: the same pixels.
 
 The modes are ``off``, each panel's modes in the tools' order, then ``all`` (F1 cycles them;
 ``--overlay`` and the ``overlay`` command choose one; ``off`` disables the pass).
@@ -25,7 +27,12 @@ import time
 from collections.abc import Callable, Sequence
 
 from engine.commands import Choice, Int
-from engine.hud.debug_overlay import DebugOverlayPass, auto_hud_scale, grid_for
+from engine.hud.debug_overlay import (
+    DebugOverlayCompute,
+    DebugOverlayPass,
+    auto_hud_scale,
+    grid_for,
+)
 from engine.hud.grid import DebugOverlay
 from engine.hud.layout import Layout, PanelSpec, plan
 from engine.hud.palette import ERROR, HEADER, PANEL_BG, TEXT
@@ -95,7 +102,7 @@ class Hud:
         self.scales: tuple[int, ...] = (1,)
         self.keep_clear_box: tuple[int, int, int, int] | None = None
         self.layout: Layout | None = None
-        self.render_pass: DebugOverlayPass | None = None
+        self.render_pass: DebugOverlayPass | DebugOverlayCompute | None = None
         self._layout_due = True
         self._cull_seen = False
         self._gpu_seen = False
@@ -153,8 +160,11 @@ class Hud:
                 self.add_panel(cls(tool))
         self._panel_passes = [p for p in ctx.graph.passes if p not in before]
         self.overlay = DebugOverlay()
-        self.overlay_pass = DebugOverlayPass(
-            ctx.graph.device, self.overlay, ctx.graph.output_format
+        storage = ctx.graph.output_storage_format
+        self.overlay_pass = (
+            DebugOverlayCompute(ctx.graph.device, self.overlay, ctx.graph.output_format, storage)
+            if storage
+            else DebugOverlayPass(ctx.graph.device, self.overlay, ctx.graph.output_format)
         )
         self.render_pass = ctx.graph.add(self.overlay_pass)
         self._hint_due = ctx.window is not None  # the start of a window run

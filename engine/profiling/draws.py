@@ -95,6 +95,7 @@ import numpy as np
 import wgpu
 from wgpu.backends.wgpu_native import extras  # extras.write_timestamp: looked up per call
 
+from engine.gpu import view_format
 from engine.profiling.gpu import write_timestamp as encoder_timestamp
 from engine.profiling.pipeline_stats import FEATURE as STATS_FEATURE
 from engine.profiling.pipeline_stats import STATISTICS
@@ -742,7 +743,7 @@ class DrawProfiler:
         if d is not None:
             view = self._scratch_view(p.name, "depth", d["view"])
             att = {"view": view}
-            fmt = d["view"].texture.format
+            fmt = view_format(d["view"])
             if not d.get("depth_read_only"):
                 att.update(
                     depth_clear_value=d.get("depth_clear_value", 0.0),
@@ -759,9 +760,9 @@ class DrawProfiler:
     def _scratch_view(self, pass_name: str, slot, view) -> wgpu.GPUTextureView:
         """A scratch texture like ``view``'s (size, format, samples) for one attachment of
         one pass; replaced (the old one destroyed) when the attachment changes (resize)."""
-        tex = view.texture
+        tex, fmt = view.texture, view_format(view)  # an sRGB view of a unorm texture: sRGB
         w, h = view.size[:2]
-        key = (w, h, tex.format, tex.sample_count)
+        key = (w, h, fmt, tex.sample_count)
         held = self._scratch.get((pass_name, slot))
         if held is not None and held[0] == key:
             return held[1]
@@ -770,7 +771,7 @@ class DrawProfiler:
         scratch = self.device.create_texture(
             label=f"draw replay {pass_name} {slot}",
             size=(w, h, 1),
-            format=tex.format,
+            format=fmt,
             sample_count=tex.sample_count,
             usage=wgpu.TextureUsage.RENDER_ATTACHMENT,
         )
