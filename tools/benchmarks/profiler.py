@@ -25,7 +25,10 @@ noise; rotated, 1.001 and 1.003 in two runs); each arm's figure per round is its
 that round's ``off`` block. The headline is the median over the rounds with a 95% bootstrap
 interval, and ``off2`` is a second ``off`` arm: its ratio (A/A) shows the
 noise floor of the run, which must be well inside the 1% to be read (more rounds narrow it:
-``LANTERN_PROFILER_ROUNDS``, default 40, 3 with ``--quick``).
+``LANTERN_PROFILER_ROUNDS``, default 40, 3 with ``--quick``). ``LANTERN_PROFILER_HEADLINE=1``
+runs only what the headline needs, the standard frame's ``off``, ``off2`` and ``on`` arms, so
+four times the rounds fit in the time of the full section; ``LANTERN_PROFILER_FRAMES`` sets
+the timed frames of a block (default 24): longer blocks average the GPU's clock changes out.
 
 Arms (standard frame; the s02 cases run the first six and ``draws``):
 
@@ -75,6 +78,7 @@ STANDARD_ARMS = (
     "end-resolve", "pairs", "no-trans", "pass", "tail", "draws",
 )  # fmt: skip
 SMALL_ARMS = ("off", "off2", "on", "gpu", "cpu", "legacy", "draws")
+HEADLINE_ARMS = ("off", "off2", "on")  # LANTERN_PROFILER_HEADLINE=1: the goal's arms alone
 #: (label, arm, minus arm): where the gpu arm's time goes
 BREAKDOWN = (
     ("timestamps at pass boundaries, not all at the frame's end", "no-trans", "tail"),
@@ -202,7 +206,12 @@ def _standard_case(gpu, n, size):
     frame = StandardFrame(gpu, graph, scene)
     update = lambda ctx: frame.update(ctx, path.at(4.0 + ctx.time))  # noqa: E731
     name = f"standard frame, {n:,} instances, {size[0]}x{size[1]}"
-    return _Case(name, graph, target.view, update, STANDARD_ARMS)
+    arms = HEADLINE_ARMS if _headline_only() else STANDARD_ARMS
+    return _Case(name, graph, target.view, update, arms)
+
+
+def _headline_only() -> bool:
+    return os.environ.get("LANTERN_PROFILER_HEADLINE", "") not in ("", "0")
 
 
 def _sink(gpu, arm: str):
@@ -396,7 +405,8 @@ def run(gpu, args) -> None:
     # frames (~75 s at the H200's ~5.5 ms a frame); the s02 cases 30 (+1) rounds x 7 arms x 27
     # frames each; LANTERN_PROFILER_ROUNDS sets the rounds (the s02 cases run 3/4 of them)
     rounds = int(os.environ.get("LANTERN_PROFILER_ROUNDS", 3 if quick else 40))
-    std = {"frames": 4 if quick else 24, "warm": 1 if quick else 3, "rounds": rounds}
+    frames = int(os.environ.get("LANTERN_PROFILER_FRAMES", 4 if quick else 24))
+    std = {"frames": frames, "warm": 1 if quick else 3, "rounds": rounds}
     small = {**std, "rounds": max(3, rounds * 3 // 4)}
     std_n, std_size = (2_000, (320, 180)) if quick else (100_000, (1920, 1080))
     size = (320, 180) if quick else (1280, 720)
@@ -423,6 +433,8 @@ def run(gpu, args) -> None:
             small,
         ),
     ]
+    if _headline_only():
+        cases = cases[:1]
     t_all = time.perf_counter()
     for i, (make, plan) in enumerate(cases):
         t0 = time.perf_counter()
@@ -434,7 +446,8 @@ def run(gpu, args) -> None:
             _draw_truth(records)
         _draw_recording_cpu(records)
         print(f"  ({time.perf_counter() - t0:.0f} s for this case)", flush=True)
-    _known_draw_costs(quick)
+    if not _headline_only():
+        _known_draw_costs(quick)
     print(f"  profiler section: {time.perf_counter() - t_all:.0f} s")
 
 
