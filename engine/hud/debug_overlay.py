@@ -6,10 +6,10 @@ three draws by what their pixels need, everywhere else. Both make the same pixel
 cells to the byte, blended ones within 1), from the same buffers (``_OverlayResources``) and
 the same WGSL (``debug_overlay.wgsl``).
 
-Why compute: the raster pass costs fragment shading of every covered pixel, and some GPUs
-shade pixels on a small part of themselves. On an NVIDIA H200 at 1920x1080 the ``all`` HUD
-drawn as quads cost 0.171 ms, and one constant colour over its pixels 0.048 ms: the raster
-floor is the goal. The compute pass has no such floor (``tools/bench.py hud``).
+Why compute: the raster pass costs fragment shading of every covered pixel, dear on a GPU
+with little raster throughput. On an NVIDIA H200 at 1920x1080 the ``all`` HUD drawn as quads
+cost 0.171 ms, and one constant colour over its pixels 0.048 ms: the raster floor is the
+goal. The compute pass has no such floor: 0.0095 ms (``tools/bench.py hud``).
 
 The raster pass. Why not one fullscreen triangle (the first design): its cost scales with the
 framebuffer, not with the HUD. On an NVIDIA H200 at 1920x1080 a bare fullscreen alpha-blended
@@ -396,11 +396,10 @@ class DebugOverlayCompute(_OverlayResources, ComputePass):
     into the output texture through a storage view of its non-sRGB twin format, with no
     rasteriser. One workgroup per occupied cell, one thread per HUD pixel.
 
-    Why: the raster pass's cost is fragment shading of the covered pixels, and a GPU may shade
-    pixels on a small part of itself (an NVIDIA H200 runs fragment shaders on a few of its
-    132 SMs): there, at 1920x1080, the ``all`` HUD cost 0.171 ms drawn as quads, where one
-    constant colour over the same pixels already costs 0.048 ms, and ~0.01 ms in compute
-    (``tools/bench.py hud``).
+    Why: the raster pass's cost is fragment shading of the covered pixels, and a compute GPU
+    has little raster throughput beside its compute: on an NVIDIA H200 at 1920x1080 a bare
+    fullscreen blend costs 0.264 ms, the ``all`` HUD 0.171 ms drawn as quads (one constant
+    colour over the same pixels 0.048 ms), and 0.0095 ms in compute (``tools/bench.py hud``).
 
     Opaque cells (``DRAW_CLASSES`` ``text``, ``opaque``) are written directly: the bytes equal
     the raster pass's. Cells that let the frame show through (``blend``) need the frame, which

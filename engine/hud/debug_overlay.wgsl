@@ -190,8 +190,8 @@ fn fs_main(@builtin(position) frag: vec4<f32>) -> @location(0) vec4<f32> {
 
 // ---- compute path (DebugOverlayCompute): the HUD written into the output through a storage
 // view of its non-sRGB twin format, one workgroup per occupied cell, one thread per HUD pixel
-// (scale x scale framebuffer pixels). No rasteriser: on GPUs whose fragment throughput is
-// small (an H200 shades pixels on few of its SMs) this is several times cheaper.
+// (scale x scale framebuffer pixels). No rasteriser: where raster throughput is small beside
+// compute (an H200: 0.0095 ms against 0.171 ms for the 'all' HUD at 1080p) it is far cheaper.
 // A cell list entry: col | row << 12 | draw class << 24 (DRAW_CLASSES: 0 text, 1 opaque,
 // 2 blend); the blended cells come first. cs_blend reads the frame under them (a sampled view:
 // a storage view cannot be read) and blends into `blended`; cs_store, a later dispatch (its
