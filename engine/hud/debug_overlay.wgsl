@@ -57,10 +57,15 @@ fn vs_main(
     return vec4<f32>(ndc.x, -ndc.y, 0.0, 1.0);
 }
 
+// The 8-bit code an sRGB colour is stored as (WGSL's round: halves to even).
+fn srgb_code(c: vec3<f32>) -> vec3<f32> {
+    return round(clamp(c, vec3<f32>(0.0), vec3<f32>(1.0)) * 255.0);
+}
+
 // Exact for the 256 representable sRGB bytes: round to the byte, then look it up (cheaper than
 // pow, and the stored byte equals what a unorm target stores for the same colour).
 fn srgb_to_linear(c: vec3<f32>) -> vec3<f32> {
-    let i = vec3<u32>(round(clamp(c, vec3<f32>(0.0), vec3<f32>(1.0)) * 255.0));
+    let i = vec3<u32>(srgb_code(c));
     return vec3<f32>(srgb_lut[i.x], srgb_lut[i.y], srgb_lut[i.z]);
 }
 
@@ -259,6 +264,9 @@ fn cs_store(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) 
     var out = vec4<f32>(0.0);
     if (kind != CLASS_BLEND) {
         out = hud_color(hud, kind == CLASS_TEXT);  // opaque: the stored bytes are its own
+        if (params.srgb_target == 1u) {  // the raster path's rounding (srgb_to_linear's), not
+            out = vec4<f32>(srgb_code(out.rgb) / 255.0, out.a);  // the store's: ties differ
+        }
     }
     for (var k = 0u; k < n; k++) {
         let px = fb_pixel(hud, k);
