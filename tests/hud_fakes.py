@@ -1,8 +1,12 @@
-"""A deterministic telemetry stream for the HUD tests: fixed pass timings and cull counters."""
+"""A deterministic telemetry stream for the HUD tests: fixed pass timings and cull counters;
+and a grid that uses every draw class (``busy_overlay``)."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from engine.culling.counters import CullCounts
+from engine.hud.grid import DebugOverlay
 from engine.telemetry import FrameTimings, Scope, Telemetry
 
 # (pass name, GPU ms, CPU ms): fixed figures, so a rendered HUD is fixed too
@@ -63,3 +67,22 @@ class FakeStream:
                 readbacks={"cull": self.cull},
             )
             self.next += 1
+
+
+def busy_overlay() -> DebugOverlay:
+    """Every draw class: opaque panel text, glyphs of two scales, every primitive kind, and
+    translucent cells (a panel, a glyph, a pie slice, a line)."""
+    ov = DebugOverlay(40, 24)
+    ov.fill(0, 0, 30, 20, (12, 14, 22, 255))
+    for i, ch in enumerate("Lantern HUD 0123456789 .:-#"):
+        ov.text(1 + i, 1, ch, (200, 30 + 8 * i, 255 - 7 * i, 255 - 9 * i))
+    ov.text(1, 3, "Ab", (255, 255, 255), scale=2)
+    ov.bar(1, 6, 20, 0.37, (90, 190, 120), (50, 54, 66))
+    ov.pie(8, 12, 3.0, (0.2, 0.5, 0.3), ((230, 90, 80), (240, 190, 60, 128), (90, 200, 110)))
+    ov.line(14, 9, 28, 16, (255, 255, 0, 200))
+    chart = np.arange(24, dtype=np.float32).reshape(12, 2) % 5
+    ov.stacked_chart(16, 10, 12, 5, chart, ((86, 180, 233), (230, 159, 0)), 8.0)
+    ov.fill(31, 2, 8, 6, (40, 40, 90, 120))  # translucent panel
+    ov.text(31, 3, "thru", (255, 255, 255, 160))
+    ov.pie(35, 16, 3.0, (0.4, 0.6), ((255, 0, 0, 90), (0, 0, 255, 255)))  # over the frame
+    return ov

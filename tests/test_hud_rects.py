@@ -10,6 +10,7 @@ import wgpu
 
 from engine.hud.debug_overlay import DebugOverlayPass, srgb_decode_table
 from engine.hud.grid import DebugOverlay, occupied_rects
+from tests.hud_fakes import busy_overlay
 from tests.test_hud import render, run_hud
 
 CLEAR = (0.0, 1.0, 0.0, 1.0)  # pure green: never a HUD colour below
@@ -89,18 +90,7 @@ def test_the_three_draws_are_pixel_identical_to_one_blended_draw(device, fmt):
     rectangle drawn by the general blended ``fs_main`` (the pass before the split): equal
     bytes, over a frame that is not black, for panels, glyphs of every scale and colour
     (translucent ones too), every primitive kind, and translucent cells."""
-    ov = DebugOverlay(40, 24)
-    ov.fill(0, 0, 30, 20, (12, 14, 22, 255))
-    for i, ch in enumerate("Lantern HUD 0123456789 .:-#"):
-        ov.text(1 + i, 1, ch, (200, 30 + 8 * i, 255 - 7 * i, 255 - 9 * i))
-    ov.text(1, 3, "Ab", (255, 255, 255), scale=2)
-    ov.bar(1, 6, 20, 0.37, (90, 190, 120), (50, 54, 66))
-    ov.pie(8, 12, 3.0, (0.2, 0.5, 0.3), ((230, 90, 80), (240, 190, 60, 128), (90, 200, 110)))
-    ov.line(14, 9, 28, 16, (255, 255, 0, 200))
-    chart = np.arange(24, dtype=np.float32).reshape(12, 2) % 5
-    ov.stacked_chart(16, 10, 12, 5, chart, ((86, 180, 233), (230, 159, 0)), 8.0)
-    ov.fill(31, 2, 8, 6, (40, 40, 90, 120))  # translucent panel
-    ov.text(31, 3, "thru", (255, 255, 255, 160))
+    ov = busy_overlay()
     rects, counts = ov.draw_rects()
     assert all(counts), counts  # every draw class in play
     size = (40 * 8 * 2, 24 * 8 * 2)

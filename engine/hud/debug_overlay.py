@@ -166,23 +166,10 @@ class _OverlayResources:
         )
 
     def _ensure(self, name: str, nbytes: int) -> None:
-        buf = getattr(self, name)
-        if nbytes <= buf.size:
-            return
-        size = buf.size
-        while size < nbytes:
-            size *= 2
-        buf.destroy()
-        setattr(
-            self,
-            name,
-            self.device.create_buffer(
-                label=buf.label,
-                size=size,
-                usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST,
-            ),
-        )
-        self._bind()
+        """Grow buffer ``name`` of group 0 to hold ``nbytes`` (and rebind the group)."""
+        if (new := _grown(self.device, getattr(self, name), nbytes)) is not None:
+            setattr(self, name, new)
+            self._bind()
 
     # -- per frame ------------------------------------------------------------------------
     def upload(self, size: tuple[int, int] | None = None) -> int:
@@ -265,16 +252,7 @@ class _OverlayResources:
         if data == self._rects:
             return 0
         self._rects = data
-        if len(data) > self.rect_buffer.size:
-            size = self.rect_buffer.size
-            while size < len(data):
-                size *= 2
-            self.rect_buffer.destroy()
-            self.rect_buffer = self.device.create_buffer(
-                label="hud rects",
-                size=size,
-                usage=wgpu.BufferUsage.VERTEX | wgpu.BufferUsage.COPY_DST,
-            )
+        self.rect_buffer = _grown(self.device, self.rect_buffer, len(data)) or self.rect_buffer
         if data:
             self.device.queue.write_buffer(self.rect_buffer, 0, data)
         self.rect_count = len(data) // 16
@@ -511,15 +489,10 @@ class DebugOverlayCompute(_OverlayResources, ComputePass):
         return written + cells.nbytes
 
     def _grow(self, name: str, nbytes: int) -> None:
-        buf = getattr(self, name)
-        if nbytes <= buf.size:
-            return
-        size = buf.size
-        while size < nbytes:
-            size *= 2
-        buf.destroy()
-        setattr(self, name, self.device.create_buffer(label=buf.label, size=size, usage=buf.usage))
-        self._frame_groups = (None, None, None)
+        """Grow buffer ``name`` of group 1 to hold ``nbytes`` (its bind groups made anew)."""
+        if (new := _grown(self.device, getattr(self, name), nbytes)) is not None:
+            setattr(self, name, new)
+            self._frame_groups = (None, None, None)
 
     def _groups(self, view) -> tuple:
         """Group 1 for ``cs_blend`` and ``cs_store`` over the output ``view`` (kept while the
@@ -564,6 +537,18 @@ class DebugOverlayCompute(_OverlayResources, ComputePass):
         cpass.set_pipeline(pipes["cs_store"])
         cpass.set_bind_group(1, storage)
         cpass.dispatch_workgroups(self.cell_count)
+
+
+def _grown(device: wgpu.GPUDevice, buf: wgpu.GPUBuffer, nbytes: int) -> wgpu.GPUBuffer | None:
+    """A buffer like ``buf`` (label, usage) doubled in size until it holds ``nbytes``, ``buf``
+    destroyed; None when ``buf`` already holds them."""
+    if nbytes <= buf.size:
+        return None
+    size = buf.size
+    while size < nbytes:
+        size *= 2
+    buf.destroy()
+    return device.create_buffer(label=buf.label, size=size, usage=buf.usage)
 
 
 def srgb_decode_table() -> np.ndarray:
