@@ -558,3 +558,30 @@ def test_a_shader_that_does_not_compile_at_start_is_one_line(tmp_path):
         f"python -m samples.s02: error: {tmp_path / 's02_work.wgsl'}:{line}:"
     ), r.stderr
     assert "iterz" in last[0] and not (tmp_path / "x.png").exists()
+
+
+def test_a_pipeline_built_after_the_watcher_started_is_watched(gpu, tmp_path):
+    """The HUD and tools build their pipelines after the watcher started (the HUD's WGSL sits
+    in engine/hud/, a folder no sample shader shares): an edit there must reload by itself,
+    with no other file saved first and no F5."""
+    first, later = tmp_path / "a", tmp_path / "b"
+    first.mkdir(), later.mkdir()
+    shutil.copy(SHADER_DIR / "s01_lit.wgsl", first / "s01_lit.wgsl")
+    shutil.copy(SHADER_DIR / "s02_work.wgsl", later / "s02_work.wgsl")
+    registry = ShaderRegistry(gpu.device)
+    registry.pipeline(first / "s01_lit.wgsl", lambda m: m)
+    tool = HotReload(registry, enabled=True)
+    tool.start()
+    try:
+        assert tool.wait_ready()
+        built = []
+        registry.pipeline(later / "s02_work.wgsl", lambda m: built.append(m) or m)
+        tool.between_frames()  # the next frame: the new folder is watched
+        assert tool.wait_ready()
+        f = later / "s02_work.wgsl"
+        f.write_text(f.read_text() + "\n// edited\n")
+        assert tool.wait_changes(10.0), "the edit in the later folder was not seen"
+        tool.between_frames()
+        assert len(built) == 2 and tool.events[-1].kind == "reloaded", tool.events
+    finally:
+        tool.stop()

@@ -100,6 +100,7 @@ class HotReload:
         self.last_event_s = 0.0
         self._arrived = threading.Event()  # set while changes wait for the frame thread
         self._dirs: tuple[Path, ...] = ()
+        self._handles_seen = 0  # registry handles when the watched folders were last checked
         self._loop = None
         self._telemetry = None
 
@@ -148,6 +149,7 @@ class HotReload:
         """Watch the folders of every registered file (no-op when already watching)."""
         if self._thread is not None:
             return
+        self._handles_seen = len(self.registry.handles)
         self._dirs = tuple(sorted({f.parent for f in self.registry.files()}))  # resolved
         if not self._dirs:
             return
@@ -200,13 +202,25 @@ class HotReload:
 
     # -- frame thread ----------------------------------------------------------------------
     def between_frames(self) -> None:
-        """Frame-thread hook: handle what the watcher queued (one set test when idle)."""
+        """Frame-thread hook: watch the folders of pipelines built since the watcher started
+        (the HUD's, a tool's: they come after it), then handle what the watcher queued (two
+        tests when idle)."""
+        if self.watching and len(self.registry.handles) != self._handles_seen:
+            self._watch_new_folders()
         if not self._pending:
             return
         with self._lock:
             paths, self._pending = self._pending, set()
             self._arrived.clear()
         self.process(paths)
+
+    def _watch_new_folders(self) -> None:
+        """Restart the watcher on the folders of every registered file where pipelines built
+        since it started added one."""
+        self._handles_seen = len(self.registry.handles)
+        if {f.parent for f in self.registry.files()} - set(self._dirs):
+            self.stop()
+            self.start()
 
     def command(self, state: str | None = None) -> str:
         if state == "off":
@@ -225,11 +239,9 @@ class HotReload:
     def process(self, paths, *, manual: bool = False) -> str | None:
         """Rebuild the handles built from ``paths`` whose code changed; log and return the
         outcome line (None when nothing changed)."""
-        watched = self.registry.files()
-        if self.watching and {f.parent for f in watched} - set(self._dirs):
-            self.stop()  # a pipeline built since from another folder: watch that one too
-            self.start()
-        paths = {Path(p).resolve() for p in paths} & watched
+        if self.watching:
+            self._watch_new_folders()
+        paths = {Path(p).resolve() for p in paths} & self.registry.files()
         if not paths:
             return None
         self.batches += 1
