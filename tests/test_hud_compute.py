@@ -178,3 +178,24 @@ def test_capture_target_without_view_formats_falls_back_to_the_raster_hud(gpu, m
     graph = RenderGraph(gpu.device, output_format=target.format, size=(64, 32))
     hud = install_hud(make_ctx(gpu, graph, overlay="all", hud_scale=None))
     assert type(hud.overlay_pass) is DebugOverlayPass
+
+
+def test_stacked_translucent_primitives_blend_alike_on_a_unorm_target(device):
+    """Many translucent primitives over a transparent cell: the source colour of the blend is
+    quantized to its 8-bit code by both passes (a blend unit that quantizes its source and
+    one that does not then agree); unquantized, lavapipe read 2 apart here."""
+    ov = DebugOverlay(16, 8)
+    rng = np.random.default_rng(3)
+    for i in range(14):
+        c = tuple(int(v) for v in rng.integers(0, 256, 3)) + (int(rng.integers(20, 235)),)
+        ov.pie(8 + (i % 3), 4, 3.5 - 0.15 * i, (0.3, 0.3, 0.4), (c, c[::-1], (*c[:3], 90)))
+        ov.line(0, i * 0.5, 16, 8 - i * 0.5, c)
+    size = (128, 64)
+    background = rng.integers(0, 256, (64, 128, 4), dtype=np.uint8)
+    raster = _draw(
+        device, DebugOverlayPass(device, ov, "rgba8unorm"), "rgba8unorm", size, background
+    )
+    comp = DebugOverlayCompute(device, ov, "rgba8unorm", "rgba8unorm")
+    got = _draw(device, comp, "rgba8unorm", size, background)
+    assert comp.blend_cells > 0 and (raster != background).any()
+    assert np.abs(got.astype(int) - raster.astype(int)).max() <= 1

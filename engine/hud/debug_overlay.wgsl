@@ -57,15 +57,15 @@ fn vs_main(
     return vec4<f32>(ndc.x, -ndc.y, 0.0, 1.0);
 }
 
-// The 8-bit code an sRGB colour is stored as (WGSL's round: halves to even).
-fn srgb_code(c: vec3<f32>) -> vec3<f32> {
+// The 8-bit code a colour is stored as (WGSL's round: halves to even).
+fn byte_code(c: vec3<f32>) -> vec3<f32> {
     return round(clamp(c, vec3<f32>(0.0), vec3<f32>(1.0)) * 255.0);
 }
 
 // Exact for the 256 representable sRGB bytes: round to the byte, then look it up (cheaper than
 // pow, and the stored byte equals what a unorm target stores for the same colour).
 fn srgb_to_linear(c: vec3<f32>) -> vec3<f32> {
-    let i = vec3<u32>(srgb_code(c));
+    let i = vec3<u32>(byte_code(c));
     return vec3<f32>(srgb_lut[i.x], srgb_lut[i.y], srgb_lut[i.z]);
 }
 
@@ -146,11 +146,14 @@ fn glyph_bit(word: u32, local: vec2<u32>) -> bool {
     return textureLoad(atlas, vec2<i32>(texel), 0).r > 0.5;
 }
 
+// What the pass outputs: the colour's 8-bit code (linear on -srgb targets). Rounded here, not
+// by the target, so a blend unit that quantizes its source first and one that does not, and
+// the compute path, all blend the same source.
 fn encode(out: vec4<f32>) -> vec4<f32> {
     if (params.srgb_target == 1u) {
         return vec4<f32>(srgb_to_linear(out.rgb), out.a);
     }
-    return out;
+    return vec4<f32>(byte_code(out.rgb) / 255.0, out.a);
 }
 
 // The HUD's colour at HUD pixel `hud`: sRGB-encoded, straight alpha (alpha 0: nothing there).
@@ -263,10 +266,10 @@ fn cs_store(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) 
     let n = params.scale * params.scale;
     var out = vec4<f32>(0.0);
     if (kind != CLASS_BLEND) {
-        out = hud_color(hud, kind == CLASS_TEXT);  // opaque: the stored bytes are its own
-        if (params.srgb_target == 1u) {  // the raster path's rounding (srgb_to_linear's), not
-            out = vec4<f32>(srgb_code(out.rgb) / 255.0, out.a);  // the store's: ties differ
-        }
+        // opaque: the stored bytes are its own code, rounded as the raster path rounds
+        // (encode's), not by the store: on the H200 the two round halves differently
+        let c = hud_color(hud, kind == CLASS_TEXT);
+        out = vec4<f32>(byte_code(c.rgb) / 255.0, c.a);
     }
     for (var k = 0u; k < n; k++) {
         let px = fb_pixel(hud, k);
