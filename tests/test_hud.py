@@ -465,6 +465,8 @@ def test_panels_with_nothing_to_show_are_left_out(gpu):
     _run_frames(gpu, hud, stream, 2)
     want = "CULL: counters on their way (read back a few frames late)"
     assert hud.layout.placements == () and overlay_text(hud)[1].strip() == want
+    hud, _ = run_hud(gpu, "cull", frames=2, cull=None, size=(240, 180))  # 30 columns
+    assert overlay_text(hud)[1].rstrip() == " CULL: no cull counters in th~"  # cut, marked
     hud, _ = run_hud(gpu, "all", frames=2, gpu_available=False)  # no GPU scopes at all
     assert [p.key for p in hud.layout.placements] == ["perf", "cull"]
     hud, _ = run_hud(gpu, "timeline", frames=2, gpu_available=False)

@@ -103,6 +103,14 @@ def fit_line(width: int, *candidates: str) -> str:
     return candidates[-1][: max(width, 0)]
 
 
+def cut_line(text: str, width: int) -> str:
+    """``text`` within ``width`` cells: whole when it fits, else cut with ``~`` as its last
+    cell (as the perf table marks a cut pass name), so a cut line never reads as whole."""
+    if len(text) <= width:
+        return text
+    return text[: width - 1] + "~" if width > 1 else text[: max(width, 0)]
+
+
 def form_candidates(panels: Sequence[PanelSpec]) -> list[tuple[int, ...]]:
     """Every combination of form indices (one per panel), in the order to try them: fewest
     compaction steps first, then the steps spread over the panels (no panel squeezed to its

@@ -34,7 +34,7 @@ from engine.hud.debug_overlay import (
     grid_for,
 )
 from engine.hud.grid import DebugOverlay
-from engine.hud.layout import Layout, PanelSpec, plan
+from engine.hud.layout import Layout, PanelSpec, cut_line, plan
 from engine.hud.palette import ERROR, HEADER, PANEL_BG, TEXT
 from engine.hud.panel import HudData, Panel, mode_names, mode_panels
 
@@ -416,7 +416,7 @@ class Hud:
             else:  # a one-row region: the line takes the tag's place
                 lines, tag_at = [(c0, r0, "; ".join(empty))], None
         for col, row, text in lines:
-            ov.text(col, row, text[: max(0, c1 - col)], TEXT, PANEL_BG)
+            ov.text(col, row, cut_line(text, c1 - col), TEXT, PANEL_BG)
         if tag_at is not None:
             ov.text(*tag_at, tag[: c1 - tag_at[0]], HEADER, PANEL_BG)
         if self.notice is not None:
