@@ -46,7 +46,7 @@ import wgpu
 
 from engine.graph import OUTPUT, ComputePass, RenderPass
 from engine.hud.grid import CELL_PX, DRAW_CLASSES, MAX_COLS, MAX_ROWS, DebugOverlay, font_atlas
-from engine.shader_registry import shader_pipeline
+from engine.shader_registry import compute_pipelines, shader_pipeline
 
 HERE = Path(__file__).parent  # this package's WGSL
 
@@ -455,14 +455,13 @@ class DebugOverlayCompute(_OverlayResources, ComputePass):
         )
 
     def _make_pipelines(self, module) -> dict[str, wgpu.GPUComputePipeline]:
-        return {
-            entry: self.device.create_compute_pipeline(
-                label=f"{PASS_NAME} {entry}",
-                layout=self.device.create_pipeline_layout(bind_group_layouts=[self.layout, fl]),
-                compute={"module": module, "entry_point": entry},
-            )
+        layouts = {
+            entry: self.device.create_pipeline_layout(bind_group_layouts=[self.layout, fl])
             for entry, fl in zip(("cs_blend", "cs_store"), self.frame_layouts, strict=True)
         }
+        return compute_pipelines(
+            self.device, module, layouts, label=PASS_NAME, layout=layouts.__getitem__
+        )
 
     def write_rects(self, rects: np.ndarray, counts: tuple[int, ...] | None = None) -> int:
         """As ``DebugOverlayPass.write_rects``, and the cell list the dispatches run over:

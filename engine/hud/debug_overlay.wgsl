@@ -4,9 +4,10 @@
 // background, the primitives that touch the cell and the glyph from the 1-bit font atlas.
 // Three draws (engine/hud/grid.py DRAW_CLASSES): fs_text for cells with an opaque background
 // and no primitive, written without blending; fs_main, unblended, for opaque cells with
-// primitives; fs_main, blended, for the rest. The compute entry points at the end draw the same
-// pixels without the rasteriser (DebugOverlayCompute). Colours are RGBA8 sRGB; on -srgb targets the
-// output is converted to linear (256-entry table) so the stored bytes equal the requested ones.
+// primitives; fs_main, blended, for the rest. The compute entry points at the end draw the
+// same pixels without the rasteriser (DebugOverlayCompute). Colours are RGBA8 sRGB; on -srgb
+// targets the output is converted to linear (256-entry table) so the stored bytes equal the
+// requested ones.
 
 struct Params {
     cols: u32,
@@ -220,7 +221,8 @@ const CLASS_BLEND: u32 = 2u;
 // target's blend unit stores (the decode is srgb_lut's, exact).
 fn linear_to_srgb(c: vec3<f32>) -> vec3<f32> {
     let x = clamp(c, vec3<f32>(0.0), vec3<f32>(1.0));
-    return select(1.055 * pow(x, vec3<f32>(1.0 / 2.4)) - 0.055, x * 12.92, x <= vec3<f32>(0.0031308));
+    let curve = 1.055 * pow(x, vec3<f32>(1.0 / 2.4)) - 0.055;
+    return select(curve, x * 12.92, x <= vec3<f32>(0.0031308));
 }
 
 fn entry_hud(e: u32, local: vec2<u32>) -> vec2<u32> {
