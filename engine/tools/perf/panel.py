@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 
 from engine.hud.grid import DebugOverlay
+from engine.hud.layout import cut_line
 from engine.hud.palette import BAR, BAR_BG, DIM, FASTER, HEADER, HOT, PANEL_BG, SLOWER, TEXT
 from engine.hud.panel import HudData, Panel
 from engine.profiling.gpu import plausible_transition
@@ -30,7 +31,7 @@ NUMBERS_W = NAME_W + 1 + NUM_W + 1 + NUM_W  # name, CPU and GPU columns
 def fit_name(name: str) -> str:
     """``name`` in the ``NAME_W`` column: a longer one cut to ``NAME_W - 1`` characters and
     ``~`` (``Transparent.Sort`` -> ``Transparent.S~``), so a cut never reads as a name."""
-    return name if len(name) <= NAME_W else name[: NAME_W - 1] + "~"
+    return cut_line(name, NAME_W)
 
 
 # the table's forms, widest first: with SHARE bars, without them, without the DELTA column
